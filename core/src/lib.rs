@@ -1,0 +1,65 @@
+//! # krabka-coordination
+//!
+//! Leader election, leases and fencing tokens for active/standby processes on
+//! Apache Kafka.
+//!
+//! ## Guarantees
+//!
+//! * **The epoch is the safety.** The leadership epoch is the producer epoch that
+//!   Kafka's transaction coordinator mints for `transactional.id = <role>`. The
+//!   coordinator persists it in the replicated `__transaction_state` log, never
+//!   reuses a value, and the broker rejects every write carrying a superseded
+//!   epoch (`INVALID_PRODUCER_EPOCH`, `PRODUCER_FENCED`). A deposed leader is
+//!   fenced by the cluster; it does not have to notice anything itself.
+//! * **The token is a pair.** [`FencingToken`] is `(producer_id, producer_epoch)`
+//!   and orders by producer id first: the epoch is an `i16` that Kafka answers
+//!   by rotating to a fresh producer id.
+//! * **Anyone can ask who is authoritative** with one DescribeTransactions
+//!   request once the transaction coordinator of the role is known.
+//!
+//! ## Non-guarantees
+//!
+//! * **The lease is timing, not safety.** The lease only decides when a standby
+//!   stops waiting for a quiet holder. A wrong lease makes a failover early or
+//!   late; it never makes two writers authoritative.
+//! * **Clock skew** between members moves the failover time by the size of the
+//!   skew. No clock takes part in the fence, so skew never affects safety. An
+//!   operator who needs a bound on failover time needs a bound on skew.
+//! * **Durability** of the state records rests on the topic configuration
+//!   (`acks=all` here, `min.insync.replicas >= 2` by the operator), not on this
+//!   library.
+//!
+//! ## Layout
+//!
+//! * [`codec`]: the frozen record layouts (byte-exact with the other ports).
+//! * [`partition`]: the partition of a role (Kafka's murmur2, `toPositive`).
+//! * [`token`]: the fencing token.
+//! * [`state`]: the roster and lease of a role, built from the log.
+//! * [`election`]: the pure election step.
+//! * [`clock`]: the system clock and a manual clock for tests.
+//! * [`transport`]: the four transport traits, the in-memory transport and
+//!   (feature `kafka`) the rdkafka transport.
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod codec;
+pub mod election;
+pub mod error;
+pub mod partition;
+pub mod state;
+pub mod token;
+pub mod transport;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use codec::{
+    decode_key, decode_lease, decode_registration, encode_key, encode_lease, encode_registration,
+    Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
+};
+pub use election::{ElectionOptions, Step};
+pub use error::{EncodeError, Error, FormatError, Part, Result};
+pub use partition::{murmur2, role_partition};
+pub use state::{Record, RoleState};
+pub use token::{FencingToken, NO_EPOCH};
+
+/// The name of the compacted topic that holds every role's registrations and lease.
+pub const STATE_TOPIC: &str = "__coordination_state";

@@ -1,0 +1,1 @@
+//! A deterministic in-memory transport with the coordinator's semantics.
