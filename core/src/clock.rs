@@ -3,10 +3,24 @@
 //!
 //! Lease instants are wall-clock epoch milliseconds (`i64`), because the holder
 //! writes a deadline that another process compares against its own clock.
+//!
+//! * [`SystemClock`] reads [`SystemTime`] and sleeps with tokio timers. Tokio
+//!   timers run on a monotonic clock, so a sleep wakes at least once a second
+//!   ([`SystemClock::MAX_SLEEP_SLICE`]) and re-reads the wall clock: a jump of
+//!   the wall clock delays a wake-up by at most one slice.
+//! * [`ManualClock`] only moves when a test calls [`ManualClock::set`] or
+//!   [`ManualClock::advance`]. Its timers are registered wakers (no polling),
+//!   they fire outside the clock's lock, and a test can wait until the code
+//!   under test is blocked on a timer with [`ManualClock::wait_for_sleepers`].
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
 
 /// A boxed, `'static` timer future.
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -22,15 +36,289 @@ pub trait Clock: Send + Sync + 'static {
 
     /// A future that completes after `d` of this clock's time.
     fn sleep(&self, d: Duration) -> Sleep {
-        let at = self.now_millis().saturating_add(d.as_millis().min(i64::MAX as u128) as i64);
+        let at = self.now_millis().saturating_add(duration_millis(d));
         self.sleep_until(at)
     }
 }
 
+/// `d` in whole milliseconds, saturating at `i64::MAX`.
+pub(crate) fn duration_millis(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+// ---------------------------------------------------------------- system clock
+
 /// The system's wall clock, with tokio timers.
+///
+/// [`Clock::sleep_until`] needs a tokio runtime with the time driver enabled.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
+impl SystemClock {
+    /// The longest single tokio sleep inside [`Clock::sleep_until`]; after it the
+    /// wall clock is read again, so a wall-clock jump delays a wake-up by at most
+    /// this much.
+    pub const MAX_SLEEP_SLICE: Duration = Duration::from_secs(1);
+}
+
+fn system_now_millis() -> i64 {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => duration_millis(d),
+        // A clock set before 1970: negative epoch milliseconds.
+        Err(e) => duration_millis(e.duration()).saturating_neg(),
+    }
+}
+
+impl Clock for SystemClock {
+    fn now_millis(&self) -> i64 {
+        system_now_millis()
+    }
+
+    fn sleep_until(&self, at_millis: i64) -> Sleep {
+        Box::pin(async move {
+            loop {
+                let now = system_now_millis();
+                if now >= at_millis {
+                    return;
+                }
+                // `at_millis - now` is positive; it may overflow i64 only if
+                // `now` is negative, hence the saturation.
+                let left = Duration::from_millis(at_millis.saturating_sub(now) as u64);
+                tokio::time::sleep(left.min(SystemClock::MAX_SLEEP_SLICE)).await;
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------- manual clock
+
 /// A clock that only moves when a test moves it.
-#[derive(Debug, Clone, Default)]
-pub struct ManualClock {}
+///
+/// Clones share one time and one set of timers. Time may be set backwards; that
+/// fires nothing, and a timer that already fired stays fired.
+///
+/// ```
+/// # use krabka_coordination::{Clock, ManualClock};
+/// # use std::time::Duration;
+/// # tokio_test_block(async {
+/// let clock = ManualClock::new(1_000);
+/// let c = clock.clone();
+/// let task = tokio::spawn(async move { c.sleep_until(1_500).await; c.now_millis() });
+/// clock.wait_for_sleepers(1).await; // the task is now blocked on its timer
+/// clock.advance(Duration::from_millis(500));
+/// assert_eq!(task.await.unwrap(), 1_500);
+/// # });
+/// # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+struct ManualInner {
+    state: Mutex<ManualState>,
+    /// Signalled (outside the lock) whenever the number of pending timers changes.
+    sleepers_changed: Notify,
+}
+
+struct ManualState {
+    now: i64,
+    next_id: u64,
+    /// Pending timers by (deadline, registration order). A timer is removed
+    /// when it fires or when its future is dropped.
+    timers: BTreeMap<(i64, u64), Waker>,
+}
+
+impl ManualClock {
+    /// A manual clock that reads `start_millis` until it is moved.
+    pub fn new(start_millis: i64) -> Self {
+        ManualClock {
+            inner: Arc::new(ManualInner {
+                state: Mutex::new(ManualState {
+                    now: start_millis,
+                    next_id: 0,
+                    timers: BTreeMap::new(),
+                }),
+                sleepers_changed: Notify::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ManualState> {
+        lock_state(&self.inner)
+    }
+
+    /// Sets the time to `millis` and fires every timer due at or before it, in
+    /// deadline order (ties in registration order). Setting the time backwards
+    /// fires nothing.
+    pub fn set(&self, millis: i64) {
+        let due = {
+            let mut st = self.lock();
+            st.now = millis;
+            take_due(&mut st)
+        };
+        // The lock is released: a woken task may read or use the clock at once.
+        let fired = !due.is_empty();
+        for w in due {
+            w.wake();
+        }
+        if fired {
+            self.inner.sleepers_changed.notify_waiters();
+        }
+    }
+
+    /// Moves the time forward by `d` (saturating) and fires the due timers.
+    pub fn advance(&self, d: Duration) {
+        let now = self.now_millis();
+        self.set(now.saturating_add(duration_millis(d)));
+    }
+
+    /// Moves the time to the earliest pending deadline, if it is in the future,
+    /// and fires what is due; returns the new time, or `None` (and leaves the
+    /// time alone) when no timer is pending.
+    pub fn advance_to_next_deadline(&self) -> Option<i64> {
+        let (now, next) = {
+            let st = self.lock();
+            (st.now, st.timers.keys().next().map(|k| k.0))
+        };
+        let next = next?;
+        let to = next.max(now);
+        self.set(to);
+        Some(to)
+    }
+
+    /// The number of timers that are registered and have not fired: every
+    /// polled, pending [`Clock::sleep_until`] future that is still alive.
+    pub fn pending_timers(&self) -> usize {
+        self.lock().timers.len()
+    }
+
+    /// The earliest deadline of a pending timer.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.lock().timers.keys().next().map(|k| k.0)
+    }
+
+    /// Resolves once at least `n` timers are pending, that is once the code
+    /// under test is blocked on its timers. Waits on a notification, not by
+    /// polling the time.
+    pub async fn wait_for_sleepers(&self, n: usize) {
+        loop {
+            let notified = self.inner.sleepers_changed.notified();
+            tokio::pin!(notified);
+            // Register for the next notification before reading the count, so
+            // a change between the read and the await is not lost.
+            notified.as_mut().enable();
+            if self.pending_timers() >= n {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn lock_state(inner: &ManualInner) -> MutexGuard<'_, ManualState> {
+    // A panic while the lock is held cannot leave the state half-updated (each
+    // critical section is a single map operation), so a poisoned lock is used as is.
+    inner.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn take_due(st: &mut ManualState) -> Vec<Waker> {
+    let mut due = Vec::new();
+    while let Some(entry) = st.timers.first_entry() {
+        if entry.key().0 > st.now {
+            break;
+        }
+        due.push(entry.remove());
+    }
+    due
+}
+
+impl Default for ManualClock {
+    /// A manual clock at epoch millisecond 0.
+    fn default() -> Self {
+        ManualClock::new(0)
+    }
+}
+
+impl std::fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("ManualClock")
+            .field("now", &st.now)
+            .field("pending_timers", &st.timers.len())
+            .finish()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_millis(&self) -> i64 {
+        self.lock().now
+    }
+
+    fn sleep_until(&self, at_millis: i64) -> Sleep {
+        Box::pin(ManualSleep {
+            inner: Arc::clone(&self.inner),
+            at: at_millis,
+            id: None,
+        })
+    }
+}
+
+/// The timer future of a [`ManualClock`].
+struct ManualSleep {
+    inner: Arc<ManualInner>,
+    at: i64,
+    /// Set once the timer is registered.
+    id: Option<u64>,
+}
+
+impl Future for ManualSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        let mut st = lock_state(&this.inner);
+        match this.id {
+            Some(id) => match st.timers.get_mut(&(this.at, id)) {
+                // Fired (removed by `set`): done, even if time went back since.
+                None => {
+                    this.id = None;
+                    Poll::Ready(())
+                }
+                Some(w) => {
+                    if !w.will_wake(cx.waker()) {
+                        let old = std::mem::replace(w, cx.waker().clone());
+                        // Drop the old waker outside the lock: dropping it may run
+                        // code that uses this clock.
+                        drop(st);
+                        drop(old);
+                    }
+                    Poll::Pending
+                }
+            },
+            None if st.now >= this.at => Poll::Ready(()),
+            None => {
+                let id = st.next_id;
+                st.next_id += 1;
+                st.timers.insert((this.at, id), cx.waker().clone());
+                this.id = Some(id);
+                drop(st);
+                this.inner.sleepers_changed.notify_waiters();
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for ManualSleep {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let removed = lock_state(&self.inner).timers.remove(&(self.at, id));
+            if removed.is_some() {
+                self.inner.sleepers_changed.notify_waiters();
+            }
+        }
+    }
+}

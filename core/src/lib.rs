@@ -50,15 +50,15 @@ pub mod state;
 pub mod token;
 pub mod transport;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, Sleep, SystemClock};
 pub use codec::{
     decode_key, decode_lease, decode_registration, encode_key, encode_lease, encode_registration,
     Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
 };
-pub use election::{ElectionOptions, Step};
+pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
 pub use error::{EncodeError, Error, FormatError, Part, Result};
 pub use partition::{murmur2, role_partition};
-pub use state::{Record, RoleState};
+pub use state::{Record, RoleState, RosterEntry};
 pub use token::{FencingToken, NO_EPOCH};
 
 /// The name of the compacted topic that holds every role's registrations and lease.
