@@ -8,17 +8,55 @@
 //!                      producer_epoch i16, granted_at i64, deadline i64
 //! ```
 //!
-//! Every integer is big-endian and signed. A string is an `i16` byte length and
-//! then UTF-8 bytes (Kafka's own string layout), so a string holds at most
-//! [`MAX_STRING_LEN`] bytes. The layouts are byte-exact with the other ports;
-//! `golden/records.json` is the contract.
+//! Every integer is big-endian and signed (two's complement). A string is an
+//! `i16` byte length and then that many bytes of UTF-8 (Kafka's own string
+//! layout, without a null form), so a string holds at most [`MAX_STRING_LEN`]
+//! bytes. The layouts are byte-exact with the other ports; `golden/records.json`
+//! is the contract and `golden/README.md` describes it.
 //!
-//! A tombstone is a record whose value is null. Readers treat a null value and
-//! an empty value alike as a tombstone (Kafka compaction only deletes null).
+//! # Tombstones
 //!
-//! Encoders are append-style (`*_into` appends to a buffer) and refuse what the
-//! layout cannot hold instead of truncating. Decoders report the first failure
-//! with the [`Part`] it concerns.
+//! A tombstone is a record whose value is null. Writers write null (Kafka's
+//! compaction only ever deletes a null value); readers treat a null value and
+//! an empty value alike as a tombstone ([`is_tombstone`]). A tombstone's value
+//! is never handed to a decoder: an empty byte string is not a valid
+//! registration or lease value, and the decoders refuse it.
+//!
+//! # Encoding
+//!
+//! Encoders are append-style (`*_into` appends to a buffer) and refuse with an
+//! [`EncodeError`] what the layout cannot hold instead of truncating it: a
+//! string over [`MAX_STRING_LEN`] bytes, an empty role, an empty member, and a
+//! lease key whose member is not empty. A string of exactly [`MAX_STRING_LEN`]
+//! bytes is fine. The fields are checked in layout order and, within a field,
+//! emptiness before length; every check happens before the first byte is
+//! written, so on error the buffer is left as it was.
+//!
+//! # Decoding and the order of checks
+//!
+//! A decoder returns a [`FormatError`] whose `part` is the record part it
+//! decodes (`key`, `registration value`, `lease value`) and whose `message`
+//! names the field, the byte offset and what failed. It reads the fields in
+//! layout order and checks each field completely when it reaches it; the
+//! first failing check is the one reported:
+//!
+//! 1. the field's bytes are present ("too short"); for a string: the two length
+//!    bytes are present, then the length is not negative, then that many bytes
+//!    are present;
+//! 2. a string is valid UTF-8;
+//! 3. the field's own rule: the version is 0; the kind is 0 or 1; the role is
+//!    not empty; a registration key's member is not empty; a lease key's member
+//!    is empty; a value's member is not empty;
+//!
+//! and after the last field:
+//!
+//! 4. no bytes remain ("trailing bytes").
+//!
+//! The other ports reproduce the `part` of every failure (the golden vectors
+//! assert it); the wording of `message` is this port's own.
+//!
+//! Decoding a value allocates only its owned member string; decoding a key
+//! allocates its role and member. Messages are formatted on failure only.
 
 use crate::error::{EncodeError, FormatError, Part};
 use crate::token::FencingToken;
@@ -47,6 +85,15 @@ impl KeyKind {
         }
     }
 
+    /// The kind of a wire value, `None` for anything but 0 and 1.
+    pub fn from_code(code: i16) -> Option<KeyKind> {
+        match code {
+            0 => Some(KeyKind::Registration),
+            1 => Some(KeyKind::Lease),
+            _ => None,
+        }
+    }
+
     /// The kind's name: `"registration"` or `"lease"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -70,12 +117,20 @@ pub struct Key {
 impl Key {
     /// The registration key of `member` in `role`.
     pub fn registration(role: impl Into<String>, member: impl Into<String>) -> Key {
-        Key { kind: KeyKind::Registration, role: role.into(), member: member.into() }
+        Key {
+            kind: KeyKind::Registration,
+            role: role.into(),
+            member: member.into(),
+        }
     }
 
     /// The lease key of `role`.
     pub fn lease(role: impl Into<String>) -> Key {
-        Key { kind: KeyKind::Lease, role: role.into(), member: String::new() }
+        Key {
+            kind: KeyKind::Lease,
+            role: role.into(),
+            member: String::new(),
+        }
     }
 }
 
@@ -102,48 +157,87 @@ pub struct Lease {
     pub deadline: i64,
 }
 
+/// True when a record value is a tombstone: null, or (as readers must also
+/// accept) empty.
+pub fn is_tombstone(value: Option<&[u8]>) -> bool {
+    value.is_none_or(<[u8]>::is_empty)
+}
+
 // ---------------------------------------------------------------- encoding
 
-fn put_string(buf: &mut Vec<u8>, part: Part, field: &'static str, s: &str) -> Result<(), EncodeError> {
+/// The encoded size of a key, a registration value and a lease value, less
+/// their strings' bytes.
+const KEY_FIXED: usize = 2 + 2 + 2 + 2;
+const REGISTRATION_FIXED: usize = 2 + 2 + 8;
+const LEASE_FIXED: usize = 2 + 2 + 8 + 2 + 8 + 8;
+
+#[cold]
+#[inline(never)]
+fn encode_error(part: Part, field: &'static str, message: String) -> EncodeError {
+    EncodeError {
+        part,
+        field,
+        message,
+    }
+}
+
+/// Checks a string field before anything is written: not empty (when
+/// `non_empty`), and short enough for its `i16` length.
+#[inline]
+fn check_string(
+    part: Part,
+    field: &'static str,
+    s: &str,
+    non_empty: bool,
+) -> Result<(), EncodeError> {
+    if non_empty && s.is_empty() {
+        return Err(encode_error(part, field, "must not be empty".to_owned()));
+    }
     if s.len() > MAX_STRING_LEN {
-        return Err(EncodeError {
+        return Err(encode_error(
             part,
             field,
-            message: format!("is {} bytes of UTF-8, over the layout's limit of {MAX_STRING_LEN}", s.len()),
-        });
+            format!(
+                "is {} bytes of UTF-8, over the layout's limit of {MAX_STRING_LEN}",
+                s.len()
+            ),
+        ));
     }
-    buf.extend_from_slice(&(s.len() as i16).to_be_bytes());
-    buf.extend_from_slice(s.as_bytes());
     Ok(())
 }
 
-fn require_non_empty(part: Part, field: &'static str, s: &str) -> Result<(), EncodeError> {
-    if s.is_empty() {
-        return Err(EncodeError { part, field, message: "must not be empty".into() });
-    }
-    Ok(())
+/// Appends a string already checked by [`check_string`].
+#[inline]
+fn put_string(buf: &mut Vec<u8>, s: &str) {
+    debug_assert!(s.len() <= MAX_STRING_LEN);
+    buf.extend_from_slice(&(s.len() as u16).to_be_bytes());
+    buf.extend_from_slice(s.as_bytes());
 }
 
 /// Appends the encoded key to `buf`. On error `buf` is left as it was.
 pub fn encode_key_into(key: &Key, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
     let part = Part::Key;
-    require_non_empty(part, "role", &key.role)?;
+    check_string(part, "role", &key.role, true)?;
     match key.kind {
-        KeyKind::Registration => require_non_empty(part, "member", &key.member)?,
+        KeyKind::Registration => check_string(part, "member", &key.member, true)?,
         KeyKind::Lease if !key.member.is_empty() => {
-            return Err(EncodeError { part, field: "member", message: "must be empty in a lease key".into() })
+            return Err(encode_error(
+                part,
+                "member",
+                format!(
+                    "must be empty in a lease key, is {} bytes",
+                    key.member.len()
+                ),
+            ));
         }
         KeyKind::Lease => {}
     }
-    let start = buf.len();
-    buf.reserve(8 + key.role.len() + key.member.len());
+    buf.reserve(KEY_FIXED + key.role.len() + key.member.len());
     buf.extend_from_slice(&VERSION.to_be_bytes());
     buf.extend_from_slice(&key.kind.code().to_be_bytes());
-    let r = put_string(buf, part, "role", &key.role).and_then(|_| put_string(buf, part, "member", &key.member));
-    if r.is_err() {
-        buf.truncate(start);
-    }
-    r
+    put_string(buf, &key.role);
+    put_string(buf, &key.member);
+    Ok(())
 }
 
 /// Encodes a key.
@@ -155,15 +249,10 @@ pub fn encode_key(key: &Key) -> Result<Vec<u8>, EncodeError> {
 
 /// Appends the encoded registration value to `buf`. On error `buf` is left as it was.
 pub fn encode_registration_into(reg: &Registration, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
-    let part = Part::RegistrationValue;
-    require_non_empty(part, "member", &reg.member)?;
-    let start = buf.len();
-    buf.reserve(12 + reg.member.len());
+    check_string(Part::RegistrationValue, "member", &reg.member, true)?;
+    buf.reserve(REGISTRATION_FIXED + reg.member.len());
     buf.extend_from_slice(&VERSION.to_be_bytes());
-    if let Err(e) = put_string(buf, part, "member", &reg.member) {
-        buf.truncate(start);
-        return Err(e);
-    }
+    put_string(buf, &reg.member);
     buf.extend_from_slice(&reg.registered_at.to_be_bytes());
     Ok(())
 }
@@ -177,15 +266,10 @@ pub fn encode_registration(reg: &Registration) -> Result<Vec<u8>, EncodeError> {
 
 /// Appends the encoded lease value to `buf`. On error `buf` is left as it was.
 pub fn encode_lease_into(lease: &Lease, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
-    let part = Part::LeaseValue;
-    require_non_empty(part, "member", &lease.member)?;
-    let start = buf.len();
-    buf.reserve(30 + lease.member.len());
+    check_string(Part::LeaseValue, "member", &lease.member, true)?;
+    buf.reserve(LEASE_FIXED + lease.member.len());
     buf.extend_from_slice(&VERSION.to_be_bytes());
-    if let Err(e) = put_string(buf, part, "member", &lease.member) {
-        buf.truncate(start);
-        return Err(e);
-    }
+    put_string(buf, &lease.member);
     buf.extend_from_slice(&lease.token.producer_id.to_be_bytes());
     buf.extend_from_slice(&lease.token.producer_epoch.to_be_bytes());
     buf.extend_from_slice(&lease.granted_at.to_be_bytes());
@@ -202,8 +286,8 @@ pub fn encode_lease(lease: &Lease) -> Result<Vec<u8>, EncodeError> {
 
 // ---------------------------------------------------------------- decoding
 
-/// A cursor over one record part that reports the first failure with its part,
-/// the field and the byte offset.
+/// A cursor over one record part. Every failure names the part, the field and
+/// the byte offset; messages are built on the (cold) failure path only.
 pub(crate) struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
@@ -215,138 +299,585 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0, part }
     }
 
-    fn err(&self, msg: String) -> FormatError {
-        FormatError::new(self.part, msg)
+    #[cold]
+    #[inline(never)]
+    fn fail(&self, message: String) -> FormatError {
+        FormatError::new(self.part, message)
     }
 
-    fn take(&mut self, field: &str, n: usize) -> Result<&'a [u8], FormatError> {
-        let rest = self.data.len() - self.pos;
-        if rest < n {
-            return Err(self.err(format!(
-                "too short for {field}: needs {n} bytes at offset {}, {rest} left",
-                self.pos
-            )));
+    #[cold]
+    #[inline(never)]
+    fn too_short(&self, what: &str, at: usize, needs: usize) -> FormatError {
+        let left = self.data.len() - at;
+        self.fail(format!(
+            "too short for {what}: needs {needs} bytes at offset {at}, {left} left"
+        ))
+    }
+
+    /// The next `N` bytes as an array.
+    #[inline]
+    fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N], FormatError> {
+        match self.data[self.pos..].first_chunk::<N>() {
+            Some(b) => {
+                self.pos += N;
+                Ok(*b)
+            }
+            None => Err(self.too_short(field, self.pos, N)),
         }
-        let s = &self.data[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
     }
 
+    #[inline]
     pub(crate) fn i16(&mut self, field: &str) -> Result<i16, FormatError> {
-        let b = self.take(field, 2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
+        self.array::<2>(field).map(i16::from_be_bytes)
     }
 
+    #[inline]
     pub(crate) fn i64(&mut self, field: &str) -> Result<i64, FormatError> {
-        let b = self.take(field, 8)?;
-        Ok(i64::from_be_bytes(b.try_into().expect("8 bytes")))
+        self.array::<8>(field).map(i64::from_be_bytes)
     }
 
+    /// The version field, which must be [`VERSION`].
+    #[inline]
     pub(crate) fn version(&mut self) -> Result<(), FormatError> {
-        let at = self.pos;
         let v = self.i16("version")?;
         if v != VERSION {
-            return Err(self.err(format!("unsupported version {v} at offset {at}, only {VERSION} is known")));
+            return Err(self.fail(format!(
+                "unsupported version {v} at offset 0, only {VERSION} is known"
+            )));
         }
         Ok(())
     }
 
-    /// A string without copying it.
+    /// A string without copying it: the length is present and not negative,
+    /// its bytes are present, and they are UTF-8.
+    #[inline]
     pub(crate) fn str(&mut self, field: &str) -> Result<&'a str, FormatError> {
         let at = self.pos;
-        if self.data.len() - self.pos < 2 {
-            let rest = self.data.len() - self.pos;
-            return Err(self.err(format!(
-                "too short for {field} length: needs 2 bytes at offset {at}, {rest} left"
-            )));
-        }
-        let len = self.i16(field)?;
+        let Some(len) = self.data[at..].first_chunk::<2>() else {
+            return Err(self.length_too_short(field, at));
+        };
+        let len = i16::from_be_bytes(*len);
         if len < 0 {
-            return Err(self.err(format!("negative {field} length {len} at offset {at}")));
+            return Err(self.fail(format!("negative {field} length {len} at offset {at}")));
         }
-        let bytes = self.take(field, len as usize)?;
-        std::str::from_utf8(bytes)
-            .map_err(|e| self.err(format!("{field} at offset {} is not valid UTF-8: {e}", at + 2)))
+        let start = at + 2;
+        let Some(bytes) = self.data[start..].get(..len as usize) else {
+            return Err(self.too_short(field, start, len as usize));
+        };
+        let s = std::str::from_utf8(bytes).map_err(|e| self.not_utf8(field, start, e))?;
+        self.pos = start + bytes.len();
+        Ok(s)
     }
 
-    pub(crate) fn finish(&self) -> Result<(), FormatError> {
+    #[cold]
+    #[inline(never)]
+    fn length_too_short(&self, field: &str, at: usize) -> FormatError {
+        self.too_short(&format!("{field} length"), at, 2)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_utf8(&self, field: &str, at: usize, e: std::str::Utf8Error) -> FormatError {
+        self.fail(format!(
+            "{field} at offset {at} is not valid UTF-8: invalid byte at offset {}",
+            at + e.valid_up_to()
+        ))
+    }
+
+    /// A string that must not be empty.
+    #[inline]
+    pub(crate) fn non_empty_str(
+        &mut self,
+        field: &str,
+        what: &str,
+    ) -> Result<&'a str, FormatError> {
+        let at = self.pos;
+        let s = self.str(field)?;
+        if s.is_empty() {
+            return Err(self.fail(format!("{what} with an empty {field} at offset {at}")));
+        }
+        Ok(s)
+    }
+
+    /// No bytes may remain after the last field.
+    #[inline]
+    pub(crate) fn finish(&self, last_field: &str) -> Result<(), FormatError> {
         let rest = self.data.len() - self.pos;
         if rest != 0 {
-            return Err(self.err(format!("{rest} trailing bytes after the last field at offset {}", self.pos)));
+            return Err(self.fail(format!(
+                "{rest} trailing bytes at offset {} after the last field ({last_field})",
+                self.pos
+            )));
         }
         Ok(())
     }
 }
 
 /// The fields of a key, borrowed from its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct KeyRef<'a> {
     pub(crate) kind: KeyKind,
     pub(crate) role: &'a str,
     pub(crate) member: &'a str,
 }
 
+impl KeyRef<'_> {
+    /// The owned key.
+    pub(crate) fn to_key(self) -> Key {
+        Key {
+            kind: self.kind,
+            role: self.role.to_owned(),
+            member: self.member.to_owned(),
+        }
+    }
+}
+
+/// Decodes and checks a key without copying its strings (the same checks, in
+/// the same order, as [`decode_key`]).
 pub(crate) fn decode_key_ref(data: &[u8]) -> Result<KeyRef<'_>, FormatError> {
     let mut r = Reader::new(Part::Key, data);
     r.version()?;
-    let kind = match r.i16("kind")? {
-        0 => KeyKind::Registration,
-        1 => KeyKind::Lease,
-        k => return Err(r.err(format!("unknown kind {k} at offset 2, expected 0 (registration) or 1 (lease)"))),
+    let code = r.i16("kind")?;
+    let Some(kind) = KeyKind::from_code(code) else {
+        return Err(r.fail(format!(
+            "unknown kind {code} at offset 2, expected 0 (registration) or 1 (lease)"
+        )));
     };
-    let role = r.str("role")?;
-    let member = r.str("member")?;
-    r.finish()?;
-    if role.is_empty() {
-        return Err(r.err("empty role".into()));
-    }
-    match kind {
-        KeyKind::Registration if member.is_empty() => {
-            return Err(r.err("registration key with an empty member".into()))
+    let role = r.non_empty_str("role", "key")?;
+    let member = match kind {
+        KeyKind::Registration => r.non_empty_str("member", "registration key")?,
+        KeyKind::Lease => {
+            let at = r.pos;
+            let member = r.str("member")?;
+            if !member.is_empty() {
+                return Err(r.fail(format!(
+                    "lease key with a non-empty member ({} bytes) at offset {at}; a lease key's member is empty",
+                    member.len()
+                )));
+            }
+            member
         }
-        KeyKind::Lease if !member.is_empty() => {
-            return Err(r.err(format!("lease key with a non-empty member {member:?}")))
-        }
-        _ => {}
-    }
+    };
+    r.finish("member")?;
     Ok(KeyRef { kind, role, member })
 }
 
 /// Decodes a key.
 pub fn decode_key(data: &[u8]) -> Result<Key, FormatError> {
-    let k = decode_key_ref(data)?;
-    Ok(Key { kind: k.kind, role: k.role.to_owned(), member: k.member.to_owned() })
+    decode_key_ref(data).map(KeyRef::to_key)
 }
 
 /// Decodes a registration value.
 pub fn decode_registration(data: &[u8]) -> Result<Registration, FormatError> {
     let mut r = Reader::new(Part::RegistrationValue, data);
     r.version()?;
-    let member = r.str("member")?;
+    let member = r.non_empty_str("member", "registration value")?;
     let registered_at = r.i64("registered_at")?;
-    r.finish()?;
-    if member.is_empty() {
-        return Err(r.err("empty member".into()));
-    }
-    Ok(Registration { member: member.to_owned(), registered_at })
+    r.finish("registered_at")?;
+    Ok(Registration {
+        member: member.to_owned(),
+        registered_at,
+    })
 }
 
 /// Decodes a lease value.
 pub fn decode_lease(data: &[u8]) -> Result<Lease, FormatError> {
     let mut r = Reader::new(Part::LeaseValue, data);
     r.version()?;
-    let member = r.str("member")?;
+    let member = r.non_empty_str("member", "lease value")?;
     let producer_id = r.i64("producer_id")?;
     let producer_epoch = r.i16("producer_epoch")?;
     let granted_at = r.i64("granted_at")?;
     let deadline = r.i64("deadline")?;
-    r.finish()?;
-    if member.is_empty() {
-        return Err(r.err("empty member".into()));
-    }
+    r.finish("deadline")?;
     Ok(Lease {
         member: member.to_owned(),
-        token: FencingToken { producer_id, producer_epoch },
+        token: FencingToken {
+            producer_id,
+            producer_epoch,
+        },
         granted_at,
         deadline,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(s: &[u8]) -> Vec<u8> {
+        let mut v = (s.len() as i16).to_be_bytes().to_vec();
+        v.extend_from_slice(s);
+        v
+    }
+
+    fn key_bytes(version: i16, kind: i16, role: &[u8], member: &[u8]) -> Vec<u8> {
+        let mut v = version.to_be_bytes().to_vec();
+        v.extend(kind.to_be_bytes());
+        v.extend(string(role));
+        v.extend(string(member));
+        v
+    }
+
+    fn lease() -> Lease {
+        Lease {
+            member: "m-1".into(),
+            token: FencingToken::new(0x0102_0304_0506_0708, 0x0a0b),
+            granted_at: -2,
+            deadline: i64::MAX,
+        }
+    }
+
+    /// Asserts the part and that the message mentions every fragment.
+    fn assert_fails(r: Result<impl std::fmt::Debug, FormatError>, part: Part, fragments: &[&str]) {
+        let e = r.expect_err("decoding should fail");
+        assert_eq!(e.part, part, "{e}");
+        for f in fragments {
+            assert!(e.message.contains(f), "message {:?} lacks {f:?}", e.message);
+        }
+    }
+
+    #[test]
+    fn layout_is_big_endian_with_i16_string_lengths() {
+        let k = encode_key(&Key::registration("ab", "é")).unwrap();
+        assert_eq!(k, [0, 0, 0, 0, 0, 2, b'a', b'b', 0, 2, 0xc3, 0xa9]);
+        let k = encode_key(&Key::lease("r")).unwrap();
+        assert_eq!(k, [0, 0, 0, 1, 0, 1, b'r', 0, 0]);
+        let v = encode_registration(&Registration {
+            member: "m".into(),
+            registered_at: -1,
+        })
+        .unwrap();
+        assert_eq!(
+            v,
+            [0, 0, 0, 1, b'm', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+        );
+        let v = encode_lease(&lease()).unwrap();
+        #[rustfmt::skip]
+        let want = [
+            0, 0, 0, 3, b'm', b'-', b'1',
+            1, 2, 3, 4, 5, 6, 7, 8,
+            0x0a, 0x0b,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+            0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ];
+        assert_eq!(v, want);
+        assert_eq!(decode_lease(&v).unwrap(), lease());
+    }
+
+    #[test]
+    fn key_failures_name_the_key_part() {
+        let p = Part::Key;
+        assert_fails(decode_key(&[]), p, &["too short for version", "offset 0"]);
+        assert_fails(decode_key(&[0]), p, &["too short for version", "1 left"]);
+        assert_fails(
+            decode_key(&key_bytes(1, 0, b"r", b"m")),
+            p,
+            &["unsupported version 1"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(-1, 0, b"r", b"m")),
+            p,
+            &["unsupported version -1"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0]),
+            p,
+            &["too short for kind", "offset 2"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 2, b"r", b"m")),
+            p,
+            &["unknown kind 2"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, -1, b"r", b"")),
+            p,
+            &["unknown kind -1"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0]),
+            p,
+            &["too short for role length", "offset 4"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0xff, 0xff]),
+            p,
+            &["negative role length -1", "offset 4"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 1, 0x80, 0x00]),
+            p,
+            &["negative role length -32768"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0, 3, b'a']),
+            p,
+            &["too short for role", "needs 3", "1 left"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 0, b"\xff", b"m")),
+            p,
+            &["role at offset 6 is not valid UTF-8"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 0, b"", b"m")),
+            p,
+            &["empty role", "offset 4"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0, 1, b'r']),
+            p,
+            &["too short for member length", "offset 7"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0, 1, b'r', 0xff, 0xfe]),
+            p,
+            &["negative member length -2"],
+        );
+        assert_fails(
+            decode_key(&[0, 0, 0, 0, 0, 1, b'r', 0, 2, b'm']),
+            p,
+            &["too short for member"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 0, b"r", b"a\xc3")),
+            p,
+            &["member at offset 9 is not valid UTF-8"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 0, b"r", b"")),
+            p,
+            &["registration key with an empty member"],
+        );
+        assert_fails(
+            decode_key(&key_bytes(0, 1, b"r", b"m")),
+            p,
+            &["lease key with a non-empty member (1 bytes)"],
+        );
+        let mut trailing = key_bytes(0, 1, b"r", b"");
+        trailing.push(0);
+        assert_fails(decode_key(&trailing), p, &["1 trailing bytes at offset 9"]);
+    }
+
+    #[test]
+    fn value_failures_name_their_parts() {
+        let r = Part::RegistrationValue;
+        let good = encode_registration(&Registration {
+            member: "m".into(),
+            registered_at: 5,
+        })
+        .unwrap();
+        assert_fails(decode_registration(&[]), r, &["too short for version"]);
+        assert_fails(
+            decode_registration(&[0, 7, 0, 1, b'm']),
+            r,
+            &["unsupported version 7"],
+        );
+        assert_fails(
+            decode_registration(&good[..good.len() - 1]),
+            r,
+            &["too short for registered_at", "7 left"],
+        );
+        assert_fails(
+            decode_registration(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            r,
+            &["empty member"],
+        );
+        assert_fails(
+            decode_registration(&[0, 0, 0xff, 0xff]),
+            r,
+            &["negative member length -1"],
+        );
+        let mut trailing = good.clone();
+        trailing.extend([1, 2]);
+        assert_fails(
+            decode_registration(&trailing),
+            r,
+            &["2 trailing bytes", "(registered_at)"],
+        );
+
+        let l = Part::LeaseValue;
+        let good = encode_lease(&lease()).unwrap();
+        for (cut, field) in [
+            (1, "version"),
+            (3, "member length"),
+            (6, "member"),
+            (14, "producer_id"),
+            (16, "producer_epoch"),
+        ] {
+            assert_fails(
+                decode_lease(&good[..cut]),
+                l,
+                &[&format!("too short for {field}:")],
+            );
+        }
+        assert_fails(
+            decode_lease(&good[..good.len() - 8]),
+            l,
+            &["too short for deadline"],
+        );
+        assert_fails(
+            decode_lease(&good[..good.len() - 9]),
+            l,
+            &["too short for granted_at"],
+        );
+        let mut bad = good.clone();
+        bad[4] = 0xff;
+        assert_fails(
+            decode_lease(&bad),
+            l,
+            &["member at offset 4 is not valid UTF-8"],
+        );
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert_fails(
+            decode_lease(&trailing),
+            l,
+            &["1 trailing bytes", "(deadline)"],
+        );
+        assert_fails(
+            decode_lease(&[0, 0, 0, 0]),
+            l,
+            &["lease value with an empty member"],
+        );
+    }
+
+    #[test]
+    fn the_first_failure_in_layout_order_is_reported() {
+        // Bad version and bad kind: the version is reported.
+        assert_fails(
+            decode_key(&key_bytes(3, 9, b"r", b"m")),
+            Part::Key,
+            &["unsupported version 3"],
+        );
+        // Bad kind and an empty role: the kind.
+        assert_fails(
+            decode_key(&key_bytes(0, 9, b"", b"")),
+            Part::Key,
+            &["unknown kind 9"],
+        );
+        // Invalid UTF-8 in an empty-role position cannot happen; an empty role and
+        // a non-empty lease member: the role.
+        assert_fails(
+            decode_key(&key_bytes(0, 1, b"", b"m")),
+            Part::Key,
+            &["empty role"],
+        );
+        // A non-empty lease member and trailing bytes: the member.
+        let mut b = key_bytes(0, 1, b"r", b"m");
+        b.push(7);
+        assert_fails(decode_key(&b), Part::Key, &["non-empty member"]);
+        // Invalid UTF-8 in the member of a lease key: UTF-8 before the kind rule.
+        assert_fails(
+            decode_key(&key_bytes(0, 1, b"r", b"\x80")),
+            Part::Key,
+            &["not valid UTF-8"],
+        );
+        // An empty member and a truncated tail: the member.
+        assert_fails(
+            decode_lease(&[0, 0, 0, 0, 1]),
+            Part::LeaseValue,
+            &["empty member"],
+        );
+    }
+
+    #[test]
+    fn tombstones_are_null_or_empty() {
+        assert!(is_tombstone(None));
+        assert!(is_tombstone(Some(&[])));
+        assert!(!is_tombstone(Some(&[0])));
+        // An empty value is never a valid record value either.
+        assert_fails(
+            decode_registration(&[]),
+            Part::RegistrationValue,
+            &["too short"],
+        );
+        assert_fails(decode_lease(&[]), Part::LeaseValue, &["too short"]);
+    }
+
+    #[test]
+    fn encoding_refuses_what_the_layout_cannot_hold() {
+        let long = "x".repeat(MAX_STRING_LEN + 1);
+        let max = "y".repeat(MAX_STRING_LEN);
+        let mut buf = vec![9u8];
+        let e = encode_key_into(&Key::registration(long.as_str(), "m"), &mut buf).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::Key, "role"));
+        assert!(e.message.contains("32768 bytes"), "{e}");
+        assert_eq!(buf, [9], "a failed encode leaves the buffer as it was");
+        let e = encode_key_into(&Key::registration("r", long.as_str()), &mut buf).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::Key, "member"));
+        assert_eq!(buf, [9]);
+        let e = encode_key(&Key::registration("", "m")).unwrap_err();
+        assert_eq!(
+            (e.part, e.field, e.message.as_str()),
+            (Part::Key, "role", "must not be empty")
+        );
+        let e = encode_key(&Key::registration("r", "")).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::Key, "member"));
+        let e = encode_key(&Key::lease("")).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::Key, "role"));
+        let e = encode_key(&Key {
+            kind: KeyKind::Lease,
+            role: "r".into(),
+            member: "m".into(),
+        })
+        .unwrap_err();
+        assert_eq!((e.part, e.field), (Part::Key, "member"));
+        assert!(e.message.contains("must be empty in a lease key"), "{e}");
+        let e = encode_registration_into(
+            &Registration {
+                member: long.clone(),
+                registered_at: 0,
+            },
+            &mut buf,
+        )
+        .unwrap_err();
+        assert_eq!((e.part, e.field), (Part::RegistrationValue, "member"));
+        let e = encode_registration(&Registration {
+            member: String::new(),
+            registered_at: 0,
+        })
+        .unwrap_err();
+        assert_eq!((e.part, e.field), (Part::RegistrationValue, "member"));
+        let mut l = lease();
+        l.member = long;
+        let e = encode_lease_into(&l, &mut buf).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::LeaseValue, "member"));
+        l.member = String::new();
+        let e = encode_lease(&l).unwrap_err();
+        assert_eq!((e.part, e.field), (Part::LeaseValue, "member"));
+        assert_eq!(buf, [9]);
+
+        // Exactly the limit is fine, and round-trips.
+        let key = Key::registration(max.as_str(), max.as_str());
+        let bytes = encode_key(&key).unwrap();
+        assert_eq!(bytes.len(), 8 + 2 * MAX_STRING_LEN);
+        assert_eq!(&bytes[4..6], &[0x7f, 0xff]);
+        assert_eq!(decode_key(&bytes).unwrap(), key);
+        let mut l = lease();
+        l.member = max;
+        assert_eq!(decode_lease(&encode_lease(&l).unwrap()).unwrap(), l);
+    }
+
+    #[test]
+    fn into_appends_after_existing_bytes() {
+        let mut buf = vec![1, 2, 3];
+        encode_lease_into(&lease(), &mut buf).unwrap();
+        assert_eq!(&buf[..3], &[1, 2, 3]);
+        assert_eq!(decode_lease(&buf[3..]).unwrap(), lease());
+    }
+
+    #[test]
+    fn key_ref_borrows_the_same_fields() {
+        let bytes = encode_key(&Key::registration("role-ü", "member-🦀")).unwrap();
+        let k = decode_key_ref(&bytes).unwrap();
+        assert_eq!(
+            (k.kind, k.role, k.member),
+            (KeyKind::Registration, "role-ü", "member-🦀")
+        );
+        assert_eq!(k.to_key(), decode_key(&bytes).unwrap());
+        assert_eq!(KeyKind::from_code(1), Some(KeyKind::Lease));
+        assert_eq!(KeyKind::from_code(2), None);
+    }
 }
