@@ -45,6 +45,7 @@ pub mod clock;
 pub mod codec;
 pub mod election;
 pub mod error;
+pub mod leadership;
 pub mod partition;
 pub mod state;
 pub mod token;

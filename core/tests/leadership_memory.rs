@@ -1,0 +1,355 @@
+//! Deterministic tests of the election rules: the in-memory transport (with
+//! the coordinator's minting and fencing semantics) driven by `ManualClock`.
+//! No test waits on real time: tasks run on a current-thread runtime and
+//! `settle` lets every ready task run before the clock moves.
+//!
+//! Every claim about Kafka's own behaviour is tested against a real broker
+//! in the `kafka_*` and `e2e_*` tests; these test our rules.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use krabka_coordination::codec::{encode_key, encode_registration, Key, Registration};
+use krabka_coordination::leadership::{
+    acquire_leadership, describe_leadership, describe_role_state, Leadership, LeadershipOptions,
+};
+use krabka_coordination::transport::memory::{MemoryCluster, MemoryTransport};
+use krabka_coordination::transport::{Coordinator, OutRecord, Registrar, Transport};
+use krabka_coordination::{role_partition, Error, FencingToken, ManualClock};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const T0: i64 = 1_700_000_000_000;
+const LEASE: Duration = Duration::from_secs(30);
+const RENEW: Duration = Duration::from_secs(10);
+const STAGGER: Duration = Duration::from_secs(5);
+const ROLE: &str = "billing-export";
+
+struct World {
+    clock: ManualClock,
+    cluster: MemoryCluster,
+}
+
+impl World {
+    fn new() -> Self {
+        let clock = ManualClock::new(T0);
+        let cluster = MemoryCluster::new(Arc::new(clock.clone()));
+        World { clock, cluster }
+    }
+
+    fn options(&self) -> LeadershipOptions {
+        LeadershipOptions::default()
+            .with_partitions(16)
+            .with_lease_duration(LEASE)
+            .with_renew_interval(RENEW)
+            .with_challenge_stagger(STAGGER)
+            .with_clock(Arc::new(self.clock.clone()))
+            .with_poll_wait(Duration::from_secs(1))
+    }
+
+    fn transport(&self) -> Arc<MemoryTransport> {
+        Arc::new(self.cluster.transport())
+    }
+
+    fn spawn(&self, member: &str) -> JoinHandle<Result<Leadership, Error>> {
+        self.spawn_with(member, self.options())
+    }
+
+    fn spawn_with(&self, member: &str, options: LeadershipOptions) -> JoinHandle<Result<Leadership, Error>> {
+        let t: Arc<dyn Transport> = self.transport();
+        let member = member.to_owned();
+        tokio::spawn(async move { acquire_leadership(t, ROLE, &member, options).await })
+    }
+
+    /// Registers `member` without running it: a member that died while waiting.
+    async fn ghost(&self, member: &str) {
+        let t = self.transport();
+        let p = role_partition(ROLE, 16).unwrap();
+        let key = encode_key(&Key::registration(ROLE, member)).unwrap();
+        let value = encode_registration(&Registration { member: member.into(), registered_at: T0 }).unwrap();
+        t.append(p, key, Some(value)).await.unwrap();
+    }
+
+    /// Moves the clock to `at` in steps of at most one second (each poll
+    /// waits a second), letting every task run at every step.
+    async fn run_until(&self, at: i64) {
+        settle().await;
+        while self.clock.now_millis() < at {
+            let step = (at - self.clock.now_millis()).min(1_000);
+            self.clock.advance(Duration::from_millis(step as u64));
+            settle().await;
+        }
+    }
+
+    async fn ranks(&self) -> Vec<String> {
+        let t = self.transport();
+        describe_role_state(t.as_ref(), ROLE, 16).await.unwrap().roster.into_iter().map(|e| e.member).collect()
+    }
+}
+
+use krabka_coordination::Clock;
+
+/// Lets every ready task run to its next wait.
+async fn settle() {
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn leader(h: JoinHandle<Result<Leadership, Error>>) -> Leadership {
+    assert!(h.is_finished(), "the member should hold the role by now");
+    h.await.unwrap().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn rank0_takes_over_at_the_deadline_and_not_before() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    let c = w.spawn("c");
+    w.run_until(T0 + 1).await;
+    assert!(!b.is_finished() && !c.is_finished());
+    assert_eq!(w.ranks().await, ["a", "b", "c"]);
+
+    // a stops renewing (its process froze): its last lease is the one it wrote at T0.
+    let deadline = a.lease().deadline;
+    assert_eq!(deadline, T0 + 30_000);
+    drop(a);
+    w.run_until(deadline - 1).await;
+    assert!(!b.is_finished(), "rank 0 must not challenge before the deadline");
+    w.run_until(deadline).await;
+    let b = leader(b).await;
+    assert!(!c.is_finished(), "rank 1 waits while rank 0 took over");
+    assert!(b.token() > FencingToken::new(1000, 0));
+    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    assert!(status.authoritative(&b.token()));
+    w.run_until(deadline + STAGGER.as_millis() as i64 + 1).await;
+    assert!(!c.is_finished(), "rank 1 sees b's lease and keeps waiting");
+    assert!(b.is_held());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn rank1_challenges_one_stagger_after_the_deadline_when_rank0_did_not() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.ghost("b").await; // rank 0, but dead
+    let c = w.spawn("c");
+    w.run_until(T0 + 1).await;
+    let deadline = a.lease().deadline;
+    drop(a);
+    w.run_until(deadline + STAGGER.as_millis() as i64 - 1).await;
+    assert!(!c.is_finished(), "rank 1 must wait one stagger past the deadline");
+    w.run_until(deadline + STAGGER.as_millis() as i64).await;
+    let c = leader(c).await;
+    assert_eq!(c.member(), "c");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_live_holder_renews_and_keeps_the_role() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    // Ten lease durations pass; a renews every 10 s, so b never challenges.
+    w.run_until(T0 + 10 * 30_000).await;
+    assert!(a.is_held());
+    assert!(!b.is_finished());
+    assert!(a.lease().deadline >= T0 + 10 * 30_000);
+    assert_eq!(a.lease().deadline - a.lease().granted_at, 30_000);
+    // One epoch per term: renewals mint nothing.
+    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    assert_eq!(status.token, a.token());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_standby_challenging_at_once_leaves_exactly_one_leader() {
+    let w = World::new();
+    let opts = w.options().with_challenge_stagger(Duration::ZERO);
+    let a = w.spawn_with("a", opts.clone());
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let standbys: Vec<_> = ["b", "c", "d", "e"].iter().map(|m| w.spawn_with(m, opts.clone())).collect();
+    w.run_until(T0 + 1).await;
+    let deadline = a.lease().deadline;
+    drop(a);
+    w.run_until(deadline).await;
+    // Let any member that briefly won run into the fence at its next write.
+    w.run_until(deadline + 2 * RENEW.as_millis() as i64).await;
+    let mut held = Vec::new();
+    for h in standbys {
+        if h.is_finished() {
+            let l = h.await.unwrap().unwrap();
+            if l.is_held() {
+                held.push(l);
+            } else {
+                assert!(l.err().unwrap().is_fenced());
+            }
+        }
+    }
+    assert_eq!(held.len(), 1, "exactly one leader");
+    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    assert!(status.authoritative(&held[0].token()));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_recovered_member_rejoins_at_the_tail() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    let c = w.spawn("c");
+    w.run_until(T0 + 1).await;
+    let deadline = a.lease().deadline;
+    drop(a); // a crashes
+    w.run_until(deadline).await;
+    let b = leader(b).await;
+    // a recovers and registers again: it goes to the tail, behind c.
+    let a2 = w.spawn("a");
+    w.run_until(deadline + 1).await;
+    assert_eq!(w.ranks().await, ["b", "c", "a"]);
+    // b crashes: c (rank 0 among challengers) takes over, not a. No failback.
+    let deadline = b.lease().deadline;
+    drop(b);
+    w.run_until(deadline).await;
+    let c = leader(c).await;
+    assert!(!a2.is_finished());
+    assert_eq!(c.member(), "c");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn resign_hands_over_without_waiting_for_the_deadline() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    w.run_until(T0 + 1_000).await;
+    let old = a.token();
+    a.resign().await.unwrap();
+    a.resign().await.unwrap(); // idempotent
+    assert!(matches!(a.err().as_deref(), Some(Error::Resigned)));
+    // The resigned token is no longer authoritative, even before b takes over.
+    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    assert!(!status.authoritative(&old));
+    settle().await;
+    let now = w.clock.now_millis();
+    let b = leader(b).await;
+    assert_eq!(w.clock.now_millis(), now, "b took over without the clock moving");
+    assert!(b.token() > old);
+    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    assert!(status.authoritative(&b.token()));
+    assert_eq!(w.ranks().await, ["b"], "a deregistered");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_deposed_leaders_guarded_write_fails_with_fenced() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let record = |v: &str| OutRecord {
+        topic: "orders".into(),
+        partition: Some(0),
+        key: None,
+        value: Some(v.as_bytes().to_vec()),
+        headers: vec![],
+    };
+    a.write(vec![record("one")]).await.unwrap();
+    // Another process mints a newer epoch for the role (a take-over).
+    let other = w.transport();
+    other.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let err = a.write(vec![record("two")]).await.unwrap_err();
+    assert!(matches!(err, Error::Fenced(_)), "{err:?}");
+    assert!(a.err().unwrap().is_fenced());
+    a.done().await;
+    let data: Vec<_> = w.cluster.committed("orders", 0).into_iter().map(|r| r.value.unwrap()).collect();
+    assert_eq!(data, [b"one".to_vec()], "the deposed write is not visible");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_fenced_holder_learns_it_at_its_next_renewal() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.transport().acquire_epoch(ROLE, LEASE).await.unwrap();
+    assert!(a.is_held(), "nothing tells a before it writes");
+    w.run_until(T0 + RENEW.as_millis() as i64).await;
+    assert!(!a.is_held());
+    assert!(a.err().unwrap().is_fenced());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn transient_errors_are_retried_and_the_role_is_kept() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.cluster.set_unavailable(true);
+    w.run_until(T0 + RENEW.as_millis() as i64 + 2_000).await;
+    assert!(a.renewal_failures() > 0);
+    assert!(a.is_held());
+    w.cluster.set_unavailable(false);
+    w.run_until(T0 + 2 * RENEW.as_millis() as i64).await;
+    assert_eq!(a.renewal_failures(), 0);
+    assert!(a.is_held());
+    assert!(a.lease().granted_at > T0 + RENEW.as_millis() as i64);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cancelling_a_waiting_member_deregisters_it() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let _a = leader(a).await;
+    let cancel = CancellationToken::new();
+    let b = w.spawn_with("b", w.options().with_cancel(cancel.clone()));
+    w.run_until(T0 + 1).await;
+    assert_eq!(w.ranks().await, ["a", "b"]);
+    cancel.cancel();
+    settle().await;
+    let err = b.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Cancelled));
+    assert_eq!(w.ranks().await, ["a"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_a_waiting_acquire_deregisters_it() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let _a = leader(a).await;
+    let b = w.spawn("b");
+    w.run_until(T0 + 1).await;
+    assert_eq!(w.ranks().await, ["a", "b"]);
+    b.abort();
+    settle().await;
+    assert_eq!(w.ranks().await, ["a"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn options_are_validated_up_front_with_the_values_named() {
+    let w = World::new();
+    let t: Arc<dyn Transport> = w.transport();
+    let bad = w.options().with_lease_duration(Duration::from_secs(5)).with_renew_interval(Duration::from_secs(10));
+    let err = acquire_leadership(t.clone(), ROLE, "a", bad).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert!(msg.contains("5s") && msg.contains("10s"), "{msg}");
+    let err = acquire_leadership(t.clone(), ROLE, "a", w.options().with_partitions(0)).await.unwrap_err();
+    assert!(err.to_string().contains('0'), "{err}");
+    let err = acquire_leadership(t.clone(), "", "a", w.options()).await.unwrap_err();
+    assert!(err.to_string().contains("role"), "{err}");
+    let err = acquire_leadership(t.clone(), ROLE, "", w.options()).await.unwrap_err();
+    assert!(err.to_string().contains("member"), "{err}");
+    let long = "x".repeat(40_000);
+    let err = acquire_leadership(t, ROLE, &long, w.options()).await.unwrap_err();
+    assert!(err.to_string().contains("32767"), "{err}");
+    assert_eq!(w.cluster.requests(), 0, "nothing was sent for invalid options");
+}
