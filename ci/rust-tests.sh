@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The Rust test suites: unit, golden, property, in-memory election and the
+# integration and end-to-end tests against the real local Kafka.
+# Needs KRABKA_BOOTSTRAP (and KRABKA_BOOTSTRAP_3 for the replication tests);
+# when unset, the tests start the local clusters themselves with ci/kafka.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+# The core without the Kafka transport must build and pass on its own.
+cargo test -p krabka-coordination --no-default-features --lib --tests
