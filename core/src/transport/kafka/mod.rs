@@ -1,2 +1,659 @@
-//! The Kafka transport: rdkafka producers and consumer, and a small
+//! The Kafka transport: rdkafka producers and consumers, and a small
 //! DescribeTransactions client on the `kafka-protocol` crate.
+//!
+//! [`KafkaTransport`] implements the four transport traits against a real
+//! Apache Kafka cluster (3.0 or newer; tested on 4.x with transaction version
+//! 2). It keeps the spec's four rules:
+//!
+//! 1. **The epoch binds the lease producer.** `acquire_epoch(role, lease)`
+//!    builds a producer with `transactional.id = <role>` and
+//!    `transaction.timeout.ms = <lease>`, calls InitProducerId
+//!    (`init_transactions`) and keeps that producer; every lease write and
+//!    guarded write of the role goes through it. librdkafka has no getter for
+//!    the minted producer id and epoch, so the transport asks the
+//!    coordinator with DescribeTransactions right after InitProducerId. If
+//!    another member minted a newer epoch in between, the answer is theirs,
+//!    but then this member's first commit is fenced and its lease record is
+//!    aborted: every *committed* lease carries the token of its writer.
+//! 2. **Fencing is [`Error::Fenced`].** A write that the broker rejects with
+//!    `INVALID_PRODUCER_EPOCH` (47) or `PRODUCER_FENCED` (90), which librdkafka
+//!    raises as the fatal `_FENCED` (-144), fails with [`Error::Fenced`] and
+//!    the fenced producer is dropped. Other fatal errors are [`Error::Fatal`]
+//!    (the producer is dropped too); abortable ones abort the transaction and
+//!    are [`Error::Transient`]. A write for a role this transport holds no
+//!    epoch for (never acquired, released, or dropped after a fence) is
+//!    [`Error::Fatal`], not `Fenced`: fencing is news only once.
+//! 3. **Reads are read_committed, up to the last stable offset, in offset
+//!    order.** Aborted records (a deposed holder's write, a crashed holder's
+//!    open transaction once the coordinator aborts it) never appear; an open
+//!    transaction holds the last stable offset back, and a read ends promptly
+//!    below it.
+//! 4. **No partitioner.** The registration producer (a plain idempotent
+//!    producer, `acks=all`) and the lease producer both send to the partition
+//!    the caller gives, which is [`crate::role_partition`] of the role.
+//!
+//! # Tuning
+//!
+//! * **Transaction timeout = lease duration.** The coordinator aborts a
+//!   transaction left open longer than `transaction.timeout.ms` and bumps the
+//!   epoch, which fences a holder that stalls mid-transaction. librdkafka
+//!   accepts 1 s to `i32::MAX` ms; the broker caps it with
+//!   `transaction.max.timeout.ms` (15 min by default), and a longer lease is
+//!   refused at `acquire_epoch`. librdkafka also lowers `socket.timeout.ms`
+//!   and `message.timeout.ms` of the lease producer to the lease.
+//! * **Fetch wait.** A standby's consumer keeps one fetch request waiting at
+//!   the broker for at most `fetch.wait.max.ms`
+//!   ([`KafkaConfig::with_fetch_wait`], 25 ms by default). The broker answers
+//!   early when a commit moves the last stable offset, so the wake-up latency
+//!   of `poll_partition` after a commit is a few milliseconds; the wait only
+//!   sets how many empty fetches a quiet partition costs.
+//! * **Operation timeout** ([`KafkaConfig::with_operation_timeout`], 30 s):
+//!   the budget of InitProducerId, commit, abort, a read to the last stable
+//!   offset, a describe with its retries.
+//!
+//! # Threads
+//!
+//! librdkafka's transactional calls block; they run on tokio's blocking pool
+//! (`spawn_blocking`), never on a worker thread. So does dropping a producer
+//! or consumer, which flushes and joins librdkafka's threads. The transport
+//! needs a multi-threaded or current-thread tokio runtime with the blocking
+//! pool available.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::error::{Error, Result};
+use crate::state::Record;
+use crate::token::FencingToken;
+use crate::transport::{Coordinator, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader};
+
+mod config;
+mod describe;
+mod lease;
+mod reader;
+mod topic;
+
+pub use config::KafkaConfig;
+pub use describe::{DescribeClient, TransactionDescription};
+pub use topic::{check_state_topic, ensure_state_topic, TopicReport};
+
+use lease::{is_fenced_code, LeaseProducer, Outcome, TxnState};
+use reader::PartitionReader;
+
+/// The shortest lease librdkafka accepts as `transaction.timeout.ms`.
+pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
+
+type RoleSlot = Arc<AsyncMutex<Option<LeaseProducer>>>;
+type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
+
+/// The transport on a real Kafka cluster: implements [`Coordinator`],
+/// [`StateReader`], [`Registrar`] and [`LeaseWriter`].
+///
+/// One transport per member process. It holds a plain idempotent producer for
+/// registrations, one transactional producer per role whose epoch it holds,
+/// one read_committed consumer per state partition it reads, and a
+/// [`DescribeClient`]. Every producer and consumer is created with the
+/// settings of the [`KafkaConfig`].
+///
+/// ```no_run
+/// # async fn f() -> krabka_coordination::Result<()> {
+/// use std::time::Duration;
+/// use krabka_coordination::transport::kafka::{KafkaConfig, KafkaTransport};
+/// use krabka_coordination::transport::Coordinator;
+/// let transport = KafkaTransport::new(KafkaConfig::new("127.0.0.1:9092"), Some("node-1"))?;
+/// let token = transport.acquire_epoch("billing", Duration::from_secs(30)).await?;
+/// # let _ = token; Ok(()) }
+/// ```
+pub struct KafkaTransport {
+    config: KafkaConfig,
+    client_suffix: String,
+    registrar: Option<FutureProducer>,
+    describe: DescribeClient,
+    roles: StdMutex<HashMap<String, RoleSlot>>,
+    readers: StdMutex<HashMap<i32, ReaderSlot>>,
+}
+
+impl std::fmt::Debug for KafkaTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaTransport")
+            .field("config", &self.config)
+            .field("client", &self.client_suffix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaTransport {
+    /// A transport for the cluster of `config`. `member_id`, when given,
+    /// names the member in the clients' default `client.id`
+    /// (`krabka-<member>-<client>`), which shows in broker logs and quotas.
+    ///
+    /// Builds the registration producer and the DescribeTransactions client
+    /// at once, so a setting librdkafka rejects, a malformed bootstrap
+    /// address or a security setting the describe client cannot honour is
+    /// refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
+    pub fn new(config: KafkaConfig, member_id: Option<&str>) -> Result<KafkaTransport> {
+        config.validate()?;
+        let describe = DescribeClient::new(&config)?;
+        let client_suffix = match member_id {
+            Some(m) if !m.is_empty() => m.to_owned(),
+            _ => "member".to_owned(),
+        };
+        let mut cc = config.client_config(&format!("{client_suffix}-registrar"));
+        if config.get("message.timeout.ms").is_none() && config.get("delivery.timeout.ms").is_none()
+        {
+            cc.set(
+                "message.timeout.ms",
+                config.operation_timeout_ms().to_string(),
+            );
+        }
+        cc.set("enable.idempotence", "true");
+        cc.set("acks", "all");
+        cc.set("allow.auto.create.topics", "false");
+        let registrar: FutureProducer = cc
+            .create()
+            .map_err(|e| kafka_error("creating the registration producer", e))?;
+        Ok(KafkaTransport {
+            config,
+            client_suffix,
+            registrar: Some(registrar),
+            describe,
+            roles: StdMutex::new(HashMap::new()),
+            readers: StdMutex::new(HashMap::new()),
+        })
+    }
+
+    /// The configuration the transport was built with.
+    pub fn config(&self) -> &KafkaConfig {
+        &self.config
+    }
+
+    /// The transport's DescribeTransactions client.
+    pub fn describe_client(&self) -> &DescribeClient {
+        &self.describe
+    }
+
+    /// The token this transport minted for `role` and still holds a producer
+    /// for, if any.
+    pub async fn held(&self, role: &str) -> Option<FencingToken> {
+        let slot = self.existing_role(role)?;
+        let guard = slot.lock().await;
+        guard.as_ref().map(|p| p.token)
+    }
+
+    /// Fault injection, for tests of the fence: writes one lease record of
+    /// `role` inside a transaction of the role's producer and leaves that
+    /// transaction **open**, as a holder that stalls or dies mid-transaction
+    /// would. The record stays invisible to read_committed readers, and the
+    /// open transaction holds the partition's last stable offset back, until
+    /// the next [`LeaseWriter::write_lease`] / [`LeaseWriter::write_guarded`]
+    /// of the role commits it, or the coordinator aborts it (transaction
+    /// timeout, or a new InitProducerId for the role).
+    #[doc(hidden)]
+    pub async fn write_lease_uncommitted(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> Result<()> {
+        check_partition(partition)?;
+        let record = self.state_record(partition, key, value);
+        self.transact(role, "write_lease_uncommitted", vec![record], true)
+            .await
+    }
+
+    fn state_record(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> OutRecord {
+        OutRecord {
+            topic: self.config.state_topic().to_owned(),
+            partition: Some(partition),
+            key: Some(key),
+            value,
+            headers: Vec::new(),
+        }
+    }
+
+    fn role_slot(&self, role: &str) -> RoleSlot {
+        let mut roles = self.roles.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(roles.entry(role.to_owned()).or_default())
+    }
+
+    fn existing_role(&self, role: &str) -> Option<RoleSlot> {
+        self.roles
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(role)
+            .cloned()
+    }
+
+    fn reader_slot(&self, partition: i32) -> ReaderSlot {
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(readers.entry(partition).or_default())
+    }
+
+    fn no_epoch(role: &str, what: &str) -> Error {
+        Error::fatal(
+            format!("{what} for role {role:?}"),
+            "this transport holds no epoch for the role (acquire_epoch first; a fenced or released producer is gone)",
+        )
+    }
+
+    /// One transaction of the role's producer, with the error handling of
+    /// rule 2.
+    async fn transact(
+        &self,
+        role: &str,
+        what: &str,
+        records: Vec<OutRecord>,
+        leave_open: bool,
+    ) -> Result<()> {
+        let Some(slot) = self.existing_role(role) else {
+            return Err(Self::no_epoch(role, what));
+        };
+        let mut guard = slot.lock().await;
+        let Some(producer) = guard.as_mut() else {
+            return Err(Self::no_epoch(role, what));
+        };
+        let timeout = self.config.operation_timeout();
+        match producer
+            .transact(role, what, records, leave_open, timeout)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(Outcome::Keep(e)) => Err(e),
+            Err(Outcome::Drop(e)) => {
+                if let Some(p) = guard.take() {
+                    tracing::info!(role, token = %p.token, error = %e, "dropping the role's producer");
+                    drop_off_thread(p);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn build_lease_producer(&self, role: &str, lease_ms: u64) -> Result<FutureProducer> {
+        let mut cc = self
+            .config
+            .client_config(&format!("{}-lease", self.client_suffix));
+        if self.config.get("partitioner").is_none() {
+            cc.set("partitioner", "murmur2_random");
+        }
+        cc.set("transactional.id", role);
+        cc.set("transaction.timeout.ms", lease_ms.to_string());
+        cc.set("enable.idempotence", "true");
+        cc.set("acks", "all");
+        cc.set("allow.auto.create.topics", "false");
+        let timeout = self.config.operation_timeout();
+        let role_owned = role.to_owned();
+        run_blocking(move || -> Result<FutureProducer> {
+            let producer: FutureProducer =
+                cc.create().map_err(|e| kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e))?;
+            match producer.init_transactions(timeout) {
+                Ok(()) => Ok(producer),
+                Err(e) => {
+                    let context = format!("InitProducerId for role {role_owned:?}");
+                    Err(match &e {
+                        KafkaError::Transaction(t) if t.code() == RDKafkaErrorCode::InvalidTransactionTimeout => {
+                            Error::InvalidArgument(format!(
+                                "{context}: the lease of {lease_ms} ms is over the broker's transaction.max.timeout.ms"
+                            ))
+                        }
+                        _ => kafka_error(&context, e),
+                    })
+                }
+            }
+        })
+        .await?
+    }
+}
+
+impl Drop for KafkaTransport {
+    fn drop(&mut self) {
+        // Producers and consumers block while they shut down: hand them to
+        // the blocking pool.
+        let roles = std::mem::take(self.roles.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for (_, slot) in roles {
+            if let Ok(mut guard) = slot.try_lock() {
+                if let Some(p) = guard.take() {
+                    drop_off_thread(p);
+                }
+            }
+        }
+        let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for (_, slot) in readers {
+            if let Ok(mut guard) = slot.try_lock() {
+                if let Some(r) = guard.take() {
+                    drop_off_thread(r);
+                }
+            }
+        }
+        if let Some(p) = self.registrar.take() {
+            drop_off_thread(p);
+        }
+    }
+}
+
+fn check_partition(partition: i32) -> Result<()> {
+    if partition < 0 {
+        return Err(Error::InvalidArgument(format!(
+            "partition must not be negative, got {partition}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_role(role: &str) -> Result<()> {
+    if role.is_empty() {
+        return Err(Error::InvalidArgument("role must not be empty".into()));
+    }
+    Ok(())
+}
+
+/// The lease in whole milliseconds, within librdkafka's bounds.
+fn lease_millis(lease: Duration) -> Result<u64> {
+    let ms = lease.as_millis();
+    if lease < MIN_LEASE_DURATION || ms > i32::MAX as u128 {
+        return Err(Error::InvalidArgument(format!(
+            "lease duration {lease:?} is outside 1 s ..= {} ms (it is the transaction timeout)",
+            i32::MAX
+        )));
+    }
+    Ok(ms as u64)
+}
+
+#[async_trait]
+impl Coordinator for KafkaTransport {
+    async fn acquire_epoch(&self, role: &str, lease_duration: Duration) -> Result<FencingToken> {
+        check_role(role)?;
+        let lease_ms = lease_millis(lease_duration)?;
+        let slot = self.role_slot(role);
+        let mut guard = slot.lock().await;
+        if let Some(old) = guard.take() {
+            drop_off_thread(old);
+        }
+        let producer = self.build_lease_producer(role, lease_ms).await?;
+        // No getter for the minted (producer id, epoch): ask the coordinator.
+        let token = match self.describe.describe_transaction(role).await {
+            Ok(Some(d)) => d.token,
+            Ok(None) => {
+                drop_off_thread(producer);
+                return Err(Error::transient(
+                    format!("acquire_epoch for role {role:?}"),
+                    "the coordinator does not know the transactional id right after InitProducerId",
+                ));
+            }
+            Err(e) => {
+                drop_off_thread(producer);
+                return Err(e);
+            }
+        };
+        tracing::debug!(role, %token, "epoch minted");
+        *guard = Some(LeaseProducer {
+            producer,
+            token,
+            state: TxnState::Idle,
+        });
+        Ok(token)
+    }
+
+    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        check_role(role)?;
+        self.describe.describe_epoch(role).await
+    }
+}
+
+#[async_trait]
+impl StateReader for KafkaTransport {
+    async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        check_partition(partition)?;
+        let slot = self.reader_slot(partition);
+        let mut guard = slot.lock().await;
+        if guard.is_none() {
+            *guard = Some(PartitionReader::new(
+                &self.config,
+                &self.client_suffix,
+                partition,
+            )?);
+        }
+        let reader = guard.as_mut().expect("the reader was just created");
+        reader.read_all().await
+    }
+
+    async fn poll_partition(
+        &self,
+        partition: i32,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch> {
+        check_partition(partition)?;
+        let slot = self.reader_slot(partition);
+        let mut guard = slot.lock().await;
+        if guard.is_none() {
+            *guard = Some(PartitionReader::new(
+                &self.config,
+                &self.client_suffix,
+                partition,
+            )?);
+        }
+        let reader = guard.as_mut().expect("the reader was just created");
+        reader.poll(from, max_wait).await
+    }
+}
+
+#[async_trait]
+impl Registrar for KafkaTransport {
+    async fn append(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<i64> {
+        check_partition(partition)?;
+        let producer = self
+            .registrar
+            .as_ref()
+            .expect("the registration producer lives as long as the transport");
+        let topic = self.config.state_topic();
+        let mut record = FutureRecord::<[u8], [u8]>::to(topic)
+            .partition(partition)
+            .key(key.as_slice());
+        if let Some(v) = &value {
+            record = record.payload(v.as_slice());
+        }
+        let context = format!("append to {topic}/{partition}");
+        match producer.send(record, self.config.operation_timeout()).await {
+            Ok(delivery) => Ok(delivery.offset),
+            Err((e, _)) => {
+                if let Some((code, reason)) = producer.client().fatal_error() {
+                    return Err(Error::fatal(
+                        context,
+                        format!("fatal producer error {code:?}: {reason}"),
+                    ));
+                }
+                Err(match e.rdkafka_error_code() {
+                    Some(RDKafkaErrorCode::UnknownPartition) => Error::InvalidArgument(format!(
+                        "{context}: the topic has no partition {partition}"
+                    )),
+                    _ => kafka_error(&context, e),
+                })
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseWriter for KafkaTransport {
+    async fn write_lease(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> Result<()> {
+        check_role(role)?;
+        check_partition(partition)?;
+        let record = self.state_record(partition, key, value);
+        self.transact(role, "write_lease", vec![record], false)
+            .await
+    }
+
+    async fn write_guarded(&self, role: &str, records: Vec<OutRecord>) -> Result<()> {
+        check_role(role)?;
+        for r in &records {
+            if r.topic.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "a guarded record has an empty topic".into(),
+                ));
+            }
+            if let Some(p) = r.partition {
+                check_partition(p)?;
+            }
+        }
+        self.transact(role, "write_guarded", records, false).await
+    }
+
+    async fn release(&self, role: &str) -> Result<()> {
+        if let Some(slot) = self.existing_role(role) {
+            let mut guard = slot.lock().await;
+            if let Some(p) = guard.take() {
+                drop_off_thread(p);
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// Runs a blocking librdkafka call on tokio's blocking pool.
+pub(crate) async fn run_blocking<T, F>(f: F) -> Result<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::fatal("a blocking librdkafka call", e.to_string()))
+}
+
+/// Drops `value` (a producer, consumer or admin client, whose destruction
+/// blocks) on tokio's blocking pool, or right here outside a runtime.
+pub(crate) fn drop_off_thread<T: Send + 'static>(value: T) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            drop(handle.spawn_blocking(move || drop(value)));
+        }
+        Err(_) => drop(value),
+    }
+}
+
+/// True for the codes no retry mends: authorization, authentication,
+/// unsupported features, invalid requests.
+fn is_permanent_code(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode as C;
+    matches!(
+        code,
+        C::TopicAuthorizationFailed
+            | C::GroupAuthorizationFailed
+            | C::ClusterAuthorizationFailed
+            | C::TransactionalIdAuthorizationFailed
+            | C::DelegationTokenAuthorizationFailed
+            | C::SaslAuthenticationFailed
+            | C::Authentication
+            | C::IllegalSASLState
+            | C::UnsupportedVersion
+            | C::InvalidTransactionTimeout
+            | C::MessageSizeTooLarge
+            | C::InvalidMessageSize
+            | C::InvalidRequiredAcks
+            | C::InvalidRecord
+            | C::InvalidArgument
+            | C::NotConfigured
+            | C::Fatal
+    )
+}
+
+/// Maps an rdkafka error to the crate's error: fencing to [`Error::Fenced`],
+/// a rejected setting to [`Error::InvalidArgument`], permanent and fatal
+/// errors to [`Error::Fatal`], the rest to [`Error::Transient`].
+pub(crate) fn kafka_error(context: &str, e: KafkaError) -> Error {
+    match &e {
+        KafkaError::ClientConfig(_, desc, key, value) => Error::InvalidArgument(format!(
+            "{context}: librdkafka refused the setting {key}={value}: {desc}"
+        )),
+        KafkaError::ClientCreation(message) => {
+            Error::InvalidArgument(format!("{context}: {message}"))
+        }
+        KafkaError::Transaction(t) if t.is_fatal() => {
+            if is_fenced_code(t.code()) {
+                Error::Fenced(format!("{context}: {}", t.string()))
+            } else {
+                Error::fatal(context.to_owned(), e)
+            }
+        }
+        KafkaError::Transaction(t) if t.is_retriable() || t.txn_requires_abort() => {
+            Error::transient(context.to_owned(), e)
+        }
+        KafkaError::Transaction(_) => Error::fatal(context.to_owned(), e),
+        KafkaError::MessageConsumptionFatal(_) => Error::fatal(context.to_owned(), e),
+        _ => match e.rdkafka_error_code() {
+            Some(code) if is_fenced_code(code) => Error::Fenced(format!("{context}: {e}")),
+            Some(code) if is_permanent_code(code) => Error::fatal(context.to_owned(), e),
+            _ => Error::transient(context.to_owned(), e),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_bounds_are_librdkafkas() {
+        assert!(lease_millis(Duration::from_millis(999)).is_err());
+        assert_eq!(lease_millis(Duration::from_secs(1)).unwrap(), 1000);
+        assert!(lease_millis(Duration::from_millis(i32::MAX as u64 + 1)).is_err());
+    }
+
+    #[test]
+    fn fencing_codes_map_to_fenced() {
+        for code in [
+            RDKafkaErrorCode::Fenced,
+            RDKafkaErrorCode::InvalidProducerEpoch,
+            RDKafkaErrorCode::ProducerFenced,
+        ] {
+            let e = kafka_error("x", KafkaError::MessageProduction(code));
+            assert!(matches!(e, Error::Fenced(_)), "{code:?}: {e}");
+        }
+        let e = kafka_error(
+            "x",
+            KafkaError::MessageProduction(RDKafkaErrorCode::TopicAuthorizationFailed),
+        );
+        assert!(matches!(e, Error::Fatal { .. }), "{e}");
+        let e = kafka_error(
+            "x",
+            KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut),
+        );
+        assert!(e.is_transient(), "{e}");
+    }
+
+    #[test]
+    fn new_refuses_bad_settings_by_name() {
+        let e = KafkaTransport::new(
+            KafkaConfig::new("127.0.0.1:1").set("linger.ms", "not-a-number"),
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains("linger.ms"), "{e}");
+        let e = KafkaTransport::new(
+            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_PLAINTEXT"),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("security.protocol=SASL_PLAINTEXT"),
+            "{e}"
+        );
+    }
+}

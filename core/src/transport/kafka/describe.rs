@@ -1,0 +1,836 @@
+//! A small DescribeTransactions client on the `kafka-protocol` codec.
+//!
+//! librdkafka has no DescribeTransactions API, so this module speaks the
+//! Kafka protocol itself over tokio TCP streams. [`DescribeClient`] needs no
+//! producer and no consumer: a third party that only checks who is
+//! authoritative for a role uses it directly.
+//!
+//! # Requests
+//!
+//! 1. On every new connection: ApiVersions (v3, falling back to v0), to pick
+//!    the FindCoordinator version and to check that the broker knows
+//!    DescribeTransactions (Kafka 3.0+).
+//! 2. FindCoordinator (key type 1 = transaction) on any bootstrap broker: the
+//!    transaction coordinator of the transactional id.
+//! 3. DescribeTransactions (API key 65, v0) on the coordinator.
+//!
+//! The coordinator of each transactional id and the connection to each broker
+//! are cached, so once the coordinator is known a describe costs exactly one
+//! request. The client finds the coordinator again on `NOT_COORDINATOR`,
+//! `COORDINATOR_NOT_AVAILABLE` and on a connection error, and waits and
+//! retries on `COORDINATOR_LOAD_IN_PROGRESS`, all within the operation
+//! timeout of the [`KafkaConfig`].
+//!
+//! One connection per broker carries concurrent requests: every request has
+//! its own correlation id, a writer lock keeps each frame whole on the wire,
+//! and a reader task hands each response to the request that waits for it.
+//!
+//! # Answers
+//!
+//! `TRANSACTIONAL_ID_NOT_FOUND` (a role no member has taken, or whose id the
+//! coordinator expired after `transactional.id.expiration.ms`) is
+//! [`NO_EPOCH`]. Authorization failures are [`Error::Fatal`]; everything that
+//! may pass is [`Error::Transient`].
+//!
+//! Only PLAINTEXT listeners are supported: [`DescribeClient::new`] refuses a
+//! configuration with other security settings (see
+//! [`KafkaConfig::check_plaintext`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, DescribeTransactionsRequest,
+    DescribeTransactionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader,
+    ResponseHeader, TransactionalId,
+};
+use kafka_protocol::protocol::{
+    encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Mutex as AsyncMutex};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::config::KafkaConfig;
+use crate::error::{Error, Result};
+use crate::token::{FencingToken, NO_EPOCH};
+
+/// The largest response frame accepted (a describe answer is a few hundred bytes).
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+/// FindCoordinator's key type of a transactional id.
+const KEY_TYPE_TRANSACTION: i8 = 1;
+/// The first pause between retries; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(20);
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+
+/// What the transaction coordinator reports about one transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionDescription {
+    /// The transactional id (the role).
+    pub transactional_id: String,
+    /// The coordinator's state of the id: `Empty`, `Ongoing`, `PrepareCommit`,
+    /// `PrepareAbort`, `CompleteCommit`, `CompleteAbort`, `PrepareEpochFence`
+    /// or `Dead`.
+    pub state: String,
+    /// The transaction timeout the last InitProducerId gave (the lease
+    /// duration), in milliseconds.
+    pub timeout_ms: i32,
+    /// When the open transaction started (epoch milliseconds), or -1.
+    pub start_time_ms: i64,
+    /// The current producer id and epoch: the role's fencing token.
+    pub token: FencingToken,
+    /// The partitions of the open transaction, by topic.
+    pub topics: Vec<(String, Vec<i32>)>,
+}
+
+/// A DescribeTransactions client: who holds the newest epoch of a role.
+///
+/// Cheap to clone; clones share the cached coordinators and connections.
+/// Needs a tokio runtime.
+///
+/// ```no_run
+/// # async fn f() -> krabka_coordination::Result<()> {
+/// use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig};
+/// let client = DescribeClient::new(&KafkaConfig::new("127.0.0.1:9092"))?;
+/// let token = client.describe_epoch("billing").await?;
+/// println!("billing is led by epoch {token}");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DescribeClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    bootstrap: Vec<String>,
+    client_id: StrBytes,
+    timeout: Duration,
+    /// Transactional id → the address of its coordinator.
+    coordinators: StdMutex<HashMap<String, String>>,
+    /// Broker address → its connection. Held across a connect so one address
+    /// gets one connection.
+    connections: AsyncMutex<HashMap<String, Arc<Connection>>>,
+    requests: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for DescribeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DescribeClient")
+            .field("bootstrap", &self.inner.bootstrap)
+            .field("timeout", &self.inner.timeout)
+            .field("requests_sent", &self.requests_sent())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why one attempt failed, and what to do about it.
+enum Attempt {
+    /// Find the coordinator again, then retry.
+    Refind(String),
+    /// Wait a little, then retry with the same coordinator.
+    Backoff(String),
+    /// Give up.
+    Fail(Error),
+}
+
+impl DescribeClient {
+    /// A client for the cluster of `config`. Connects lazily.
+    ///
+    /// Refuses a configuration with security settings other than PLAINTEXT,
+    /// naming them, and a malformed bootstrap address.
+    pub fn new(config: &KafkaConfig) -> Result<Self> {
+        config.validate()?;
+        config.check_plaintext()?;
+        let bootstrap = parse_bootstrap(config.bootstrap())?;
+        let client_id = config
+            .get("client.id")
+            .map(str::to_owned)
+            .unwrap_or_else(|| "krabka-describe".to_owned());
+        Ok(DescribeClient {
+            inner: Arc::new(Inner {
+                bootstrap,
+                client_id: StrBytes::from_string(client_id),
+                timeout: config.operation_timeout(),
+                coordinators: StdMutex::new(HashMap::new()),
+                connections: AsyncMutex::new(HashMap::new()),
+                requests: Arc::new(AtomicU64::new(0)),
+            }),
+        })
+    }
+
+    /// The current fencing token of `transactional_id` (a role), or
+    /// [`NO_EPOCH`] when the coordinator does not know the id.
+    pub async fn describe_epoch(&self, transactional_id: &str) -> Result<FencingToken> {
+        Ok(self
+            .describe_transaction(transactional_id)
+            .await?
+            .map(|d| d.token)
+            .unwrap_or(NO_EPOCH))
+    }
+
+    /// Everything the coordinator reports about `transactional_id`, or
+    /// `None` when it does not know the id (`TRANSACTIONAL_ID_NOT_FOUND`).
+    pub async fn describe_transaction(
+        &self,
+        transactional_id: &str,
+    ) -> Result<Option<TransactionDescription>> {
+        if transactional_id.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the transactional id (role) must not be empty".into(),
+            ));
+        }
+        let context = || format!("DescribeTransactions for {transactional_id:?}");
+        let deadline = Instant::now() + self.inner.timeout;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = match self.coordinator(transactional_id, deadline).await {
+                Ok(addr) => match self.describe_at(&addr, transactional_id, deadline).await {
+                    Ok(answer) => return Ok(answer),
+                    Err(a) => a,
+                },
+                Err(a) => a,
+            };
+            let reason = match attempt {
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Refind(reason) => {
+                    self.forget_coordinator(transactional_id);
+                    reason
+                }
+                Attempt::Backoff(reason) => reason,
+            };
+            tracing::debug!(transactional_id, %reason, "describe retry");
+            if Instant::now() + backoff >= deadline {
+                return Err(Error::transient(
+                    context(),
+                    format!("gave up after {:?}: {reason}", self.inner.timeout),
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// How many Kafka requests (ApiVersions, FindCoordinator,
+    /// DescribeTransactions) this client and its clones have sent.
+    pub fn requests_sent(&self) -> u64 {
+        self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    fn forget_coordinator(&self, transactional_id: &str) {
+        self.inner
+            .coordinators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(transactional_id);
+    }
+
+    /// The address of the coordinator of `transactional_id`, cached or found.
+    async fn coordinator(
+        &self,
+        transactional_id: &str,
+        deadline: Instant,
+    ) -> Result<String, Attempt> {
+        if let Some(addr) = self
+            .inner
+            .coordinators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(transactional_id)
+        {
+            return Ok(addr.clone());
+        }
+        let mut last = String::from("no bootstrap broker answered");
+        for broker in &self.inner.bootstrap {
+            match self
+                .find_coordinator_at(broker, transactional_id, deadline)
+                .await
+            {
+                Ok(addr) => {
+                    self.inner
+                        .coordinators
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(transactional_id.to_owned(), addr.clone());
+                    return Ok(addr);
+                }
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => last = r,
+            }
+        }
+        Err(Attempt::Backoff(last))
+    }
+
+    async fn find_coordinator_at(
+        &self,
+        broker: &str,
+        transactional_id: &str,
+        deadline: Instant,
+    ) -> Result<String, Attempt> {
+        let conn = self.connection(broker, deadline).await?;
+        let version = conn
+            .version_for(
+                ApiKey::FindCoordinator,
+                FindCoordinatorRequest::VERSIONS_RANGE,
+            )
+            .ok_or_else(|| {
+                Attempt::Fail(Error::fatal(
+                    format!("FindCoordinator at {broker}"),
+                    "the broker supports no FindCoordinator version this client speaks",
+                ))
+            })?;
+        let mut req = FindCoordinatorRequest::default();
+        req.key_type = KEY_TYPE_TRANSACTION;
+        if version >= 4 {
+            req.coordinator_keys = vec![StrBytes::from_string(transactional_id.to_owned())];
+        } else {
+            req.key = StrBytes::from_string(transactional_id.to_owned());
+        }
+        let resp: FindCoordinatorResponse = self
+            .call(&conn, ApiKey::FindCoordinator, version, &req, deadline)
+            .await?;
+        let (code, message, host, port) = if version >= 4 {
+            match resp.coordinators.first() {
+                Some(c) => (
+                    c.error_code,
+                    c.error_message.clone(),
+                    c.host.clone(),
+                    c.port,
+                ),
+                None => {
+                    return Err(Attempt::Backoff(format!(
+                        "FindCoordinator at {broker} answered no coordinator"
+                    )))
+                }
+            }
+        } else {
+            (
+                resp.error_code,
+                resp.error_message.clone(),
+                resp.host.clone(),
+                resp.port,
+            )
+        };
+        if code != 0 {
+            let what = format!(
+                "FindCoordinator for {transactional_id:?} at {broker}: {}{}",
+                code_name(code),
+                message
+                    .map(|m| format!(" ({})", m.as_str()))
+                    .unwrap_or_default()
+            );
+            return Err(classify_code(code, what));
+        }
+        Ok(format_addr(host.as_str(), port))
+    }
+
+    /// One DescribeTransactions request to the coordinator at `addr`.
+    async fn describe_at(
+        &self,
+        addr: &str,
+        transactional_id: &str,
+        deadline: Instant,
+    ) -> Result<Option<TransactionDescription>, Attempt> {
+        let conn = self.connection(addr, deadline).await.map_err(|a| match a {
+            Attempt::Backoff(r) => Attempt::Refind(r),
+            other => other,
+        })?;
+        if conn
+            .version_for(
+                ApiKey::DescribeTransactions,
+                DescribeTransactionsRequest::VERSIONS_RANGE,
+            )
+            .is_none()
+        {
+            return Err(Attempt::Fail(Error::fatal(
+                format!("DescribeTransactions at {addr}"),
+                "the broker does not support DescribeTransactions v0 (Kafka 3.0 or newer is needed)",
+            )));
+        }
+        let mut req = DescribeTransactionsRequest::default();
+        req.transactional_ids = vec![TransactionalId(StrBytes::from_string(
+            transactional_id.to_owned(),
+        ))];
+        let resp: DescribeTransactionsResponse = self
+            .call(&conn, ApiKey::DescribeTransactions, 0, &req, deadline)
+            .await
+            .map_err(|a| match a {
+                // A broken connection to the coordinator: find it again.
+                Attempt::Backoff(r) => Attempt::Refind(r),
+                other => other,
+            })?;
+        let Some(state) = resp
+            .transaction_states
+            .into_iter()
+            .find(|s| s.transactional_id.0.as_str() == transactional_id)
+        else {
+            return Err(Attempt::Backoff(format!(
+                "DescribeTransactions at {addr} answered nothing for {transactional_id:?}"
+            )));
+        };
+        match state.error_code {
+            0 => {}
+            105 => return Ok(None), // TRANSACTIONAL_ID_NOT_FOUND
+            code => {
+                return Err(classify_code(
+                    code,
+                    format!(
+                        "DescribeTransactions for {transactional_id:?} at {addr}: {}",
+                        code_name(code)
+                    ),
+                ))
+            }
+        }
+        if state.producer_id.0 < 0 {
+            return Ok(None);
+        }
+        Ok(Some(TransactionDescription {
+            transactional_id: transactional_id.to_owned(),
+            state: state.transaction_state.as_str().to_owned(),
+            timeout_ms: state.transaction_timeout_ms,
+            start_time_ms: state.transaction_start_time_ms,
+            token: FencingToken::new(state.producer_id.0, state.producer_epoch),
+            topics: state
+                .topics
+                .into_iter()
+                .map(|t| (t.topic.0.as_str().to_owned(), t.partitions))
+                .collect(),
+        }))
+    }
+
+    /// The live connection to `addr`, connecting (and handshaking) if needed.
+    async fn connection(&self, addr: &str, deadline: Instant) -> Result<Arc<Connection>, Attempt> {
+        let mut conns = self.inner.connections.lock().await;
+        if let Some(c) = conns.get(addr) {
+            if !c.is_closed() {
+                return Ok(Arc::clone(c));
+            }
+            conns.remove(addr);
+        }
+        let conn = Connection::open(
+            addr,
+            self.inner.client_id.clone(),
+            Arc::clone(&self.inner.requests),
+            deadline,
+        )
+        .await
+        .map_err(|e| Attempt::Backoff(format!("connecting to {addr}: {e}")))?;
+        let conn = Arc::new(conn);
+        conns.insert(addr.to_owned(), Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    /// Sends one request and maps a transport failure to a retry; drops a
+    /// broken connection from the cache.
+    async fn call<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        conn: &Arc<Connection>,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+        deadline: Instant,
+    ) -> Result<Resp, Attempt> {
+        match conn.request::<Req, Resp>(key, version, req, deadline).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                if conn.is_closed() {
+                    let mut conns = self.inner.connections.lock().await;
+                    if conns.get(&conn.addr).is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                        conns.remove(&conn.addr);
+                    }
+                }
+                Err(Attempt::Backoff(format!(
+                    "{key:?} v{version} to {}: {e}",
+                    conn.addr
+                )))
+            }
+        }
+    }
+}
+
+/// A request's version range as the codec knows it.
+trait VersionsRange {
+    const VERSIONS_RANGE: (i16, i16);
+}
+impl VersionsRange for FindCoordinatorRequest {
+    const VERSIONS_RANGE: (i16, i16) = (
+        <FindCoordinatorRequest as kafka_protocol::protocol::Message>::VERSIONS.min,
+        <FindCoordinatorRequest as kafka_protocol::protocol::Message>::VERSIONS.max,
+    );
+}
+impl VersionsRange for DescribeTransactionsRequest {
+    // Version 0 only: the layout this client decodes.
+    const VERSIONS_RANGE: (i16, i16) = (0, 0);
+}
+
+fn code_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        Some(e) => format!("{e} (code {code})"),
+        None => "no error".to_owned(),
+    }
+}
+
+/// What to do about a broker error code of FindCoordinator or DescribeTransactions.
+fn classify_code(code: i16, what: String) -> Attempt {
+    match code {
+        // NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE: the coordinator moved.
+        15 | 16 => Attempt::Refind(what),
+        // COORDINATOR_LOAD_IN_PROGRESS: same coordinator, later.
+        14 => Attempt::Backoff(what),
+        // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED.
+        53 | 31 => Attempt::Fail(Error::fatal(
+            what,
+            "not authorized (a DescribeTransactions ACL on the transactional id is needed)",
+        )),
+        _ => match ResponseError::try_from_code(code) {
+            Some(e) if e.is_retriable() => Attempt::Backoff(what),
+            _ => Attempt::Fail(Error::fatal(what, "the broker refused the request")),
+        },
+    }
+}
+
+fn format_addr(host: &str, port: i32) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// Splits `host:port[,host:port...]`, dropping a `PLAINTEXT://` prefix.
+fn parse_bootstrap(bootstrap: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for raw in bootstrap.split(',') {
+        let entry = raw.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let entry = match entry.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("plaintext") => rest,
+            Some((scheme, _)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "bootstrap address {entry:?} uses {scheme}, but the DescribeTransactions client supports PLAINTEXT only"
+                )))
+            }
+            None => entry,
+        };
+        let port_ok = entry
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(Error::InvalidArgument(format!(
+                "bootstrap address {entry:?} is not host:port"
+            )));
+        }
+        out.push(entry.to_owned());
+    }
+    if out.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "bootstrap address {bootstrap:?} names no broker"
+        )));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- connection
+
+/// Responses waited for, by correlation id, and why the connection closed.
+#[derive(Default)]
+struct Pending {
+    waiters: HashMap<i32, oneshot::Sender<Bytes>>,
+    closed: Option<String>,
+}
+
+/// One TCP connection to one broker, shared by concurrent requests.
+struct Connection {
+    addr: String,
+    client_id: StrBytes,
+    writer: AsyncMutex<OwnedWriteHalf>,
+    pending: Arc<StdMutex<Pending>>,
+    next_correlation: AtomicI32,
+    /// API key → (min, max) version the broker supports.
+    versions: HashMap<i16, (i16, i16)>,
+    requests: Arc<AtomicU64>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Connection {
+    /// Connects to `addr` and asks for its API versions.
+    async fn open(
+        addr: &str,
+        client_id: StrBytes,
+        requests: Arc<AtomicU64>,
+        deadline: Instant,
+    ) -> std::io::Result<Connection> {
+        let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+            })??;
+        stream.set_nodelay(true)?;
+        let (read, write) = stream.into_split();
+        let pending = Arc::new(StdMutex::new(Pending::default()));
+        let reader = tokio::spawn(read_loop(read, Arc::clone(&pending)));
+        let mut conn = Connection {
+            addr: addr.to_owned(),
+            client_id,
+            writer: AsyncMutex::new(write),
+            pending,
+            next_correlation: AtomicI32::new(1),
+            versions: HashMap::new(),
+            requests,
+            reader,
+        };
+        conn.versions = conn.api_versions(deadline).await?;
+        Ok(conn)
+    }
+
+    async fn api_versions(&self, deadline: Instant) -> std::io::Result<HashMap<i16, (i16, i16)>> {
+        let mut req = ApiVersionsRequest::default();
+        req.client_software_name = StrBytes::from_static_str("krabka-coordination");
+        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
+        let mut resp: ApiVersionsResponse =
+            self.request(ApiKey::ApiVersions, 3, &req, deadline).await?;
+        if resp.error_code == 35 {
+            // UNSUPPORTED_VERSION: an old broker; v0 has no body fields.
+            resp = self.request(ApiKey::ApiVersions, 0, &req, deadline).await?;
+        }
+        if resp.error_code != 0 {
+            return Err(std::io::Error::other(format!(
+                "ApiVersions answered {}",
+                code_name(resp.error_code)
+            )));
+        }
+        Ok(resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect())
+    }
+
+    /// The highest version of `key` both sides support.
+    fn version_for(&self, key: ApiKey, ours: (i16, i16)) -> Option<i16> {
+        let (min, max) = *self.versions.get(&(key as i16))?;
+        let hi = max.min(ours.1);
+        let lo = min.max(ours.0);
+        (lo <= hi).then_some(hi)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed
+            .is_some()
+    }
+
+    fn close(&self, why: String) {
+        close_pending(&self.pending, why);
+    }
+
+    /// Sends one request and waits for its response.
+    async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+        deadline: Instant,
+    ) -> std::io::Result<Resp> {
+        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = correlation_id;
+        header.client_id = Some(self.client_id.clone());
+        let mut frame = BytesMut::with_capacity(128);
+        frame.put_i32(0); // the size, filled in below
+        encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
+        req.encode(&mut frame, version).map_err(protocol_error)?;
+        let size = i32::try_from(frame.len() - 4)
+            .map_err(|_| std::io::Error::other("request too large"))?;
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &p.closed {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    why.clone(),
+                ));
+            }
+            p.waiters.insert(correlation_id, tx);
+        }
+        let written = tokio::time::timeout_at(deadline, async {
+            let mut w = self.writer.lock().await;
+            w.write_all(&frame).await
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.close(format!("write failed: {e}"));
+                return Err(e);
+            }
+            Err(_) => {
+                // A frame may be half written: the connection is unusable.
+                self.close("write timed out".into());
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "write timed out",
+                ));
+            }
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let mut body = match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => {
+                let why = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .closed
+                    .clone();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    why.unwrap_or_else(|| "connection closed".into()),
+                ));
+            }
+            Err(_) => {
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .waiters
+                    .remove(&correlation_id);
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no response in time",
+                ));
+            }
+        };
+        let header =
+            ResponseHeader::decode(&mut body, Resp::header_version(version)).map_err(|e| {
+                self.close(format!("undecodable response header: {e}"));
+                protocol_error(e)
+            })?;
+        if header.correlation_id != correlation_id {
+            self.close("response correlation id mismatch".into());
+            return Err(std::io::Error::other("response correlation id mismatch"));
+        }
+        Resp::decode(&mut body, version).map_err(|e| {
+            self.close(format!("undecodable {key:?} v{version} response: {e}"));
+            protocol_error(e)
+        })
+    }
+}
+
+fn protocol_error(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+}
+
+fn close_pending(pending: &StdMutex<Pending>, why: String) {
+    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+    if p.closed.is_none() {
+        p.closed = Some(why);
+    }
+    // Dropping the senders wakes every waiter with an error.
+    p.waiters.clear();
+}
+
+/// Reads response frames and hands each to the request waiting for it.
+async fn read_loop(mut read: OwnedReadHalf, pending: Arc<StdMutex<Pending>>) {
+    let why = loop {
+        let size = match read.read_i32().await {
+            Ok(s) => s,
+            Err(e) => break format!("read failed: {e}"),
+        };
+        if size < 4 || size as usize > MAX_FRAME {
+            break format!("bad response frame size {size}");
+        }
+        let mut buf = vec![0u8; size as usize];
+        if let Err(e) = read.read_exact(&mut buf).await {
+            break format!("read failed: {e}");
+        }
+        let mut body = Bytes::from(buf);
+        let correlation_id = body.clone().get_i32();
+        let waiter = pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiters
+            .remove(&correlation_id);
+        if let Some(tx) = waiter {
+            // The waiter may have timed out and gone: nothing to do then.
+            let _ = tx.send(std::mem::take(&mut body));
+        }
+    };
+    close_pending(&pending, why);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bootstrap_lists() {
+        assert_eq!(parse_bootstrap("a:1, b:2").unwrap(), vec!["a:1", "b:2"]);
+        assert_eq!(parse_bootstrap("PLAINTEXT://a:1").unwrap(), vec!["a:1"]);
+        assert_eq!(parse_bootstrap("[::1]:9092").unwrap(), vec!["[::1]:9092"]);
+        for bad in ["", " , ", "a", "a:x", ":9", "SSL://a:1"] {
+            let e = parse_bootstrap(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn refuses_security_settings_by_name() {
+        let e = DescribeClient::new(&KafkaConfig::new("a:1").set("security.protocol", "SSL"))
+            .unwrap_err();
+        assert!(e.to_string().contains("security.protocol=SSL"), "{e}");
+        let e =
+            DescribeClient::new(&KafkaConfig::new("a:1").set("sasl.username", "u")).unwrap_err();
+        assert!(e.to_string().contains("sasl.username"), "{e}");
+    }
+
+    #[test]
+    fn classifies_coordinator_errors() {
+        assert!(matches!(
+            classify_code(16, String::new()),
+            Attempt::Refind(_)
+        ));
+        assert!(matches!(
+            classify_code(15, String::new()),
+            Attempt::Refind(_)
+        ));
+        assert!(matches!(
+            classify_code(14, String::new()),
+            Attempt::Backoff(_)
+        ));
+        assert!(matches!(
+            classify_code(53, String::new()),
+            Attempt::Fail(Error::Fatal { .. })
+        ));
+        assert!(matches!(
+            classify_code(7, String::new()),
+            Attempt::Backoff(_)
+        )); // REQUEST_TIMED_OUT
+        assert!(matches!(classify_code(42, String::new()), Attempt::Fail(_))); // INVALID_REQUEST
+    }
+
+    #[test]
+    fn formats_ipv6_coordinator_addresses() {
+        assert_eq!(format_addr("::1", 9092), "[::1]:9092");
+        assert_eq!(format_addr("h", 1), "h:1");
+    }
+}

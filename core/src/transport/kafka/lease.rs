@@ -1,0 +1,293 @@
+//! The epoch-bound (transactional) producer of a role: rules 1 and 2.
+//!
+//! One [`LeaseProducer`] per role and transport. It is built by
+//! `acquire_epoch` with `transactional.id = <role>` and
+//! `transaction.timeout.ms = <lease>`, and every lease write and guarded write
+//! of the role goes through it, one transaction at a time (the slot's lock
+//! serialises them).
+//!
+//! Errors are read the way librdkafka's transactional API defines them:
+//!
+//! * fatal with code `_FENCED` (-144), `INVALID_PRODUCER_EPOCH` (47) or
+//!   `PRODUCER_FENCED` (90): [`Error::Fenced`]; the producer is dropped;
+//! * any other fatal error: [`Error::Fatal`]; the producer is dropped;
+//! * abortable (`txn_requires_abort`): the transaction is aborted and the
+//!   write fails with [`Error::Transient`];
+//! * retriable (a commit or abort that timed out): the commit or abort goes on
+//!   in librdkafka; the write fails with [`Error::Transient`] and the next
+//!   write of the role first finishes it.
+//!
+//! Every blocking librdkafka call (init, begin, commit, abort, and dropping a
+//! producer, which flushes) runs on tokio's blocking pool.
+
+use std::time::Duration;
+
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+
+use super::{kafka_error, run_blocking};
+use crate::error::{Error, Result};
+use crate::token::FencingToken;
+use crate::transport::OutRecord;
+
+/// Where the producer's current transaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxnState {
+    /// No transaction is open.
+    Idle,
+    /// A transaction is open (left open on purpose by a fault-injection write).
+    Open,
+    /// A commit timed out and goes on in librdkafka; call commit again.
+    CommitPending,
+    /// An abort timed out and goes on in librdkafka; call abort again.
+    AbortPending,
+}
+
+/// The producer the epoch of a role binds.
+///
+/// Dropping it blocks (librdkafka flushes and joins threads): whoever lets go
+/// of one hands it to `drop_off_thread`.
+pub(crate) struct LeaseProducer {
+    pub(crate) producer: FutureProducer,
+    pub(crate) token: FencingToken,
+    pub(crate) state: TxnState,
+}
+
+/// How one failed step ends the write.
+pub(crate) enum Outcome {
+    /// The producer is unusable: drop it and return this error.
+    Drop(Error),
+    /// The producer stays; return this error.
+    Keep(Error),
+}
+
+/// True for the codes that mean a newer epoch exists.
+pub(crate) fn is_fenced_code(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::Fenced
+            | RDKafkaErrorCode::InvalidProducerEpoch
+            | RDKafkaErrorCode::ProducerFenced
+    )
+}
+
+/// An error of the role's producer once it has a fatal error.
+fn fatal_outcome(role: &str, what: &str, code: RDKafkaErrorCode, reason: String) -> Outcome {
+    if is_fenced_code(code) {
+        Outcome::Drop(Error::Fenced(format!(
+            "{what} for role {role:?}: the producer's epoch is superseded ({code:?}: {reason})"
+        )))
+    } else {
+        Outcome::Drop(Error::fatal(
+            format!("{what} for role {role:?}"),
+            format!("fatal producer error {code:?}: {reason}"),
+        ))
+    }
+}
+
+impl LeaseProducer {
+    /// The producer's fatal error, if librdkafka has raised one.
+    fn fatal(&self) -> Option<(RDKafkaErrorCode, String)> {
+        self.producer.client().fatal_error()
+    }
+
+    /// Runs one transaction with `records`: finish what an earlier write left
+    /// pending, begin (unless a transaction is open), send, wait for every
+    /// delivery, and commit unless `leave_open`.
+    pub(crate) async fn transact(
+        &mut self,
+        role: &str,
+        what: &str,
+        records: Vec<OutRecord>,
+        leave_open: bool,
+        timeout: Duration,
+    ) -> Result<(), Outcome> {
+        self.finish_pending(role, what, timeout).await?;
+        if self.state == TxnState::Idle {
+            let p = self.producer.clone();
+            let r = run_blocking(move || p.begin_transaction())
+                .await
+                .map_err(Outcome::Keep)?;
+            if let Err(e) = r {
+                return Err(self.on_error(role, what, "begin", e, timeout).await);
+            }
+            self.state = TxnState::Open;
+        }
+        let mut deliveries = Vec::with_capacity(records.len());
+        for r in &records {
+            let mut fr = FutureRecord::<[u8], [u8]>::to(&r.topic);
+            if let Some(p) = r.partition {
+                fr = fr.partition(p);
+            }
+            if let Some(k) = &r.key {
+                fr = fr.key(k.as_slice());
+            }
+            if let Some(v) = &r.value {
+                fr = fr.payload(v.as_slice());
+            }
+            if !r.headers.is_empty() {
+                let mut h = OwnedHeaders::new_with_capacity(r.headers.len());
+                for (k, v) in &r.headers {
+                    h = h.insert(Header {
+                        key: k,
+                        value: Some(v.as_slice()),
+                    });
+                }
+                fr = fr.headers(h);
+            }
+            match self.producer.send_result(fr) {
+                Ok(d) => deliveries.push(d),
+                Err((e, _)) => return Err(self.on_error(role, what, "send", e, timeout).await),
+            }
+        }
+        for d in deliveries {
+            match d.await {
+                Ok(Ok(_)) => {}
+                Ok(Err((e, _))) => {
+                    return Err(self.on_error(role, what, "delivery", e, timeout).await)
+                }
+                Err(_) => {
+                    return Err(Outcome::Drop(Error::fatal(
+                        format!("{what} for role {role:?}"),
+                        "the producer dropped a delivery report",
+                    )))
+                }
+            }
+        }
+        if leave_open {
+            return Ok(());
+        }
+        self.commit(role, what, timeout).await
+    }
+
+    async fn commit(&mut self, role: &str, what: &str, timeout: Duration) -> Result<(), Outcome> {
+        let p = self.producer.clone();
+        let r = run_blocking(move || p.commit_transaction(timeout))
+            .await
+            .map_err(Outcome::Keep)?;
+        match r {
+            Ok(()) => {
+                self.state = TxnState::Idle;
+                Ok(())
+            }
+            Err(e) => {
+                if matches!(&e, KafkaError::Transaction(t) if t.is_retriable() && !t.is_fatal() && !t.txn_requires_abort())
+                {
+                    self.state = TxnState::CommitPending;
+                }
+                Err(self.on_error(role, what, "commit", e, timeout).await)
+            }
+        }
+    }
+
+    /// Finishes a commit or abort that an earlier write left going.
+    async fn finish_pending(
+        &mut self,
+        role: &str,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<(), Outcome> {
+        match self.state {
+            TxnState::Idle | TxnState::Open => Ok(()),
+            TxnState::CommitPending => self.commit(role, what, timeout).await,
+            TxnState::AbortPending => match self.abort(role, what, timeout).await {
+                None => Ok(()),
+                Some(o) => Err(o),
+            },
+        }
+    }
+
+    /// Aborts the open transaction. `None` when it is aborted.
+    async fn abort(&mut self, role: &str, what: &str, timeout: Duration) -> Option<Outcome> {
+        let p = self.producer.clone();
+        let r = match run_blocking(move || p.abort_transaction(timeout)).await {
+            Ok(r) => r,
+            Err(e) => return Some(Outcome::Keep(e)),
+        };
+        match r {
+            Ok(()) => {
+                self.state = TxnState::Idle;
+                None
+            }
+            Err(e) => {
+                if let Some((code, reason)) = self.fatal() {
+                    return Some(fatal_outcome(role, what, code, reason));
+                }
+                match &e {
+                    KafkaError::Transaction(t) if t.is_fatal() => {
+                        Some(fatal_outcome(role, what, t.code(), t.string()))
+                    }
+                    KafkaError::Transaction(t) if t.is_retriable() => {
+                        self.state = TxnState::AbortPending;
+                        Some(Outcome::Keep(kafka_error(
+                            &format!("{what} for role {role:?}: abort"),
+                            e,
+                        )))
+                    }
+                    _ => Some(Outcome::Drop(Error::fatal(
+                        format!("{what} for role {role:?}"),
+                        format!(
+                            "the transaction could not be aborted, the producer is dropped: {e}"
+                        ),
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Classifies a failed step and cleans up: drop on fatal errors, abort on
+    /// abortable ones.
+    async fn on_error(
+        &mut self,
+        role: &str,
+        what: &str,
+        step: &str,
+        e: KafkaError,
+        timeout: Duration,
+    ) -> Outcome {
+        // A fatal error (fencing included) is raised on the instance; a failed
+        // delivery or send may only show it there.
+        if let Some((code, reason)) = self.fatal() {
+            return fatal_outcome(role, what, code, reason);
+        }
+        let context = format!("{what} for role {role:?}: {step}");
+        match &e {
+            KafkaError::Transaction(t) if t.is_fatal() => {
+                fatal_outcome(role, what, t.code(), t.string())
+            }
+            KafkaError::Transaction(t) if t.txn_requires_abort() => {
+                match self.abort(role, what, timeout).await {
+                    None => Outcome::Keep(Error::transient(
+                        context,
+                        format!("{e}; the transaction was aborted"),
+                    )),
+                    Some(o) => o,
+                }
+            }
+            KafkaError::Transaction(t) if t.is_retriable() => {
+                Outcome::Keep(Error::transient(context, e.to_string()))
+            }
+            KafkaError::Transaction(_) => Outcome::Keep(Error::fatal(context, e.to_string())),
+            other => {
+                if let Some(code) = other.rdkafka_error_code() {
+                    if is_fenced_code(code) {
+                        return Outcome::Drop(Error::Fenced(format!("{context}: {other}")));
+                    }
+                }
+                // A failed send or delivery inside a transaction: the
+                // transaction cannot commit any more, so abort it.
+                if self.state == TxnState::Open {
+                    if let Some(o) = self.abort(role, what, timeout).await {
+                        return o;
+                    }
+                }
+                match kafka_error(&context, e) {
+                    Error::Fenced(m) => Outcome::Drop(Error::Fenced(m)),
+                    err @ Error::Transient { .. } => Outcome::Keep(err),
+                    err => Outcome::Keep(err),
+                }
+            }
+        }
+    }
+}

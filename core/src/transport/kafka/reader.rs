@@ -1,0 +1,270 @@
+//! Reading `__coordination_state` with read_committed: rule 3.
+//!
+//! One long-lived consumer per partition ([`PartitionReader`]), assigned by
+//! hand (no consumer group, no offset commits), with
+//! `isolation.level = read_committed` and `enable.partition.eof = true`.
+//! librdkafka then delivers only committed records, skips aborted ones and
+//! transaction markers, and reports the end of the partition at the last
+//! stable offset (LSO).
+//!
+//! * `read_partition` takes the LSO (`fetch_watermarks` under read_committed
+//!   answers it as "high"), assigns the consumer at the first offset and
+//!   reads until it reaches the LSO: a record at LSO - 1 or the end-of-
+//!   partition event. An open transaction holds the LSO back, so the read
+//!   ends promptly below it instead of waiting for the transaction.
+//! * `poll_partition` keeps the consumer where the last call ended. A call
+//!   whose `from` continues there reads on without a seek, so a standby's
+//!   steady-state cost grows with new records only; any other `from` re-
+//!   assigns the consumer there. It waits up to `max_wait` for a first
+//!   record, then takes what is already fetched and returns.
+//!
+//! The consumer keeps a fetch request waiting at the broker
+//! (`fetch.wait.max.ms`, [`KafkaConfig::with_fetch_wait`]), and the broker
+//! answers it as soon as a commit moves the LSO: that is how a standby learns
+//! of a commit promptly.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use tokio::time::Instant;
+
+use super::config::KafkaConfig;
+use super::{kafka_error, run_blocking};
+use crate::error::{Error, Result};
+use crate::state::Record;
+use crate::transport::ReadBatch;
+
+/// The consumer of one partition and where it stands.
+///
+/// Dropping it blocks (librdkafka joins its threads): the transport hands a
+/// reader it lets go of to `drop_off_thread`.
+pub(crate) struct PartitionReader {
+    consumer: Arc<StreamConsumer>,
+    topic: String,
+    partition: i32,
+    /// The offset the consumer continues from, when it is positioned.
+    next: Option<i64>,
+    timeout: Duration,
+}
+
+fn message_record<M: Message>(m: &M) -> Record {
+    Record {
+        offset: m.offset(),
+        key: m.key().map(<[u8]>::to_vec).unwrap_or_default(),
+        value: m.payload().map(<[u8]>::to_vec),
+    }
+}
+
+/// What one receive brought.
+enum Got {
+    Record(Record),
+    /// The consumer reached the last stable offset.
+    Eof,
+}
+
+impl PartitionReader {
+    /// A reader of `partition` of the state topic. Needs a tokio runtime.
+    pub(crate) fn new(config: &KafkaConfig, client_suffix: &str, partition: i32) -> Result<Self> {
+        let mut cc = config.client_config(&format!("{client_suffix}-reader-{partition}"));
+        let user_wait = config.get("fetch.wait.max.ms").is_some();
+        if !user_wait {
+            cc.set(
+                "fetch.wait.max.ms",
+                config.fetch_wait().as_millis().to_string(),
+            );
+        }
+        // The transport's own settings win over user values.
+        cc.set("isolation.level", "read_committed");
+        cc.set("enable.partition.eof", "true");
+        cc.set("enable.auto.commit", "false");
+        cc.set("enable.auto.offset.store", "false");
+        // An offset outside the log is the caller's error, not a silent jump.
+        cc.set("auto.offset.reset", "error");
+        let consumer: StreamConsumer = cc
+            .create()
+            .map_err(|e| kafka_error("creating a state consumer", e))?;
+        Ok(PartitionReader {
+            consumer: Arc::new(consumer),
+            topic: config.state_topic().to_owned(),
+            partition,
+            next: None,
+            timeout: config.operation_timeout(),
+        })
+    }
+
+    fn assign(&mut self, offset: i64) -> Result<()> {
+        let mut tpl = TopicPartitionList::with_capacity(1);
+        tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
+            .map_err(|e| kafka_error("assigning the state partition", e))?;
+        self.consumer
+            .assign(&tpl)
+            .map_err(|e| kafka_error("assigning the state partition", e))?;
+        self.next = Some(offset);
+        Ok(())
+    }
+
+    /// The (first offset, last stable offset) of the partition.
+    async fn watermarks(&self) -> Result<(i64, i64)> {
+        let c = Arc::clone(&self.consumer);
+        let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
+        run_blocking(move || c.fetch_watermarks(&topic, partition, timeout))
+            .await?
+            .map_err(|e| {
+                self.read_error(
+                    format!("reading the offsets of {}/{}", self.topic, self.partition),
+                    e,
+                )
+            })
+    }
+
+    fn read_error(&self, context: String, e: KafkaError) -> Error {
+        match e.rdkafka_error_code() {
+            Some(RDKafkaErrorCode::UnknownPartition) => Error::InvalidArgument(format!(
+                "{context}: topic {} has no partition {}",
+                self.topic, self.partition
+            )),
+            Some(RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange) => {
+                Error::InvalidArgument(format!(
+                    "{context}: offset {} is outside partition {}/{}",
+                    self.next.unwrap_or(-1),
+                    self.topic,
+                    self.partition
+                ))
+            }
+            _ => kafka_error(&context, e),
+        }
+    }
+
+    /// The next record or end-of-partition event; errors that librdkafka
+    /// retries by itself (a broker connection lost) are logged and skipped.
+    async fn recv(&mut self) -> Result<Got> {
+        loop {
+            match self.consumer.recv().await {
+                Ok(m) => {
+                    if m.partition() != self.partition || m.topic() != self.topic {
+                        continue;
+                    }
+                    return Ok(Got::Record(message_record(&m)));
+                }
+                Err(KafkaError::PartitionEOF(p)) if p == self.partition => return Ok(Got::Eof),
+                Err(KafkaError::PartitionEOF(_)) => continue,
+                Err(e) => {
+                    let code = e.rdkafka_error_code();
+                    let fatal = matches!(e, KafkaError::MessageConsumptionFatal(_))
+                        || matches!(
+                            code,
+                            Some(
+                                RDKafkaErrorCode::AutoOffsetReset
+                                    | RDKafkaErrorCode::OffsetOutOfRange
+                                    | RDKafkaErrorCode::UnknownPartition
+                                    | RDKafkaErrorCode::UnknownTopicOrPartition
+                                    | RDKafkaErrorCode::UnknownTopic
+                                    | RDKafkaErrorCode::TopicAuthorizationFailed
+                            )
+                        );
+                    if fatal {
+                        let err = self
+                            .read_error(format!("reading {}/{}", self.topic, self.partition), e);
+                        self.next = None;
+                        return Err(err);
+                    }
+                    tracing::debug!(topic = %self.topic, partition = self.partition, error = %e, "state consumer error (retried by librdkafka)");
+                }
+            }
+        }
+    }
+
+    /// Every committed record from the first offset to the last stable offset.
+    pub(crate) async fn read_all(&mut self) -> Result<Vec<Record>> {
+        let (low, high) = self.watermarks().await?;
+        if high <= low {
+            return Ok(Vec::new());
+        }
+        self.assign(low)?;
+        let deadline = Instant::now() + self.timeout;
+        let mut records = Vec::new();
+        let mut next = low;
+        loop {
+            let got = match tokio::time::timeout_at(deadline, self.recv()).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    self.next = None;
+                    return Err(Error::transient(
+                        format!(
+                            "reading {}/{} to its last stable offset {high}",
+                            self.topic, self.partition
+                        ),
+                        format!("not done after {:?} (at offset {next})", self.timeout),
+                    ));
+                }
+            };
+            match got {
+                Got::Record(r) => {
+                    next = r.offset + 1;
+                    records.push(r);
+                    if next >= high {
+                        break;
+                    }
+                }
+                Got::Eof => {
+                    next = next.max(high);
+                    break;
+                }
+            }
+        }
+        self.next = Some(next);
+        Ok(records)
+    }
+
+    /// New committed records from `from`, waiting up to `max_wait` for the first.
+    pub(crate) async fn poll(&mut self, from: i64, max_wait: Duration) -> Result<ReadBatch> {
+        if from < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "poll offset must not be negative, got {from}"
+            )));
+        }
+        if self.next != Some(from) {
+            self.assign(from)?;
+        }
+        let mut records = Vec::new();
+        let mut next = from;
+        let deadline = Instant::now() + max_wait;
+        // Wait for the first record; an end-of-partition event only says that
+        // nothing is there yet.
+        loop {
+            match tokio::time::timeout_at(deadline, self.recv()).await {
+                Err(_) => break,
+                Ok(r) => match r? {
+                    Got::Record(r) if r.offset < from => continue,
+                    Got::Record(r) => {
+                        next = r.offset + 1;
+                        records.push(r);
+                        break;
+                    }
+                    Got::Eof => continue,
+                },
+            }
+        }
+        if !records.is_empty() {
+            // Take what is already fetched, without waiting.
+            while let Ok(r) = tokio::time::timeout(Duration::ZERO, self.recv()).await {
+                match r? {
+                    Got::Record(r) => {
+                        next = r.offset + 1;
+                        records.push(r);
+                    }
+                    Got::Eof => break,
+                }
+            }
+        }
+        self.next = Some(next);
+        Ok(ReadBatch {
+            records,
+            next_offset: next,
+        })
+    }
+}

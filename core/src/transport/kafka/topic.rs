@@ -1,0 +1,288 @@
+//! Creating and checking the state topic.
+//!
+//! `__coordination_state` must be compacted (`cleanup.policy=compact`: a
+//! registration lives until its tombstone, never until a retention time), and
+//! every member must use its real partition count (two counts put one role on
+//! two partitions and break the total order). An operator should give it
+//! `min.insync.replicas >= 2`; the library writes with `acks=all`, and the
+//! durability of a lease rests on the two together.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::error::RDKafkaErrorCode;
+
+use super::config::KafkaConfig;
+use super::{drop_off_thread, kafka_error, run_blocking};
+use crate::error::{Error, Result};
+
+/// What [`ensure_state_topic`] or [`check_state_topic`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicReport {
+    /// The topic's name.
+    pub topic: String,
+    /// True when [`ensure_state_topic`] created the topic (false when it
+    /// existed, and always false for [`check_state_topic`]).
+    pub created: bool,
+    /// The partition count.
+    pub partitions: i32,
+    /// The replica count of partition 0.
+    pub replication_factor: i32,
+    /// The topic's `cleanup.policy` (always `compact` in a report).
+    pub cleanup_policy: String,
+    /// The topic's `min.insync.replicas`, when the broker reports it.
+    pub min_insync_replicas: Option<i32>,
+    /// Advice for the operator (also logged with `tracing::warn!`), such as a
+    /// `min.insync.replicas` below 2.
+    pub warnings: Vec<String>,
+}
+
+type Admin = AdminClient<DefaultClientContext>;
+
+fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
+    config.validate()?;
+    let mut cc = config.client_config("admin");
+    // A metadata request must never create the topic with broker defaults.
+    cc.set("allow.auto.create.topics", "false");
+    let admin: Admin = cc
+        .create()
+        .map_err(|e| kafka_error("creating an admin client", e))?;
+    Ok(Arc::new(admin))
+}
+
+fn admin_options(config: &KafkaConfig) -> AdminOptions {
+    AdminOptions::new()
+        .request_timeout(Some(config.operation_timeout()))
+        .operation_timeout(Some(config.operation_timeout()))
+}
+
+/// Creates the state topic of `config` ([`KafkaConfig::state_topic`], by
+/// default [`crate::STATE_TOPIC`]) with `cleanup.policy=compact`, the given
+/// partition count, replication factor and `min.insync.replicas`, and then
+/// checks it like [`check_state_topic`].
+///
+/// Idempotent: an existing topic is left alone (its settings are not
+/// changed) and checked; a topic of another shape is refused.
+pub async fn ensure_state_topic(
+    config: &KafkaConfig,
+    partitions: i32,
+    replication_factor: i32,
+    min_insync_replicas: i32,
+) -> Result<TopicReport> {
+    if partitions < 1 {
+        return Err(Error::InvalidArgument(format!(
+            "partitions must be at least 1, got {partitions}"
+        )));
+    }
+    if replication_factor < 1 {
+        return Err(Error::InvalidArgument(format!(
+            "replication factor must be at least 1, got {replication_factor}"
+        )));
+    }
+    if min_insync_replicas < 1 || min_insync_replicas > replication_factor {
+        return Err(Error::InvalidArgument(format!(
+            "min.insync.replicas must be between 1 and the replication factor {replication_factor}, got {min_insync_replicas}"
+        )));
+    }
+    let admin = admin(config)?;
+    let result = create(
+        config,
+        &admin,
+        partitions,
+        replication_factor,
+        min_insync_replicas,
+    )
+    .await;
+    drop_off_thread(admin);
+    let created = result?;
+    let mut report = check_until_visible(config, partitions).await?;
+    report.created = created;
+    Ok(report)
+}
+
+async fn create(
+    config: &KafkaConfig,
+    admin: &Admin,
+    partitions: i32,
+    rf: i32,
+    min_isr: i32,
+) -> Result<bool> {
+    let topic = config.state_topic();
+    let min_isr = min_isr.to_string();
+    let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(rf))
+        .set("cleanup.policy", "compact")
+        .set("min.insync.replicas", &min_isr);
+    let results = admin
+        .create_topics([&new], &admin_options(config))
+        .await
+        .map_err(|e| kafka_error(&format!("creating topic {topic}"), e))?;
+    match results.into_iter().next() {
+        Some(Ok(_)) => Ok(true),
+        Some(Err((_, RDKafkaErrorCode::TopicAlreadyExists))) => Ok(false),
+        Some(Err((_, code))) => {
+            let context = format!(
+                "creating topic {topic} ({partitions} partitions, replication factor {rf})"
+            );
+            Err(match code {
+                RDKafkaErrorCode::InvalidReplicationFactor
+                | RDKafkaErrorCode::InvalidPartitions
+                | RDKafkaErrorCode::InvalidConfig
+                | RDKafkaErrorCode::InvalidTopic
+                | RDKafkaErrorCode::PolicyViolation => {
+                    Error::InvalidArgument(format!("{context}: {code:?} ({code})"))
+                }
+                RDKafkaErrorCode::TopicAuthorizationFailed
+                | RDKafkaErrorCode::ClusterAuthorizationFailed => {
+                    Error::fatal(context, format!("{code:?} ({code})"))
+                }
+                _ => Error::transient(context, format!("{code:?} ({code})")),
+            })
+        }
+        None => Err(Error::transient(
+            format!("creating topic {topic}"),
+            "the broker answered nothing",
+        )),
+    }
+}
+
+/// Checks a just-created topic, waiting briefly until its metadata shows up.
+async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicReport> {
+    let deadline = tokio::time::Instant::now() + config.operation_timeout();
+    loop {
+        match check_state_topic(config, partitions).await {
+            Err(Error::Fatal { context, source })
+                if tokio::time::Instant::now() < deadline && context.contains("does not exist") =>
+            {
+                tracing::debug!(%context, %source, "waiting for the new topic's metadata");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Checks that the state topic of `config` exists, has `expected_partitions`
+/// partitions and `cleanup.policy=compact`; refuses it otherwise with
+/// [`Error::Fatal`] naming the values found. Warns (and reports) when
+/// `min.insync.replicas` is below 2.
+pub async fn check_state_topic(
+    config: &KafkaConfig,
+    expected_partitions: i32,
+) -> Result<TopicReport> {
+    if expected_partitions < 1 {
+        return Err(Error::InvalidArgument(format!(
+            "expected partitions must be at least 1, got {expected_partitions}"
+        )));
+    }
+    let admin = admin(config)?;
+    let result = check(config, &admin, expected_partitions).await;
+    drop_off_thread(admin);
+    result
+}
+
+async fn check(
+    config: &KafkaConfig,
+    admin: &Arc<Admin>,
+    expected_partitions: i32,
+) -> Result<TopicReport> {
+    let topic = config.state_topic().to_owned();
+    let (partitions, replication_factor) = {
+        let a = Arc::clone(admin);
+        let t = topic.clone();
+        let timeout = config.operation_timeout();
+        let md = run_blocking(move || a.inner().fetch_metadata(Some(&t), timeout))
+            .await?
+            .map_err(|e| kafka_error(&format!("reading the metadata of topic {topic}"), e))?;
+        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+            return Err(missing(&topic));
+        };
+        if t.error().is_some() || t.partitions().is_empty() {
+            return Err(missing(&topic));
+        }
+        let rf = t
+            .partitions()
+            .iter()
+            .find(|p| p.id() == 0)
+            .map(|p| p.replicas().len() as i32)
+            .unwrap_or(0);
+        (t.partitions().len() as i32, rf)
+    };
+    if partitions != expected_partitions {
+        return Err(Error::fatal(
+            format!("state topic {topic} check"),
+            format!(
+                "the topic has {partitions} partitions but {expected_partitions} were expected; every member must use \
+                 the topic's real partition count, or one role lands on two partitions"
+            ),
+        ));
+    }
+    let resources = admin
+        .describe_configs([&ResourceSpecifier::Topic(&topic)], &admin_options(config))
+        .await
+        .map_err(|e| kafka_error(&format!("describing the configuration of topic {topic}"), e))?;
+    let resource = match resources.into_iter().next() {
+        Some(Ok(r)) => r,
+        Some(Err(code)) => {
+            return Err(Error::transient(
+                format!("describing the configuration of topic {topic}"),
+                format!("{code:?} ({code})"),
+            ))
+        }
+        None => {
+            return Err(Error::transient(
+                format!("describing the configuration of topic {topic}"),
+                "the broker answered nothing",
+            ))
+        }
+    };
+    let cleanup_policy = resource
+        .get("cleanup.policy")
+        .and_then(|e| e.value.clone())
+        .unwrap_or_default();
+    if cleanup_policy.trim() != "compact" {
+        return Err(Error::fatal(
+            format!("state topic {topic} check"),
+            format!(
+                "cleanup.policy is {cleanup_policy:?} but must be \"compact\": registrations must live until their \
+                 tombstone, not until a retention time"
+            ),
+        ));
+    }
+    let min_insync_replicas = resource
+        .get("min.insync.replicas")
+        .and_then(|e| e.value.as_deref())
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    let mut warnings = Vec::new();
+    match min_insync_replicas {
+        Some(n) if n >= 2 => {}
+        other => {
+            let shown = other
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "unknown".into());
+            let w = format!(
+                "topic {topic} has min.insync.replicas={shown}; with acks=all a lease is durable in a quorum only \
+                 with min.insync.replicas >= 2"
+            );
+            tracing::warn!("{w}");
+            warnings.push(w);
+        }
+    }
+    Ok(TopicReport {
+        topic,
+        created: false,
+        partitions,
+        replication_factor,
+        cleanup_policy,
+        min_insync_replicas,
+        warnings,
+    })
+}
+
+fn missing(topic: &str) -> Error {
+    Error::fatal(
+        format!("state topic {topic} does not exist"),
+        "create it with ensure_state_topic (cleanup.policy=compact) before members join",
+    )
+}
