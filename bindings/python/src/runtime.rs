@@ -1,0 +1,204 @@
+//! The tokio runtime behind every asynchronous call of the package, made safe
+//! for `fork()`.
+//!
+//! # Design
+//!
+//! * **Lazy.** Nothing starts at import: the runtime is built by the first
+//!   call that needs it ([`runtime`]), so a process that only encodes and
+//!   decodes never has runtime threads.
+//! * **One per process.** The holder records the pid that built the runtime.
+//!   A `fork()` copies the holder into the child but not the runtime's worker
+//!   threads, so the child's copy is a runtime with no threads. Two guards
+//!   retire it:
+//!   1. `os.register_at_fork(after_in_child=...)` (installed at import by
+//!      [`install_fork_hook`]) retires it as soon as Python's `os.fork()`
+//!      returns in the child;
+//!   2. [`runtime`] compares the recorded pid with `std::process::id()` on
+//!      every call, which also covers a fork made outside Python's `os.fork`.
+//!
+//!   Either way the next call builds a fresh runtime in the child.
+//! * **Retired, never dropped.** Dropping a runtime joins its worker threads,
+//!   and in a child those threads do not exist; the inherited runtime is
+//!   leaked on purpose (`std::mem::forget`). The leak is one runtime's memory,
+//!   once per fork.
+//! * **Attached while locked.** The holder's mutex is only taken while the
+//!   caller is attached to the interpreter (the functions take a `Python`
+//!   token), and nothing inside the lock calls Python or blocks. `os.fork()`
+//!   runs with the GIL held by the forking thread, so no other thread can be
+//!   inside the lock at the fork, and the child never inherits it locked.
+//!
+//! # Running a future
+//!
+//! [`block_on`] runs a future on the runtime from a Python thread: the GIL is
+//! released while it waits, and every [`SIGNAL_POLL`] it re-attaches to run
+//! Python's signal handlers, so Ctrl-C interrupts a long wait (the task is
+//! aborted and `KeyboardInterrupt` raised). A panic in the task surfaces as
+//! `pyo3_runtime.PanicException`; an aborted task as `Cancelled`.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::panic::PanicException;
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+
+use crate::error::Exc;
+
+/// How often [`block_on`] wakes to let Python run its signal handlers.
+pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The name of the runtime's threads (visible in `ps -T`, `py-spy`, debuggers).
+pub const THREAD_NAME: &str = "krabka-rt";
+
+/// The number of runtime worker threads: the machine is shared with the
+/// interpreter, and the coordination work is I/O-bound.
+const WORKER_THREADS: usize = 2;
+
+/// The runtime of this process and the pid that built it.
+struct Holder {
+    pid: u32,
+    runtime: Arc<Runtime>,
+}
+
+static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
+
+/// The lock on the holder. A panic while it was held cannot leave the holder
+/// half-written (it is replaced whole), so a poisoned lock is taken as is.
+fn lock(_py: Python<'_>) -> MutexGuard<'static, Option<Holder>> {
+    HOLDER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Forgets an inherited runtime without dropping it (its threads are not in
+/// this process).
+fn retire(holder: Holder) {
+    std::mem::forget(holder.runtime);
+}
+
+/// The runtime of this process, built on first use and rebuilt after a fork.
+pub fn runtime(py: Python<'_>) -> PyResult<Arc<Runtime>> {
+    let pid = std::process::id();
+    let mut guard = lock(py);
+    if let Some(holder) = guard.as_ref() {
+        if holder.pid == pid {
+            return Ok(holder.runtime.clone());
+        }
+    }
+    if let Some(stale) = guard.take() {
+        retire(stale);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name(THREAD_NAME)
+        .enable_all()
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the krabka_coordination runtime: {e}")))?;
+    let runtime = Arc::new(runtime);
+    *guard = Some(Holder { pid, runtime: runtime.clone() });
+    Ok(runtime)
+}
+
+/// The pid that built the current runtime, if one is live in this process.
+pub fn runtime_pid(py: Python<'_>) -> Option<u32> {
+    let pid = std::process::id();
+    lock(py).as_ref().map(|h| h.pid).filter(|p| *p == pid)
+}
+
+/// Retires the runtime inherited through a fork. Called in the child by the
+/// `os.register_at_fork` hook; harmless anywhere else (a runtime of this very
+/// process is kept).
+#[pyfunction]
+pub fn _reset_runtime_after_fork(py: Python<'_>) {
+    let pid = std::process::id();
+    let mut guard = lock(py);
+    if guard.as_ref().is_some_and(|h| h.pid != pid) {
+        if let Some(stale) = guard.take() {
+            retire(stale);
+        }
+    }
+}
+
+/// Registers [`_reset_runtime_after_fork`] with `os.register_at_fork` (a
+/// no-op on platforms without it).
+pub fn install_fork_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    let os = py.import("os")?;
+    if !os.hasattr("register_at_fork")? {
+        return Ok(());
+    }
+    let hook = module.getattr("_reset_runtime_after_fork")?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("after_in_child", hook)?;
+    os.call_method("register_at_fork", (), Some(&kwargs))?;
+    Ok(())
+}
+
+/// Runs `fut` on the runtime and waits for it with the GIL released, running
+/// Python's signal handlers every [`SIGNAL_POLL`].
+///
+/// Refuses to run on a runtime thread (a Python callback running on the
+/// runtime must not block it).
+pub fn block_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(PyRuntimeError::new_err(
+            "a blocking krabka_coordination call was made on the runtime's own thread",
+        ));
+    }
+    let rt = runtime(py)?;
+    let mut task = rt.spawn(fut);
+    loop {
+        let waited = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await }));
+        match waited {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(join)) if join.is_panic() => {
+                return Err(panic_to_py(join.into_panic()));
+            }
+            Ok(Err(_cancelled)) => return Err(Exc::Cancelled.new_err(py, "the task was cancelled")),
+            Err(_elapsed) => {
+                if let Err(interrupt) = py.check_signals() {
+                    task.abort();
+                    return Err(interrupt);
+                }
+            }
+        }
+    }
+}
+
+/// A task's panic as `pyo3_runtime.PanicException`, with the panic message.
+fn panic_to_py(payload: Box<dyn std::any::Any + Send + 'static>) -> PyErr {
+    let message = if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else {
+        "a krabka_coordination task panicked".to_owned()
+    };
+    PanicException::new_err((message,))
+}
+
+/// Runs a tokio task on the runtime and reports who ran it: the pid that
+/// built the runtime and the name of the runtime thread the task ran on.
+///
+/// Internal: it exists to test the runtime (and its rebuild after `fork()`)
+/// until the leadership API uses it for real.
+#[pyfunction]
+pub fn _runtime_ping(py: Python<'_>) -> PyResult<(u32, String)> {
+    let thread = block_on(py, async {
+        // A real hop through the scheduler and the timer: a spawned task
+        // that sleeps, then answers over a channel.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let name = std::thread::current().name().unwrap_or("").to_owned();
+            let _ = tx.send(name);
+        });
+        rx.await.unwrap_or_default()
+    })?;
+    let pid = runtime_pid(py).ok_or_else(|| PyRuntimeError::new_err("the runtime vanished during the ping"))?;
+    Ok((pid, thread))
+}
