@@ -60,7 +60,8 @@ where
             Err(err)
         }
         Err(e) => {
-            let err = PyTypeError::new_err(format!("{field} must be an int, got {}", type_name(value)));
+            let err =
+                PyTypeError::new_err(format!("{field} must be an int, got {}", type_name(value)));
             err.set_cause(py, Some(e));
             Err(err)
         }
@@ -73,7 +74,8 @@ pub fn str_field(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
         Ok(s) => Ok(s),
         Err(e) if value.is_instance_of::<pyo3::types::PyString>() => Err(e),
         Err(e) => {
-            let err = PyTypeError::new_err(format!("{field} must be a str, got {}", type_name(value)));
+            let err =
+                PyTypeError::new_err(format!("{field} must be a str, got {}", type_name(value)));
             err.set_cause(value.py(), Some(e));
             Err(err)
         }
@@ -85,7 +87,11 @@ pub fn str_field(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
 /// `bytes` is read in place. A `bytearray` or `memoryview` is copied once
 /// first: the stable ABI this wheel targets (CPython 3.9) has no buffer
 /// protocol, and a copy also keeps the bytes from changing under the decoder.
-pub fn with_bytes<R>(data: &Bound<'_, PyAny>, field: &str, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+pub fn with_bytes<R>(
+    data: &Bound<'_, PyAny>,
+    field: &str,
+    f: impl FnOnce(&[u8]) -> R,
+) -> PyResult<R> {
     if let Ok(b) = data.cast::<PyBytes>() {
         return Ok(f(b.as_bytes()));
     }
@@ -105,9 +111,16 @@ pub fn with_bytes<R>(data: &Bound<'_, PyAny>, field: &str, f: impl FnOnce(&[u8])
 }
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".to_owned())
+    value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "an object".to_owned())
 }
 
 fn display(value: &Bound<'_, PyAny>) -> String {
-    value.str().map(|s| s.to_string()).unwrap_or_else(|_| "a value of no printable form".to_owned())
+    value
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "a value of no printable form".to_owned())
 }

@@ -151,15 +151,18 @@ impl Exc {
     fn make(self, py: Python<'_>) -> PyResult<Py<PyType>> {
         let bases = match self {
             Exc::Krabka => PyTuple::new(py, [py.get_type::<PyException>()])?,
-            Exc::Format | Exc::Encode | Exc::InvalidArgument => {
-                PyTuple::new(py, [Exc::Krabka.type_object(py)?, py.get_type::<PyValueError>()])?
-            }
+            Exc::Format | Exc::Encode | Exc::InvalidArgument => PyTuple::new(
+                py,
+                [Exc::Krabka.type_object(py)?, py.get_type::<PyValueError>()],
+            )?,
             _ => PyTuple::new(py, [Exc::Krabka.type_object(py)?])?,
         };
         let namespace = PyDict::new(py);
         namespace.set_item("__module__", PUBLIC_MODULE)?;
         namespace.set_item("__doc__", self.doc())?;
-        let ty = py.get_type::<PyType>().call1((self.name(), bases, namespace))?;
+        let ty = py
+            .get_type::<PyType>()
+            .call1((self.name(), bases, namespace))?;
         Ok(ty.cast_into::<PyType>()?.unbind())
     }
 
@@ -213,8 +216,12 @@ pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
         Error::Fenced(_) => Exc::Fenced.new_err(py, e.to_string()),
         Error::Resigned => Exc::Resigned.new_err(py, e.to_string()),
         Error::Cancelled => Exc::Cancelled.new_err(py, e.to_string()),
-        Error::Transient { source, .. } => with_cause(py, Exc::Transient.new_err(py, e.to_string()), &**source),
-        Error::Fatal { source, .. } => with_cause(py, Exc::Fatal.new_err(py, e.to_string()), &**source),
+        Error::Transient { source, .. } => {
+            with_cause(py, Exc::Transient.new_err(py, e.to_string()), &**source)
+        }
+        Error::Fatal { source, .. } => {
+            with_cause(py, Exc::Fatal.new_err(py, e.to_string()), &**source)
+        }
         // `Error` is non-exhaustive: a variant added later still surfaces as
         // the base class rather than failing to compile or panicking.
         #[allow(unreachable_patterns)]

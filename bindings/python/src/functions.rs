@@ -24,13 +24,18 @@ pub fn encode_key<'py>(py: Python<'py>, key: PyRef<'py, PyKey>) -> PyResult<Boun
 /// `FormatError` with `part == "key"` for malformed bytes.
 #[pyfunction]
 pub fn decode_key(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyKey> {
-    with_bytes(data, "data", core::decode_key)?.into_py_result(py).map(PyKey)
+    with_bytes(data, "data", core::decode_key)?
+        .into_py_result(py)
+        .map(PyKey)
 }
 
 /// Encodes a registration value. Raises `EncodeError` (a `ValueError`) for
 /// an empty or over-long member.
 #[pyfunction]
-pub fn encode_registration<'py>(py: Python<'py>, reg: PyRef<'py, PyRegistration>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_registration<'py>(
+    py: Python<'py>,
+    reg: PyRef<'py, PyRegistration>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = core::encode_registration(&reg.0).into_py_result(py)?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -39,13 +44,18 @@ pub fn encode_registration<'py>(py: Python<'py>, reg: PyRef<'py, PyRegistration>
 /// Raises `FormatError` with `part == "registration value"` for malformed bytes.
 #[pyfunction]
 pub fn decode_registration(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyRegistration> {
-    with_bytes(data, "data", core::decode_registration)?.into_py_result(py).map(PyRegistration)
+    with_bytes(data, "data", core::decode_registration)?
+        .into_py_result(py)
+        .map(PyRegistration)
 }
 
 /// Encodes a lease value. Raises `EncodeError` (a `ValueError`) for an empty
 /// or over-long member.
 #[pyfunction]
-pub fn encode_lease<'py>(py: Python<'py>, lease: PyRef<'py, PyLease>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_lease<'py>(
+    py: Python<'py>,
+    lease: PyRef<'py, PyLease>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let bytes = core::encode_lease(&lease.0).into_py_result(py)?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -54,7 +64,9 @@ pub fn encode_lease<'py>(py: Python<'py>, lease: PyRef<'py, PyLease>) -> PyResul
 /// `FormatError` with `part == "lease value"` for malformed bytes.
 #[pyfunction]
 pub fn decode_lease(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyLease> {
-    with_bytes(data, "data", core::decode_lease)?.into_py_result(py).map(PyLease)
+    with_bytes(data, "data", core::decode_lease)?
+        .into_py_result(py)
+        .map(PyLease)
 }
 
 /// The partition of `role` among `partitions`: Kafka's murmur2 of the role's
@@ -62,7 +74,11 @@ pub fn decode_lease(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<PyLease
 /// `InvalidArgumentError` (a `ValueError`) for an empty role or a count below
 /// 1, and `OverflowError` for a count that is not an i32.
 #[pyfunction]
-pub fn role_partition(py: Python<'_>, role: &Bound<'_, PyAny>, partitions: &Bound<'_, PyAny>) -> PyResult<i32> {
+pub fn role_partition(
+    py: Python<'_>,
+    role: &Bound<'_, PyAny>,
+    partitions: &Bound<'_, PyAny>,
+) -> PyResult<i32> {
     let role = str_field(role, "role")?;
     let partitions: i32 = int_field(partitions, "partitions")?;
     core::role_partition(&role, partitions).into_py_result(py)

@@ -31,8 +31,8 @@ mod native {
 
     #[pymodule_export]
     use crate::functions::{
-        decode_key, decode_lease, decode_registration, encode_key, encode_lease, encode_registration, murmur2,
-        role_partition,
+        decode_key, decode_lease, decode_registration, encode_key, encode_lease,
+        encode_registration, murmur2, role_partition,
     };
 
     #[pymodule_export]
@@ -48,7 +48,10 @@ mod native {
 /// run time), the `NO_EPOCH` constant, and the fork hook of the runtime.
 fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
-    m.add("NO_EPOCH", values::PyFencingToken(krabka_coordination::NO_EPOCH))?;
+    m.add(
+        "NO_EPOCH",
+        values::PyFencingToken(krabka_coordination::NO_EPOCH),
+    )?;
     runtime::install_fork_hook(m)?;
     Ok(())
 }

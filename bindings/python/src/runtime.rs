@@ -67,7 +67,9 @@ static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
 /// The lock on the holder. A panic while it was held cannot leave the holder
 /// half-written (it is replaced whole), so a poisoned lock is taken as is.
 fn lock(_py: Python<'_>) -> MutexGuard<'static, Option<Holder>> {
-    HOLDER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    HOLDER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Forgets an inherited runtime without dropping it (its threads are not in
@@ -93,9 +95,14 @@ pub fn runtime(py: Python<'_>) -> PyResult<Arc<Runtime>> {
         .thread_name(THREAD_NAME)
         .enable_all()
         .build()
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the krabka_coordination runtime: {e}")))?;
+        .map_err(|e| {
+            PyRuntimeError::new_err(format!("cannot start the krabka_coordination runtime: {e}"))
+        })?;
     let runtime = Arc::new(runtime);
-    *guard = Some(Holder { pid, runtime: runtime.clone() });
+    *guard = Some(Holder {
+        pid,
+        runtime: runtime.clone(),
+    });
     Ok(runtime)
 }
 
@@ -152,7 +159,8 @@ where
     let rt = runtime(py)?;
     let mut task = rt.spawn(fut);
     loop {
-        let waited = py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await }));
+        let waited =
+            py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await }));
         match waited {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(join)) if join.is_panic() => {
@@ -199,6 +207,7 @@ pub fn _runtime_ping(py: Python<'_>) -> PyResult<(u32, String)> {
         });
         rx.await.unwrap_or_default()
     })?;
-    let pid = runtime_pid(py).ok_or_else(|| PyRuntimeError::new_err("the runtime vanished during the ping"))?;
+    let pid = runtime_pid(py)
+        .ok_or_else(|| PyRuntimeError::new_err("the runtime vanished during the ping"))?;
     Ok((pid, thread))
 }

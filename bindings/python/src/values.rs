@@ -37,7 +37,10 @@ impl PyKey {
     /// The registration key of `member` in `role`.
     #[staticmethod]
     fn registration(role: &Bound<'_, PyAny>, member: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(PyKey(core::Key::registration(str_field(role, "role")?, str_field(member, "member")?)))
+        Ok(PyKey(core::Key::registration(
+            str_field(role, "role")?,
+            str_field(member, "member")?,
+        )))
     }
 
     /// The lease key of `role`.
@@ -75,21 +78,30 @@ impl PyKey {
         })
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let key = &slf.get().0;
         let ty = slf.get_type();
         let py = slf.py();
         Ok(match key.kind {
-            core::KeyKind::Registration => {
-                (ty.getattr("registration")?, PyTuple::new(py, [&key.role, &key.member])?)
-            }
+            core::KeyKind::Registration => (
+                ty.getattr("registration")?,
+                PyTuple::new(py, [&key.role, &key.member])?,
+            ),
             core::KeyKind::Lease => (ty.getattr("lease")?, PyTuple::new(py, [&key.role])?),
         })
     }
 }
 
 /// The value of a registration record.
-#[pyclass(module = "krabka_coordination", name = "Registration", frozen, eq, hash)]
+#[pyclass(
+    module = "krabka_coordination",
+    name = "Registration",
+    frozen,
+    eq,
+    hash
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PyRegistration(pub core::Registration);
 
@@ -126,7 +138,10 @@ impl PyRegistration {
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String, i64))> {
         let reg = &slf.get().0;
-        Ok((slf.get_type().into_any(), (reg.member.clone(), reg.registered_at)))
+        Ok((
+            slf.get_type().into_any(),
+            (reg.member.clone(), reg.registered_at),
+        ))
     }
 }
 
@@ -192,7 +207,12 @@ impl PyLease {
         let l = &slf.get().0;
         Ok((
             slf.get_type().into_any(),
-            (l.member.clone(), PyFencingToken(l.token), l.granted_at, l.deadline),
+            (
+                l.member.clone(),
+                PyFencingToken(l.token),
+                l.granted_at,
+                l.deadline,
+            ),
         ))
     }
 }
@@ -230,7 +250,10 @@ impl PyFencingToken {
     }
 
     fn __repr__(&self) -> String {
-        format!("FencingToken(producer_id={}, producer_epoch={})", self.0.producer_id, self.0.producer_epoch)
+        format!(
+            "FencingToken(producer_id={}, producer_epoch={})",
+            self.0.producer_id, self.0.producer_epoch
+        )
     }
 
     fn __str__(&self) -> String {
@@ -240,7 +263,10 @@ impl PyFencingToken {
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
         let py = other.py();
         match other.cast::<PyFencingToken>() {
-            Ok(other) => PyBool::new(py, op.matches(self.0.cmp(&other.get().0))).to_owned().into_any().unbind(),
+            Ok(other) => PyBool::new(py, op.matches(self.0.cmp(&other.get().0)))
+                .to_owned()
+                .into_any()
+                .unbind(),
             Err(_) => py.NotImplemented(),
         }
     }
