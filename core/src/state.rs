@@ -36,8 +36,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::codec::{decode_key_ref, decode_lease, decode_registration, KeyKind, Lease};
-use crate::error::FormatError;
+use crate::codec::{decode_key_ref, decode_lease, decode_registration, KeyKind, Lease, VERSION};
+use crate::error::{FormatError, Part};
+use crate::token::FencingToken;
 
 /// One record of `__coordination_state` as the state code sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,34 +158,27 @@ impl RoleState {
                 }
             }
             (KeyKind::Registration, Some(v)) => {
-                let reg = decode_registration(v).map_err(|e| self.locate(offset, e))?;
-                if reg.member != k.member {
+                let owned;
+                let (member, registered_at) = match registration_ref(v) {
+                    Some(fields) => fields,
+                    None => {
+                        owned = decode_registration(v).map_err(|e| self.locate(offset, e))?;
+                        (owned.member.as_str(), owned.registered_at)
+                    }
+                };
+                if member != k.member {
                     return Err(self.locate(
                         offset,
                         FormatError::new(
-                            crate::error::Part::RegistrationValue,
+                            Part::RegistrationValue,
                             format!(
-                                "member {:?} differs from the key's member {:?}",
-                                reg.member, k.member
+                                "member {member:?} differs from the key's member {:?}",
+                                k.member
                             ),
                         ),
                     ));
                 }
-                let entry = RosterEntry {
-                    member: reg.member,
-                    offset,
-                    registered_at: reg.registered_at,
-                };
-                match self.members.get_mut(k.member) {
-                    Some(old) => {
-                        self.roster.remove(old);
-                        *old = offset;
-                    }
-                    None => {
-                        self.members.insert(entry.member.clone(), offset);
-                    }
-                }
-                self.roster.insert(offset, entry);
+                self.register(member, offset, registered_at);
             }
             (KeyKind::Lease, None) => {
                 if let Some(old) = self.lease.take() {
@@ -192,12 +186,71 @@ impl RoleState {
                 }
             }
             (KeyKind::Lease, Some(v)) => {
-                let lease = decode_lease(v).map_err(|e| self.locate(offset, e))?;
-                self.lease = Some(lease);
+                let owned;
+                let (member, token, granted_at, deadline) = match lease_ref(v) {
+                    Some(fields) => fields,
+                    None => {
+                        owned = decode_lease(v).map_err(|e| self.locate(offset, e))?;
+                        (
+                            owned.member.as_str(),
+                            owned.token,
+                            owned.granted_at,
+                            owned.deadline,
+                        )
+                    }
+                };
+                match &mut self.lease {
+                    // A renewal by the same holder: no allocation.
+                    Some(l) if l.member == member => {
+                        l.token = token;
+                        l.granted_at = granted_at;
+                        l.deadline = deadline;
+                    }
+                    _ => {
+                        self.lease = Some(Lease {
+                            member: member.to_owned(),
+                            token,
+                            granted_at,
+                            deadline,
+                        })
+                    }
+                }
             }
         }
         self.last_offset = Some(offset);
         Ok(())
+    }
+
+    /// Puts `member` at the tail of the roster (its registration at `offset`
+    /// is the latest record). A known member's entry moves without allocating.
+    fn register(&mut self, member: &str, offset: i64, registered_at: i64) {
+        match self.members.get_mut(member) {
+            Some(latest) => {
+                let previous = std::mem::replace(latest, offset);
+                let mut entry = self
+                    .roster
+                    .remove(&previous)
+                    .unwrap_or_else(|| RosterEntry {
+                        member: member.to_owned(),
+                        offset,
+                        registered_at,
+                    });
+                entry.offset = offset;
+                entry.registered_at = registered_at;
+                self.roster.insert(offset, entry);
+            }
+            None => {
+                self.members.insert(member.to_owned(), offset);
+                self.roster.insert(
+                    offset,
+                    RosterEntry {
+                        member: member.to_owned(),
+                        offset,
+                        registered_at,
+                    },
+                );
+            }
+        }
     }
 
     fn locate(&self, offset: i64, e: FormatError) -> FormatError {
@@ -265,5 +318,148 @@ impl RoleState {
     /// How many records were skipped because their key did not decode.
     pub fn malformed_keys(&self) -> u64 {
         self.malformed_keys
+    }
+}
+
+// ------------------------------------------------------------ fast paths
+//
+// The happy paths of `decode_registration` and `decode_lease` without
+// allocating the member. Each returns `Some` exactly when the codec's decoder
+// succeeds, with the same fields (a test checks this on valid and mangled
+// values); on `None` the caller runs the codec's decoder, so every error and
+// its message come from the codec.
+
+/// A layout string: an `i16` length, not negative, then that many UTF-8 bytes.
+fn layout_str(b: &[u8]) -> Option<(&str, &[u8])> {
+    let (len, rest) = b.split_first_chunk::<2>()?;
+    let len = usize::try_from(i16::from_be_bytes(*len)).ok()?;
+    let (s, rest) = rest.split_at_checked(len)?;
+    Some((std::str::from_utf8(s).ok()?, rest))
+}
+
+/// The version and the non-empty member that open both value layouts.
+fn value_head(v: &[u8]) -> Option<(&str, &[u8])> {
+    let (version, rest) = v.split_first_chunk::<2>()?;
+    if i16::from_be_bytes(*version) != VERSION {
+        return None;
+    }
+    let (member, rest) = layout_str(rest)?;
+    (!member.is_empty()).then_some((member, rest))
+}
+
+fn registration_ref(v: &[u8]) -> Option<(&str, i64)> {
+    let (member, rest) = value_head(v)?;
+    let registered_at: &[u8; 8] = rest.try_into().ok()?;
+    Some((member, i64::from_be_bytes(*registered_at)))
+}
+
+fn lease_ref(v: &[u8]) -> Option<(&str, FencingToken, i64, i64)> {
+    let (member, rest) = value_head(v)?;
+    let rest: &[u8; 26] = rest.try_into().ok()?;
+    let (pid, rest) = rest.split_first_chunk::<8>()?;
+    let (epoch, rest) = rest.split_first_chunk::<2>()?;
+    let (granted_at, deadline) = rest.split_first_chunk::<8>()?;
+    let deadline: &[u8; 8] = deadline.try_into().ok()?;
+    Some((
+        member,
+        FencingToken::new(i64::from_be_bytes(*pid), i16::from_be_bytes(*epoch)),
+        i64::from_be_bytes(*granted_at),
+        i64::from_be_bytes(*deadline),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{encode_lease, encode_registration, Registration};
+
+    /// Valid values and every truncation, extension and single-byte change of
+    /// them, plus a few hand-made ones.
+    fn mangled(valid: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut out = vec![Vec::new(), vec![0], vec![0, 0], vec![0, 0, 0, 0]];
+        for v in valid {
+            out.push(v.clone());
+            for n in 0..v.len() {
+                out.push(v[..n].to_vec());
+            }
+            for extra in [&[0u8][..], &[1, 2, 3]] {
+                let mut w = v.clone();
+                w.extend_from_slice(extra);
+                out.push(w);
+            }
+            for i in 0..v.len() {
+                for b in [0x00, 0x01, 0x7f, 0x80, 0xc3, 0xff] {
+                    let mut w = v.clone();
+                    w[i] = b;
+                    out.push(w);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn registration_fast_path_agrees_with_the_codec() {
+        let valid: Vec<Vec<u8>> = ["a", "worker-1", "é"]
+            .iter()
+            .map(|m| {
+                encode_registration(&Registration {
+                    member: (*m).into(),
+                    registered_at: -5,
+                })
+                .unwrap()
+            })
+            .collect();
+        let cases = mangled(&valid);
+        let mut accepted = 0;
+        for v in &cases {
+            let fast = registration_ref(v);
+            match decode_registration(v) {
+                Ok(r) => {
+                    accepted += 1;
+                    assert_eq!(fast, Some((r.member.as_str(), r.registered_at)), "{v:?}");
+                }
+                Err(_) => assert_eq!(fast, None, "{v:?}"),
+            }
+        }
+        assert!(
+            accepted > valid.len(),
+            "the mangling keeps some values valid"
+        );
+        assert!(accepted < cases.len());
+    }
+
+    #[test]
+    fn lease_fast_path_agrees_with_the_codec() {
+        let valid: Vec<Vec<u8>> = ["a", "worker-1", "é"]
+            .iter()
+            .map(|m| {
+                encode_lease(&Lease {
+                    member: (*m).into(),
+                    token: FencingToken::new(7, -1),
+                    granted_at: 1,
+                    deadline: i64::MIN,
+                })
+                .unwrap()
+            })
+            .collect();
+        let cases = mangled(&valid);
+        let mut accepted = 0;
+        for v in &cases {
+            let fast = lease_ref(v);
+            match decode_lease(v) {
+                Ok(l) => {
+                    accepted += 1;
+                    assert_eq!(
+                        fast,
+                        Some((l.member.as_str(), l.token, l.granted_at, l.deadline)),
+                        "{v:?}"
+                    );
+                }
+                Err(_) => assert_eq!(fast, None, "{v:?}"),
+            }
+        }
+        assert!(accepted > valid.len());
+        assert!(accepted < cases.len());
     }
 }
