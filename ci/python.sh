@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# CI of the Python binding (bindings/python), from a fresh machine:
+#
+#   1. a venv at bindings/python/.venv (git-ignored) with maturin, pytest,
+#      hypothesis and mypy from PyPI;
+#   2. clippy -D warnings on the binding crate;
+#   3. `pip install ./bindings/python`: the PEP 517 path, maturin as the build
+#      backend in an isolated build environment, exactly as a user installs;
+#   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
+#      what the tests import (not the source tree);
+#   5. pytest (golden vectors, properties, errors, fork safety);
+#   6. stubtest: the type stubs against the built module.
+#
+# Usage: bash ci/python.sh            (from anywhere; PYTHON=python3.X to pick
+#                                      the interpreter, default python3)
+# Needs: a Rust toolchain (cargo), a C toolchain for librdkafka, Python >= 3.9.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PKG="$ROOT/bindings/python"
+VENV="$PKG/.venv"
+PYTHON="${PYTHON:-python3}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "interpreter"
+"$PYTHON" - <<'PY'
+import sys
+print(sys.executable, sys.version.split()[0])
+if sys.version_info < (3, 9):
+    sys.exit("the binding needs CPython >= 3.9")
+PY
+
+step "venv $VENV"
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+"$PY" -m pip install --quiet --upgrade pip
+"$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10"
+"$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy) '
+
+step "clippy (binding crate)"
+(cd "$ROOT" && cargo clippy -p krabka-coordination-python --all-targets --no-deps -- -D warnings)
+
+step "pip install ./bindings/python (PEP 517, maturin backend)"
+(cd "$ROOT" && "$PY" -m pip install --force-reinstall --no-deps ./bindings/python)
+
+step "installed wheel: abi3 tag, imported from site-packages"
+(cd "$PKG/tests" && "$PY" - <<'PY'
+import importlib.metadata as md
+import krabka_coordination
+
+wheel = md.distribution("krabka-coordination").read_text("WHEEL") or ""
+tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+print("tags:", tags)
+assert tags and all(t.startswith("cp39-abi3-") for t in tags), f"not an abi3 wheel for CPython >= 3.9: {tags}"
+print("imported from:", krabka_coordination.__file__)
+assert "site-packages" in krabka_coordination.__file__, "the tests would import the source tree"
+PY
+)
+
+step "pytest"
+(cd "$PKG" && "$PY" -m pytest -p no:cacheprovider)
+
+step "stubtest"
+(cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination)
+
+step "python binding: all checks passed"
