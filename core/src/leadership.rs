@@ -4,12 +4,13 @@
 //! # use std::sync::Arc;
 //! # use krabka_coordination::leadership::{acquire_leadership, LeadershipOptions};
 //! # use krabka_coordination::transport::Transport;
-//! # async fn run(transport: Arc<dyn Transport>) -> krabka_coordination::Result<()> {
+//! # async fn run(transport: Arc<dyn Transport>, shutdown: impl std::future::Future<Output = ()>) -> krabka_coordination::Result<()> {
 //! let leadership = acquire_leadership(transport, "billing-export", "host-a", LeadershipOptions::default()).await?;
 //! // Do the role's work; pass guarded writes through `leadership.write(..)`.
 //! tokio::select! {
 //!     _ = leadership.done() => eprintln!("the role ended: {:?}", leadership.err()),
-//!     _ = tokio::signal::ctrl_c() => leadership.resign().await?,
+//!     // `shutdown`: ctrl-c, SIGTERM, an admin command ...
+//!     _ = shutdown => leadership.resign().await?,
 //! }
 //! # Ok(()) }
 //! ```
@@ -363,8 +364,12 @@ impl Follower {
 /// Deregisters a member whose acquire was abandoned (cancelled, dropped, or
 /// failed) so that nothing is left half done.
 struct AcquireGuard {
-    cleanup: Option<(Arc<dyn Transport>, String, i32, Vec<u8>)>,
+    cleanup: Option<Cleanup>,
 }
+
+/// What an abandoned candidate must undo: the transport, the role, the
+/// partition and the registration key to tombstone.
+type Cleanup = (Arc<dyn Transport>, String, i32, Vec<u8>);
 
 impl AcquireGuard {
     fn arm(m: &Member) -> Self {
