@@ -9,7 +9,9 @@
 #   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
 #      what the tests import (not the source tree);
 #   5. pytest (golden vectors, properties, errors, fork safety);
-#   6. stubtest: the type stubs against the built module.
+#   6. stubtest: the type stubs against the built module;
+#   7. a short run of the decode benchmark, which fails if the package decodes
+#      a lease slower than a pure-Python struct decoder.
 #
 # Usage: bash ci/python.sh            (from anywhere; PYTHON=python3.X to pick
 #                                      the interpreter, default python3)
@@ -65,5 +67,8 @@ step "pytest"
 
 step "stubtest"
 (cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination)
+
+step "decode benchmark (short run; fails if the package is slower than struct)"
+(cd "$PKG/tests" && "$PY" "$PKG/bench/bench_decode.py" --number 50000 --repeat 5)
 
 step "python binding: all checks passed"
