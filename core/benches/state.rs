@@ -21,8 +21,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use krabka_coordination::{
-    encode_key, encode_lease, encode_registration, FencingToken, Key, Lease, Record,
-    Registration, RoleState,
+    encode_key, encode_lease, encode_registration, FencingToken, Key, Lease, Record, Registration,
+    RoleState,
 };
 
 const RECORDS: usize = 1_000_000;
