@@ -1,9 +1,47 @@
 //! Tests of the role state built from the log.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
 use krabka_coordination::{
     encode_key, encode_lease, encode_registration, FencingToken, Key, Lease, Part, Record,
     Registration, RoleState, RosterEntry,
 };
+
+/// Counts the allocations of the current thread, so a test can assert that a
+/// path does not allocate (tests run on parallel threads).
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_allocation() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_allocation();
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_allocation();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Builds the records of one partition, with consecutive offsets from 0.
 #[derive(Default)]
@@ -411,4 +449,50 @@ fn a_roster_of_many_members_keeps_its_order_under_churn() {
     for (i, m) in model.iter().enumerate() {
         assert_eq!(s.rank_of(m), Some(i));
     }
+}
+
+#[test]
+fn steady_state_records_do_not_allocate() {
+    let mut log = Log::default();
+    log.register("orders", "a", 1);
+    log.register("orders", "b", 2);
+    log.register("billing", "x", 3);
+    log.lease("orders", &lease("a", 1, 0, 10, 20));
+    let mut s = log.build("orders");
+    let start = log.next_offset();
+    // Other roles' registrations and renewals, this role's renewals by the same
+    // holder, and re-registrations of known members.
+    for i in 0..200 {
+        log.lease("billing", &lease("x", 3, 1, i, i + 30));
+        log.register("billing", "x", i);
+        log.lease("orders", &lease("a", 1, 0, 100 + i, 130 + i));
+        log.register("orders", if i % 2 == 0 { "a" } else { "b" }, i);
+        log.deregister("billing", "y", None);
+    }
+    let tail = &log.records[start as usize..];
+    let before = allocations();
+    for r in tail {
+        s.apply(r).unwrap();
+    }
+    let allocated = allocations() - before;
+    assert_eq!(
+        allocated,
+        0,
+        "{allocated} allocations for {} records",
+        tail.len()
+    );
+    assert_eq!(s.lease().unwrap().granted_at, 299);
+    assert_eq!(names(&s), ["a", "b"]);
+    assert_eq!(s, log.build("orders"));
+
+    // A new holder and a new member do allocate their names (the counter works).
+    let mut more = Log::default();
+    more.records = log.records.clone();
+    more.lease("orders", &lease("b", 1, 1, 400, 430));
+    more.register("orders", "c", 5);
+    let before = allocations();
+    for r in &more.records[log.records.len()..] {
+        s.apply(r).unwrap();
+    }
+    assert!(allocations() > before);
 }
