@@ -486,8 +486,9 @@ fn steady_state_records_do_not_allocate() {
     assert_eq!(s, log.build("orders"));
 
     // A new holder and a new member do allocate their names (the counter works).
-    let mut more = Log::default();
-    more.records = log.records.clone();
+    let mut more = Log {
+        records: log.records.clone(),
+    };
     more.lease("orders", &lease("b", 1, 1, 400, 430));
     more.register("orders", "c", 5);
     let before = allocations();
