@@ -1,0 +1,685 @@
+#!/usr/bin/env bash
+# Local Apache Kafka (KRaft, combined broker+controller nodes, loopback only, no Docker)
+# for development and CI.
+#
+# The broker comes from Maven Central: ci/kafka/pom.xml pins the version, Maven fetches the
+# jars once into ci/.cache/ (git-ignored) and later runs use that cache without the network.
+# Cluster state (data, logs, pids) lives in .kafka/ at the repository root (git-ignored).
+#
+# Run `ci/kafka.sh help` for the commands. The bootstrap address is the last line that
+# `start` prints on stdout; everything else goes to stderr, so BOOT=$(ci/kafka.sh start 3)
+# works.
+set -euo pipefail
+
+script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+repo_root=$(cd -- "$script_dir/.." && pwd -P)
+conf_dir=$script_dir/kafka
+pom=$conf_dir/pom.xml
+
+cache_dir=${KAFKA_CACHE_DIR:-$repo_root/ci/.cache}
+state_dir=${KAFKA_STATE_DIR:-$repo_root/.kafka}
+start_timeout=${KAFKA_START_TIMEOUT:-120}
+stop_timeout=${KAFKA_STOP_TIMEOUT:-30}
+heap_opts=${KAFKA_HEAP_OPTS:--Xmx512m -Xms256m}
+jvm_opts=${KAFKA_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1}
+extra_props=${KAFKA_EXTRA_PROPERTIES:-}
+port_1=${KAFKA_PORT_1:-19092}
+port_3=${KAFKA_PORT_3:-29092}
+for p in "$port_1" "$port_3"; do
+    if ! [[ $p =~ ^[1-9][0-9]*$ ]] || ((p > 65400)); then
+        printf 'kafka.sh: error: KAFKA_PORT_1 / KAFKA_PORT_3 must be port numbers, got %s\n' "$p" >&2
+        exit 2
+    fi
+done
+java_bin=java
+if [[ -n ${JAVA_HOME:-} ]]; then java_bin=$JAVA_HOME/bin/java; fi
+
+# the transactional id the readiness check asks the transaction coordinator about
+readiness_txn_id=kafka-sh-readiness-probe
+
+log() { printf 'kafka.sh: %s\n' "$*" >&2; }
+die() {
+    log "error: $*"
+    exit 1
+}
+
+usage() {
+    local rc=${1:-2}
+    cat >&2 <<EOF
+usage: ci/kafka.sh COMMAND [ARGS]
+
+  provision               download the pinned Kafka into ci/.cache/ (once; later runs are offline)
+  start [1|3]             format (first time) and start the 1-node (default) or 3-node cluster,
+                          wait until metadata and the transaction coordinator answer, then print
+                          the bootstrap address as the last line on stdout; reuses a running cluster
+  stop [1|3]              stop that cluster; without an argument, every cluster this script started
+  status [1|3]            show the clusters and their nodes; with a size, exit 3 unless fully up
+  bootstrap [1|3]         print the bootstrap address of the cluster
+  node stop SIZE I        stop node I (1..SIZE) of a cluster (e.g. node stop 3 2)
+  node start SIZE I       start node I again, wait until it is back in the metadata, print the
+                          bootstrap address
+  clean [1|3]             stop the cluster(s) and delete their data
+  tool NAME [ARGS...]     run a Kafka command line tool with the cached jars, e.g.
+                          tool topics --bootstrap-server 127.0.0.1:29092 --list
+                          NAME: topics, transactions, metadata-quorum, broker-api-versions,
+                          consumer-groups, console-producer, console-consumer, get-offsets,
+                          features, storage, or a fully qualified main class
+  help                    this text
+
+clusters (all on 127.0.0.1):
+  1-node: broker 19092, controller 19192; data in .kafka/c1/
+  3-node: brokers 29092,29093,29094, controllers 29192,29193,29194; data in .kafka/c3/
+
+environment:
+  KAFKA_START_TIMEOUT     seconds start may take in total (default 120)
+  KAFKA_STOP_TIMEOUT      seconds to wait after SIGTERM before SIGKILL (default 30)
+  KAFKA_HEAP_OPTS         broker heap (default "-Xmx512m -Xms256m")
+  KAFKA_JVM_OPTS          other broker JVM options (default "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+  KAFKA_EXTRA_PROPERTIES  lines key=value appended to every node's server.properties
+  KAFKA_PORT_1            first broker port of the 1-node cluster (default 19092)
+  KAFKA_PORT_3            first broker port of the 3-node cluster (default 29092);
+                          broker ports are PORT..PORT+2, controller ports are broker port + 100
+  KAFKA_STATE_DIR         cluster state folder (default <repo>/.kafka)
+  KAFKA_CACHE_DIR         download cache (default <repo>/ci/.cache)
+  JAVA_HOME               Java 17+ to use (default: java on PATH)
+EOF
+    exit "$rc"
+}
+
+now_ms() { date +%s%3N; }
+
+# ---------------------------------------------------------------------------------------
+# provisioning
+
+kafka_version=$(sed -n 's:.*<kafka\.version>\([^<]*\)</kafka\.version>.*:\1:p' "$pom" | head -n 1)
+[[ -n $kafka_version ]] || die "no <kafka.version> in $pom"
+dist_dir=$cache_dir/kafka-$kafka_version
+libs_dir=$dist_dir/libs
+
+pom_digest() { sha256sum "$pom" | cut -d ' ' -f 1; }
+
+provisioned() {
+    [[ -d $libs_dir && -f $dist_dir/provisioned && "$(cat "$dist_dir/provisioned")" == "$(pom_digest)" ]]
+}
+
+provision() {
+    if provisioned; then return 0; fi
+    command -v mvn >/dev/null || die "mvn (Maven) is needed to download Kafka once; install it (e.g. apt-get install maven)"
+    mkdir -p "$dist_dir"
+    exec 8>"$cache_dir/provision.lock"
+    flock -w 600 8 || die "timed out waiting for another provisioning run ($cache_dir/provision.lock)"
+    if provisioned; then
+        exec 8>&-
+        return 0
+    fi
+    local tmp=$dist_dir/libs.tmp.$$ mvn_log=$dist_dir/provision.log
+    rm -rf "$tmp"
+    local args=(-B -ntp -f "$pom" "-Dmaven.repo.local=$cache_dir/m2"
+        dependency:copy-dependencies "-DoutputDirectory=$tmp")
+    log "provisioning Apache Kafka $kafka_version into ${dist_dir#"$repo_root"/} (Maven log: $mvn_log)"
+    # offline first: a filled local repository needs no network
+    if [[ -d $cache_dir/m2 ]] && mvn -o "${args[@]}" >"$mvn_log" 2>&1; then
+        :
+    else
+        log "downloading Apache Kafka $kafka_version from Maven Central (only this once)"
+        if ! mvn "${args[@]}" >"$mvn_log" 2>&1; then
+            tail -n 40 "$mvn_log" >&2
+            rm -rf "$tmp"
+            die "Maven could not fetch Kafka $kafka_version (see $mvn_log)"
+        fi
+    fi
+    compgen -G "$tmp/kafka_2.13-$kafka_version.jar" >/dev/null || die "kafka_2.13-$kafka_version.jar missing after Maven ran (see $mvn_log)"
+    rm -rf "$libs_dir"
+    mv "$tmp" "$libs_dir"
+    pom_digest >"$dist_dir/provisioned"
+    log "provisioned $(find "$libs_dir" -name '*.jar' | wc -l) jars in ${libs_dir#"$repo_root"/}"
+    exec 8>&-
+}
+
+check_java() {
+    command -v "$java_bin" >/dev/null || die "java not found (Kafka $kafka_version needs Java 17 or newer; set JAVA_HOME)"
+    local v major
+    v=$("$java_bin" -version 2>&1 | sed -n 's/.*version "\([^"]*\)".*/\1/p' | head -n 1)
+    major=${v%%.*}
+    [[ $major =~ ^[0-9]+$ && $major -ge 17 ]] || die "Kafka $kafka_version needs Java 17 or newer; $java_bin is '${v:-unknown}'"
+}
+
+# run a Kafka tool class with the cached jars; output as the tool writes it
+tool_java() {
+    local main=$1
+    shift
+    tool_java_within 0 "$main" "$@"
+}
+
+# the same, killed after SECONDS unless 0
+tool_java_within() {
+    local secs=$1 main=$2
+    shift 2
+    timeout "$secs" "$java_bin" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
+        "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
+        -cp "$libs_dir/*" "$main" "$@"
+}
+
+# ---------------------------------------------------------------------------------------
+# cluster layout
+
+check_size() {
+    [[ ${1:-} == 1 || ${1:-} == 3 ]] || {
+        log "cluster size must be 1 or 3, got '${1:-}'"
+        usage
+    }
+}
+
+base_port() { if [[ $1 == 1 ]]; then echo "$port_1"; else echo "$port_3"; fi; }
+broker_port() { echo $(($(base_port "$1") + $2 - 1)); }
+controller_port() { echo $(($(broker_port "$1" "$2") + 100)); }
+cluster_dir() { echo "$state_dir/c$1"; }
+node_dir() { echo "$state_dir/c$1/n$2"; }
+
+bootstrap_of() {
+    local size=$1 i out=
+    for ((i = 1; i <= size; i++)); do
+        out+="${out:+,}127.0.0.1:$(broker_port "$size" "$i")"
+    done
+    echo "$out"
+}
+
+voters_of() {
+    local size=$1 i out=
+    for ((i = 1; i <= size; i++)); do
+        out+="${out:+,}$i@127.0.0.1:$(controller_port "$size" "$i")"
+    done
+    echo "$out"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# the pid of node I if it is alive and is the broker this script started for that node
+node_pid() {
+    local ndir pid cmdline
+    ndir=$(node_dir "$1" "$2")
+    [[ -f $ndir/pid ]] || return 1
+    pid=$(<"$ndir/pid")
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    if [[ -r /proc/$pid/cmdline ]]; then
+        cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+        [[ $cmdline == *"$ndir/server.properties"* ]] || return 1
+    fi
+    echo "$pid"
+}
+
+node_up() { node_pid "$1" "$2" >/dev/null && port_open "$(broker_port "$1" "$2")"; }
+
+lock_cluster() {
+    mkdir -p "$state_dir"
+    exec 9>"$state_dir/c$1.lock"
+    flock -w 600 9 || die "timed out waiting for another ci/kafka.sh on cluster $1"
+}
+
+write_props() {
+    local size=$1 i=$2 ndir rf min_isr text
+    ndir=$(node_dir "$size" "$i")
+    if [[ $size == 1 ]]; then rf=1 min_isr=1; else rf=3 min_isr=2; fi
+    text=$(<"$conf_dir/server.properties.in")
+    text=${text//@NODE_ID@/"$i"}
+    text=${text//@VOTERS@/"$(voters_of "$size")"}
+    text=${text//@BROKER_PORT@/"$(broker_port "$size" "$i")"}
+    text=${text//@CONTROLLER_PORT@/"$(controller_port "$size" "$i")"}
+    text=${text//@LOG_DIR@/"$ndir/data"}
+    text=${text//@RF@/"$rf"}
+    text=${text//@MIN_ISR@/"$min_isr"}
+    printf '%s\n' "$text" >"$ndir/server.properties"
+    if [[ -n $extra_props ]]; then
+        printf '\n# from KAFKA_EXTRA_PROPERTIES\n%s\n' "$extra_props" >>"$ndir/server.properties"
+    fi
+}
+
+# a random Kafka Uuid: 16 bytes, URL-safe base64 without padding, not starting with '-'
+new_cluster_id() {
+    local id
+    while :; do
+        id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        [[ $id == -* ]] || break
+    done
+    echo "$id"
+}
+
+cluster_id() {
+    local size=$1 cdir i meta id
+    cdir=$(cluster_dir "$size")
+    if [[ ! -s $cdir/cluster.id ]]; then
+        id=
+        for ((i = 1; i <= size; i++)); do
+            meta=$(node_dir "$size" "$i")/data/meta.properties
+            if [[ -f $meta ]]; then
+                id=$(sed -n 's/^cluster\.id=//p' "$meta")
+                break
+            fi
+        done
+        echo "${id:-$(new_cluster_id)}" >"$cdir/cluster.id"
+    fi
+    cat "$cdir/cluster.id"
+}
+
+# format the storage of the given nodes that have none yet (in parallel)
+format_nodes() {
+    local size=$1 i ndir cid pids=() failed=0
+    shift
+    cid=$(cluster_id "$size")
+    for i in "$@"; do
+        ndir=$(node_dir "$size" "$i")
+        [[ -f $ndir/data/meta.properties ]] && continue
+        log "formatting node $i of cluster $size (cluster id $cid)"
+        tool_java kafka.tools.StorageTool format -t "$cid" -c "$ndir/server.properties" \
+            >"$ndir/format.log" 2>&1 9>&- &
+        pids+=("$!:$i")
+    done
+    for p in ${pids[@]+"${pids[@]}"}; do
+        if ! wait "${p%%:*}"; then
+            ndir=$(node_dir "$size" "${p#*:}")
+            cat "$ndir/format.log" >&2
+            log "formatting node ${p#*:} of cluster $size failed"
+            failed=1
+        fi
+    done
+    return "$failed"
+}
+
+launch_node() {
+    local size=$1 i=$2 ndir port heap jvm
+    ndir=$(node_dir "$size" "$i")
+    for port in "$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")"; do
+        if port_open "$port"; then
+            die "port $port of node $i of cluster $size is taken by a process this script did not start"
+        fi
+    done
+    read -r -a heap <<<"$heap_opts"
+    read -r -a jvm <<<"$jvm_opts"
+    rm -f "$ndir/pid"
+    # own session: the broker outlives this script and the caller's terminal; the child
+    # records its own pid before it becomes the JVM, and does not inherit the lock fds
+    local launcher=()
+    if command -v setsid >/dev/null; then launcher=(setsid); fi
+    # shellcheck disable=SC2016 # $$, $0 and $@ are for the inner sh
+    ${launcher[@]+"${launcher[@]}"} sh -c 'echo $$ >"$0" && exec "$@"' "$ndir/pid" \
+        "$java_bin" ${heap[@]+"${heap[@]}"} ${jvm[@]+"${jvm[@]}"} \
+        -Djava.awt.headless=true -XX:+ExitOnOutOfMemoryError "-XX:ErrorFile=$ndir/hs_err_%p.log" \
+        "-Dkafka.logs.dir=$ndir" "-Dlog4j2.configurationFile=$conf_dir/log4j2-broker.xml" \
+        -cp "$libs_dir/*" kafka.Kafka "$ndir/server.properties" \
+        </dev/null >"$ndir/stdout.log" 2>&1 8>&- 9>&- &
+    local n
+    for ((n = 0; n < 100; n++)); do
+        [[ -s $ndir/pid ]] && break
+        sleep 0.05
+    done
+    [[ -s $ndir/pid ]] || die "node $i of cluster $size did not start (no pid recorded)"
+    log "started node $i of cluster $size (pid $(<"$ndir/pid"), broker 127.0.0.1:$(broker_port "$size" "$i"))"
+}
+
+show_node_log() {
+    local size=$1 i=$2 ndir
+    ndir=$(node_dir "$size" "$i")
+    {
+        echo "----- last 60 lines of ${ndir#"$repo_root"/}/server.log -----"
+        tail -n 60 "$ndir/server.log" 2>/dev/null || echo "(no server.log)"
+        if [[ -s $ndir/stdout.log ]]; then
+            echo "----- last 20 lines of ${ndir#"$repo_root"/}/stdout.log -----"
+            tail -n 20 "$ndir/stdout.log"
+        fi
+        echo "-----"
+    } >&2
+}
+
+# signal the given nodes, wait for them to exit, then SIGKILL what is left.
+# A combined node's graceful shutdown needs the controller quorum to approve it; once a
+# majority of the cluster's nodes are gone that can never happen (the node would wait for
+# minutes), so then the rest get a short grace period instead of the full timeout.
+stop_nodes() {
+    local size=$1 i p pid now deadline quorum_lost_at=0 pids=() alive running
+    shift
+    rm -f "$(cluster_dir "$size")/ready"
+    for i in "$@"; do
+        if pid=$(node_pid "$size" "$i"); then
+            log "stopping node $i of cluster $size (pid $pid)"
+            kill -TERM "$pid" 2>/dev/null || true
+            pids+=("$pid:$i")
+        else
+            rm -f "$(node_dir "$size" "$i")/pid"
+        fi
+    done
+    [[ ${#pids[@]} -gt 0 ]] || return 0
+    deadline=$(($(now_ms) + stop_timeout * 1000))
+    while :; do
+        alive=()
+        for p in "${pids[@]}"; do
+            if node_pid "$size" "${p#*:}" >/dev/null; then alive+=("$p"); fi
+        done
+        [[ ${#alive[@]} -gt 0 ]] || break
+        now=$(now_ms)
+        running=0
+        for ((i = 1; i <= size; i++)); do
+            if node_pid "$size" "$i" >/dev/null; then running=$((running + 1)); fi
+        done
+        if ((running < size / 2 + 1 && quorum_lost_at == 0)); then
+            quorum_lost_at=$now
+            deadline=$((now + 5000 < deadline ? now + 5000 : deadline))
+        fi
+        if ((now > deadline)); then
+            for p in "${alive[@]}"; do
+                if ((quorum_lost_at > 0)); then
+                    log "node ${p#*:} of cluster $size (pid ${p%%:*}) is still up 5s after the controller quorum was lost (it cannot finish a controlled shutdown); sending SIGKILL"
+                else
+                    log "node ${p#*:} of cluster $size (pid ${p%%:*}) ignored SIGTERM for ${stop_timeout}s; sending SIGKILL"
+                fi
+                kill -KILL "${p%%:*}" 2>/dev/null || true
+            done
+            for ((i = 0; i < 50; i++)); do
+                running=0
+                for p in "${alive[@]}"; do
+                    if kill -0 "${p%%:*}" 2>/dev/null && [[ -s /proc/${p%%:*}/cmdline ]]; then running=1; fi
+                done
+                ((running)) || break
+                sleep 0.1
+            done
+            break
+        fi
+        sleep 0.2
+    done
+    for p in "${pids[@]}"; do rm -f "$(node_dir "$size" "${p#*:}")/pid"; done
+}
+
+# client settings of the readiness checks: give up on a silent broker quickly and retry
+admin_props() {
+    local f=$state_dir/readiness-admin.properties
+    if [[ ! -f $f ]]; then
+        mkdir -p "$state_dir"
+        printf '%s\n' request.timeout.ms=5000 default.api.timeout.ms=15000 >"$f"
+    fi
+    echo "$f"
+}
+
+# ids of the brokers that the cluster's metadata lists (one per line)
+metadata_brokers() {
+    local size=$1 out
+    out=$(tool_java_within 30 org.apache.kafka.tools.BrokerApiVersionsCommand \
+        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" 2>/dev/null) || return 1
+    sed -n 's/^127\.0\.0\.1:[0-9]* (id: \([0-9]*\) rack.*/\1/p' <<<"$out" | sort -u
+}
+
+# true once the transaction coordinator of the probe id answers: FindCoordinator found a
+# loaded coordinator (this creates the transaction state log the first time) and
+# DescribeTransactions answered, with "not found" for this never used id
+txn_coordinator_answers() {
+    local size=$1 out
+    out=$(tool_java_within 30 org.apache.kafka.tools.TransactionsCommand \
+        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" describe --transactional-id "$readiness_txn_id" 2>&1) && return 0
+    [[ $out == *TransactionalIdNotFound* || $out == *"ID could not be found"* ]]
+}
+
+# fail start: show the logs of the nodes concerned, stop what this run started, exit 1
+fail_start() {
+    local size=$1 why=$2 i
+    shift 2
+    log "$why"
+    for i in "$@"; do show_node_log "$size" "$i"; done
+    if [[ ${#started[@]} -gt 0 ]]; then
+        log "stopping the nodes this run started: ${started[*]}"
+        stop_nodes "$size" "${started[@]}"
+    fi
+    exit 1
+}
+
+# wait until the nodes answer on their broker port, the metadata lists `want` brokers and,
+# unless `nodes_only`, the transaction coordinator answers
+wait_ready() {
+    local size=$1 deadline=$2 mode=$3 i brokers missing all=() waited
+    shift 3
+    local want=("$@")
+    for ((i = 1; i <= size; i++)); do all+=("$i"); done
+    for i in "${want[@]}"; do
+        while ! port_open "$(broker_port "$size" "$i")"; do
+            node_pid "$size" "$i" >/dev/null || fail_start "$size" "node $i of cluster $size exited while starting" "$i"
+            (($(now_ms) < deadline)) || fail_start "$size" "node $i of cluster $size did not open its port within ${start_timeout}s" "$i"
+            sleep 0.2
+        done
+    done
+    log "broker ports answer; waiting for the metadata to list broker(s) ${want[*]}"
+    while :; do
+        brokers=$(metadata_brokers "$size" || true)
+        missing=()
+        for i in "${want[@]}"; do
+            grep -qx "$i" <<<"$brokers" || missing+=("$i")
+        done
+        [[ ${#missing[@]} -gt 0 ]] || break
+        for i in "${want[@]}"; do
+            node_pid "$size" "$i" >/dev/null || fail_start "$size" "node $i of cluster $size exited while starting" "$i"
+        done
+        (($(now_ms) < deadline)) || fail_start "$size" "metadata of cluster $size did not list broker(s) ${missing[*]} within ${start_timeout}s" "${missing[@]}"
+        sleep 0.5
+    done
+    [[ $mode == full ]] || return 0
+    log "metadata lists broker(s) ${want[*]}; waiting for the transaction coordinator"
+    waited=0
+    until txn_coordinator_answers "$size"; do
+        for i in "${all[@]}"; do
+            node_pid "$size" "$i" >/dev/null || fail_start "$size" "node $i of cluster $size exited while starting" "$i"
+        done
+        (($(now_ms) < deadline)) || fail_start "$size" "the transaction coordinator of cluster $size did not answer within ${start_timeout}s" "${all[@]}"
+        waited=$((waited + 1))
+        sleep 0.5
+    done
+}
+
+# ---------------------------------------------------------------------------------------
+# commands
+
+started=()
+
+cmd_start() {
+    local size=${1:-1} t0 deadline i cdir ndir todo=()
+    check_size "$size"
+    t0=$(now_ms)
+    deadline=$((t0 + start_timeout * 1000))
+    provision
+    lock_cluster "$size"
+    cdir=$(cluster_dir "$size")
+    for ((i = 1; i <= size; i++)); do
+        node_up "$size" "$i" || todo+=("$i")
+    done
+    if [[ ${#todo[@]} -eq 0 && -f $cdir/ready ]]; then
+        log "cluster $size is already running; reusing it"
+        bootstrap_of "$size"
+        return 0
+    fi
+    check_java
+    for i in "${todo[@]}"; do
+        if node_pid "$size" "$i" >/dev/null; then continue; fi # alive, port not open yet
+        ndir=$(node_dir "$size" "$i")
+        mkdir -p "$ndir"
+        write_props "$size" "$i"
+    done
+    local to_launch=()
+    for i in "${todo[@]}"; do
+        node_pid "$size" "$i" >/dev/null || to_launch+=("$i")
+    done
+    if [[ ${#to_launch[@]} -gt 0 ]]; then
+        format_nodes "$size" "${to_launch[@]}" || exit 1
+        for i in "${to_launch[@]}"; do
+            launch_node "$size" "$i"
+            started+=("$i")
+        done
+    fi
+    local want=()
+    for ((i = 1; i <= size; i++)); do want+=("$i"); done
+    wait_ready "$size" "$deadline" full "${want[@]}"
+    touch "$cdir/ready"
+    local tenths=$((($(now_ms) - t0 + 50) / 100))
+    log "cluster $size ready in $((tenths / 10)).$((tenths % 10)) s"
+    bootstrap_of "$size"
+}
+
+cmd_stop() {
+    local sizes=("$@") size i nodes
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    for size in "${sizes[@]}"; do
+        check_size "$size"
+        [[ -d $(cluster_dir "$size") ]] || continue
+        lock_cluster "$size"
+        nodes=()
+        for ((i = 1; i <= size; i++)); do nodes+=("$i"); done
+        stop_nodes "$size" "${nodes[@]}"
+        log "cluster $size stopped"
+    done
+}
+
+cmd_clean() {
+    local sizes=("$@") size
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    for size in "${sizes[@]}"; do check_size "$size"; done
+    cmd_stop "${sizes[@]}"
+    for size in "${sizes[@]}"; do
+        if [[ -d $(cluster_dir "$size") ]]; then
+            rm -rf "$(cluster_dir "$size")"
+            log "deleted the data of cluster $size"
+        fi
+    done
+}
+
+cmd_status() {
+    local sizes=("$@") size i pid up n state rc=0 port
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    for size in "${sizes[@]}"; do
+        check_size "$size"
+        up=0
+        n=()
+        for ((i = 1; i <= size; i++)); do
+            port=$(broker_port "$size" "$i")
+            if pid=$(node_pid "$size" "$i"); then
+                if port_open "$port"; then
+                    state="running (pid $pid)"
+                    up=$((up + 1))
+                else
+                    state="starting (pid $pid, port not answering)"
+                fi
+            elif [[ -f $(node_dir "$size" "$i")/data/meta.properties ]]; then
+                state="stopped"
+            else
+                state="not created"
+            fi
+            n+=("  node $i: $state, broker 127.0.0.1:$port, controller 127.0.0.1:$(controller_port "$size" "$i"), dir ${state_dir}/c$size/n$i")
+        done
+        if ((up == size)); then
+            state=running
+        elif ((up == 0)); then
+            state=stopped
+        else
+            state="partly running ($up of $size)"
+        fi
+        ((up == size)) || rc=3
+        echo "cluster $size: $state, bootstrap $(bootstrap_of "$size")"
+        printf '%s\n' "${n[@]}"
+    done
+    if [[ $# -gt 0 ]]; then return "$rc"; fi
+}
+
+cmd_node() {
+    [[ $# -eq 3 ]] || usage
+    local action=$1 size=$2 i=$3 t0 deadline ndir
+    check_size "$size"
+    if ! [[ $i =~ ^[1-9][0-9]*$ ]] || ((i > size)); then
+        log "node must be 1..$size, got '$i'"
+        usage
+    fi
+    case $action in
+    stop)
+        lock_cluster "$size"
+        stop_nodes "$size" "$i"
+        log "node $i of cluster $size stopped"
+        ;;
+    start)
+        t0=$(now_ms)
+        deadline=$((t0 + start_timeout * 1000))
+        provision
+        lock_cluster "$size"
+        ndir=$(node_dir "$size" "$i")
+        if ! node_pid "$size" "$i" >/dev/null; then
+            check_java
+            mkdir -p "$ndir"
+            write_props "$size" "$i"
+            format_nodes "$size" "$i" || exit 1
+            launch_node "$size" "$i"
+            started+=("$i")
+        fi
+        wait_ready "$size" "$deadline" nodes "$i"
+        log "node $i of cluster $size is back in the metadata after $((($(now_ms) - t0) / 1000)) s"
+        bootstrap_of "$size"
+        ;;
+    *) usage ;;
+    esac
+}
+
+cmd_tool() {
+    [[ $# -ge 1 ]] || usage
+    local name=$1 main
+    shift
+    case $name in
+    topics) main=org.apache.kafka.tools.TopicCommand ;;
+    transactions) main=org.apache.kafka.tools.TransactionsCommand ;;
+    metadata-quorum) main=org.apache.kafka.tools.MetadataQuorumCommand ;;
+    broker-api-versions) main=org.apache.kafka.tools.BrokerApiVersionsCommand ;;
+    consumer-groups) main=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+    console-producer) main=org.apache.kafka.tools.ConsoleProducer ;;
+    console-consumer) main=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
+    get-offsets) main=org.apache.kafka.tools.GetOffsetShell ;;
+    features) main=org.apache.kafka.tools.FeatureCommand ;;
+    storage) main=kafka.tools.StorageTool ;;
+    *.*) main=$name ;;
+    *)
+        log "unknown tool '$name'"
+        usage
+        ;;
+    esac
+    provision
+    check_java
+    tool_java "$main" "$@"
+}
+
+[[ $# -ge 1 ]] || usage
+command=$1
+shift
+case $command in
+provision)
+    [[ $# -eq 0 ]] || usage
+    provision
+    log "Apache Kafka $kafka_version is in ${libs_dir#"$repo_root"/}"
+    ;;
+start)
+    [[ $# -le 1 ]] || usage
+    cmd_start "$@"
+    ;;
+stop)
+    [[ $# -le 1 ]] || usage
+    cmd_stop "$@"
+    ;;
+clean)
+    [[ $# -le 1 ]] || usage
+    cmd_clean "$@"
+    ;;
+status)
+    [[ $# -le 1 ]] || usage
+    cmd_status "$@"
+    ;;
+bootstrap)
+    [[ $# -le 1 ]] || usage
+    check_size "${1:-1}"
+    bootstrap_of "${1:-1}"
+    ;;
+node) cmd_node "$@" ;;
+tool) cmd_tool "$@" ;;
+help | -h | --help) usage 0 ;;
+*)
+    log "unknown command '$command'"
+    usage
+    ;;
+esac
