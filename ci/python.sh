@@ -9,9 +9,13 @@
 #   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
 #      what the tests import (not the source tree);
 #   5. pytest (golden vectors, properties, errors, fork safety);
-#   6. stubtest: the type stubs against the built module;
+#   6. mypy --strict over the tests and the benchmark (the stubs in use), and
+#      stubtest: the type stubs against the built module;
 #   7. a short run of the decode benchmark, which fails if the package decodes
-#      a lease slower than a pure-Python struct decoder.
+#      a lease slower than a pure-Python struct decoder;
+#   8. the same abi3 wheel, installed on the oldest and newest other CPythons
+#      found (3.9 and 3.13 under pyenv here; KRABKA_EXTRA_PYTHONS="path ..."
+#      overrides), passes pytest there too.
 #
 # Usage: bash ci/python.sh            (from anywhere; PYTHON=python3.X to pick
 #                                      the interpreter, default python3)
@@ -65,10 +69,39 @@ PY
 step "pytest"
 (cd "$PKG" && "$PY" -m pytest -p no:cacheprovider)
 
+step "mypy --strict (tests and benchmark against the stubs)"
+(cd "$PKG" && "$PY" -m mypy --strict tests bench)
+
 step "stubtest"
 (cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination)
 
 step "decode benchmark (short run; fails if the package is slower than struct)"
 (cd "$PKG/tests" && "$PY" "$PKG/bench/bench_decode.py" --number 50000 --repeat 5)
+
+step "the abi3 wheel on other CPythons"
+if [ -n "${KRABKA_EXTRA_PYTHONS+set}" ]; then
+    read -r -a extra <<<"$KRABKA_EXTRA_PYTHONS"
+else
+    extra=()
+    pyroot="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+    for v in 3.9 3.13; do
+        found="$(ls -d "$pyroot"/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -n 1 || true)"
+        [ -z "$found" ] && found="$(command -v "python$v" || true)"
+        if [ -n "$found" ]; then extra+=("$found"); else echo "python$v: not installed here, not checked"; fi
+    done
+fi
+if [ "${#extra[@]}" -gt 0 ]; then
+    WHEELS="$VENV/wheels"
+    rm -rf "$WHEELS"
+    (cd "$ROOT" && "$PY" -m pip wheel --quiet --no-deps -w "$WHEELS" ./bindings/python)
+    for other in "${extra[@]}"; do
+        ver="$("$other" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+        echo "--- CPython $ver ($other)"
+        "$other" -m venv --clear "$VENV/extra-$ver"
+        "$VENV/extra-$ver/bin/python" -m pip install --quiet --upgrade pip
+        "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis
+        (cd "$PKG" && "$VENV/extra-$ver/bin/python" -m pytest -q -p no:cacheprovider)
+    done
+fi
 
 step "python binding: all checks passed"

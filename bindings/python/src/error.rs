@@ -249,6 +249,26 @@ fn cause_to_py(py: Python<'_>, cause: &(dyn StdError + 'static)) -> PyErr {
     }
 }
 
+/// An error that becomes a Python exception once the interpreter is at hand:
+/// the error type of a future run by [`crate::runtime::future_into_py`]
+/// (whose result is delivered on a runtime thread, later attached).
+pub trait IntoPyErr: Send + 'static {
+    /// The Python exception of this error.
+    fn into_py_err(self, py: Python<'_>) -> PyErr;
+}
+
+impl IntoPyErr for PyErr {
+    fn into_py_err(self, _py: Python<'_>) -> PyErr {
+        self
+    }
+}
+
+impl IntoPyErr for Error {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        to_py_err(py, self)
+    }
+}
+
 /// Turns a core `Result` into a `PyResult` through [`to_py_err`].
 pub trait IntoPyResult<T> {
     /// The result with a core error mapped to its Python exception.
@@ -271,4 +291,71 @@ impl<T> IntoPyResult<T> for Result<T, CoreEncodeError> {
     fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| encode_error(py, &e))
     }
+}
+
+/// An error with a message and an optional source, to build cause chains in
+/// [`_raise_core_error`].
+#[derive(Debug)]
+struct Chained {
+    message: String,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl std::fmt::Display for Chained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for Chained {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
+    }
+}
+
+/// Raises the Python exception that [`to_py_err`] makes of a core error
+/// `variant`; `cause`, if given, is an exception set as the root of the
+/// error's source chain (through a plain Rust error in between for
+/// `"fatal"`), to check that a Python exception travels through the core.
+///
+/// Internal: it exists to test the one mapping before the leadership API
+/// raises these errors for real.
+#[pyfunction]
+#[pyo3(signature = (variant, message, cause=None))]
+pub fn _raise_core_error(
+    py: Python<'_>,
+    variant: &str,
+    message: &str,
+    cause: Option<Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let root: Option<Box<dyn StdError + Send + Sync>> =
+        cause.map(|c| Box::new(PyErr::from_value(c)) as _);
+    let err = match variant {
+        "format" => Error::Format(CoreFormatError::new(krabka_coordination::Part::LeaseValue, message)),
+        "encode" => Error::Encode(CoreEncodeError {
+            part: krabka_coordination::Part::Key,
+            field: "role",
+            message: message.to_owned(),
+        }),
+        "invalid_argument" => Error::InvalidArgument(message.to_owned()),
+        "fenced" => Error::Fenced(message.to_owned()),
+        "resigned" => Error::Resigned,
+        "cancelled" => Error::Cancelled,
+        "transient" => match root {
+            Some(root) => Error::Transient { context: message.to_owned(), source: root },
+            None => Error::transient(message, "the broker did not answer"),
+        },
+        "fatal" => Error::Fatal {
+            context: message.to_owned(),
+            source: Box::new(Chained { message: "the topic has the wrong shape".to_owned(), source: root }),
+        },
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown variant {other:?}: format, encode, invalid_argument, fenced, resigned, cancelled, transient, fatal"
+            )))
+        }
+    };
+    Err(to_py_err(py, err))
 }

@@ -36,7 +36,12 @@ mod native {
     };
 
     #[pymodule_export]
-    use crate::runtime::{_reset_runtime_after_fork, _runtime_ping};
+    use crate::runtime::{
+        _reset_runtime_after_fork, _runtime_alive_tasks, _runtime_ping, _runtime_ping_async,
+    };
+
+    #[pymodule_export]
+    use crate::error::_raise_core_error;
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

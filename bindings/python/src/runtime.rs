@@ -29,11 +29,19 @@
 //!
 //! # Running a future
 //!
-//! [`block_on`] runs a future on the runtime from a Python thread: the GIL is
-//! released while it waits, and every [`SIGNAL_POLL`] it re-attaches to run
-//! Python's signal handlers, so Ctrl-C interrupts a long wait (the task is
-//! aborted and `KeyboardInterrupt` raised). A panic in the task surfaces as
-//! `pyo3_runtime.PanicException`; an aborted task as `Cancelled`.
+//! Two ways, for the two kinds of Python caller:
+//!
+//! * [`block_on`] (a blocking call) runs a future on the runtime from a
+//!   Python thread: the GIL is released while it waits, and every
+//!   [`SIGNAL_POLL`] it re-attaches to run Python's signal handlers, so Ctrl-C
+//!   interrupts a long wait (the task is aborted and `KeyboardInterrupt`
+//!   raised). A panic in the task surfaces as `pyo3_runtime.PanicException`;
+//!   an aborted task as `Cancelled`.
+//! * [`future_into_py`] (an `async def` caller) spawns the future and returns
+//!   an `asyncio.Future` of the running event loop. The outcome is handed to
+//!   the loop with `call_soon_threadsafe`; cancelling the asyncio future
+//!   aborts the task. Errors of the future map through [`IntoPyErr`] (a core
+//!   `Error` through the one mapping in `error.rs`).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,9 +50,11 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
+use tokio::task::AbortHandle;
 
-use crate::error::Exc;
+use crate::error::{Exc, IntoPyErr};
 
 /// How often [`block_on`] wakes to let Python run its signal handlers.
 pub const SIGNAL_POLL: Duration = Duration::from_millis(50);
@@ -210,4 +220,131 @@ pub fn _runtime_ping(py: Python<'_>) -> PyResult<(u32, String)> {
     let pid = runtime_pid(py)
         .ok_or_else(|| PyRuntimeError::new_err("the runtime vanished during the ping"))?;
     Ok((pid, thread))
+}
+
+/// Hands the outcome of a task to its asyncio future, on the loop's thread
+/// (`loop.call_soon_threadsafe(setter, ok, value)`). A future that is done
+/// already (cancelled) is left alone.
+#[pyclass(frozen)]
+struct SetOutcome {
+    future: Py<PyAny>,
+}
+
+#[pymethods]
+impl SetOutcome {
+    fn __call__(&self, py: Python<'_>, ok: bool, value: Bound<'_, PyAny>) -> PyResult<()> {
+        let future = self.future.bind(py);
+        if future.call_method0("done")?.is_truthy()? {
+            return Ok(());
+        }
+        let method = if ok { "set_result" } else { "set_exception" };
+        future.call_method1(method, (value,))?;
+        Ok(())
+    }
+}
+
+/// The done-callback of an asyncio future: aborts the task (the caller's
+/// future) when the asyncio future was cancelled.
+#[pyclass(frozen)]
+struct AbortOnCancel {
+    task: AbortHandle,
+}
+
+#[pymethods]
+impl AbortOnCancel {
+    fn __call__(&self, future: Bound<'_, PyAny>) -> PyResult<()> {
+        if future.call_method0("cancelled")?.is_truthy()? {
+            self.task.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Runs `fut` on the runtime and returns an `asyncio.Future` of the running
+/// event loop that completes with its outcome: the value converted to Python,
+/// or the error through [`IntoPyErr`]. A panic of the task becomes
+/// `PanicException`. Cancelling the asyncio future aborts the task.
+///
+/// Must be called from a coroutine (with a running event loop); otherwise
+/// `RuntimeError` as `asyncio.get_running_loop()` raises it.
+pub fn future_into_py<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: IntoPyErr,
+{
+    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let future = event_loop.call_method0("create_future")?;
+    let setter = Py::new(
+        py,
+        SetOutcome {
+            future: future.clone().unbind(),
+        },
+    )?;
+    let event_loop = event_loop.unbind();
+    let rt = runtime(py)?;
+    let inner = rt.spawn(fut);
+    let abort = AbortOnCancel {
+        task: inner.abort_handle(),
+    };
+    // The outer task waits for the inner one so that a panic of the inner
+    // task is caught and delivered like any other outcome.
+    rt.spawn(async move {
+        let outcome = inner.await;
+        Python::try_attach(|py| {
+            let (ok, value) = match outcome {
+                Ok(Ok(v)) => match v.into_py_any(py) {
+                    Ok(obj) => (true, obj),
+                    Err(e) => (false, e.into_value(py).into_any()),
+                },
+                Ok(Err(e)) => (false, e.into_py_err(py).into_value(py).into_any()),
+                Err(join) if join.is_panic() => (
+                    false,
+                    panic_to_py(join.into_panic()).into_value(py).into_any(),
+                ),
+                // Aborted: the asyncio future was cancelled and is done.
+                Err(_) => return,
+            };
+            // A closed loop refuses the callback: nobody awaits the outcome.
+            let _ = event_loop
+                .bind(py)
+                .call_method1("call_soon_threadsafe", (setter, ok, value));
+        });
+    });
+    future.call_method1("add_done_callback", (Py::new(py, abort)?,))?;
+    Ok(future)
+}
+
+/// The asyncio twin of [`_runtime_ping`]: an awaitable that runs a task on
+/// the runtime, waits `delay_ms` on the runtime's timer, and answers (pid
+/// that built the runtime, runtime thread name). A negative delay fails
+/// inside the task with the core's `InvalidArgument`, to test how errors of
+/// a future reach Python.
+///
+/// Internal, like [`_runtime_ping`].
+#[pyfunction]
+#[pyo3(signature = (delay_ms=1))]
+pub fn _runtime_ping_async(py: Python<'_>, delay_ms: i64) -> PyResult<Bound<'_, PyAny>> {
+    let pid = std::process::id();
+    future_into_py(py, async move {
+        let delay = u64::try_from(delay_ms).map_err(|_| {
+            krabka_coordination::Error::InvalidArgument(format!(
+                "delay_ms must not be negative, got {delay_ms}"
+            ))
+        })?;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        let name = std::thread::current().name().unwrap_or("").to_owned();
+        Ok::<_, krabka_coordination::Error>((pid, name))
+    })
+}
+
+/// The number of tasks alive on this process's runtime (0 when it has none
+/// yet). Internal: lets the tests see that a cancelled call's task is gone.
+#[pyfunction]
+pub fn _runtime_alive_tasks(py: Python<'_>) -> usize {
+    let pid = std::process::id();
+    lock(py)
+        .as_ref()
+        .filter(|h| h.pid == pid)
+        .map_or(0, |h| h.runtime.metrics().num_alive_tasks())
 }

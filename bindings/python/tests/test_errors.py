@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable, List, Tuple
+
 import pytest
 
 import krabka_coordination as kc
@@ -13,8 +15,8 @@ def test_hierarchy() -> None:
     assert issubclass(kc.KrabkaError, Exception)
     for cls in (kc.FormatError, kc.EncodeError, kc.InvalidArgumentError):
         assert issubclass(cls, kc.KrabkaError) and issubclass(cls, ValueError), cls
-    for cls in (kc.Fenced, kc.TransientError, kc.FatalError, kc.Resigned, kc.Cancelled):
-        assert issubclass(cls, kc.KrabkaError) and not issubclass(cls, ValueError), cls
+    for other in (kc.Fenced, kc.TransientError, kc.FatalError, kc.Resigned, kc.Cancelled):
+        assert issubclass(other, kc.KrabkaError) and not issubclass(other, ValueError), other
     assert kc.FormatError.__doc__ and "part" in kc.FormatError.__doc__
 
 
@@ -48,7 +50,7 @@ def test_format_error_names_field_and_offset() -> None:
 
 
 def test_encode_error_is_a_value_error_with_part_and_field() -> None:
-    cases = [
+    cases: List[Tuple[Callable[[], bytes], str, str, str]] = [
         (lambda: kc.encode_key(kc.Key.lease("")), "key", "role", "must not be empty"),
         (lambda: kc.encode_key(kc.Key.registration("r", "")), "key", "member", "must not be empty"),
         (lambda: kc.encode_registration(kc.Registration("", 0)), "registration value", "member", "must not be empty"),
@@ -88,3 +90,71 @@ def test_role_partition_refusals_are_invalid_argument_errors() -> None:
         kc.role_partition("r", 0)
     with pytest.raises(kc.InvalidArgumentError, match="got -1"):
         kc.role_partition("r", -1)
+
+
+# The one mapping in error.rs, for every variant of the core's Error, before
+# the leadership API raises them for real (_raise_core_error builds a core
+# error and raises what the mapping makes of it).
+MAPPING = [
+    ("format", kc.FormatError, "malformed lease value: m"),
+    ("encode", kc.EncodeError, "cannot encode key: role m"),
+    ("invalid_argument", kc.InvalidArgumentError, "invalid argument: m"),
+    ("fenced", kc.Fenced, "fenced: m"),
+    ("resigned", kc.Resigned, "the leadership was resigned"),
+    ("cancelled", kc.Cancelled, "cancelled"),
+    ("transient", kc.TransientError, "transient m: the broker did not answer"),
+    ("fatal", kc.FatalError, "fatal m: the topic has the wrong shape"),
+]
+
+
+@pytest.mark.parametrize("variant, cls, message", MAPPING, ids=[m[0] for m in MAPPING])
+def test_every_core_error_variant_maps_to_its_class(variant: str, cls: type, message: str) -> None:
+    from krabka_coordination import _native
+
+    with pytest.raises(kc.KrabkaError) as info:
+        _native._raise_core_error(variant, "m")
+    assert type(info.value) is cls
+    assert str(info.value) == message
+
+
+def test_format_and_encode_errors_from_the_mapping_carry_their_parts() -> None:
+    from krabka_coordination import _native
+
+    with pytest.raises(kc.FormatError) as fmt:
+        _native._raise_core_error("format", "m")
+    assert fmt.value.part == "lease value"
+    with pytest.raises(kc.EncodeError) as enc:
+        _native._raise_core_error("encode", "m")
+    assert (enc.value.part, enc.value.field) == ("key", "role")
+
+
+def test_cause_chain_of_a_transient_error() -> None:
+    from krabka_coordination import _native
+
+    with pytest.raises(kc.TransientError) as info:
+        _native._raise_core_error("transient", "fetching the lease")
+    cause = info.value.__cause__
+    assert isinstance(cause, kc.KrabkaError) and str(cause) == "the broker did not answer"
+    assert cause.__cause__ is None
+
+
+def test_python_exception_travels_through_the_core_as_itself() -> None:
+    from krabka_coordination import _native
+
+    inner = LookupError("raised by a callback")
+    with pytest.raises(kc.TransientError) as transient:
+        _native._raise_core_error("transient", "calling back", inner)
+    assert transient.value.__cause__ is inner
+    # Two links: a Rust error, whose source is the Python exception.
+    with pytest.raises(kc.FatalError) as fatal:
+        _native._raise_core_error("fatal", "checking the topic", inner)
+    middle = fatal.value.__cause__
+    assert isinstance(middle, kc.KrabkaError) and str(middle) == "the topic has the wrong shape"
+    assert middle.__cause__ is inner
+
+
+def test_unknown_variant_is_refused() -> None:
+    from krabka_coordination import _native
+
+    with pytest.raises(ValueError, match='unknown variant "nope"'):
+        _native._raise_core_error("nope", "m")

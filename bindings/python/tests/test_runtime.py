@@ -19,7 +19,14 @@ import pytest
 import krabka_coordination as kc
 from krabka_coordination import _native
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+# Forking a process that has threads (the runtime's) is the very situation
+# under test; CPython 3.12+ warns about it on every fork.
+FORK_WARNING = "ignore:This process .* is multi-threaded:DeprecationWarning"
+
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only"),
+    pytest.mark.filterwarnings(FORK_WARNING),
+]
 
 THREAD_NAME = "krabka-rt"
 

@@ -3,7 +3,8 @@
 Checked against the built module by ``python -m mypy.stubtest`` (ci/python.sh).
 """
 
-from typing import Final, Literal, Tuple, Union, final
+import asyncio
+from typing import Final, Literal, NoReturn, Optional, Tuple, Union, final
 
 __all__ = [
     "FencingToken",
@@ -19,7 +20,10 @@ __all__ = [
     "murmur2",
     "role_partition",
     "_reset_runtime_after_fork",
+    "_runtime_alive_tasks",
     "_runtime_ping",
+    "_runtime_ping_async",
+    "_raise_core_error",
     "KrabkaError",
     "FormatError",
     "EncodeError",
@@ -199,3 +203,12 @@ def _runtime_ping() -> Tuple[int, str]:
 
 def _reset_runtime_after_fork() -> None:
     """Retires a runtime inherited through fork (the os.register_at_fork hook)."""
+
+def _runtime_ping_async(delay_ms: int = 1) -> asyncio.Future[Tuple[int, str]]:
+    """The awaitable twin of ``_runtime_ping``; needs a running event loop."""
+
+def _runtime_alive_tasks() -> int:
+    """Tasks alive on this process's runtime (0 before it is built)."""
+
+def _raise_core_error(variant: str, message: str, cause: Optional[BaseException] = None) -> NoReturn:
+    """Raises what error.rs makes of a core error ``variant`` (tests the mapping)."""

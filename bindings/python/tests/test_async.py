@@ -1,0 +1,87 @@
+"""The asyncio bridge of the runtime (runtime::future_into_py), through the
+internal ``_runtime_ping_async``: results, errors through the one mapping,
+cancellation that aborts the task, and use from a forked child."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import List, Tuple
+
+import pytest
+
+import krabka_coordination as kc
+from krabka_coordination import _native
+from test_runtime import FORK_WARNING, THREAD_NAME, _in_child
+
+
+def test_awaitable_runs_on_the_runtime() -> None:
+    async def main() -> Tuple[int, str]:
+        return await _native._runtime_ping_async()
+
+    assert asyncio.run(main()) == (os.getpid(), THREAD_NAME)
+
+
+def test_many_concurrent_awaitables() -> None:
+    async def main() -> List[Tuple[int, str]]:
+        return await asyncio.gather(*(_native._runtime_ping_async(2) for _ in range(50)))
+
+    assert asyncio.run(main()) == [(os.getpid(), THREAD_NAME)] * 50
+
+
+def test_error_of_the_future_maps_through_error_rs() -> None:
+    async def main() -> None:
+        await _native._runtime_ping_async(-1)
+
+    with pytest.raises(kc.InvalidArgumentError, match="delay_ms must not be negative, got -1"):
+        asyncio.run(main())
+
+
+def test_cancelling_the_awaitable_aborts_the_task() -> None:
+    async def main() -> int:
+        before = _native._runtime_alive_tasks()
+        task = asyncio.ensure_future(_native._runtime_ping_async(600_000))
+        # Let the call start: the runtime now holds its task (and the task
+        # that delivers the outcome).
+        await asyncio.sleep(0)
+        assert _native._runtime_alive_tasks() > before
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Aborting is asynchronous on the runtime's side: wait for it, bounded
+        # (the task itself would sleep ten minutes).
+        for _ in range(500):
+            if _native._runtime_alive_tasks() == before:
+                break
+            await asyncio.sleep(0.01)
+        return _native._runtime_alive_tasks() - before
+
+    assert asyncio.run(main()) == 0
+
+
+def test_timeout_through_wait_for() -> None:
+    async def main() -> None:
+        await asyncio.wait_for(_native._runtime_ping_async(600_000), timeout=0.05)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+
+
+def test_needs_a_running_event_loop() -> None:
+    with pytest.raises(RuntimeError):
+        _native._runtime_ping_async()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+@pytest.mark.filterwarnings(FORK_WARNING)
+def test_forked_child_can_await() -> None:
+    async def main() -> Tuple[int, str]:
+        return await _native._runtime_ping_async()
+
+    # The parent's runtime exists before the fork.
+    assert asyncio.run(main())[0] == os.getpid()
+
+    def child() -> bool:
+        return asyncio.run(main()) == (os.getpid(), THREAD_NAME)
+
+    assert _in_child(os.fork, child) == 0
