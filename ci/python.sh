@@ -8,7 +8,8 @@
 #      backend in an isolated build environment, exactly as a user installs;
 #   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
 #      what the tests import (not the source tree);
-#   5. pytest (golden vectors, properties, errors, fork safety);
+#   5. pytest (golden vectors, properties, errors, fork safety), and the
+#      example in examples/python;
 #   6. mypy --strict over the tests and the benchmark (the stubs in use), and
 #      stubtest: the type stubs against the built module;
 #   7. a short run of the decode benchmark, which fails if the package decodes
@@ -69,8 +70,11 @@ PY
 step "pytest"
 (cd "$PKG" && "$PY" -m pytest -p no:cacheprovider)
 
-step "mypy --strict (tests and benchmark against the stubs)"
-(cd "$PKG" && "$PY" -m mypy --strict tests bench)
+step "example (examples/python/records.py)"
+(cd "$PKG/tests" && "$PY" "$ROOT/examples/python/records.py" 16)
+
+step "mypy --strict (tests, benchmark and example against the stubs)"
+(cd "$PKG" && "$PY" -m mypy --strict tests bench "$ROOT/examples/python")
 
 step "stubtest"
 (cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination)
