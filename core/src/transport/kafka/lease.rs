@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureRecord, Producer as _};
 
-use super::{kafka_error, run_blocking};
+use super::{kafka_error, run_blocking, Producer};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::OutRecord;
@@ -49,7 +49,7 @@ pub(crate) enum TxnState {
 /// Dropping it blocks (librdkafka flushes and joins threads): whoever lets go
 /// of one hands it to `drop_off_thread`.
 pub(crate) struct LeaseProducer {
-    pub(crate) producer: FutureProducer,
+    pub(crate) producer: Producer,
     pub(crate) token: FencingToken,
     pub(crate) state: TxnState,
 }

@@ -65,7 +65,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer as _};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 pub struct KafkaTransport {
     config: KafkaConfig,
     client_suffix: String,
-    registrar: Option<FutureProducer>,
+    registrar: Option<Producer>,
     describe: DescribeClient,
     roles: StdMutex<HashMap<String, RoleSlot>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
@@ -155,8 +155,8 @@ impl KafkaTransport {
         cc.set("enable.idempotence", "true");
         cc.set("acks", "all");
         cc.set("allow.auto.create.topics", "false");
-        let registrar: FutureProducer = cc
-            .create()
+        let registrar: Producer = cc
+            .create_with_context(TransportContext)
             .map_err(|e| kafka_error("creating the registration producer", e))?;
         Ok(KafkaTransport {
             config,
@@ -276,7 +276,7 @@ impl KafkaTransport {
         }
     }
 
-    async fn build_lease_producer(&self, role: &str, lease_ms: u64) -> Result<FutureProducer> {
+    async fn build_lease_producer(&self, role: &str, lease_ms: u64) -> Result<Producer> {
         let mut cc = self
             .config
             .client_config(&format!("{}-lease", self.client_suffix));
@@ -290,9 +290,9 @@ impl KafkaTransport {
         cc.set("allow.auto.create.topics", "false");
         let timeout = self.config.operation_timeout();
         let role_owned = role.to_owned();
-        run_blocking(move || -> Result<FutureProducer> {
-            let producer: FutureProducer =
-                cc.create().map_err(|e| kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e))?;
+        run_blocking(move || -> Result<Producer> {
+            let producer: Producer =
+                cc.create_with_context(TransportContext).map_err(|e| kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e))?;
             match producer.init_transactions(timeout) {
                 Ok(()) => Ok(producer),
                 Err(e) => {
@@ -524,6 +524,29 @@ impl LeaseWriter for KafkaTransport {
 }
 
 // ---------------------------------------------------------------- helpers
+
+/// The rdkafka context of every client the transport builds. It routes
+/// librdkafka's error callbacks to `tracing` at fitting levels: an
+/// end-of-partition event (one per caught-up read) is not an error.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TransportContext;
+
+impl rdkafka::ClientContext for TransportContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        let eof = matches!(error, KafkaError::PartitionEOF(_))
+            || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF);
+        if eof {
+            tracing::trace!(target: "librdkafka", "{reason}");
+        } else {
+            tracing::warn!(target: "librdkafka", "{error}: {reason}");
+        }
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for TransportContext {}
+
+/// A producer of the transport.
+pub(crate) type Producer = FutureProducer<TransportContext>;
 
 /// Runs a blocking librdkafka call on tokio's blocking pool.
 pub(crate) async fn run_blocking<T, F>(f: F) -> Result<T>

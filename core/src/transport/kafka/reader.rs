@@ -1,7 +1,8 @@
 //! Reading `__coordination_state` with read_committed: rule 3.
 //!
 //! One long-lived consumer per partition ([`PartitionReader`]), assigned by
-//! hand (no consumer group, no offset commits), with
+//! hand (no group membership, no offset commits; librdkafka needs a
+//! `group.id` for `assign`, `krabka-coordination-reader` unless set), with
 //! `isolation.level = read_committed` and `enable.partition.eof = true`.
 //! librdkafka then delivers only committed records, skips aborted ones and
 //! transaction markers, and reports the end of the partition at the last
@@ -33,7 +34,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use tokio::time::Instant;
 
 use super::config::KafkaConfig;
-use super::{kafka_error, run_blocking};
+use super::{kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
 use crate::state::Record;
 use crate::transport::ReadBatch;
@@ -43,7 +44,7 @@ use crate::transport::ReadBatch;
 /// Dropping it blocks (librdkafka joins its threads): the transport hands a
 /// reader it lets go of to `drop_off_thread`.
 pub(crate) struct PartitionReader {
-    consumer: Arc<StreamConsumer>,
+    consumer: Arc<StreamConsumer<TransportContext>>,
     topic: String,
     partition: i32,
     /// The offset the consumer continues from, when it is positioned.
@@ -77,6 +78,11 @@ impl PartitionReader {
                 config.fetch_wait().as_millis().to_string(),
             );
         }
+        // librdkafka's assign() needs a group handle, so the consumer names a
+        // group; it never joins it (no subscribe) and never commits to it.
+        if config.get("group.id").is_none() {
+            cc.set("group.id", "krabka-coordination-reader");
+        }
         // The transport's own settings win over user values.
         cc.set("isolation.level", "read_committed");
         cc.set("enable.partition.eof", "true");
@@ -84,9 +90,9 @@ impl PartitionReader {
         cc.set("enable.auto.offset.store", "false");
         // An offset outside the log is the caller's error, not a silent jump.
         cc.set("auto.offset.reset", "error");
-        let consumer: StreamConsumer = cc
-            .create()
-            .map_err(|e| kafka_error("creating a state consumer", e))?;
+        let consumer: StreamConsumer<TransportContext> =
+            cc.create_with_context(TransportContext)
+                .map_err(|e| kafka_error("creating a state consumer", e))?;
         Ok(PartitionReader {
             consumer: Arc::new(consumer),
             topic: config.state_topic().to_owned(),

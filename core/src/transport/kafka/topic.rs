@@ -11,11 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::error::RDKafkaErrorCode;
 
 use super::config::KafkaConfig;
-use super::{drop_off_thread, kafka_error, run_blocking};
+use super::{drop_off_thread, kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
 
 /// What [`ensure_state_topic`] or [`check_state_topic`] found.
@@ -39,7 +38,7 @@ pub struct TopicReport {
     pub warnings: Vec<String>,
 }
 
-type Admin = AdminClient<DefaultClientContext>;
+type Admin = AdminClient<TransportContext>;
 
 fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     config.validate()?;
@@ -47,7 +46,7 @@ fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     // A metadata request must never create the topic with broker defaults.
     cc.set("allow.auto.create.topics", "false");
     let admin: Admin = cc
-        .create()
+        .create_with_context(TransportContext)
         .map_err(|e| kafka_error("creating an admin client", e))?;
     Ok(Arc::new(admin))
 }

@@ -1,0 +1,441 @@
+//! Rules 3 and 4 on a real Kafka: read_committed reads in offset order up to
+//! the last stable offset, polling, and partition pinning.
+//!
+//! Needs a real cluster: `KRABKA_BOOTSTRAP`, or `ci/kafka.sh start 1` is run.
+#![cfg(feature = "kafka")]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use krabka_coordination::transport::kafka::{ensure_state_topic, KafkaConfig, KafkaTransport};
+use krabka_coordination::transport::{Coordinator, LeaseWriter, Registrar, StateReader};
+use krabka_coordination::{role_partition, Record, RoleState};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use support::*;
+
+const LEASE: Duration = Duration::from_secs(10);
+
+/// A role other than `role` with the same partition.
+fn neighbour_of(role: &str, partitions: i32) -> String {
+    let p = role_partition(role, partitions).unwrap();
+    loop {
+        let other = unique("neighbour");
+        if role_partition(&other, partitions).unwrap() == p {
+            return other;
+        }
+    }
+}
+
+/// A transport on a fresh state topic of its own with `partitions` partitions.
+async fn private_transport(member: &str, partitions: i32) -> (KafkaTransport, KafkaConfig) {
+    init_tracing();
+    let cfg = config(&bootstrap()).with_state_topic(unique("krabka-test-state"));
+    let report = ensure_state_topic(&cfg, partitions, 1, 1)
+        .await
+        .expect("creating a private state topic");
+    assert!(report.created);
+    (KafkaTransport::new(cfg.clone(), Some(member)).unwrap(), cfg)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_come_back_in_append_order_below_the_stable_offset() {
+    let t = transport("order").await;
+    let role = unique("order");
+    let other = neighbour_of(&role, STATE_PARTITIONS);
+    let p = partition_of(&role);
+
+    // Interleave registrations of two roles of one partition.
+    let mut mine = Vec::new();
+    let mut theirs = Vec::new();
+    for i in 0..5 {
+        let m = format!("m{i}");
+        let off = t
+            .append(p, reg_key(&role, &m), Some(reg_value(&m, i)))
+            .await
+            .unwrap();
+        mine.push((m, off));
+        let o = format!("o{i}");
+        let off = t
+            .append(p, reg_key(&other, &o), Some(reg_value(&o, i)))
+            .await
+            .unwrap();
+        theirs.push((o, off));
+    }
+    let offsets: Vec<i64> = mine.iter().map(|(_, o)| *o).collect();
+    assert!(
+        offsets.windows(2).all(|w| w[0] < w[1]),
+        "offsets grow in append order: {offsets:?}"
+    );
+
+    let records = t.read_partition(p).await.unwrap();
+    assert!(
+        records.windows(2).all(|w| w[0].offset < w[1].offset),
+        "records come in offset order"
+    );
+    let first = mine[0].1;
+    let tail: Vec<&Record> = records.iter().filter(|r| r.offset >= first).collect();
+    let keys: Vec<Vec<u8>> = tail.iter().map(|r| r.key.clone()).collect();
+    let mut expected = Vec::new();
+    for i in 0..5 {
+        expected.push(reg_key(&role, &mine[i].0));
+        expected.push(reg_key(&other, &theirs[i].0));
+    }
+    // Other tests may write to the shared partition meanwhile: keep ours.
+    let ours: Vec<Vec<u8>> = keys.into_iter().filter(|k| expected.contains(k)).collect();
+    assert_eq!(
+        ours, expected,
+        "both roles' records come back, in append order"
+    );
+
+    let state = RoleState::build(&role, records.iter()).expect("the role's state");
+    let roster: Vec<(String, i64)> = state
+        .roster()
+        .map(|e| (e.member.clone(), e.offset))
+        .collect();
+    assert_eq!(
+        roster, mine,
+        "the roster is the append order, other roles ignored"
+    );
+    let state = RoleState::build(&other, records.iter()).unwrap();
+    assert_eq!(state.roster_len(), 5);
+
+    // An open transaction in the partition holds the stable offset back: a
+    // read returns at once, without the open record and without anything
+    // appended after it.
+    let holder_role = neighbour_of(&role, STATE_PARTITIONS);
+    let holder = transport("order-holder").await;
+    let token = holder.acquire_epoch(&holder_role, LEASE).await.unwrap();
+    let open = lease_value("h", token, 1);
+    holder
+        .write_lease_uncommitted(&holder_role, p, lease_key(&holder_role), Some(open.clone()))
+        .await
+        .unwrap();
+    let late = reg_value("late", 9);
+    let late_off = t
+        .append(p, reg_key(&role, "late"), Some(late.clone()))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let records = t.read_partition(p).await.unwrap();
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "read_partition must not wait for the open transaction ({took:?})"
+    );
+    assert!(
+        !has_value(&records, &open),
+        "an open transaction's record is not read"
+    );
+    assert!(
+        !has_record(&records, &reg_key(&role, "late"), &late),
+        "a record above the last stable offset is not read yet"
+    );
+    assert!(records.iter().all(|r| r.offset < late_off));
+    assert!(
+        records.iter().any(|r| r.offset == mine[4].1),
+        "everything below the stable offset is read"
+    );
+
+    // The commit releases both, in offset order.
+    holder
+        .write_lease(
+            &holder_role,
+            p,
+            lease_key(&holder_role),
+            Some(lease_value("h", token, 2)),
+        )
+        .await
+        .unwrap();
+    let records = read_until(&t, p, Duration::from_secs(10), |r| {
+        has_record(r, &reg_key(&role, "late"), &late)
+    })
+    .await;
+    let open_at = records
+        .iter()
+        .position(|r| r.value.as_deref() == Some(open.as_slice()))
+        .expect("committed now");
+    let late_at = records
+        .iter()
+        .position(|r| r.offset == late_off)
+        .expect("visible now");
+    assert!(open_at < late_at);
+    let state = RoleState::build(&role, records.iter()).unwrap();
+    assert_eq!(
+        state.roster().last().map(|e| e.member.as_str()),
+        Some("late")
+    );
+    assert_eq!(
+        state.lease(),
+        None,
+        "another role's lease is not this role's"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn null_and_empty_values_read_back_as_written() {
+    let (t, _) = private_transport("values", 1).await;
+    let k = reg_key("r", "m");
+    let a = t.append(0, k.clone(), None).await.unwrap();
+    let b = t.append(0, k.clone(), Some(Vec::new())).await.unwrap();
+    let c = t.append(0, k.clone(), Some(vec![1, 2, 3])).await.unwrap();
+    let records = t.read_partition(0).await.unwrap();
+    assert_eq!(
+        records,
+        vec![
+            Record {
+                offset: a,
+                key: k.clone(),
+                value: None
+            },
+            Record {
+                offset: b,
+                key: k.clone(),
+                value: Some(Vec::new())
+            },
+            Record {
+                offset: c,
+                key: k.clone(),
+                value: Some(vec![1, 2, 3])
+            },
+        ]
+    );
+    // An empty partition reads as nothing, and a missing one is refused.
+    let (empty, _) = private_transport("values-empty", 2).await;
+    assert_eq!(empty.read_partition(1).await.unwrap(), Vec::new());
+    let e = t.read_partition(5).await.unwrap_err();
+    assert!(e.to_string().contains('5'), "{e}");
+    let e = t.append(5, k, None).await.unwrap_err();
+    assert!(e.to_string().contains('5'), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
+    let (reader, cfg) = private_transport("poller", 1).await;
+    let reader = std::sync::Arc::new(reader);
+    let writer = KafkaTransport::new(cfg.clone(), Some("poll-writer")).unwrap();
+    let k = reg_key("r", "m");
+
+    // Nothing there: poll waits for max_wait and returns nothing.
+    let start = Instant::now();
+    let batch = reader
+        .poll_partition(0, 0, Duration::from_millis(300))
+        .await
+        .unwrap();
+    let waited = start.elapsed();
+    assert!(batch.records.is_empty());
+    assert_eq!(batch.next_offset, 0);
+    assert!(
+        waited >= Duration::from_millis(290),
+        "an empty poll waits for max_wait ({waited:?})"
+    );
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+
+    // Appends and lease commits wake a waiting poll promptly.
+    let role = "poll-role";
+    let token = writer.acquire_epoch(role, LEASE).await.unwrap();
+    let mut next = batch.next_offset;
+    let mut append_wake = Vec::new();
+    let mut commit_wake = Vec::new();
+    for i in 0..20i64 {
+        let poll = {
+            let r = std::sync::Arc::clone(&reader);
+            let from = next;
+            tokio::spawn(async move {
+                (
+                    r.poll_partition(0, from, Duration::from_secs(5)).await,
+                    Instant::now(),
+                )
+            })
+        };
+        // Let the poll start waiting (it returns what arrived in any case).
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let sent = Instant::now();
+        let value = i.to_be_bytes().to_vec();
+        if i % 2 == 0 {
+            writer
+                .append(0, k.clone(), Some(value.clone()))
+                .await
+                .unwrap();
+        } else {
+            writer
+                .write_lease(role, 0, lease_key(role), Some(lease_value("w", token, i)))
+                .await
+                .unwrap();
+        }
+        let (batch, woke) = poll.await.unwrap();
+        let batch = batch.unwrap();
+        let latency = woke.saturating_duration_since(sent);
+        if i % 2 == 0 {
+            append_wake.push(latency);
+            assert_eq!(batch.records.len(), 1, "{batch:?}");
+            assert_eq!(batch.records[0].value.as_deref(), Some(value.as_slice()));
+        } else {
+            commit_wake.push(latency);
+            assert_eq!(batch.records.len(), 1, "{batch:?}");
+            assert_eq!(
+                batch.records[0].value.as_deref(),
+                Some(lease_value("w", token, i).as_slice())
+            );
+        }
+        assert!(batch.next_offset > next);
+        assert_eq!(batch.next_offset, batch.records.last().unwrap().offset + 1);
+        next = batch.next_offset;
+    }
+    append_wake.sort();
+    commit_wake.sort();
+    println!(
+        "poll wake-up after an append (from the send): median {:?}, max {:?}; after a lease commit: median {:?}, max {:?} (fetch wait {:?})",
+        append_wake[append_wake.len() / 2],
+        append_wake.last().unwrap(),
+        commit_wake[commit_wake.len() / 2],
+        commit_wake.last().unwrap(),
+        cfg.fetch_wait()
+    );
+    assert!(*append_wake.last().unwrap() < Duration::from_secs(1));
+    assert!(*commit_wake.last().unwrap() < Duration::from_secs(1));
+
+    // Polling from an earlier offset re-reads from there, in order.
+    let all = reader
+        .poll_partition(0, 0, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!all.records.is_empty());
+    assert_eq!(all.records[0].offset, 0);
+    assert!(all.records.windows(2).all(|w| w[0].offset < w[1].offset));
+    let full = reader.read_partition(0).await.unwrap();
+    assert_eq!(full.len(), 20);
+    assert!(full.iter().all(|r| r.offset < next));
+
+    // Aborted records never come through poll either.
+    let doomed = lease_value("w", token, 99);
+    writer
+        .write_lease_uncommitted(role, 0, lease_key(role), Some(doomed.clone()))
+        .await
+        .unwrap();
+    let other = KafkaTransport::new(cfg.clone(), Some("poll-usurper")).unwrap();
+    other.acquire_epoch(role, LEASE).await.unwrap(); // aborts the open transaction
+    let marker = b"after-abort".to_vec();
+    writer
+        .append(0, k.clone(), Some(marker.clone()))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !has_value(&seen, &marker) && Instant::now() < deadline {
+        let b = reader
+            .poll_partition(0, next, Duration::from_secs(1))
+            .await
+            .unwrap();
+        next = b.next_offset;
+        seen.extend(b.records);
+    }
+    assert!(has_value(&seen, &marker));
+    assert!(
+        !has_value(&seen, &doomed),
+        "an aborted record must not come through poll"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_of_a_role_land_on_its_partition() {
+    for n in [1, 3, 16] {
+        let (t, cfg) = private_transport(&format!("pin-{n}"), n).await;
+        let mut roles = Vec::new();
+        for _ in 0..6 {
+            let role = unique("pin");
+            let p = role_partition(&role, n).unwrap();
+            let off = t
+                .append(p, reg_key(&role, "m"), Some(reg_value("m", 1)))
+                .await
+                .unwrap();
+            let token = t.acquire_epoch(&role, LEASE).await.unwrap();
+            t.write_lease(&role, p, lease_key(&role), Some(lease_value("m", token, 1)))
+                .await
+                .unwrap();
+            roles.push((role, p, off, token));
+        }
+        let mut by_partition = Vec::new();
+        for q in 0..n {
+            by_partition.push(t.read_partition(q).await.unwrap());
+        }
+        for (role, p, off, token) in &roles {
+            for (q, records) in by_partition.iter().enumerate() {
+                let q = q as i32;
+                let has_reg = records.iter().any(|r| r.key == reg_key(role, "m"));
+                let has_lease = has_value(records, &lease_value("m", *token, 1))
+                    && records.iter().any(|r| r.key == lease_key(role));
+                assert_eq!(
+                    has_reg,
+                    q == *p,
+                    "registration of {role} in partition {q} of {n} (expected {p})"
+                );
+                assert_eq!(
+                    has_lease,
+                    q == *p,
+                    "lease of {role} in partition {q} of {n} (expected {p})"
+                );
+            }
+            assert!(by_partition[*p as usize].iter().any(|r| r.offset == *off));
+            let state = RoleState::build(role, by_partition[*p as usize].iter()).unwrap();
+            assert_eq!(state.roster_len(), 1);
+            assert_eq!(state.lease().map(|l| l.token), Some(*token));
+        }
+        let _ = cfg;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafkas_keyed_partitioning_agrees_with_role_partition() {
+    init_tracing();
+    let cfg = config(&bootstrap()).with_state_topic(unique("krabka-test-keyed"));
+    ensure_state_topic(&cfg, 16, 1, 1).await.unwrap();
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    let mut roles: Vec<String> = (0..500)
+        .map(|i| format!("{}-{i}", unique("keyed")))
+        .collect();
+    // Short, long and non-ASCII names too.
+    roles.extend(
+        [
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "rôle-ü",
+            "角色",
+            "x".repeat(300).as_str(),
+        ]
+        .map(String::from),
+    );
+    let mut pending = Vec::new();
+    for role in &roles {
+        let record = FutureRecord::<str, [u8]>::to(cfg.state_topic())
+            .key(role.as_str())
+            .payload(b"v");
+        let delivery = producer
+            .send_result(record)
+            .map_err(|(e, _)| e)
+            .expect("enqueue");
+        pending.push((role.clone(), delivery));
+    }
+    let mut checked = 0;
+    for (role, delivery) in pending {
+        let d = delivery
+            .await
+            .expect("delivery report")
+            .map_err(|(e, _)| e)
+            .expect("delivered");
+        assert_eq!(
+            d.partition,
+            role_partition(&role, 16).unwrap(),
+            "role {role:?}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 500);
+}

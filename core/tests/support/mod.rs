@@ -1,0 +1,321 @@
+//! Shared helpers of the Kafka integration tests (`core/tests/kafka_*.rs`).
+//!
+//! The tests run against a REAL Apache Kafka (never librdkafka's mock
+//! cluster, which neither fences nor has a last stable offset):
+//!
+//! * `KRABKA_BOOTSTRAP` names the single-node cluster; when it is unset the
+//!   helpers run `ci/kafka.sh start 1` (which reuses a running cluster) and
+//!   use the address it prints last;
+//! * `KRABKA_BOOTSTRAP_3` names the three-node cluster (RF 3, min ISR 2);
+//!   when unset, `ci/kafka.sh start 3`.
+//!
+//! A cluster that cannot be reached FAILS the test, with a message saying so.
+#![allow(dead_code)]
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use krabka_coordination::transport::kafka::{
+    ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport,
+};
+use krabka_coordination::transport::StateReader;
+use krabka_coordination::Record;
+
+/// The partition count of the shared state topic in the tests.
+pub const STATE_PARTITIONS: i32 = 16;
+
+/// The env var a parent test sets to make a re-executed child act.
+pub const CHILD_ENV: &str = "KRABKA_TEST_CHILD";
+
+/// Logs of the code under test go to the test output (`RUST_LOG` filters).
+pub fn init_tracing() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_test_writer()
+            .try_init();
+    });
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs `ci/kafka.sh` with `args` and returns its last stdout line.
+pub fn kafka_sh(args: &[&str]) -> Result<String, String> {
+    let script = repo_root().join("ci/kafka.sh");
+    if !script.exists() {
+        return Err(format!("{} does not exist", script.display()));
+    }
+    let out = Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {} {}: {e}", script.display(), args.join(" ")))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ci/kafka.sh {} failed ({}):\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "ci/kafka.sh {} printed no bootstrap address",
+                args.join(" ")
+            )
+        })
+}
+
+fn resolve(env: &str, size: &str) -> Result<String, String> {
+    let addr = match std::env::var(env) {
+        Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
+        _ => kafka_sh(&["start", size])
+            .map_err(|e| format!("{env} is unset and ci/kafka.sh start {size} failed: {e}"))?,
+    };
+    // Reachable at all? Every listed broker must accept a TCP connection.
+    for broker in addr.split(',') {
+        let broker = broker.trim();
+        let mut ok = false;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            match std::net::ToSocketAddrs::to_socket_addrs(broker) {
+                Ok(mut addrs) => match addrs.next() {
+                    Some(sa) => {
+                        match std::net::TcpStream::connect_timeout(&sa, Duration::from_secs(2)) {
+                            Ok(_) => {
+                                ok = true;
+                                break;
+                            }
+                            Err(e) => last = e.to_string(),
+                        }
+                    }
+                    None => last = "no address".into(),
+                },
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if !ok {
+            return Err(format!(
+                "Kafka broker {broker} (from {env} / ci/kafka.sh) cannot be reached: {last}"
+            ));
+        }
+    }
+    Ok(addr)
+}
+
+/// The bootstrap address of the single-node cluster. Panics (fails the
+/// test) when Kafka cannot be reached.
+pub fn bootstrap() -> String {
+    static ADDR: OnceLock<Result<String, String>> = OnceLock::new();
+    match ADDR.get_or_init(|| resolve("KRABKA_BOOTSTRAP", "1")) {
+        Ok(a) => a.clone(),
+        Err(e) => panic!("a real Kafka is needed for this test and is not available: {e}"),
+    }
+}
+
+/// The bootstrap address of the three-node cluster. Panics (fails the test)
+/// when Kafka cannot be reached.
+pub fn bootstrap3() -> String {
+    static ADDR: OnceLock<Result<String, String>> = OnceLock::new();
+    match ADDR.get_or_init(|| resolve("KRABKA_BOOTSTRAP_3", "3")) {
+        Ok(a) => a.clone(),
+        Err(e) => {
+            panic!("a real three-node Kafka is needed for this test and is not available: {e}")
+        }
+    }
+}
+
+/// A name no other test run uses: `prefix-<random hex>`.
+pub fn unique(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{prefix}-{:016x}", h.finish())
+}
+
+/// A configuration with short timeouts, for tests.
+pub fn config(bootstrap: &str) -> KafkaConfig {
+    KafkaConfig::new(bootstrap).with_operation_timeout(Duration::from_secs(20))
+}
+
+/// Makes sure the shared state topic exists with [`STATE_PARTITIONS`]
+/// partitions (replication factor `rf`, min ISR `min_isr`).
+pub async fn ensure_shared_topic(config: &KafkaConfig, rf: i32, min_isr: i32) -> TopicReport {
+    ensure_state_topic(config, STATE_PARTITIONS, rf, min_isr)
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "ensuring {} on {}: {e}",
+                config.state_topic(),
+                config.bootstrap()
+            )
+        })
+}
+
+/// A transport on the single-node cluster with the shared state topic in place.
+pub async fn transport(member: &str) -> KafkaTransport {
+    init_tracing();
+    let cfg = config(&bootstrap());
+    ensure_shared_topic(&cfg, 1, 1).await;
+    KafkaTransport::new(cfg, Some(member)).expect("transport")
+}
+
+/// Reads `partition` until `pred` holds for its records or `within` passes;
+/// returns the last read.
+pub async fn read_until(
+    t: &KafkaTransport,
+    partition: i32,
+    within: Duration,
+    pred: impl Fn(&[Record]) -> bool,
+) -> Vec<Record> {
+    let deadline = Instant::now() + within;
+    loop {
+        let records = t.read_partition(partition).await.expect("read_partition");
+        if pred(&records) || Instant::now() >= deadline {
+            return records;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// True when some record of `records` has exactly this key and value.
+pub fn has_record(records: &[Record], key: &[u8], value: &[u8]) -> bool {
+    records
+        .iter()
+        .any(|r| r.key == key && r.value.as_deref() == Some(value))
+}
+
+/// True when some record of `records` has exactly this value (use values
+/// unique to the test run, such as lease values with a fresh token).
+pub fn has_value(records: &[Record], value: &[u8]) -> bool {
+    records.iter().any(|r| r.value.as_deref() == Some(value))
+}
+
+/// A child process that is killed when the guard goes (a failing parent
+/// leaves no orphan behind).
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Re-executes this test binary running only `test_name`, with the given
+/// variables (e.g. [`CHILD_ENV`]); stdout is piped.
+pub fn spawn_child(test_name: &str, envs: &[(&str, String)]) -> ChildGuard {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", test_name, "--nocapture", "--test-threads=1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    ChildGuard(cmd.spawn().expect("spawning the child test process"))
+}
+
+/// Reads the child's stdout until a line starting with `marker`; returns the
+/// rest of that line. Panics if the child ends first or `within` passes.
+pub fn wait_for_line(child: &mut ChildGuard, marker: &str, within: Duration) -> String {
+    use std::io::{BufRead, BufReader};
+    let stdout = child.0.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let marker_owned = marker.to_owned();
+    std::thread::spawn(move || {
+        let reader = BufReader::new(stdout);
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            // libtest may print "test <name> ... " on the same line first.
+            if let Some(at) = line.find(&marker_owned) {
+                let _ = tx.send(line[at + marker_owned.len()..].trim().to_owned());
+                // Keep draining so the child never blocks on a full pipe.
+            }
+        }
+    });
+    rx.recv_timeout(within).unwrap_or_else(|_| {
+        panic!("the child process printed no {marker:?} line within {within:?}")
+    })
+}
+
+/// Kills the child with SIGKILL (no clean-up runs in it) and reaps it.
+pub fn sigkill(child: &mut ChildGuard) {
+    // std's Child::kill sends SIGKILL on Unix.
+    child.0.kill().expect("SIGKILL the child");
+    let status = child.0.wait().expect("reap the child");
+    assert!(
+        !status.success(),
+        "the killed child should not exit successfully: {status}"
+    );
+}
+
+/// The lease key of `role`.
+pub fn lease_key(role: &str) -> Vec<u8> {
+    krabka_coordination::encode_key(&krabka_coordination::Key::lease(role)).expect("lease key")
+}
+
+/// A lease value of `member` with `token`; `granted_at` doubles as a marker
+/// that tells test records apart.
+pub fn lease_value(
+    member: &str,
+    token: krabka_coordination::FencingToken,
+    granted_at: i64,
+) -> Vec<u8> {
+    krabka_coordination::encode_lease(&krabka_coordination::Lease {
+        member: member.to_owned(),
+        token,
+        granted_at,
+        deadline: granted_at + 10_000,
+    })
+    .expect("lease value")
+}
+
+/// The registration key of `member` in `role`.
+pub fn reg_key(role: &str, member: &str) -> Vec<u8> {
+    krabka_coordination::encode_key(&krabka_coordination::Key::registration(role, member))
+        .expect("registration key")
+}
+
+/// A registration value of `member`.
+pub fn reg_value(member: &str, registered_at: i64) -> Vec<u8> {
+    krabka_coordination::encode_registration(&krabka_coordination::Registration {
+        member: member.to_owned(),
+        registered_at,
+    })
+    .expect("registration value")
+}
+
+/// The partition of `role` in the shared state topic.
+pub fn partition_of(role: &str) -> i32 {
+    krabka_coordination::role_partition(role, STATE_PARTITIONS).expect("role partition")
+}
