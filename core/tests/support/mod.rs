@@ -50,7 +50,8 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Runs `ci/kafka.sh` with `args` and returns its last stdout line.
+/// Runs `ci/kafka.sh` with `args` and returns its last non-empty stdout
+/// line (empty when it printed nothing).
 pub fn kafka_sh(args: &[&str]) -> Result<String, String> {
     let script = repo_root().join("ci/kafka.sh");
     if !script.exists() {
@@ -71,18 +72,13 @@ pub fn kafka_sh(args: &[&str]) -> Result<String, String> {
         ));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
+    Ok(stdout
         .lines()
         .rev()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            format!(
-                "ci/kafka.sh {} printed no bootstrap address",
-                args.join(" ")
-            )
-        })
+        .unwrap_or_default()
+        .to_owned())
 }
 
 fn resolve(env: &str, size: &str) -> Result<String, String> {
@@ -91,6 +87,11 @@ fn resolve(env: &str, size: &str) -> Result<String, String> {
         _ => kafka_sh(&["start", size])
             .map_err(|e| format!("{env} is unset and ci/kafka.sh start {size} failed: {e}"))?,
     };
+    if addr.is_empty() {
+        return Err(format!(
+            "{env} is unset and ci/kafka.sh start {size} printed no bootstrap address"
+        ));
+    }
     // Reachable at all? Every listed broker must accept a TCP connection.
     for broker in addr.split(',') {
         let broker = broker.trim();

@@ -69,6 +69,8 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// The first pause between retries; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest a connect and its ApiVersions handshake may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the transaction coordinator reports about one transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,6 +211,33 @@ impl DescribeClient {
             if Instant::now() + backoff >= deadline {
                 return Err(Error::transient(
                     context(),
+                    format!("gave up after {:?}: {reason}", self.inner.timeout),
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// The address (`host:port`) of the transaction coordinator of
+    /// `transactional_id`, from the cache or from FindCoordinator.
+    pub async fn coordinator_address(&self, transactional_id: &str) -> Result<String> {
+        if transactional_id.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the transactional id (role) must not be empty".into(),
+            ));
+        }
+        let deadline = Instant::now() + self.inner.timeout;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let reason = match self.coordinator(transactional_id, deadline).await {
+                Ok(addr) => return Ok(addr),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => r,
+            };
+            if Instant::now() + backoff >= deadline {
+                return Err(Error::transient(
+                    format!("FindCoordinator for {transactional_id:?}"),
                     format!("gave up after {:?}: {reason}", self.inner.timeout),
                 ));
             }
@@ -413,11 +442,13 @@ impl DescribeClient {
             }
             conns.remove(addr);
         }
+        // One unreachable broker must not use up the whole budget.
+        let connect_deadline = deadline.min(Instant::now() + CONNECT_TIMEOUT);
         let conn = Connection::open(
             addr,
             self.inner.client_id.clone(),
             Arc::clone(&self.inner.requests),
-            deadline,
+            connect_deadline,
         )
         .await
         .map_err(|e| Attempt::Backoff(format!("connecting to {addr}: {e}")))?;

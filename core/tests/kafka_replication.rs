@@ -1,0 +1,126 @@
+//! The fence on a replicated cluster (three nodes, replication factor 3,
+//! min.insync.replicas 2 for the state topic and the transaction log), with
+//! the transaction coordinator's broker stopped and restarted during the test.
+//!
+//! Needs a real three-node cluster: `KRABKA_BOOTSTRAP_3`, or
+//! `ci/kafka.sh start 3` is run.
+#![cfg(feature = "kafka")]
+
+mod support;
+
+use std::time::Duration;
+
+use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, KafkaTransport};
+use krabka_coordination::transport::{Coordinator, LeaseWriter};
+use krabka_coordination::Error;
+use support::*;
+
+const LEASE: Duration = Duration::from_secs(10);
+
+/// Restarts a stopped node when dropped, so a failing test leaves the
+/// cluster whole.
+struct StoppedNode(Option<String>);
+
+impl StoppedNode {
+    async fn stop(node: String) -> StoppedNode {
+        let n = node.clone();
+        tokio::task::spawn_blocking(move || kafka_sh(&["node", "stop", "3", &n]))
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("stopping node {node}: {e}"));
+        StoppedNode(Some(node))
+    }
+
+    async fn restart(mut self) {
+        let node = self.0.take().unwrap();
+        let n = node.clone();
+        tokio::task::spawn_blocking(move || kafka_sh(&["node", "start", "3", &n]))
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("restarting node {node}: {e}"));
+    }
+}
+
+impl Drop for StoppedNode {
+    fn drop(&mut self) {
+        if let Some(node) = self.0.take() {
+            if let Err(e) = kafka_sh(&["node", "start", "3", &node]) {
+                eprintln!("restarting node {node} after a failure: {e}");
+            }
+        }
+    }
+}
+
+/// The node index (1..=3) of a broker address of the three-node cluster.
+fn node_of(addr: &str, bootstrap: &str) -> String {
+    let i = bootstrap
+        .split(',')
+        .position(|b| b.trim() == addr)
+        .unwrap_or_else(|| panic!("coordinator {addr} is not one of {bootstrap}"));
+    (i + 1).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fence_holds_while_a_broker_restarts() {
+    init_tracing();
+    let boot = bootstrap3();
+    let cfg: KafkaConfig = config(&boot).with_operation_timeout(Duration::from_secs(60));
+    let report = ensure_shared_topic(&cfg, 3, 2).await;
+    assert_eq!(report.replication_factor, 3, "{report:?}");
+    assert_eq!(report.min_insync_replicas, Some(2), "{report:?}");
+    assert!(report.warnings.is_empty(), "{report:?}");
+
+    let role = unique("replicated");
+    let p = partition_of(&role);
+    let a = KafkaTransport::new(cfg.clone(), Some("repl-a")).unwrap();
+    let b = KafkaTransport::new(cfg.clone(), Some("repl-b")).unwrap();
+    let key = lease_key(&role);
+
+    let ta = a.acquire_epoch(&role, LEASE).await.unwrap();
+    let a1 = lease_value("a", ta, 1);
+    a.write_lease(&role, p, key.clone(), Some(a1.clone()))
+        .await
+        .unwrap();
+
+    // Stop the broker of the role's transaction coordinator.
+    let client = DescribeClient::new(&cfg).unwrap();
+    let coordinator = client.coordinator_address(&role).await.unwrap();
+    let stopped = StoppedNode::stop(node_of(&coordinator, &boot)).await;
+
+    // The coordinator moves; B still mints a newer epoch, and A is fenced.
+    let tb = b
+        .acquire_epoch(&role, LEASE)
+        .await
+        .expect("acquire with one broker down");
+    assert!(tb > ta, "{ta} -> {tb}");
+    let a2 = lease_value("a", ta, 2);
+    let e = a
+        .write_lease(&role, p, key.clone(), Some(a2.clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    let b1 = lease_value("b", tb, 3);
+    b.write_lease(&role, p, key.clone(), Some(b1.clone()))
+        .await
+        .expect("two of three replicas are in sync");
+    assert_eq!(client.describe_epoch(&role).await.unwrap(), tb);
+
+    stopped.restart().await;
+
+    let b2 = lease_value("b", tb, 4);
+    b.write_lease(&role, p, key.clone(), Some(b2.clone()))
+        .await
+        .expect("a lease after the restart");
+    let reader = KafkaTransport::new(cfg.clone(), Some("repl-reader")).unwrap();
+    let records = read_until(&reader, p, Duration::from_secs(30), |r| has_value(r, &b2)).await;
+    assert!(has_value(&records, &a1), "A's committed lease survives");
+    assert!(
+        has_value(&records, &b1) && has_value(&records, &b2),
+        "B's leases are visible"
+    );
+    assert!(
+        !has_value(&records, &a2),
+        "A's fenced lease must never be visible"
+    );
+    assert_eq!(b.describe_epoch(&role).await.unwrap(), tb);
+}
