@@ -36,6 +36,8 @@ if [[ -n ${JAVA_HOME:-} ]]; then java_bin=$JAVA_HOME/bin/java; fi
 
 # the transactional id the readiness check asks the transaction coordinator about
 readiness_txn_id=kafka-sh-readiness-probe
+# written into a broker's server.log each time this script starts it
+log_marker='===== ci/kafka.sh starts'
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() {
@@ -45,7 +47,8 @@ die() {
 
 usage() {
     local rc=${1:-2}
-    cat >&2 <<EOF
+    if ((rc != 0)); then exec 1>&2; fi
+    cat <<EOF
 usage: ci/kafka.sh COMMAND [ARGS]
 
   provision               download the pinned Kafka into ci/.cache/ (once; later runs are offline)
@@ -66,9 +69,9 @@ usage: ci/kafka.sh COMMAND [ARGS]
                           features, storage, or a fully qualified main class
   help                    this text
 
-clusters (all on 127.0.0.1):
-  1-node: broker 19092, controller 19192; data in .kafka/c1/
-  3-node: brokers 29092,29093,29094, controllers 29192,29193,29194; data in .kafka/c3/
+clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
+  1-node: broker $port_1, controller $((port_1 + 100)); data in ${state_dir}/c1/
+  3-node: brokers $port_3,$((port_3 + 1)),$((port_3 + 2)), controllers $((port_3 + 100)),$((port_3 + 101)),$((port_3 + 102)); data in ${state_dir}/c3/
 
 environment:
   KAFKA_START_TIMEOUT     seconds start may take in total (default 120)
@@ -144,19 +147,22 @@ check_java() {
     [[ $major =~ ^[0-9]+$ && $major -ge 17 ]] || die "Kafka $kafka_version needs Java 17 or newer; $java_bin is '${v:-unknown}'"
 }
 
+# JVM options of the Kafka command line tools: small and quick to start
+tool_jvm_opts=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+
 # run a Kafka tool class with the cached jars; output as the tool writes it
 tool_java() {
     local main=$1
     shift
-    tool_java_within 0 "$main" "$@"
+    "$java_bin" "${tool_jvm_opts[@]}" "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
+        -cp "$libs_dir/*" "$main" "$@"
 }
 
-# the same, killed after SECONDS unless 0
+# the same, killed after SECONDS
 tool_java_within() {
     local secs=$1 main=$2
     shift 2
-    timeout "$secs" "$java_bin" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
-        "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
+    timeout "$secs" "$java_bin" "${tool_jvm_opts[@]}" "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
         -cp "$libs_dir/*" "$main" "$@"
 }
 
@@ -297,6 +303,8 @@ launch_node() {
     read -r -a heap <<<"$heap_opts"
     read -r -a jvm <<<"$jvm_opts"
     rm -f "$ndir/pid"
+    # a marker in the broker log, so a failure report shows only this start's lines
+    printf '[%s] %s node %s of cluster %s\n' "$(date '+%F %T,%3N')" "$log_marker" "$i" "$size" >>"$ndir/server.log"
     # own session: the broker outlives this script and the caller's terminal; the child
     # records its own pid before it becomes the JVM, and does not inherit the lock fds
     local launcher=()
@@ -321,8 +329,12 @@ show_node_log() {
     local size=$1 i=$2 ndir
     ndir=$(node_dir "$size" "$i")
     {
-        echo "----- last 60 lines of ${ndir#"$repo_root"/}/server.log -----"
-        tail -n 60 "$ndir/server.log" 2>/dev/null || echo "(no server.log)"
+        echo "----- last 60 lines of ${ndir#"$repo_root"/}/server.log (this start) -----"
+        if [[ -f $ndir/server.log ]]; then
+            awk -v m="$log_marker" 'index($0, m) { n = 0 } { line[++n % 60] = $0 } END { for (k = (n > 60 ? n - 59 : 1); k <= n; k++) print line[k % 60] }' "$ndir/server.log"
+        else
+            echo "(no server.log)"
+        fi
         if [[ -s $ndir/stdout.log ]]; then
             echo "----- last 20 lines of ${ndir#"$repo_root"/}/stdout.log -----"
             tail -n 20 "$ndir/stdout.log"
@@ -399,10 +411,16 @@ admin_props() {
     echo "$f"
 }
 
+# seconds a readiness check may take: at most 30, and not much past the start deadline
+check_secs() {
+    local left=$((($1 - $(now_ms)) / 1000))
+    if ((left > 30)); then echo 30; elif ((left < 5)); then echo 5; else echo "$left"; fi
+}
+
 # ids of the brokers that the cluster's metadata lists (one per line)
 metadata_brokers() {
-    local size=$1 out
-    out=$(tool_java_within 30 org.apache.kafka.tools.BrokerApiVersionsCommand \
+    local size=$1 deadline=$2 out
+    out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.BrokerApiVersionsCommand \
         --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" 2>/dev/null) || return 1
     sed -n 's/^127\.0\.0\.1:[0-9]* (id: \([0-9]*\) rack.*/\1/p' <<<"$out" | sort -u
 }
@@ -411,8 +429,8 @@ metadata_brokers() {
 # loaded coordinator (this creates the transaction state log the first time) and
 # DescribeTransactions answered, with "not found" for this never used id
 txn_coordinator_answers() {
-    local size=$1 out
-    out=$(tool_java_within 30 org.apache.kafka.tools.TransactionsCommand \
+    local size=$1 deadline=$2 out
+    out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.TransactionsCommand \
         --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" describe --transactional-id "$readiness_txn_id" 2>&1) && return 0
     [[ $out == *TransactionalIdNotFound* || $out == *"ID could not be found"* ]]
 }
@@ -430,10 +448,10 @@ fail_start() {
     exit 1
 }
 
-# wait until the nodes answer on their broker port, the metadata lists `want` brokers and,
-# unless `nodes_only`, the transaction coordinator answers
+# wait until the given nodes answer on their broker port and the metadata lists them; with
+# mode `full` also until the transaction coordinator answers
 wait_ready() {
-    local size=$1 deadline=$2 mode=$3 i brokers missing all=() waited
+    local size=$1 deadline=$2 mode=$3 i brokers missing all=()
     shift 3
     local want=("$@")
     for ((i = 1; i <= size; i++)); do all+=("$i"); done
@@ -446,7 +464,7 @@ wait_ready() {
     done
     log "broker ports answer; waiting for the metadata to list broker(s) ${want[*]}"
     while :; do
-        brokers=$(metadata_brokers "$size" || true)
+        brokers=$(metadata_brokers "$size" "$deadline" || true)
         missing=()
         for i in "${want[@]}"; do
             grep -qx "$i" <<<"$brokers" || missing+=("$i")
@@ -460,13 +478,11 @@ wait_ready() {
     done
     [[ $mode == full ]] || return 0
     log "metadata lists broker(s) ${want[*]}; waiting for the transaction coordinator"
-    waited=0
-    until txn_coordinator_answers "$size"; do
+    until txn_coordinator_answers "$size" "$deadline"; do
         for i in "${all[@]}"; do
             node_pid "$size" "$i" >/dev/null || fail_start "$size" "node $i of cluster $size exited while starting" "$i"
         done
         (($(now_ms) < deadline)) || fail_start "$size" "the transaction coordinator of cluster $size did not answer within ${start_timeout}s" "${all[@]}"
-        waited=$((waited + 1))
         sleep 0.5
     done
 }
@@ -520,29 +536,33 @@ cmd_start() {
 }
 
 cmd_stop() {
-    local sizes=("$@") size i nodes
+    local sizes=("$@") size
     if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    for size in "${sizes[@]}"; do check_size "$size"; done
     for size in "${sizes[@]}"; do
-        check_size "$size"
         [[ -d $(cluster_dir "$size") ]] || continue
         lock_cluster "$size"
-        nodes=()
-        for ((i = 1; i <= size; i++)); do nodes+=("$i"); done
-        stop_nodes "$size" "${nodes[@]}"
-        log "cluster $size stopped"
+        stop_cluster "$size"
     done
+}
+
+stop_cluster() {
+    local size=$1 i nodes=()
+    for ((i = 1; i <= size; i++)); do nodes+=("$i"); done
+    stop_nodes "$size" "${nodes[@]}"
+    log "cluster $size stopped"
 }
 
 cmd_clean() {
     local sizes=("$@") size
     if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
     for size in "${sizes[@]}"; do check_size "$size"; done
-    cmd_stop "${sizes[@]}"
     for size in "${sizes[@]}"; do
-        if [[ -d $(cluster_dir "$size") ]]; then
-            rm -rf "$(cluster_dir "$size")"
-            log "deleted the data of cluster $size"
-        fi
+        [[ -d $(cluster_dir "$size") ]] || continue
+        lock_cluster "$size"
+        stop_cluster "$size"
+        rm -rf "$(cluster_dir "$size")"
+        log "deleted the data of cluster $size"
     done
 }
 
@@ -571,6 +591,8 @@ cmd_status() {
         done
         if ((up == size)); then
             state=running
+        elif [[ ! -f $(cluster_dir "$size")/cluster.id ]]; then
+            state="not created"
         elif ((up == 0)); then
             state=stopped
         else
