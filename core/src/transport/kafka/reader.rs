@@ -102,12 +102,16 @@ impl PartitionReader {
         })
     }
 
-    fn assign(&mut self, offset: i64) -> Result<()> {
+    /// Points the consumer at `offset`. librdkafka's assign waits for its
+    /// main thread, so it runs on the blocking pool.
+    async fn assign(&mut self, offset: i64) -> Result<()> {
         let mut tpl = TopicPartitionList::with_capacity(1);
         tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
             .map_err(|e| kafka_error("assigning the state partition", e))?;
-        self.consumer
-            .assign(&tpl)
+        let c = Arc::clone(&self.consumer);
+        self.next = None;
+        run_blocking(move || c.assign(&tpl))
+            .await?
             .map_err(|e| kafka_error("assigning the state partition", e))?;
         self.next = Some(offset);
         Ok(())
@@ -184,13 +188,24 @@ impl PartitionReader {
         }
     }
 
+    /// The consumer's position: the offset after the last record it handed
+    /// out or skipped (transaction markers, aborted records). Read after an
+    /// end-of-partition event, it is the last stable offset of that fetch.
+    fn position(&self) -> Option<i64> {
+        let tpl = self.consumer.position().ok()?;
+        match tpl.find_partition(&self.topic, self.partition)?.offset() {
+            Offset::Offset(o) if o >= 0 => Some(o),
+            _ => None,
+        }
+    }
+
     /// Every committed record from the first offset to the last stable offset.
     pub(crate) async fn read_all(&mut self) -> Result<Vec<Record>> {
         let (low, high) = self.watermarks().await?;
         if high <= low {
             return Ok(Vec::new());
         }
-        self.assign(low)?;
+        self.assign(low).await?;
         let deadline = Instant::now() + self.timeout;
         let mut records = Vec::new();
         let mut next = low;
@@ -217,7 +232,7 @@ impl PartitionReader {
                     }
                 }
                 Got::Eof => {
-                    next = next.max(high);
+                    next = next.max(high).max(self.position().unwrap_or(next));
                     break;
                 }
             }
@@ -234,7 +249,7 @@ impl PartitionReader {
             )));
         }
         if self.next != Some(from) {
-            self.assign(from)?;
+            self.assign(from).await?;
         }
         let mut records = Vec::new();
         let mut next = from;
@@ -251,7 +266,9 @@ impl PartitionReader {
                         records.push(r);
                         break;
                     }
-                    Got::Eof => continue,
+                    // Nothing new yet; the position may have moved past
+                    // transaction markers and aborted records.
+                    Got::Eof => next = next.max(self.position().unwrap_or(next)),
                 },
             }
         }
@@ -263,7 +280,10 @@ impl PartitionReader {
                         next = r.offset + 1;
                         records.push(r);
                     }
-                    Got::Eof => break,
+                    Got::Eof => {
+                        next = next.max(self.position().unwrap_or(next));
+                        break;
+                    }
                 }
             }
         }
