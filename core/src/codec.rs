@@ -432,9 +432,76 @@ impl KeyRef<'_> {
     }
 }
 
-/// Decodes and checks a key without copying its strings (the same checks, in
-/// the same order, as [`decode_key`]).
-pub(crate) fn decode_key_ref(data: &[u8]) -> Result<KeyRef<'_>, FormatError> {
+// The decoders run a fast path first: it accepts exactly the valid encodings
+// (version 0, kind 0 or 1, non-empty role, member by kind, non-empty value
+// member, UTF-8, exact length) with a few straight-line checks, and gives up on
+// anything else. Only then does the checked path below run, which reads field
+// by field and names the first failure. Both accept the same set of inputs (a
+// unit test mutates every byte of valid encodings to compare them), so the
+// fast path changes the speed and never the answer.
+
+/// A string at the front of `data`: its length is positive (or zero when
+/// `allow_empty`), its bytes are present and UTF-8. Returns it and the rest.
+#[inline]
+fn fast_str(data: &[u8], allow_empty: bool) -> Option<(&str, &[u8])> {
+    let (len, rest) = data.split_first_chunk::<2>()?;
+    let len = i16::from_be_bytes(*len);
+    if len < 0 || (len == 0 && !allow_empty) {
+        return None;
+    }
+    let (s, rest) = rest.split_at_checked(len as usize)?;
+    Some((std::str::from_utf8(s).ok()?, rest))
+}
+
+/// A value: version 0, a non-empty member, then exactly `N` bytes.
+#[inline]
+fn fast_value<const N: usize>(data: &[u8]) -> Option<(&str, &[u8; N])> {
+    let ([0, 0], rest) = data.split_first_chunk::<2>()? else {
+        return None;
+    };
+    let (member, rest) = fast_str(rest, false)?;
+    Some((member, rest.try_into().ok()?))
+}
+
+#[inline]
+fn fast_key(data: &[u8]) -> Option<KeyRef<'_>> {
+    let ([0, 0, 0, code], rest) = data.split_first_chunk::<4>()? else {
+        return None;
+    };
+    let kind = KeyKind::from_code(i16::from(*code))?;
+    let (role, rest) = fast_str(rest, false)?;
+    let (member, rest) = fast_str(rest, kind == KeyKind::Lease)?;
+    let member_ok = match kind {
+        KeyKind::Registration => true, // non-empty, checked by fast_str
+        KeyKind::Lease => member.is_empty(),
+    };
+    (member_ok && rest.is_empty()).then_some(KeyRef { kind, role, member })
+}
+
+#[inline]
+fn fast_registration(data: &[u8]) -> Option<(&str, i64)> {
+    let (member, at) = fast_value::<8>(data)?;
+    Some((member, i64::from_be_bytes(*at)))
+}
+
+#[inline]
+fn fast_lease(data: &[u8]) -> Option<(&str, FencingToken, i64, i64)> {
+    let (member, t) = fast_value::<26>(data)?;
+    let (id, t) = t.split_first_chunk::<8>()?;
+    let (epoch, t) = t.split_first_chunk::<2>()?;
+    let (granted_at, deadline) = t.split_first_chunk::<8>()?;
+    let deadline: &[u8; 8] = deadline.try_into().ok()?;
+    Some((
+        member,
+        FencingToken::new(i64::from_be_bytes(*id), i16::from_be_bytes(*epoch)),
+        i64::from_be_bytes(*granted_at),
+        i64::from_be_bytes(*deadline),
+    ))
+}
+
+/// The checked path of a key: field by field, naming the first failure.
+#[cold]
+fn checked_key(data: &[u8]) -> Result<KeyRef<'_>, FormatError> {
     let mut r = Reader::new(Part::Key, data);
     r.version()?;
     let code = r.i16("kind")?;
@@ -462,26 +529,18 @@ pub(crate) fn decode_key_ref(data: &[u8]) -> Result<KeyRef<'_>, FormatError> {
     Ok(KeyRef { kind, role, member })
 }
 
-/// Decodes a key.
-pub fn decode_key(data: &[u8]) -> Result<Key, FormatError> {
-    decode_key_ref(data).map(KeyRef::to_key)
-}
-
-/// Decodes a registration value.
-pub fn decode_registration(data: &[u8]) -> Result<Registration, FormatError> {
+#[cold]
+fn checked_registration(data: &[u8]) -> Result<(&str, i64), FormatError> {
     let mut r = Reader::new(Part::RegistrationValue, data);
     r.version()?;
     let member = r.non_empty_str("member", "registration value")?;
     let registered_at = r.i64("registered_at")?;
     r.finish("registered_at")?;
-    Ok(Registration {
-        member: member.to_owned(),
-        registered_at,
-    })
+    Ok((member, registered_at))
 }
 
-/// Decodes a lease value.
-pub fn decode_lease(data: &[u8]) -> Result<Lease, FormatError> {
+#[cold]
+fn checked_lease(data: &[u8]) -> Result<(&str, FencingToken, i64, i64), FormatError> {
     let mut r = Reader::new(Part::LeaseValue, data);
     r.version()?;
     let member = r.non_empty_str("member", "lease value")?;
@@ -490,12 +549,50 @@ pub fn decode_lease(data: &[u8]) -> Result<Lease, FormatError> {
     let granted_at = r.i64("granted_at")?;
     let deadline = r.i64("deadline")?;
     r.finish("deadline")?;
+    Ok((
+        member,
+        FencingToken::new(producer_id, producer_epoch),
+        granted_at,
+        deadline,
+    ))
+}
+
+/// Decodes and checks a key without copying its strings (the same checks, in
+/// the same order, as [`decode_key`]).
+#[inline]
+pub(crate) fn decode_key_ref(data: &[u8]) -> Result<KeyRef<'_>, FormatError> {
+    match fast_key(data) {
+        Some(k) => Ok(k),
+        None => checked_key(data),
+    }
+}
+
+/// Decodes a key.
+pub fn decode_key(data: &[u8]) -> Result<Key, FormatError> {
+    decode_key_ref(data).map(KeyRef::to_key)
+}
+
+/// Decodes a registration value.
+pub fn decode_registration(data: &[u8]) -> Result<Registration, FormatError> {
+    let (member, registered_at) = match fast_registration(data) {
+        Some(v) => v,
+        None => checked_registration(data)?,
+    };
+    Ok(Registration {
+        member: member.to_owned(),
+        registered_at,
+    })
+}
+
+/// Decodes a lease value.
+pub fn decode_lease(data: &[u8]) -> Result<Lease, FormatError> {
+    let (member, token, granted_at, deadline) = match fast_lease(data) {
+        Some(v) => v,
+        None => checked_lease(data)?,
+    };
     Ok(Lease {
         member: member.to_owned(),
-        token: FencingToken {
-            producer_id,
-            producer_epoch,
-        },
+        token,
         granted_at,
         deadline,
     })
@@ -866,6 +963,76 @@ mod tests {
         encode_lease_into(&lease(), &mut buf).unwrap();
         assert_eq!(&buf[..3], &[1, 2, 3]);
         assert_eq!(decode_lease(&buf[3..]).unwrap(), lease());
+    }
+
+    /// Every single-byte change (and every cut) of valid encodings: the fast
+    /// path accepts exactly what the checked path accepts, with the same fields.
+    #[test]
+    fn fast_and_checked_paths_accept_the_same_inputs() {
+        let keys = [
+            encode_key(&Key::registration("r", "m")).unwrap(),
+            encode_key(&Key::registration("rôle", "🦀")).unwrap(),
+            encode_key(&Key::lease("role")).unwrap(),
+            key_bytes(0, 1, b"r", b""),
+        ];
+        let regs = [encode_registration(&Registration {
+            member: "mé".into(),
+            registered_at: -7,
+        })
+        .unwrap()];
+        let leases = [encode_lease(&lease()).unwrap()];
+        let mut inputs = Vec::new();
+        for good in keys.iter().chain(&regs).chain(&leases) {
+            for i in 0..good.len() {
+                inputs.push(good[..i].to_vec());
+                for v in 0..=255u8 {
+                    let mut b = good.clone();
+                    b[i] = v;
+                    inputs.push(b);
+                }
+            }
+            let mut longer = good.clone();
+            longer.push(0);
+            inputs.push(longer);
+        }
+        let (mut accepted, mut refused) = (0, 0);
+        for b in &inputs {
+            let (f, c) = (fast_key(b), checked_key(b));
+            assert_eq!(
+                f.is_some(),
+                c.is_ok(),
+                "key {b:?}: fast {f:?}, checked {c:?}"
+            );
+            if let Some(f) = f {
+                assert_eq!(Ok(f), c);
+            }
+            let (f, c) = (fast_registration(b), checked_registration(b));
+            assert_eq!(
+                f.is_some(),
+                c.is_ok(),
+                "registration {b:?}: fast {f:?}, checked {c:?}"
+            );
+            if let Some(f) = f {
+                assert_eq!(Ok(f), c);
+            }
+            let (f, c) = (fast_lease(b), checked_lease(b));
+            assert_eq!(
+                f.is_some(),
+                c.is_ok(),
+                "lease {b:?}: fast {f:?}, checked {c:?}"
+            );
+            if let Some(f) = f {
+                assert_eq!(Ok(f), c);
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        // Both outcomes occur, so the comparison covers both.
+        assert!(
+            accepted > 100 && refused > 100,
+            "{accepted} accepted, {refused} refused"
+        );
     }
 
     #[test]
