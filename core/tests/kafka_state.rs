@@ -200,6 +200,22 @@ async fn null_and_empty_values_read_back_as_written() {
             },
         ]
     );
+    // A poll past the end of the log is refused (no silent jump), and the
+    // reader recovers.
+    let e = t
+        .poll_partition(0, 1_000_000, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, krabka_coordination::Error::InvalidArgument(_)),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("1000000"), "{e}");
+    let again = t
+        .poll_partition(0, b, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(again.records.first().map(|r| r.offset), Some(b));
     // An empty partition reads as nothing, and a missing one is refused.
     let (empty, _) = private_transport("values-empty", 2).await;
     assert_eq!(empty.read_partition(1).await.unwrap(), Vec::new());

@@ -255,61 +255,77 @@ impl KafkaTransport {
         let Some(slot) = self.existing_role(role) else {
             return Err(Self::no_epoch(role, what));
         };
-        let mut guard = slot.lock().await;
-        let Some(producer) = guard.as_mut() else {
+        let mut guard = slot.lock_owned().await;
+        if guard.is_none() {
             return Err(Self::no_epoch(role, what));
-        };
-        let timeout = self.config.operation_timeout();
-        match producer
-            .transact(role, what, records, leave_open, timeout)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(Outcome::Keep(e)) => Err(e),
-            Err(Outcome::Drop(e)) => {
-                if let Some(p) = guard.take() {
-                    tracing::info!(role, token = %p.token, error = %e, "dropping the role's producer");
-                    drop_off_thread(p);
-                }
-                Err(e)
-            }
         }
+        let timeout = self.config.operation_timeout();
+        let (role, what) = (role.to_owned(), what.to_owned());
+        // The transaction runs in its own task, holding the role's lock, so a
+        // caller that stops waiting never leaves it half done: librdkafka's
+        // transaction state and ours stay in step.
+        let task = tokio::spawn(async move {
+            let producer = guard.as_mut().expect("checked above, under the same lock");
+            match producer
+                .transact(&role, &what, records, leave_open, timeout)
+                .await
+            {
+                Ok(()) => Ok(()),
+                Err(Outcome::Keep(e)) => Err(e),
+                Err(Outcome::Drop(e)) => {
+                    if let Some(p) = guard.take() {
+                        tracing::info!(role, token = %p.token, error = %e, "dropping the role's producer");
+                        drop_off_thread(p);
+                    }
+                    Err(e)
+                }
+            }
+        });
+        task.await
+            .map_err(|e| Error::fatal("a lease transaction task", e.to_string()))?
     }
+}
 
-    async fn build_lease_producer(&self, role: &str, lease_ms: u64) -> Result<Producer> {
-        let mut cc = self
-            .config
-            .client_config(&format!("{}-lease", self.client_suffix));
-        if self.config.get("partitioner").is_none() {
-            cc.set("partitioner", "murmur2_random");
-        }
-        cc.set("transactional.id", role);
-        cc.set("transaction.timeout.ms", lease_ms.to_string());
-        cc.set("enable.idempotence", "true");
-        cc.set("acks", "all");
-        cc.set("allow.auto.create.topics", "false");
-        let timeout = self.config.operation_timeout();
-        let role_owned = role.to_owned();
-        run_blocking(move || -> Result<Producer> {
-            let producer: Producer =
-                cc.create_with_context(TransportContext).map_err(|e| kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e))?;
-            match producer.init_transactions(timeout) {
-                Ok(()) => Ok(producer),
-                Err(e) => {
-                    let context = format!("InitProducerId for role {role_owned:?}");
-                    Err(match &e {
-                        KafkaError::Transaction(t) if t.code() == RDKafkaErrorCode::InvalidTransactionTimeout => {
-                            Error::InvalidArgument(format!(
-                                "{context}: the lease of {lease_ms} ms is over the broker's transaction.max.timeout.ms"
-                            ))
-                        }
-                        _ => kafka_error(&context, e),
-                    })
-                }
-            }
-        })
-        .await?
+/// Builds the lease producer of `role` and calls InitProducerId.
+async fn build_lease_producer(
+    config: &KafkaConfig,
+    client_suffix: &str,
+    role: &str,
+    lease_ms: u64,
+) -> Result<Producer> {
+    let mut cc = config.client_config(&format!("{client_suffix}-lease"));
+    if config.get("partitioner").is_none() {
+        cc.set("partitioner", "murmur2_random");
     }
+    cc.set("transactional.id", role);
+    cc.set("transaction.timeout.ms", lease_ms.to_string());
+    cc.set("enable.idempotence", "true");
+    cc.set("acks", "all");
+    cc.set("allow.auto.create.topics", "false");
+    let timeout = config.operation_timeout();
+    let role_owned = role.to_owned();
+    run_blocking(move || -> Result<Producer> {
+        let producer: Producer = cc.create_with_context(TransportContext).map_err(|e| {
+            kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e)
+        })?;
+        match producer.init_transactions(timeout) {
+            Ok(()) => Ok(producer),
+            Err(e) => {
+                let context = format!("InitProducerId for role {role_owned:?}");
+                Err(match &e {
+                    KafkaError::Transaction(t)
+                        if t.code() == RDKafkaErrorCode::InvalidTransactionTimeout =>
+                    {
+                        Error::InvalidArgument(format!(
+                            "{context}: the lease of {lease_ms} ms is over the broker's transaction.max.timeout.ms"
+                        ))
+                    }
+                    _ => kafka_error(&context, e),
+                })
+            }
+        }
+    })
+    .await?
 }
 
 impl Drop for KafkaTransport {
@@ -372,33 +388,46 @@ impl Coordinator for KafkaTransport {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
         let slot = self.role_slot(role);
-        let mut guard = slot.lock().await;
-        if let Some(old) = guard.take() {
-            drop_off_thread(old);
-        }
-        let producer = self.build_lease_producer(role, lease_ms).await?;
-        // No getter for the minted (producer id, epoch): ask the coordinator.
-        let token = match self.describe.describe_transaction(role).await {
-            Ok(Some(d)) => d.token,
-            Ok(None) => {
-                drop_off_thread(producer);
-                return Err(Error::transient(
-                    format!("acquire_epoch for role {role:?}"),
-                    "the coordinator does not know the transactional id right after InitProducerId",
-                ));
+        let mut guard = slot.lock_owned().await;
+        let (config, suffix, describe) = (
+            self.config.clone(),
+            self.client_suffix.clone(),
+            self.describe.clone(),
+        );
+        let role = role.to_owned();
+        // Its own task, holding the role's lock: a caller that stops waiting
+        // neither leaves a half-built producer nor drops one on a worker
+        // thread. (The acquire then completes; `release` lets go of it.)
+        let task = tokio::spawn(async move {
+            if let Some(old) = guard.take() {
+                drop_off_thread(old);
             }
-            Err(e) => {
-                drop_off_thread(producer);
-                return Err(e);
-            }
-        };
-        tracing::debug!(role, %token, "epoch minted");
-        *guard = Some(LeaseProducer {
-            producer,
-            token,
-            state: TxnState::Idle,
+            let producer = build_lease_producer(&config, &suffix, &role, lease_ms).await?;
+            // No getter for the minted (producer id, epoch): ask the coordinator.
+            let token = match describe.describe_transaction(&role).await {
+                Ok(Some(d)) => d.token,
+                Ok(None) => {
+                    drop_off_thread(producer);
+                    return Err(Error::transient(
+                        format!("acquire_epoch for role {role:?}"),
+                        "the coordinator does not know the transactional id right after InitProducerId",
+                    ));
+                }
+                Err(e) => {
+                    drop_off_thread(producer);
+                    return Err(e);
+                }
+            };
+            tracing::debug!(role, %token, "epoch minted");
+            *guard = Some(LeaseProducer {
+                producer,
+                token,
+                state: TxnState::Idle,
+            });
+            Ok(token)
         });
-        Ok(token)
+        task.await
+            .map_err(|e| Error::fatal("an acquire_epoch task", e.to_string()))?
     }
 
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {

@@ -49,6 +49,8 @@ pub(crate) struct PartitionReader {
     partition: i32,
     /// The offset the consumer continues from, when it is positioned.
     next: Option<i64>,
+    /// The offset of the last assign (for error messages).
+    assigned: i64,
     timeout: Duration,
 }
 
@@ -98,6 +100,7 @@ impl PartitionReader {
             topic: config.state_topic().to_owned(),
             partition,
             next: None,
+            assigned: -1,
             timeout: config.operation_timeout(),
         })
     }
@@ -109,11 +112,10 @@ impl PartitionReader {
         tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
             .map_err(|e| kafka_error("assigning the state partition", e))?;
         let c = Arc::clone(&self.consumer);
-        self.next = None;
+        self.assigned = offset;
         run_blocking(move || c.assign(&tpl))
             .await?
             .map_err(|e| kafka_error("assigning the state partition", e))?;
-        self.next = Some(offset);
         Ok(())
     }
 
@@ -140,9 +142,7 @@ impl PartitionReader {
             Some(RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange) => {
                 Error::InvalidArgument(format!(
                     "{context}: offset {} is outside partition {}/{}",
-                    self.next.unwrap_or(-1),
-                    self.topic,
-                    self.partition
+                    self.assigned, self.topic, self.partition
                 ))
             }
             _ => kafka_error(&context, e),
@@ -205,6 +205,7 @@ impl PartitionReader {
         if high <= low {
             return Ok(Vec::new());
         }
+        self.next = None;
         self.assign(low).await?;
         let deadline = Instant::now() + self.timeout;
         let mut records = Vec::new();
@@ -248,7 +249,10 @@ impl PartitionReader {
                 "poll offset must not be negative, got {from}"
             )));
         }
-        if self.next != Some(from) {
+        // Where the consumer stands is unknown until this call ends (it may
+        // be cancelled half way): the next call then seeks.
+        let continuing = self.next.take() == Some(from);
+        if !continuing {
             self.assign(from).await?;
         }
         let mut records = Vec::new();
