@@ -95,11 +95,12 @@ impl KafkaConfig {
     }
 
     /// Sets how long a state consumer's fetch request waits at the broker for
-    /// new records (`fetch.wait.max.ms`, default 25 ms). It bounds how late a
+    /// new records (`fetch.wait.max.ms`, default 25 ms). The broker answers a
+    /// waiting fetch as soon as a commit moves the last stable offset, so a
     /// standby polling with [`crate::transport::StateReader::poll_partition`]
-    /// learns of a commit, at the cost of one fetch request per wait while the
-    /// partition is quiet. A `fetch.wait.max.ms` given with
-    /// [`KafkaConfig::set`] overrides it.
+    /// learns of a commit within milliseconds whatever the wait; the wait
+    /// sets the cost of a quiet partition, one fetch request per wait. A
+    /// `fetch.wait.max.ms` given with [`KafkaConfig::set`] overrides it.
     pub fn with_fetch_wait(mut self, wait: Duration) -> Self {
         self.fetch_wait = wait;
         self

@@ -45,8 +45,12 @@
 //!   the broker for at most `fetch.wait.max.ms`
 //!   ([`KafkaConfig::with_fetch_wait`], 25 ms by default). The broker answers
 //!   early when a commit moves the last stable offset, so the wake-up latency
-//!   of `poll_partition` after a commit is a few milliseconds; the wait only
-//!   sets how many empty fetches a quiet partition costs.
+//!   of `poll_partition` after a commit is a few milliseconds (measured on a
+//!   local Kafka 4.1: about 2 ms after the writer's ack, the same with a
+//!   25 ms, 500 ms and 2 s wait). The wait mostly sets how many empty fetches
+//!   a quiet partition costs: one per wait and member; raise it to cut that
+//!   traffic. It is also the longest a read waits at an end it cannot see
+//!   early (none was observed in the tests).
 //! * **Operation timeout** ([`KafkaConfig::with_operation_timeout`], 30 s):
 //!   the budget of InitProducerId, commit, abort, a read to the last stable
 //!   offset, a describe with its retries.
