@@ -237,12 +237,17 @@ async fn aborted_and_crashed_writes_never_appear() {
     let t = transport("aborts").await;
     let cfg = config(&bootstrap());
 
-    // 1. A transaction that aborts: the second record names a partition the
-    //    topic does not have, the send fails and the transaction is aborted.
+    // 1. A transaction that aborts: its first record is written to the log
+    //    (the open transaction's send is acknowledged), then a record for a
+    //    partition the topic does not have fails the send and the
+    //    transaction is aborted.
     let role = unique("abort");
     let p = partition_of(&role);
     let token = t.acquire_epoch(&role, LEASE).await.unwrap();
     let doomed = lease_value("m", token, 100);
+    t.write_lease_uncommitted(&role, p, lease_key(&role), Some(doomed.clone()))
+        .await
+        .unwrap();
     let rec = |partition: i32, value: Vec<u8>| OutRecord {
         topic: cfg.state_topic().to_owned(),
         partition: Some(partition),
@@ -254,7 +259,7 @@ async fn aborted_and_crashed_writes_never_appear() {
         .write_guarded(
             &role,
             vec![
-                rec(p, doomed.clone()),
+                rec(p, lease_value("m", token, 99)),
                 rec(STATE_PARTITIONS + 7, b"x".to_vec()),
             ],
         )
@@ -279,6 +284,12 @@ async fn aborted_and_crashed_writes_never_appear() {
     assert!(
         !has_value(&records, &doomed),
         "the aborted lease must never be visible"
+    );
+    assert!(!has_value(&records, &lease_value("m", token, 99)));
+    let raw = read_uncommitted(&bootstrap(), cfg.state_topic(), p).await;
+    assert!(
+        has_value(&raw, &doomed),
+        "the aborted lease is in the log; read_committed hides it"
     );
 
     // 2. A writer process killed with SIGKILL in the middle of a transaction.
@@ -320,6 +331,11 @@ async fn aborted_and_crashed_writes_never_appear() {
     assert!(
         has_value(&records, &committed),
         "the killed writer's committed lease is visible"
+    );
+    let raw = read_uncommitted(&bootstrap(), cfg.state_topic(), p2).await;
+    assert!(
+        has_value(&raw, &open),
+        "the killed writer's open lease is in the log; read_committed hides it"
     );
     assert!(
         !has_value(&records, &open),
@@ -416,6 +432,11 @@ async fn a_holder_stalled_past_its_transaction_timeout_is_fenced() {
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     assert_eq!(t.held(&role).await, None);
+    let raw = read_uncommitted(&bootstrap(), config(&bootstrap()).state_topic(), p).await;
+    assert!(
+        has_value(&raw, &stalled),
+        "the stalled record is in the log"
+    );
     let records = t.read_partition(p).await.unwrap();
     assert!(
         !has_value(&records, &stalled),
@@ -499,6 +520,11 @@ async fn a_crashed_holder_is_replaced() {
     assert!(
         has_value(&records, &lease_value("old", old, 1)),
         "the dead holder's committed lease is visible"
+    );
+    let raw = read_uncommitted(&bootstrap(), config(&bootstrap()).state_topic(), p).await;
+    assert!(
+        has_value(&raw, &lease_value("old", old, 2)),
+        "the dead holder's open lease is in the log; read_committed hides it"
     );
     assert!(
         !has_value(&records, &lease_value("old", old, 2)),

@@ -320,3 +320,58 @@ pub fn reg_value(member: &str, registered_at: i64) -> Vec<u8> {
 pub fn partition_of(role: &str) -> i32 {
     krabka_coordination::role_partition(role, STATE_PARTITIONS).expect("role partition")
 }
+
+/// Every record of `topic`/`partition` up to the high watermark, read with
+/// `isolation.level = read_uncommitted`: aborted and open records included.
+/// The tests use it to show that a record the transport never returns is
+/// really in the log.
+pub async fn read_uncommitted(bootstrap: &str, topic: &str, partition: i32) -> Vec<Record> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::Message;
+    let (bootstrap, topic) = (bootstrap.to_owned(), topic.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let c: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", "krabka-test-uncommitted")
+            .set("isolation.level", "read_uncommitted")
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let (low, high) = c
+            .fetch_watermarks(&topic, partition, Duration::from_secs(10))
+            .expect("watermarks");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, partition, rdkafka::Offset::Offset(low))
+            .unwrap();
+        c.assign(&tpl).expect("assign");
+        let mut out = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut next = low;
+        while next < high && Instant::now() < deadline {
+            match c.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => {
+                    next = m.offset() + 1;
+                    out.push(Record {
+                        offset: m.offset(),
+                        key: m.key().map(<[u8]>::to_vec).unwrap_or_default(),
+                        value: m.payload().map(<[u8]>::to_vec),
+                    });
+                }
+                Some(Err(e)) => panic!("read_uncommitted: {e}"),
+                None => {
+                    // Only markers may be left below the high watermark.
+                    if let Ok(pos) = c.position() {
+                        if let Some(rdkafka::Offset::Offset(o)) =
+                            pos.find_partition(&topic, partition).map(|e| e.offset())
+                        {
+                            next = next.max(o);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    })
+    .await
+    .expect("read_uncommitted task")
+}
