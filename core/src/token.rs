@@ -7,7 +7,11 @@
 //! id with epoch 0**. A comparison of the epoch alone would then rank the new
 //! leader (epoch 0) below every stale writer of the old producer id, and accept
 //! a stale writer after about 32000 leadership changes. [`FencingToken`] orders
-//! by producer id first and only then by epoch.
+//! by producer id first and only then by epoch, both as signed integers.
+//!
+//! The order is part of the cross-port contract: `golden/tokens.json` lists
+//! pairs of tokens and their order (rotation, equality, [`NO_EPOCH`], negative
+//! ids, the extremes of both fields), and every port asserts it.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -27,12 +31,18 @@ pub struct FencingToken {
 
 /// The token of a role that no member has taken: producer id -1, epoch -1.
 /// It ranks below every minted token (minted ids and epochs are never negative).
-pub const NO_EPOCH: FencingToken = FencingToken { producer_id: -1, producer_epoch: -1 };
+pub const NO_EPOCH: FencingToken = FencingToken {
+    producer_id: -1,
+    producer_epoch: -1,
+};
 
 impl FencingToken {
     /// A token of the given producer id and epoch.
     pub const fn new(producer_id: i64, producer_epoch: i16) -> Self {
-        FencingToken { producer_id, producer_epoch }
+        FencingToken {
+            producer_id,
+            producer_epoch,
+        }
     }
 
     /// True for [`NO_EPOCH`].
@@ -82,6 +92,50 @@ mod tests {
         assert!(new > old);
         // The wrong, epoch-only comparison would say the opposite.
         assert!(new.producer_epoch < old.producer_epoch);
+    }
+
+    #[test]
+    fn orders_signed_producer_id_first_then_epoch() {
+        let t = FencingToken::new;
+        let mut tokens = vec![
+            t(1, 0),
+            t(-2, 9),
+            NO_EPOCH,
+            t(-1, 0),
+            t(0, -5),
+            t(0, 3),
+            t(i64::MIN, i16::MAX),
+        ];
+        tokens.sort();
+        assert_eq!(
+            tokens,
+            [
+                t(i64::MIN, i16::MAX),
+                t(-2, 9),
+                NO_EPOCH,
+                t(-1, 0),
+                t(0, -5),
+                t(0, 3),
+                t(1, 0)
+            ]
+        );
+        assert_eq!(t(5, 1).partial_cmp(&t(5, 2)), Some(Ordering::Less));
+        assert_eq!(t(5, 2).max(t(6, i16::MIN)), t(6, i16::MIN));
+    }
+
+    #[test]
+    fn no_epoch_is_exactly_minus_one_minus_one() {
+        assert!(NO_EPOCH.is_no_epoch());
+        assert_eq!((NO_EPOCH.producer_id, NO_EPOCH.producer_epoch), (-1, -1));
+        assert!(!FencingToken::new(-1, 0).is_no_epoch());
+        assert!(!FencingToken::new(0, -1).is_no_epoch());
+    }
+
+    #[test]
+    fn displays_as_id_slash_epoch() {
+        assert_eq!(NO_EPOCH.to_string(), "NoEpoch");
+        assert_eq!(FencingToken::new(7, 32766).to_string(), "7/32766");
+        assert_eq!(FencingToken::new(-4242, -2).to_string(), "-4242/-2");
     }
 
     #[test]
