@@ -260,6 +260,9 @@ stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2
 
     impl<S: tracing::Subscriber> Layer<S> for EventLayer {
         fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+            if event.metadata().target() != "krabka_coordination::leadership" {
+                return;
+            }
             let mut f = Fields::default();
             event.record(&mut f);
             let mut m = f.0;
@@ -620,15 +623,16 @@ stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2
         });
         let stderr_filter =
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-        let events = tracing_subscriber::filter::Targets::new()
-            .with_target("krabka_coordination::leadership", tracing::Level::DEBUG);
+        // The event layer takes no per-layer filter (it picks its events by
+        // target itself): combined with the stderr layer's EnvFilter, a
+        // per-layer filter made it miss the first event of a callsite.
         tracing_subscriber::registry()
+            .with(EventLayer { out: out.clone() })
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_writer(std::io::stderr)
                     .with_filter(stderr_filter),
             )
-            .with(EventLayer { out: out.clone() }.with_filter(events))
             .init();
         out.emit(
             "start",
