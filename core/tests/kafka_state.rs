@@ -251,6 +251,7 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
     let role = "poll-role";
     let token = writer.acquire_epoch(role, LEASE).await.unwrap();
     let mut next = batch.next_offset;
+    let seeks_before = reader.state_seeks();
     let mut append_wake = Vec::new();
     let mut commit_wake = Vec::new();
     let mut after_ack = Vec::new();
@@ -324,6 +325,12 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
     assert!(*append_wake.last().unwrap() < Duration::from_secs(1));
     assert!(*commit_wake.last().unwrap() < Duration::from_secs(1));
 
+    assert_eq!(
+        reader.state_seeks(),
+        seeks_before,
+        "polls that continue from next_offset never reposition the consumer"
+    );
+
     // Polling from an earlier offset re-reads from there, in order.
     let all = reader
         .poll_partition(0, 0, Duration::from_secs(5))
@@ -331,6 +338,11 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
         .unwrap();
     assert!(!all.records.is_empty());
     assert_eq!(all.records[0].offset, 0);
+    assert_eq!(
+        reader.state_seeks(),
+        seeks_before + 1,
+        "a jump back seeks once"
+    );
     assert!(all.records.windows(2).all(|w| w[0].offset < w[1].offset));
     let full = reader.read_partition(0).await.unwrap();
     assert_eq!(full.len(), 20);

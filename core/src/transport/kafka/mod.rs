@@ -64,6 +64,7 @@
 //! pool available.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -121,6 +122,7 @@ pub struct KafkaTransport {
     describe: DescribeClient,
     roles: StdMutex<HashMap<String, RoleSlot>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
+    seeks: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for KafkaTransport {
@@ -169,6 +171,7 @@ impl KafkaTransport {
             describe,
             roles: StdMutex::new(HashMap::new()),
             readers: StdMutex::new(HashMap::new()),
+            seeks: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -180,6 +183,16 @@ impl KafkaTransport {
     /// The transport's DescribeTransactions client.
     pub fn describe_client(&self) -> &DescribeClient {
         &self.describe
+    }
+
+    /// How many times the state consumers of this transport were positioned:
+    /// once per `read_partition`, and once per `poll_partition` whose `from`
+    /// does not continue where the previous call on that partition ended. A
+    /// standby that polls on from each batch's `next_offset` adds none, so
+    /// its steady-state cost grows with new records only. For metrics and
+    /// tests.
+    pub fn state_seeks(&self) -> u64 {
+        self.seeks.load(Ordering::Relaxed)
     }
 
     /// The token this transport minted for `role` and still holds a producer
@@ -451,6 +464,7 @@ impl StateReader for KafkaTransport {
                 &self.config,
                 &self.client_suffix,
                 partition,
+                Arc::clone(&self.seeks),
             )?);
         }
         let reader = guard.as_mut().expect("the reader was just created");
@@ -471,6 +485,7 @@ impl StateReader for KafkaTransport {
                 &self.config,
                 &self.client_suffix,
                 partition,
+                Arc::clone(&self.seeks),
             )?);
         }
         let reader = guard.as_mut().expect("the reader was just created");

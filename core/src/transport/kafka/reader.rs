@@ -24,6 +24,7 @@
 //! answers it as soon as a commit moves the LSO: that is how a standby learns
 //! of a commit promptly.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +52,8 @@ pub(crate) struct PartitionReader {
     next: Option<i64>,
     /// The offset of the last assign (for error messages).
     assigned: i64,
+    /// Counts assigns, shared with the transport.
+    seeks: Arc<AtomicU64>,
     timeout: Duration,
 }
 
@@ -71,7 +74,12 @@ enum Got {
 
 impl PartitionReader {
     /// A reader of `partition` of the state topic. Needs a tokio runtime.
-    pub(crate) fn new(config: &KafkaConfig, client_suffix: &str, partition: i32) -> Result<Self> {
+    pub(crate) fn new(
+        config: &KafkaConfig,
+        client_suffix: &str,
+        partition: i32,
+        seeks: Arc<AtomicU64>,
+    ) -> Result<Self> {
         let mut cc = config.client_config(&format!("{client_suffix}-reader-{partition}"));
         let user_wait = config.get("fetch.wait.max.ms").is_some();
         if !user_wait {
@@ -101,6 +109,7 @@ impl PartitionReader {
             partition,
             next: None,
             assigned: -1,
+            seeks,
             timeout: config.operation_timeout(),
         })
     }
@@ -113,6 +122,7 @@ impl PartitionReader {
             .map_err(|e| kafka_error("assigning the state partition", e))?;
         let c = Arc::clone(&self.consumer);
         self.assigned = offset;
+        self.seeks.fetch_add(1, Ordering::Relaxed);
         run_blocking(move || c.assign(&tpl))
             .await?
             .map_err(|e| kafka_error("assigning the state partition", e))?;
