@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
     match decode_lease(data) {
         Ok(lease) => {
             let again = encode_lease(&lease).expect("a decoded lease encodes");
-            assert_eq!(again, data, "decode_lease then encode_lease changed the bytes");
+            assert_eq!(
+                again, data,
+                "decode_lease then encode_lease changed the bytes"
+            );
         }
         Err(e) => {
             assert_eq!(e.part, Part::LeaseValue);

@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
     match decode_registration(data) {
         Ok(reg) => {
             let again = encode_registration(&reg).expect("a decoded registration encodes");
-            assert_eq!(again, data, "decode_registration then encode_registration changed the bytes");
+            assert_eq!(
+                again, data,
+                "decode_registration then encode_registration changed the bytes"
+            );
         }
         Err(e) => {
             assert_eq!(e.part, Part::RegistrationValue);
