@@ -572,12 +572,29 @@ pub fn decode_key(data: &[u8]) -> Result<Key, FormatError> {
     decode_key_ref(data).map(KeyRef::to_key)
 }
 
+/// Decodes a registration value without copying its member: `(member,
+/// registered_at)`, with the same checks as [`decode_registration`].
+#[inline]
+pub(crate) fn decode_registration_ref(data: &[u8]) -> Result<(&str, i64), FormatError> {
+    match fast_registration(data) {
+        Some(v) => Ok(v),
+        None => checked_registration(data),
+    }
+}
+
+/// Decodes a lease value without copying its member: `(member, token,
+/// granted_at, deadline)`, with the same checks as [`decode_lease`].
+#[inline]
+pub(crate) fn decode_lease_ref(data: &[u8]) -> Result<(&str, FencingToken, i64, i64), FormatError> {
+    match fast_lease(data) {
+        Some(v) => Ok(v),
+        None => checked_lease(data),
+    }
+}
+
 /// Decodes a registration value.
 pub fn decode_registration(data: &[u8]) -> Result<Registration, FormatError> {
-    let (member, registered_at) = match fast_registration(data) {
-        Some(v) => v,
-        None => checked_registration(data)?,
-    };
+    let (member, registered_at) = decode_registration_ref(data)?;
     Ok(Registration {
         member: member.to_owned(),
         registered_at,
@@ -586,10 +603,7 @@ pub fn decode_registration(data: &[u8]) -> Result<Registration, FormatError> {
 
 /// Decodes a lease value.
 pub fn decode_lease(data: &[u8]) -> Result<Lease, FormatError> {
-    let (member, token, granted_at, deadline) = match fast_lease(data) {
-        Some(v) => v,
-        None => checked_lease(data)?,
-    };
+    let (member, token, granted_at, deadline) = decode_lease_ref(data)?;
     Ok(Lease {
         member: member.to_owned(),
         token,

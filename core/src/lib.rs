@@ -54,7 +54,7 @@ pub mod transport;
 pub use clock::{Clock, ManualClock, Sleep, SystemClock};
 pub use codec::{
     decode_key, decode_lease, decode_registration, encode_key, encode_lease, encode_registration,
-    Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
+    is_tombstone, Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
 };
 pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
 pub use error::{EncodeError, Error, FormatError, Part, Result};

@@ -36,9 +36,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::codec::{decode_key_ref, decode_lease, decode_registration, KeyKind, Lease, VERSION};
+use crate::codec::{decode_key_ref, decode_lease_ref, decode_registration_ref, KeyKind, Lease};
 use crate::error::{FormatError, Part};
-use crate::token::FencingToken;
 
 /// One record of `__coordination_state` as the state code sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,14 +157,8 @@ impl RoleState {
                 }
             }
             (KeyKind::Registration, Some(v)) => {
-                let owned;
-                let (member, registered_at) = match registration_ref(v) {
-                    Some(fields) => fields,
-                    None => {
-                        owned = decode_registration(v).map_err(|e| self.locate(offset, e))?;
-                        (owned.member.as_str(), owned.registered_at)
-                    }
-                };
+                let (member, registered_at) =
+                    decode_registration_ref(v).map_err(|e| self.locate(offset, e))?;
                 if member != k.member {
                     return Err(self.locate(
                         offset,
@@ -186,19 +179,8 @@ impl RoleState {
                 }
             }
             (KeyKind::Lease, Some(v)) => {
-                let owned;
-                let (member, token, granted_at, deadline) = match lease_ref(v) {
-                    Some(fields) => fields,
-                    None => {
-                        owned = decode_lease(v).map_err(|e| self.locate(offset, e))?;
-                        (
-                            owned.member.as_str(),
-                            owned.token,
-                            owned.granted_at,
-                            owned.deadline,
-                        )
-                    }
-                };
+                let (member, token, granted_at, deadline) =
+                    decode_lease_ref(v).map_err(|e| self.locate(offset, e))?;
                 match &mut self.lease {
                     // A renewal by the same holder: no allocation.
                     Some(l) if l.member == member => {
@@ -321,145 +303,3 @@ impl RoleState {
     }
 }
 
-// ------------------------------------------------------------ fast paths
-//
-// The happy paths of `decode_registration` and `decode_lease` without
-// allocating the member. Each returns `Some` exactly when the codec's decoder
-// succeeds, with the same fields (a test checks this on valid and mangled
-// values); on `None` the caller runs the codec's decoder, so every error and
-// its message come from the codec.
-
-/// A layout string: an `i16` length, not negative, then that many UTF-8 bytes.
-fn layout_str(b: &[u8]) -> Option<(&str, &[u8])> {
-    let (len, rest) = b.split_first_chunk::<2>()?;
-    let len = usize::try_from(i16::from_be_bytes(*len)).ok()?;
-    let (s, rest) = rest.split_at_checked(len)?;
-    Some((std::str::from_utf8(s).ok()?, rest))
-}
-
-/// The version and the non-empty member that open both value layouts.
-fn value_head(v: &[u8]) -> Option<(&str, &[u8])> {
-    let (version, rest) = v.split_first_chunk::<2>()?;
-    if i16::from_be_bytes(*version) != VERSION {
-        return None;
-    }
-    let (member, rest) = layout_str(rest)?;
-    (!member.is_empty()).then_some((member, rest))
-}
-
-fn registration_ref(v: &[u8]) -> Option<(&str, i64)> {
-    let (member, rest) = value_head(v)?;
-    let registered_at: &[u8; 8] = rest.try_into().ok()?;
-    Some((member, i64::from_be_bytes(*registered_at)))
-}
-
-fn lease_ref(v: &[u8]) -> Option<(&str, FencingToken, i64, i64)> {
-    let (member, rest) = value_head(v)?;
-    let rest: &[u8; 26] = rest.try_into().ok()?;
-    let (pid, rest) = rest.split_first_chunk::<8>()?;
-    let (epoch, rest) = rest.split_first_chunk::<2>()?;
-    let (granted_at, deadline) = rest.split_first_chunk::<8>()?;
-    let deadline: &[u8; 8] = deadline.try_into().ok()?;
-    Some((
-        member,
-        FencingToken::new(i64::from_be_bytes(*pid), i16::from_be_bytes(*epoch)),
-        i64::from_be_bytes(*granted_at),
-        i64::from_be_bytes(*deadline),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::codec::{encode_lease, encode_registration, Registration};
-
-    /// Valid values and every truncation, extension and single-byte change of
-    /// them, plus a few hand-made ones.
-    fn mangled(valid: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let mut out = vec![Vec::new(), vec![0], vec![0, 0], vec![0, 0, 0, 0]];
-        for v in valid {
-            out.push(v.clone());
-            for n in 0..v.len() {
-                out.push(v[..n].to_vec());
-            }
-            for extra in [&[0u8][..], &[1, 2, 3]] {
-                let mut w = v.clone();
-                w.extend_from_slice(extra);
-                out.push(w);
-            }
-            for i in 0..v.len() {
-                for b in [0x00, 0x01, 0x7f, 0x80, 0xc3, 0xff] {
-                    let mut w = v.clone();
-                    w[i] = b;
-                    out.push(w);
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn registration_fast_path_agrees_with_the_codec() {
-        let valid: Vec<Vec<u8>> = ["a", "worker-1", "é"]
-            .iter()
-            .map(|m| {
-                encode_registration(&Registration {
-                    member: (*m).into(),
-                    registered_at: -5,
-                })
-                .unwrap()
-            })
-            .collect();
-        let cases = mangled(&valid);
-        let mut accepted = 0;
-        for v in &cases {
-            let fast = registration_ref(v);
-            match decode_registration(v) {
-                Ok(r) => {
-                    accepted += 1;
-                    assert_eq!(fast, Some((r.member.as_str(), r.registered_at)), "{v:?}");
-                }
-                Err(_) => assert_eq!(fast, None, "{v:?}"),
-            }
-        }
-        assert!(
-            accepted > valid.len(),
-            "the mangling keeps some values valid"
-        );
-        assert!(accepted < cases.len());
-    }
-
-    #[test]
-    fn lease_fast_path_agrees_with_the_codec() {
-        let valid: Vec<Vec<u8>> = ["a", "worker-1", "é"]
-            .iter()
-            .map(|m| {
-                encode_lease(&Lease {
-                    member: (*m).into(),
-                    token: FencingToken::new(7, -1),
-                    granted_at: 1,
-                    deadline: i64::MIN,
-                })
-                .unwrap()
-            })
-            .collect();
-        let cases = mangled(&valid);
-        let mut accepted = 0;
-        for v in &cases {
-            let fast = lease_ref(v);
-            match decode_lease(v) {
-                Ok(l) => {
-                    accepted += 1;
-                    assert_eq!(
-                        fast,
-                        Some((l.member.as_str(), l.token, l.granted_at, l.deadline)),
-                        "{v:?}"
-                    );
-                }
-                Err(_) => assert_eq!(fast, None, "{v:?}"),
-            }
-        }
-        assert!(accepted > valid.len());
-        assert!(accepted < cases.len());
-    }
-}
