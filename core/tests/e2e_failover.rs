@@ -76,10 +76,27 @@ fn now_ms() -> i64 {
 }
 
 /// One test at a time: the bounds asserted here are about Kafka and the
-/// members, not about how many member processes share two cores.
-fn serial() -> MutexGuard<'static, ()> {
+/// members, not about how many member processes share two cores. The guard
+/// prints how long the test held the cluster.
+fn serial() -> Serial {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    Serial {
+        _guard: guard,
+        started: Instant::now(),
+    }
+}
+
+struct Serial {
+    _guard: MutexGuard<'static, ()>,
+    started: Instant,
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        let name = std::thread::current().name().unwrap_or("a test").to_owned();
+        println!("{name}: {:.1} s", self.started.elapsed().as_secs_f64());
+    }
 }
 
 // ------------------------------------------------------------ the binary
@@ -846,7 +863,16 @@ fn resign_hands_over_to_the_next_member_within_one_second() {
         seen_at - asked_at,
         resigned["took_ms"]
     );
-    assert!(handover < 1_000, "hand-over took {handover} ms (bound 1 s)");
+    let challenged = m[1].wait_event("challenging", Duration::from_secs(1));
+    let standby_mint_and_lease =
+        b_elected["t_ms"].as_i64().unwrap() - challenged["t_ms"].as_i64().unwrap();
+    assert!(
+        handover < 1_000,
+        "hand-over took {handover} ms (bound 1 s): a's resign (mint + tombstone + deregister) took {} ms, \
+         b's challenge (mint + first lease) {standby_mint_and_lease} ms. A mint of about 500 ms is \
+         librdkafka's PID timer in a freshly created lease producer (see docs/benchmarks-leadership.md)",
+        resigned["took_ms"]
+    );
     assert!(
         seen_at - asked_at < 1_000 + 200,
         "the third party read b's lease {} ms after the resign",

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Leadership benchmarks on a real Kafka (core/examples/bench_leadership.rs): hand-over,
+# crash failover and describe_leadership. The numbers are recorded, with the machine and
+# the command, in docs/benchmarks-leadership.md.
+#
+#   ci/bench-leadership.sh                         all three on the local 1-node cluster
+#   ci/bench-leadership.sh --only handover --handover-trials 50
+#   ci/bench-leadership.sh --only handover --warm-lease-producer   (prototype, see the doc)
+#
+# Uses KRABKA_BOOTSTRAP when set, else starts (or reuses) the local cluster with
+# ci/kafka.sh and stops it at the end only if this script started it. Each run appends one
+# JSON line of results to target/bench-leadership.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target_dir=${CARGO_TARGET_DIR:-target}
+started=
+cleanup() { if [[ -n $started ]]; then ci/kafka.sh stop 1 || true; fi; }
+trap cleanup EXIT
+if [[ -z ${KRABKA_BOOTSTRAP:-} ]]; then
+    ci/kafka.sh provision >&2
+    if ! ci/kafka.sh status 1 >/dev/null 2>&1; then started=1; fi
+    KRABKA_BOOTSTRAP=$(ci/kafka.sh start 1 | tail -n 1)
+fi
+cargo build --quiet --release -p krabka-coordination --example member --example bench_leadership
+{
+    echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "machine:  $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+    echo "load:     $(cut -d ' ' -f 1-3 /proc/loadavg) (1, 5, 15 min) before the run"
+    echo "kafka:    $KRABKA_BOOTSTRAP"
+    echo "command:  ci/bench-leadership.sh $*"
+    echo
+} >&2
+"$target_dir/release/examples/bench_leadership" --bootstrap "$KRABKA_BOOTSTRAP" \
+    --member-bin "$target_dir/release/examples/member" --json "$target_dir/bench-leadership.jsonl" "$@"
