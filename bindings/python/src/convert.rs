@@ -5,10 +5,23 @@
 //! widths, so every integer argument goes through [`int_field`], which names
 //! the field and its range. Decoder inputs go through [`with_bytes`], which
 //! accepts `bytes` (without copying), `bytearray` and `memoryview`.
+//!
+//! For the leadership API: [`kafka_config`] turns the `kafka` dict into the
+//! core's `KafkaConfig` (every entry passed through unchanged), [`seconds`]
+//! turns a number of seconds into a `Duration`, and [`opt_bytes`] and
+//! [`headers`] take the parts of a guarded record.
 
+use std::time::Duration;
+
+use krabka_coordination::transport::kafka::KafkaConfig;
+use krabka_coordination::Error;
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyMemoryView, PyString,
+};
+
+use crate::error::to_py_err;
 
 /// An integer width of the record layouts.
 pub trait IntField: Sized {
@@ -123,4 +136,133 @@ fn display(value: &Bound<'_, PyAny>) -> String {
         .str()
         .map(|s| s.to_string())
         .unwrap_or_else(|_| "a value of no printable form".to_owned())
+}
+
+/// The `kafka` argument: a dict of librdkafka client settings, handed to the
+/// core as they are. `"bootstrap.servers"` is the bootstrap address of
+/// `KafkaConfig::new`; every other entry goes through `KafkaConfig::set`.
+/// The core checks the values (a missing or empty bootstrap address, a
+/// setting librdkafka refuses, security settings the describe client cannot
+/// honour) and names them.
+///
+/// Keys must be `str`. A value may be a `str`, an `int`, a `float` or a
+/// `bool`: librdkafka reads every setting as a string, so a number is written
+/// in decimal and a bool as `"true"` / `"false"`.
+pub fn kafka_config(kafka: &Bound<'_, PyAny>) -> PyResult<KafkaConfig> {
+    let items = match kafka.cast::<PyDict>() {
+        Ok(dict) => dict.items(),
+        Err(_) => match kafka.cast::<PyMapping>() {
+            Ok(mapping) => mapping.items()?,
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "kafka must be a dict of librdkafka settings (e.g. {{\"bootstrap.servers\": \"host:9092\"}}), got {}",
+                    type_name(kafka)
+                )))
+            }
+        },
+    };
+    let mut config = KafkaConfig::new("");
+    for item in items.iter() {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+        let key = match key.cast::<PyString>() {
+            Ok(k) => k.to_cow()?.into_owned(),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "kafka setting names must be str, got {}",
+                    type_name(&key)
+                )))
+            }
+        };
+        let value = setting_value(&value).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "kafka setting {key:?} must be a str, int, float or bool, got {}",
+                type_name(&value)
+            ))
+        })??;
+        // `set` maps "bootstrap.servers" to the bootstrap address itself.
+        config = config.set(key, value);
+    }
+    Ok(config)
+}
+
+fn setting_value(value: &Bound<'_, PyAny>) -> Option<PyResult<String>> {
+    if let Ok(s) = value.cast::<PyString>() {
+        return Some(s.to_cow().map(|c| c.into_owned()));
+    }
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Some(Ok(if b.is_true() { "true" } else { "false" }.to_owned()));
+    }
+    if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
+        return Some(value.str().map(|s| s.to_string()));
+    }
+    None
+}
+
+/// A duration argument `field` given in seconds. A negative, infinite or NaN
+/// value is refused with `InvalidArgumentError` naming the field and the
+/// value; the core checks the rest (zero, and how the options relate) with
+/// its own messages.
+pub fn seconds(py: Python<'_>, secs: f64, field: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        to_py_err(
+            py,
+            Error::InvalidArgument(format!(
+                "{field} must be a finite, non-negative number of seconds, got {secs}"
+            )),
+        )
+    })
+}
+
+/// An `i32` argument `field` taken as a Python int: an `OverflowError`
+/// naming the field and its range for a value out of range.
+pub fn narrow_i32(value: i64, field: &str) -> PyResult<i32> {
+    i32::try_from(value).map_err(|_| {
+        PyOverflowError::new_err(format!(
+            "{field} does not fit an i32 ({}..={}): got {value}",
+            i32::MIN,
+            i32::MAX
+        ))
+    })
+}
+
+/// An optional bytes argument (`None`, `bytes`, `bytearray`, `memoryview`).
+pub fn opt_bytes(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Vec<u8>>> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => with_bytes(v, field, <[u8]>::to_vec).map(Some),
+    }
+}
+
+/// Record headers: `None`, a dict of `str` to bytes, or an iterable of
+/// `(str, bytes)` pairs (Kafka allows a name more than once).
+pub fn headers(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<u8>)>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let pairs = match value.cast::<PyDict>() {
+        Ok(d) => d.items().into_any(),
+        Err(_) => value.clone(),
+    };
+    let mut out = Vec::new();
+    let iter = pairs.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "headers must be a dict or an iterable of (str, bytes) pairs, got {}",
+            type_name(value)
+        ))
+    })?;
+    for item in iter {
+        let item = item?;
+        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract().ok();
+        let Some((name, data)) = pair else {
+            return Err(PyTypeError::new_err(format!(
+                "a header must be a (str, bytes) pair, got {}",
+                type_name(&item)
+            )));
+        };
+        let name = str_field(&name, "header name")?;
+        let data = with_bytes(&data, "header value", <[u8]>::to_vec)?;
+        out.push((name, data));
+    }
+    Ok(out)
 }

@@ -209,7 +209,13 @@ pub fn encode_error(py: Python<'_>, e: &CoreEncodeError) -> PyErr {
 
 /// Maps an error of the core to its Python exception, with the cause chain.
 pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
-    match &e {
+    error_to_py(py, &e)
+}
+
+/// [`to_py_err`] for an error the caller keeps (a shared one, such as the
+/// reason a leadership ended): the same mapping, by reference.
+pub fn error_to_py(py: Python<'_>, e: &Error) -> PyErr {
+    match e {
         Error::Format(f) => format_error(py, f),
         Error::Encode(f) => encode_error(py, f),
         Error::InvalidArgument(_) => Exc::InvalidArgument.new_err(py, e.to_string()),

@@ -8,6 +8,8 @@
 //! * [`values`]: the value classes (`Key`, `Registration`, `Lease`, `FencingToken`).
 //! * [`functions`]: the codec and partitioning functions.
 //! * [`error`]: the exception classes and the one mapping of core errors.
+//! * [`leadership`]: acquire, hold, write, resign and describe a role's
+//!   leadership on Kafka (asyncio and blocking forms).
 //! * [`runtime`]: the fork-safe tokio runtime for asynchronous calls.
 //! * [`convert`]: argument conversion with messages that name the field.
 #![warn(missing_docs)]
@@ -15,6 +17,7 @@
 pub mod convert;
 pub mod error;
 pub mod functions;
+pub mod leadership;
 pub mod runtime;
 pub mod values;
 
@@ -33,6 +36,14 @@ mod native {
     use crate::functions::{
         decode_key, decode_lease, decode_registration, encode_key, encode_lease,
         encode_registration, murmur2, role_partition,
+    };
+
+    #[pymodule_export]
+    use crate::leadership::{
+        acquire_leadership, acquire_leadership_blocking, describe_leadership,
+        describe_leadership_blocking, describe_role_state, describe_role_state_blocking,
+        ensure_state_topic, ensure_state_topic_blocking, PyLeadership, PyLeadershipStatus,
+        PyOutRecord, PyRoleStateReport, PyRosterEntry, PyTopicReport,
     };
 
     #[pymodule_export]

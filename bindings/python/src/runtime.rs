@@ -42,6 +42,13 @@
 //!   the loop with `call_soon_threadsafe`; cancelling the asyncio future
 //!   aborts the task. Errors of the future map through [`IntoPyErr`] (a core
 //!   `Error` through the one mapping in `error.rs`).
+//!
+//! A future that can wind itself down (an acquire, which must deregister
+//! its member) uses the graceful twins, [`block_on_graceful`] and
+//! [`future_into_py_graceful`]: an interrupt or a cancel then calls a stop
+//! function (the core's cancellation token) instead of aborting the task, and
+//! the blocking form waits, for a bounded grace period, until the future has
+//! finished its clean-up.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -161,6 +168,36 @@ where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
+    wait_blocking(py, fut, None)
+}
+
+/// [`block_on`] for a future that can wind itself down: when a signal handler
+/// raises (Ctrl-C), `on_interrupt` is called (it asks the future to stop,
+/// e.g. by firing the core's cancellation token) and the wait goes on, with
+/// the GIL released, for up to `grace` so that the future can undo what it
+/// did (deregister). Then the handler's exception is raised. Another signal
+/// during the grace period, or the end of it, aborts the task at once.
+pub fn block_on_graceful<F, T>(
+    py: Python<'_>,
+    fut: F,
+    on_interrupt: impl FnOnce(),
+    grace: Duration,
+) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    wait_blocking(py, fut, Some((Box::new(on_interrupt), grace)))
+}
+
+/// What [`block_on_graceful`] does on an interrupt.
+type Graceful<'a> = Option<(Box<dyn FnOnce() + 'a>, Duration)>;
+
+fn wait_blocking<F, T>(py: Python<'_>, fut: F, mut graceful: Graceful<'_>) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(PyRuntimeError::new_err(
             "a blocking krabka_coordination call was made on the runtime's own thread",
@@ -168,19 +205,47 @@ where
     }
     let rt = runtime(py)?;
     let mut task = rt.spawn(fut);
+    // Set once a signal handler raised: the exception to raise and the end
+    // of the grace period.
+    let mut interrupted: Option<(PyErr, std::time::Instant)> = None;
     loop {
         let waited =
             py.detach(|| rt.block_on(async { tokio::time::timeout(SIGNAL_POLL, &mut task).await }));
         match waited {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(join)) if join.is_panic() => {
-                return Err(panic_to_py(join.into_panic()));
-            }
-            Ok(Err(_cancelled)) => return Err(Exc::Cancelled.new_err(py, "the task was cancelled")),
-            Err(_elapsed) => {
-                if let Err(interrupt) = py.check_signals() {
-                    task.abort();
+            Ok(outcome) => {
+                if let Some((interrupt, _)) = interrupted {
+                    // The future wound down (or finished) after the interrupt.
+                    drop(outcome);
                     return Err(interrupt);
+                }
+                return match outcome {
+                    Ok(value) => Ok(value),
+                    Err(join) if join.is_panic() => Err(panic_to_py(join.into_panic())),
+                    Err(_cancelled) => Err(Exc::Cancelled.new_err(py, "the task was cancelled")),
+                };
+            }
+            Err(_elapsed) => {
+                if let Err(signal) = py.check_signals() {
+                    if interrupted.is_some() {
+                        task.abort();
+                        return Err(signal);
+                    }
+                    match graceful.take() {
+                        Some((on_interrupt, grace)) => {
+                            on_interrupt();
+                            interrupted = Some((signal, std::time::Instant::now() + grace));
+                        }
+                        None => {
+                            task.abort();
+                            return Err(signal);
+                        }
+                    }
+                } else if let Some((_, until)) = &interrupted {
+                    if std::time::Instant::now() >= *until {
+                        task.abort();
+                        let (interrupt, _) = interrupted.take().expect("checked above");
+                        return Err(interrupt);
+                    }
                 }
             }
         }
@@ -243,18 +308,23 @@ impl SetOutcome {
     }
 }
 
-/// The done-callback of an asyncio future: aborts the task (the caller's
-/// future) when the asyncio future was cancelled.
+/// The done-callback of an asyncio future: when the asyncio future was
+/// cancelled, aborts the task (the caller's future), or, for a future that
+/// winds itself down, calls its stop function and lets it finish.
 #[pyclass(frozen)]
-struct AbortOnCancel {
+struct OnCancel {
     task: AbortHandle,
+    stop: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 #[pymethods]
-impl AbortOnCancel {
+impl OnCancel {
     fn __call__(&self, future: Bound<'_, PyAny>) -> PyResult<()> {
         if future.call_method0("cancelled")?.is_truthy()? {
-            self.task.abort();
+            match &self.stop {
+                Some(stop) => stop(),
+                None => self.task.abort(),
+            }
         }
         Ok(())
     }
@@ -273,6 +343,36 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: IntoPyErr,
 {
+    spawn_for_asyncio(py, fut, None)
+}
+
+/// [`future_into_py`] for a future that can wind itself down: cancelling the
+/// asyncio future calls `stop` (e.g. fires the core's cancellation token)
+/// instead of aborting the task, so the future undoes what it did
+/// (deregisters) on the runtime. Its outcome is then dropped.
+pub fn future_into_py_graceful<'py, F, T, E>(
+    py: Python<'py>,
+    fut: F,
+    stop: impl Fn() + Send + Sync + 'static,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: IntoPyErr,
+{
+    spawn_for_asyncio(py, fut, Some(Box::new(stop)))
+}
+
+fn spawn_for_asyncio<'py, F, T, E>(
+    py: Python<'py>,
+    fut: F,
+    stop: Option<Box<dyn Fn() + Send + Sync>>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: IntoPyErr,
+{
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
     let future = event_loop.call_method0("create_future")?;
     let setter = Py::new(
@@ -284,8 +384,9 @@ where
     let event_loop = event_loop.unbind();
     let rt = runtime(py)?;
     let inner = rt.spawn(fut);
-    let abort = AbortOnCancel {
+    let on_cancel = OnCancel {
         task: inner.abort_handle(),
+        stop,
     };
     // The outer task waits for the inner one so that a panic of the inner
     // task is caught and delivered like any other outcome.
@@ -311,7 +412,7 @@ where
                 .call_method1("call_soon_threadsafe", (setter, ok, value));
         });
     });
-    future.call_method1("add_done_callback", (Py::new(py, abort)?,))?;
+    future.call_method1("add_done_callback", (Py::new(py, on_cancel)?,))?;
     Ok(future)
 }
 

@@ -1,7 +1,12 @@
-"""Shared fixtures: the golden vectors of the repository.
+"""Shared fixtures: the golden vectors of the repository, and a real Kafka.
 
 The golden files live in ``<repo>/golden``; ``KRABKA_GOLDEN_DIR`` overrides
 the location (for a test run outside the repository).
+
+The leadership tests run on a real Kafka (see ``kafka_support``): the
+``kafka`` fixture is the settings dict of the cluster at ``KRABKA_BOOTSTRAP``,
+or of the local one-node cluster that ``ci/kafka.sh start 1`` starts (or
+finds running). A Kafka that cannot be reached fails those tests.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Iterator
 
 import pytest
 from hypothesis import settings
@@ -47,3 +52,27 @@ def partitions() -> Dict[str, Any]:
 def tokens() -> Dict[str, Any]:
     """``golden/tokens.json``."""
     return load_golden("tokens.json")
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Dict[str, str]:
+    """The settings dict of a reachable Kafka with the state topic in place."""
+    from kafka_support import kafka_settings
+
+    return kafka_settings()
+
+
+@pytest.fixture(scope="session")
+def data_topic(kafka: Dict[str, str]) -> str:
+    """A topic for guarded writes (one partition)."""
+    from kafka_support import ensure_data_topic
+
+    return ensure_data_topic(kafka["bootstrap.servers"], "krabka-python-guarded")
+
+
+@pytest.fixture
+def role(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A role name of this test alone."""
+    from kafka_support import unique_role
+
+    yield unique_role(request.node.name)

@@ -10,6 +10,14 @@ Values (:class:`Key`, :class:`Registration`, :class:`Lease`,
 :class:`FencingToken`) are immutable, comparable with ``==`` and hashable;
 :class:`FencingToken` also orders (producer id first, then epoch).
 
+Leadership on Kafka: :func:`acquire_leadership` (asyncio) and
+:func:`acquire_leadership_blocking` register a member of a role, wait for its
+turn and return the held :class:`Leadership` (a context manager whose exit
+resigns); :func:`describe_leadership` asks who is authoritative and
+:func:`describe_role_state` reads a role's roster and lease. The ``kafka``
+argument is a dict of librdkafka settings passed through to the core's Kafka
+transport. A deposed member's guarded write raises :class:`Fenced`.
+
 Errors derive from :class:`KrabkaError`. Malformed bytes raise
 :class:`FormatError` (a ``ValueError``) whose ``part`` is ``"key"``,
 ``"registration value"`` or ``"lease value"``; a value the layout cannot hold
@@ -28,15 +36,29 @@ from ._native import (
     Key,
     KrabkaError,
     Lease,
+    Leadership,
+    LeadershipStatus,
+    OutRecord,
     Registration,
     Resigned,
+    RoleStateReport,
+    RosterEntry,
+    TopicReport,
     TransientError,
+    acquire_leadership,
+    acquire_leadership_blocking,
     decode_key,
     decode_lease,
     decode_registration,
+    describe_leadership,
+    describe_leadership_blocking,
+    describe_role_state,
+    describe_role_state_blocking,
     encode_key,
     encode_lease,
     encode_registration,
+    ensure_state_topic,
+    ensure_state_topic_blocking,
     murmur2,
     role_partition,
 )
@@ -53,15 +75,29 @@ __all__ = [
     "Key",
     "KrabkaError",
     "Lease",
+    "Leadership",
+    "LeadershipStatus",
+    "OutRecord",
     "Registration",
     "Resigned",
+    "RoleStateReport",
+    "RosterEntry",
+    "TopicReport",
     "TransientError",
+    "acquire_leadership",
+    "acquire_leadership_blocking",
     "decode_key",
     "decode_lease",
     "decode_registration",
+    "describe_leadership",
+    "describe_leadership_blocking",
+    "describe_role_state",
+    "describe_role_state_blocking",
     "encode_key",
     "encode_lease",
     "encode_registration",
+    "ensure_state_topic",
+    "ensure_state_topic_blocking",
     "murmur2",
     "role_partition",
 ]

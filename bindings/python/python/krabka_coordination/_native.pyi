@@ -4,7 +4,20 @@ Checked against the built module by ``python -m mypy.stubtest`` (ci/python.sh).
 """
 
 import asyncio
-from typing import Final, Literal, NoReturn, Optional, Tuple, Union, final
+from types import TracebackType
+from typing import (
+    Final,
+    Iterable,
+    List,
+    Literal,
+    Mapping,
+    NoReturn,
+    Optional,
+    Tuple,
+    Type,
+    Union,
+    final,
+)
 
 __all__ = [
     "FencingToken",
@@ -19,6 +32,20 @@ __all__ = [
     "encode_registration",
     "murmur2",
     "role_partition",
+    "Leadership",
+    "LeadershipStatus",
+    "OutRecord",
+    "RoleStateReport",
+    "RosterEntry",
+    "TopicReport",
+    "acquire_leadership",
+    "acquire_leadership_blocking",
+    "describe_leadership",
+    "describe_leadership_blocking",
+    "describe_role_state",
+    "describe_role_state_blocking",
+    "ensure_state_topic",
+    "ensure_state_topic_blocking",
     "_reset_runtime_after_fork",
     "_runtime_alive_tasks",
     "_runtime_ping",
@@ -37,6 +64,12 @@ __all__ = [
 ]
 
 _BytesLike = Union[bytes, bytearray, memoryview]
+
+_KafkaSettings = Mapping[str, Union[str, int, float, bool]]
+"""The ``kafka`` argument: librdkafka client settings (a ``dict``), with
+``"bootstrap.servers"`` at least."""
+
+_Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
 
 # ---------------------------------------------------------------- values
 
@@ -161,6 +194,274 @@ def role_partition(role: str, partitions: int) -> int:
 
 def murmur2(data: _BytesLike) -> int:
     """Kafka's murmur2 hash of ``data`` as a signed 32-bit int."""
+
+# ---------------------------------------------------------------- leadership
+
+@final
+class OutRecord:
+    """One record of a guarded write."""
+
+    def __new__(
+        cls,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> OutRecord: ...
+    @property
+    def topic(self) -> str:
+        """The topic."""
+
+    @property
+    def value(self) -> Optional[bytes]:
+        """The value (``None``: a tombstone)."""
+
+    @property
+    def key(self) -> Optional[bytes]:
+        """The key."""
+
+    @property
+    def partition(self) -> Optional[int]:
+        """The partition, or ``None`` for the producer's partitioner."""
+
+    @property
+    def headers(self) -> List[Tuple[str, bytes]]:
+        """The headers as (name, value) pairs."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class Leadership:
+    """The held leadership of a role (the core's handle; renews in the background)."""
+
+    @property
+    def token(self) -> FencingToken:
+        """The fencing token of this term."""
+
+    @property
+    def role(self) -> str:
+        """The role."""
+
+    @property
+    def member(self) -> str:
+        """The member id."""
+
+    @property
+    def partition(self) -> int:
+        """The partition of ``__coordination_state`` that holds the role."""
+
+    @property
+    def lease(self) -> Lease:
+        """The last lease this member wrote."""
+
+    @property
+    def renewal_failures(self) -> int:
+        """How many renewals in a row have failed with a transient error."""
+
+    @property
+    def is_held(self) -> bool:
+        """True until the role ends."""
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """Why the role ended (``Fenced``, ``Resigned``, ``FatalError``...), or ``None``."""
+
+    def done(self) -> asyncio.Future[None]:
+        """Completes when the role ends."""
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the role ends or ``timeout`` seconds pass; True when it ended."""
+
+    def write(
+        self,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> asyncio.Future[None]:
+        """A guarded write of one record; ``Fenced`` when the member was deposed."""
+
+    def write_blocking(
+        self,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> None:
+        """A guarded write of one record (blocking)."""
+
+    def write_records(self, records: Iterable[OutRecord]) -> asyncio.Future[None]:
+        """A guarded write of several records in one transaction."""
+
+    def write_records_blocking(self, records: Iterable[OutRecord]) -> None:
+        """A guarded write of several records in one transaction (blocking)."""
+
+    def resign(self) -> asyncio.Future[None]:
+        """Gives the role up: supersedes the token, clears the lease, deregisters."""
+
+    def resign_blocking(self) -> None:
+        """Gives the role up (blocking)."""
+
+    def __enter__(self) -> Leadership: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
+    def __aenter__(self) -> asyncio.Future[Leadership]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> asyncio.Future[None]: ...
+
+@final
+class LeadershipStatus:
+    """The authority of a role as its transaction coordinator reports it."""
+
+    @property
+    def token(self) -> FencingToken:
+        """The role's current token (``NO_EPOCH`` when no member has taken it)."""
+
+    def authoritative(self, token: FencingToken) -> bool:
+        """True when ``token`` is the role's current token."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class RosterEntry:
+    """One member of a role's roster."""
+
+    @property
+    def member(self) -> str:
+        """The member id."""
+
+    @property
+    def rank(self) -> int:
+        """The member's place in the roster (0 first)."""
+
+    @property
+    def offset(self) -> int:
+        """The offset of the member's latest registration record."""
+
+    @property
+    def registered_at(self) -> int:
+        """When the member registered, in epoch milliseconds of its clock."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class RoleStateReport:
+    """The roster (in rank order) and the lease of a role."""
+
+    @property
+    def role(self) -> str:
+        """The role."""
+
+    @property
+    def partition(self) -> int:
+        """The partition of ``__coordination_state`` that holds the role."""
+
+    @property
+    def roster(self) -> List[RosterEntry]:
+        """The roster in rank order."""
+
+    @property
+    def members(self) -> List[str]:
+        """The member ids in rank order."""
+
+    @property
+    def lease(self) -> Optional[Lease]:
+        """The current lease, or ``None``."""
+
+@final
+class TopicReport:
+    """What ``ensure_state_topic`` found or made."""
+
+    @property
+    def topic(self) -> str:
+        """The topic's name."""
+
+    @property
+    def created(self) -> bool:
+        """True when this call created the topic."""
+
+    @property
+    def partitions(self) -> int:
+        """The partition count."""
+
+    @property
+    def replication_factor(self) -> int:
+        """The replica count of partition 0."""
+
+    @property
+    def cleanup_policy(self) -> str:
+        """The topic's ``cleanup.policy``."""
+
+    @property
+    def min_insync_replicas(self) -> Optional[int]:
+        """The topic's ``min.insync.replicas``, when the broker reports it."""
+
+    @property
+    def warnings(self) -> List[str]:
+        """Advice for the operator."""
+
+def acquire_leadership(
+    kafka: _KafkaSettings,
+    role: str,
+    member: str,
+    *,
+    partitions: int = 16,
+    lease_duration: float = 30.0,
+    renew_interval: float = 10.0,
+    challenge_stagger: float = 5.0,
+) -> asyncio.Future[Leadership]:
+    """Registers, waits for the member's turn and takes the role; cancelling deregisters."""
+
+def acquire_leadership_blocking(
+    kafka: _KafkaSettings,
+    role: str,
+    member: str,
+    *,
+    partitions: int = 16,
+    lease_duration: float = 30.0,
+    renew_interval: float = 10.0,
+    challenge_stagger: float = 5.0,
+) -> Leadership:
+    """The blocking form of ``acquire_leadership``; Ctrl-C deregisters, then raises."""
+
+def describe_leadership(kafka: _KafkaSettings, role: str) -> asyncio.Future[LeadershipStatus]:
+    """The role's current token from its transaction coordinator."""
+
+def describe_leadership_blocking(kafka: _KafkaSettings, role: str) -> LeadershipStatus:
+    """The blocking form of ``describe_leadership``."""
+
+def describe_role_state(kafka: _KafkaSettings, role: str, partitions: int = 16) -> asyncio.Future[RoleStateReport]:
+    """The roster and the lease of ``role``, read from its partition."""
+
+def describe_role_state_blocking(kafka: _KafkaSettings, role: str, partitions: int = 16) -> RoleStateReport:
+    """The blocking form of ``describe_role_state``."""
+
+def ensure_state_topic(
+    kafka: _KafkaSettings, partitions: int = 16, replication_factor: int = 1, min_insync_replicas: int = 1
+) -> asyncio.Future[TopicReport]:
+    """Creates ``__coordination_state`` if missing, then checks its shape."""
+
+def ensure_state_topic_blocking(
+    kafka: _KafkaSettings, partitions: int = 16, replication_factor: int = 1, min_insync_replicas: int = 1
+) -> TopicReport:
+    """The blocking form of ``ensure_state_topic``."""
 
 # ---------------------------------------------------------------- exceptions
 
