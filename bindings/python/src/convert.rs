@@ -138,9 +138,10 @@ fn display(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "a value of no printable form".to_owned())
 }
 
-/// The `kafka` argument: a dict of librdkafka client settings, handed to the
-/// core as they are. `"bootstrap.servers"` is the bootstrap address of
-/// `KafkaConfig::new`; every other entry goes through `KafkaConfig::set`.
+/// The `kafka` argument: a dict (or other mapping) of librdkafka client
+/// settings, handed to the core as they are. `"bootstrap.servers"` is the
+/// bootstrap address of `KafkaConfig::new`; every other entry goes through
+/// `KafkaConfig::set`.
 /// The core checks the values (a missing or empty bootstrap address, a
 /// setting librdkafka refuses, security settings the describe client cannot
 /// honour) and names them.
@@ -198,29 +199,58 @@ fn setting_value(value: &Bound<'_, PyAny>) -> Option<PyResult<String>> {
     None
 }
 
-/// A duration argument `field` given in seconds. A negative, infinite or NaN
-/// value is refused with `InvalidArgumentError` naming the field and the
-/// value; the core checks the rest (zero, and how the options relate) with
-/// its own messages.
-pub fn seconds(py: Python<'_>, secs: f64, field: &str) -> PyResult<Duration> {
+/// A duration argument `field` given in seconds (an `int` or a `float`),
+/// or `default` when it was left out. A wrong type is a `TypeError` naming
+/// the field; a negative, infinite or NaN value an `InvalidArgumentError`
+/// naming the field and the value. The core checks the rest (zero, and how
+/// the options relate) with its own messages.
+pub fn seconds_arg(
+    value: Option<&Bound<'_, PyAny>>,
+    field: &str,
+    default: Duration,
+) -> PyResult<Duration> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    if value.is_instance_of::<PyBool>()
+        || !(value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>())
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{field} must be a number of seconds (int or float), got {}",
+            type_name(value)
+        )));
+    }
+    let secs: f64 = value.extract()?;
     Duration::try_from_secs_f64(secs).map_err(|_| {
         to_py_err(
-            py,
+            value.py(),
             Error::InvalidArgument(format!(
-                "{field} must be a finite, non-negative number of seconds, got {secs}"
+                "{field} must be a finite, non-negative number of seconds, got {}",
+                display(value)
             )),
         )
     })
 }
 
-/// An `i32` argument `field` taken as a Python int: an `OverflowError`
-/// naming the field and its range for a value out of range.
-pub fn narrow_i32(value: i64, field: &str) -> PyResult<i32> {
-    i32::try_from(value).map_err(|_| {
+/// An `i32` argument `field` (a Python `int`), or `default` when it was left
+/// out: a `TypeError` naming the field for another type, an `OverflowError`
+/// naming the field and the range for a value out of range.
+pub fn i32_arg(value: Option<&Bound<'_, PyAny>>, field: &str, default: i32) -> PyResult<i32> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{field} must be an int, got {}",
+            type_name(value)
+        )));
+    }
+    value.extract::<i32>().map_err(|_| {
         PyOverflowError::new_err(format!(
-            "{field} does not fit an i32 ({}..={}): got {value}",
+            "{field} does not fit an i32 ({}..={}): got {}",
             i32::MIN,
-            i32::MAX
+            i32::MAX,
+            display(value)
         ))
     })
 }

@@ -46,7 +46,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString};
 
-use crate::convert::{headers, int_field, kafka_config, narrow_i32, opt_bytes, seconds, str_field};
+use crate::convert::{
+    headers, i32_arg, int_field, kafka_config, opt_bytes, seconds_arg, str_field,
+};
 use crate::error::{error_to_py, to_py_err, IntoPyResult};
 use crate::runtime::{block_on, block_on_graceful, future_into_py, future_into_py_graceful};
 use crate::values::{PyFencingToken, PyLease};
@@ -77,16 +79,30 @@ impl Acquire {
         kafka: &Bound<'_, PyAny>,
         role: &Bound<'_, PyAny>,
         member: &Bound<'_, PyAny>,
-        partitions: i64,
-        lease_duration: f64,
-        renew_interval: f64,
-        challenge_stagger: f64,
+        partitions: Option<&Bound<'_, PyAny>>,
+        lease_duration: Option<&Bound<'_, PyAny>>,
+        renew_interval: Option<&Bound<'_, PyAny>>,
+        challenge_stagger: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Acquire> {
+        // Left-out options keep the core's defaults.
+        let d = core::ElectionOptions::default();
         let options = LeadershipOptions::default()
-            .with_partitions(narrow_i32(partitions, "partitions")?)
-            .with_lease_duration(seconds(py, lease_duration, "lease_duration")?)
-            .with_renew_interval(seconds(py, renew_interval, "renew_interval")?)
-            .with_challenge_stagger(seconds(py, challenge_stagger, "challenge_stagger")?);
+            .with_partitions(i32_arg(partitions, "partitions", d.partitions)?)
+            .with_lease_duration(seconds_arg(
+                lease_duration,
+                "lease_duration",
+                d.lease_duration,
+            )?)
+            .with_renew_interval(seconds_arg(
+                renew_interval,
+                "renew_interval",
+                d.renew_interval,
+            )?)
+            .with_challenge_stagger(seconds_arg(
+                challenge_stagger,
+                "challenge_stagger",
+                d.challenge_stagger,
+            )?);
         // The core checks the options (and names the values) before any I/O;
         // doing it here too raises at the call rather than at the await.
         options.validate().into_py_result(py)?;
@@ -129,17 +145,20 @@ impl Acquire {
 /// Cancelling the awaitable deregisters the member. The defaults are the
 /// core's (`ElectionOptions::default()`).
 #[pyfunction]
-#[pyo3(signature = (kafka, role, member, *, partitions=16, lease_duration=30.0, renew_interval=10.0, challenge_stagger=5.0))]
+#[pyo3(
+    signature = (kafka, role, member, *, partitions=None, lease_duration=None, renew_interval=None, challenge_stagger=None),
+    text_signature = "(kafka, role, member, *, partitions=16, lease_duration=30.0, renew_interval=10.0, challenge_stagger=5.0)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn acquire_leadership<'py>(
     py: Python<'py>,
     kafka: &Bound<'py, PyAny>,
     role: &Bound<'py, PyAny>,
     member: &Bound<'py, PyAny>,
-    partitions: i64,
-    lease_duration: f64,
-    renew_interval: f64,
-    challenge_stagger: f64,
+    partitions: Option<&Bound<'py, PyAny>>,
+    lease_duration: Option<&Bound<'py, PyAny>>,
+    renew_interval: Option<&Bound<'py, PyAny>>,
+    challenge_stagger: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let acquire = Acquire::convert(
         py,
@@ -163,17 +182,20 @@ pub fn acquire_leadership<'py>(
 /// stops the wait; the member is deregistered before `KeyboardInterrupt`
 /// is raised (within [`ACQUIRE_GRACE`]).
 #[pyfunction]
-#[pyo3(signature = (kafka, role, member, *, partitions=16, lease_duration=30.0, renew_interval=10.0, challenge_stagger=5.0))]
+#[pyo3(
+    signature = (kafka, role, member, *, partitions=None, lease_duration=None, renew_interval=None, challenge_stagger=None),
+    text_signature = "(kafka, role, member, *, partitions=16, lease_duration=30.0, renew_interval=10.0, challenge_stagger=5.0)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn acquire_leadership_blocking<'py>(
     py: Python<'py>,
     kafka: &Bound<'py, PyAny>,
     role: &Bound<'py, PyAny>,
     member: &Bound<'py, PyAny>,
-    partitions: i64,
-    lease_duration: f64,
-    renew_interval: f64,
-    challenge_stagger: f64,
+    partitions: Option<&Bound<'py, PyAny>>,
+    lease_duration: Option<&Bound<'py, PyAny>>,
+    renew_interval: Option<&Bound<'py, PyAny>>,
+    challenge_stagger: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PyLeadership> {
     let acquire = Acquire::convert(
         py,
@@ -374,10 +396,10 @@ impl PyLeadership {
     /// limit). True when the role ended. The GIL is released while waiting
     /// and Ctrl-C interrupts.
     #[pyo3(signature = (timeout=None))]
-    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    fn wait(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let core = self.core(py)?;
         let limit = match timeout {
-            Some(t) => Some(seconds(py, t, "timeout")?),
+            Some(t) => Some(seconds_arg(Some(t), "timeout", Duration::ZERO)?),
             None => None,
         };
         if !core.is_held() {
@@ -793,31 +815,39 @@ pub fn describe_leadership_blocking(
 
 /// Reads the roster and the lease of `role` from its partition (asyncio form).
 #[pyfunction]
-#[pyo3(signature = (kafka, role, partitions=16))]
+#[pyo3(signature = (kafka, role, partitions=None), text_signature = "(kafka, role, partitions=16)")]
 pub fn describe_role_state<'py>(
     py: Python<'py>,
     kafka: &Bound<'py, PyAny>,
     role: &Bound<'py, PyAny>,
-    partitions: i64,
+    partitions: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = kafka_config(kafka)?;
     let role = str_field(role, "role")?;
-    let partitions = narrow_i32(partitions, "partitions")?;
+    let partitions = i32_arg(
+        partitions,
+        "partitions",
+        core::ElectionOptions::DEFAULT_PARTITIONS,
+    )?;
     future_into_py(py, describe_role_state_core(config, role, partitions))
 }
 
 /// Reads the roster and the lease of `role` from its partition (blocking form).
 #[pyfunction]
-#[pyo3(signature = (kafka, role, partitions=16))]
+#[pyo3(signature = (kafka, role, partitions=None), text_signature = "(kafka, role, partitions=16)")]
 pub fn describe_role_state_blocking(
     py: Python<'_>,
     kafka: &Bound<'_, PyAny>,
     role: &Bound<'_, PyAny>,
-    partitions: i64,
+    partitions: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyRoleStateReport> {
     let config = kafka_config(kafka)?;
     let role = str_field(role, "role")?;
-    let partitions = narrow_i32(partitions, "partitions")?;
+    let partitions = i32_arg(
+        partitions,
+        "partitions",
+        core::ElectionOptions::DEFAULT_PARTITIONS,
+    )?;
     block_on(py, describe_role_state_core(config, role, partitions))?.into_py_result(py)
 }
 
@@ -886,16 +916,21 @@ impl PyTopicReport {
     }
 }
 
-/// The arguments of `ensure_state_topic`, converted.
+/// The arguments of `ensure_state_topic`, converted (16 partitions, one
+/// replica and `min.insync.replicas=1` when left out).
 fn topic_args(
-    partitions: i64,
-    replication_factor: i64,
-    min_insync_replicas: i64,
+    partitions: Option<&Bound<'_, PyAny>>,
+    replication_factor: Option<&Bound<'_, PyAny>>,
+    min_insync_replicas: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(i32, i32, i32)> {
     Ok((
-        narrow_i32(partitions, "partitions")?,
-        narrow_i32(replication_factor, "replication_factor")?,
-        narrow_i32(min_insync_replicas, "min_insync_replicas")?,
+        i32_arg(
+            partitions,
+            "partitions",
+            core::ElectionOptions::DEFAULT_PARTITIONS,
+        )?,
+        i32_arg(replication_factor, "replication_factor", 1)?,
+        i32_arg(min_insync_replicas, "min_insync_replicas", 1)?,
     ))
 }
 
@@ -912,13 +947,16 @@ async fn ensure_state_topic_core(
 /// checks its shape (asyncio form). An existing topic is left as it is; one
 /// of another partition count or cleanup policy is refused.
 #[pyfunction]
-#[pyo3(signature = (kafka, partitions=16, replication_factor=1, min_insync_replicas=1))]
+#[pyo3(
+    signature = (kafka, partitions=None, replication_factor=None, min_insync_replicas=None),
+    text_signature = "(kafka, partitions=16, replication_factor=1, min_insync_replicas=1)"
+)]
 pub fn ensure_state_topic<'py>(
     py: Python<'py>,
     kafka: &Bound<'py, PyAny>,
-    partitions: i64,
-    replication_factor: i64,
-    min_insync_replicas: i64,
+    partitions: Option<&Bound<'py, PyAny>>,
+    replication_factor: Option<&Bound<'py, PyAny>>,
+    min_insync_replicas: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = kafka_config(kafka)?;
     let args = topic_args(partitions, replication_factor, min_insync_replicas)?;
@@ -927,13 +965,16 @@ pub fn ensure_state_topic<'py>(
 
 /// Creates and checks `__coordination_state` (blocking form).
 #[pyfunction]
-#[pyo3(signature = (kafka, partitions=16, replication_factor=1, min_insync_replicas=1))]
+#[pyo3(
+    signature = (kafka, partitions=None, replication_factor=None, min_insync_replicas=None),
+    text_signature = "(kafka, partitions=16, replication_factor=1, min_insync_replicas=1)"
+)]
 pub fn ensure_state_topic_blocking(
     py: Python<'_>,
     kafka: &Bound<'_, PyAny>,
-    partitions: i64,
-    replication_factor: i64,
-    min_insync_replicas: i64,
+    partitions: Option<&Bound<'_, PyAny>>,
+    replication_factor: Option<&Bound<'_, PyAny>>,
+    min_insync_replicas: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTopicReport> {
     let config = kafka_config(kafka)?;
     let args = topic_args(partitions, replication_factor, min_insync_replicas)?;

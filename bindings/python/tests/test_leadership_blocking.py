@@ -29,6 +29,10 @@ def test_with_block_holds_writes_and_resigns(kafka: Dict[str, str], data_topic: 
         waited = time.monotonic() - started
         assert 0.25 <= waited < 2.0, waited
         assert leadership.wait(0) is False
+        with pytest.raises(kc.InvalidArgumentError, match="timeout must be a finite, non-negative number of seconds, got -1"):
+            leadership.wait(-1)
+        with pytest.raises(TypeError, match="timeout must be a number of seconds"):
+            leadership.wait("1")  # type: ignore[arg-type]
 
         leadership.write_blocking(data_topic, b"v", key=b"k", partition=0, headers=[("a", b"1"), ("a", b"2")])
         leadership.write_records_blocking(kc.OutRecord(data_topic, bytes([i])) for i in range(3))

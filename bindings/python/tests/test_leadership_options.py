@@ -25,7 +25,7 @@ BOOT = {"bootstrap.servers": "127.0.0.1:1"}  # never contacted by these checks
         ({"lease_duration": 0}, ["lease duration must be above zero, got 0ns"]),
         ({"renew_interval": 0.0}, ["renew interval must be above zero, got 0ns"]),
         ({"lease_duration": -1.5}, ["lease_duration", "got -1.5"]),
-        ({"renew_interval": math.nan}, ["renew_interval", "got NaN"]),
+        ({"renew_interval": math.nan}, ["renew_interval", "got nan"]),
         ({"challenge_stagger": -0.1}, ["challenge_stagger", "got -0.1"]),
         ({"challenge_stagger": math.inf}, ["challenge_stagger", "got inf"]),
     ],
@@ -68,9 +68,15 @@ def test_partitions_out_of_i32_range_name_the_argument() -> None:
         kc.ensure_state_topic_blocking(BOOT, 1, 2**33)
 
 
-def test_wrong_types() -> None:
-    with pytest.raises(TypeError, match="lease_duration"):
+def test_wrong_types_name_the_argument() -> None:
+    with pytest.raises(TypeError, match=r"^lease_duration must be a number of seconds \(int or float\), got str$"):
         kc.acquire_leadership_blocking(BOOT, "r", "m", lease_duration="30")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^renew_interval must be a number of seconds \(int or float\), got bool$"):
+        kc.acquire_leadership_blocking(BOOT, "r", "m", renew_interval=True)
+    with pytest.raises(TypeError, match="^partitions must be an int, got float$"):
+        kc.acquire_leadership_blocking(BOOT, "r", "m", partitions=16.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^partitions must be an int, got str$"):
+        kc.describe_role_state_blocking(BOOT, "r", "16")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="role must be a str, got int"):
         kc.acquire_leadership_blocking(BOOT, 5, "m")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
