@@ -574,16 +574,27 @@ usage: failover [--bootstrap HOST:PORT] [options]
                 let _ = out.flush();
                 self.drawn_lines = lines.len();
             } else {
-                // No terminal: print a snapshot when something but the clock changed.
-                let key: String = lines
-                    .iter()
-                    .filter(|l| !l.contains(" s  ") || l.starts_with("  "))
-                    .map(|l| l.replace(|c: char| c.is_ascii_digit(), ""))
-                    .collect();
-                if key != self.last_plain {
-                    self.last_plain = key;
-                    println!("{}\n", lines.join("\n"));
+                // No terminal: print the new event lines, and one status
+                // line whenever the phase, the leader or the ranks change.
+                let mut out = std::io::stdout().lock();
+                for (t, l) in &board.log[self.drawn_lines.min(board.log.len())..] {
+                    let _ = writeln!(out, "  {:>6.1} s  {l}", (t - board.started) as f64 / 1000.0);
                 }
+                self.drawn_lines = board.log.len();
+                let ranks: Vec<String> = state
+                    .map(|s| s.roster.iter().map(|e| e.member.clone()).collect())
+                    .unwrap_or_default();
+                let status = format!(
+                    "  [{}] leader {} | roster in rank order: {} | describe_leadership: {authority}",
+                    self.phase,
+                    holder.map(|(m, t)| format!("{m} ({t})")).unwrap_or_else(|| "none".into()),
+                    if ranks.is_empty() { "empty".to_owned() } else { ranks.join(", ") },
+                );
+                if status != self.last_plain {
+                    let _ = writeln!(out, "{status}");
+                    self.last_plain = status;
+                }
+                let _ = out.flush();
             }
         }
     }
