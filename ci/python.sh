@@ -8,19 +8,27 @@
 #      backend in an isolated build environment, exactly as a user installs;
 #   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
 #      what the tests import (not the source tree);
-#   5. pytest (golden vectors, properties, errors, fork safety), and the
-#      example in examples/python;
-#   6. mypy --strict over the tests and the benchmark (the stubs in use), and
-#      stubtest: the type stubs against the built module;
-#   7. a short run of the decode benchmark, which fails if the package decodes
+#   5. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set,
+#      else the local one-node cluster of `ci/kafka.sh start 1` (started, or
+#      reused when running); exported as KRABKA_BOOTSTRAP for what follows;
+#   6. pytest (golden vectors, properties, errors, fork safety, leadership on
+#      the real Kafka: failover between processes, fencing, asyncio and
+#      blocking APIs, cancel), and the examples in examples/python: records.py,
+#      and worker.py for a few seconds (it must lead, write results through
+#      guarded writes, and resign cleanly);
+#   7. mypy --strict over the package, the tests, the benchmark and the
+#      examples (the stubs in use), and stubtest: the type stubs against the
+#      built module;
+#   8. a short run of the decode benchmark, which fails if the package decodes
 #      a lease slower than a pure-Python struct decoder;
-#   8. the same abi3 wheel, installed on the oldest and newest other CPythons
+#   9. the same abi3 wheel, installed on the oldest and newest other CPythons
 #      found (3.9 and 3.13 under pyenv here; KRABKA_EXTRA_PYTHONS="path ..."
 #      overrides), passes pytest there too.
 #
 # Usage: bash ci/python.sh            (from anywhere; PYTHON=python3.X to pick
 #                                      the interpreter, default python3)
-# Needs: a Rust toolchain (cargo), a C toolchain for librdkafka, Python >= 3.9.
+# Needs: a Rust toolchain (cargo), a C toolchain for librdkafka, Python >= 3.9,
+#        and Java for the local Kafka (or KRABKA_BOOTSTRAP=host:port of a cluster).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,14 +75,41 @@ assert "site-packages" in krabka_coordination.__file__, "the tests would import 
 PY
 )
 
+step "kafka for the leadership tests"
+if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
+    KRABKA_BOOTSTRAP="$(bash "$ROOT/ci/kafka.sh" start 1 | tail -n 1)"
+fi
+export KRABKA_BOOTSTRAP
+echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
+
 step "pytest"
-(cd "$PKG" && "$PY" -m pytest -p no:cacheprovider)
+(cd "$PKG" && "$PY" -m pytest -p no:cacheprovider --durations=8)
 
 step "example (examples/python/records.py)"
 (cd "$PKG/tests" && "$PY" "$ROOT/examples/python/records.py" 16)
 
-step "mypy --strict (tests, benchmark and example against the stubs)"
-(cd "$PKG" && "$PY" -m mypy --strict tests bench "$ROOT/examples/python")
+step "example (examples/python/worker.py, 5 s on the real Kafka)"
+WORKER_TOPIC=krabka-python-worker-results
+bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
+    --create --if-not-exists --topic "$WORKER_TOPIC" --partitions 1 --replication-factor 1 >/dev/null
+WORKER_LOG="$(mktemp)"
+set +e
+(cd "$PKG/tests" && "$PY" "$ROOT/examples/python/worker.py" --bootstrap "$KRABKA_BOOTSTRAP" \
+    --role "ci-python-worker-$$-$(date +%s)" --member ci-worker --topic "$WORKER_TOPIC" \
+    --interval 0.5 --lease 3 --renew 1 --stagger 1 --for-seconds 5) >"$WORKER_LOG" 2>&1
+worker_rc=$?
+set -e
+cat "$WORKER_LOG"
+if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
+    || ! grep -q "result 1 written" "$WORKER_LOG" || ! grep -q "SIGALRM: resigned" "$WORKER_LOG"; then
+    echo "worker.py: expected exit 0 after leading, two guarded writes and a resign (exit $worker_rc)" >&2
+    rm -f "$WORKER_LOG"
+    exit 1
+fi
+rm -f "$WORKER_LOG"
+
+step "mypy --strict (package, tests, benchmark and examples against the stubs)"
+(cd "$PKG" && "$PY" -m mypy --strict python/krabka_coordination tests bench "$ROOT/examples/python")
 
 step "stubtest"
 (cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination)
