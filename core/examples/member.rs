@@ -39,7 +39,8 @@
 //! # Exit codes
 //!
 //! 0 stopped cleanly, 1 an error, 2 bad arguments, 3 fenced (a newer epoch
-//! took the role; the broker refused this member's renewal or write).
+//! took the role; the broker refused this member's renewal or write; the
+//! member deregisters before it exits).
 
 #[cfg(feature = "kafka")]
 #[path = "support/signals.rs"]
@@ -471,6 +472,12 @@ stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2
                     match err.as_deref() {
                         Some(Error::Fenced(why)) => {
                             out.emit("fenced", json!({"token": leadership.token().to_string(), "error": why}));
+                            // After a fence, resign only deregisters: a deposed
+                            // member must not stay in the roster ahead of live
+                            // standbys.
+                            if let Err(e) = leadership.resign().await {
+                                out.emit("deregister_failed", json!({"error": e.to_string()}));
+                            }
                             break TermEnd::Exit(EXIT_FENCED);
                         }
                         Some(Error::Resigned) => break TermEnd::Exit(EXIT_OK),

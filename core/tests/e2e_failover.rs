@@ -823,6 +823,11 @@ fn sigstop_leader_past_its_lease_is_fenced_after_sigcont_and_exits() {
         "the deposed leader renewed after SIGCONT: {after_cont:?}"
     );
     scene.assert_describe_agrees(&m[1], b_token);
+    assert!(
+        m[0].events().iter().any(|e| e["event"] == "deregistered"),
+        "the fenced member deregisters before it exits"
+    );
+    assert_eq!(scene.roster(), ["b"], "the fenced member left the roster");
 
     let elected: HashMap<FencingToken, String> =
         [(a_token, "a".to_owned()), (b_token, "b".to_owned())].into();
@@ -1014,6 +1019,7 @@ fn run_scenario() -> Scenario {
         Some(EXIT_FENCED),
         "b must be fenced after SIGCONT"
     );
+    assert_eq!(scene.roster(), ["c", "a"], "the fenced b deregistered");
     check(&scene, "b continued and fenced", &m[2], c_token);
 
     m[2].send("resign");
