@@ -60,7 +60,10 @@ pub struct FormatError {
 impl FormatError {
     /// A format error of `part` with the given message.
     pub fn new(part: Part, message: impl Into<String>) -> Self {
-        FormatError { part, message: message.into() }
+        FormatError {
+            part,
+            message: message.into(),
+        }
     }
 }
 
@@ -137,12 +140,24 @@ impl Error {
     }
 
     /// A transient error with a plain message as its cause.
-    pub fn transient(context: impl Into<String>, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Error::Transient { context: context.into(), source: cause.into() }
+    pub fn transient(
+        context: impl Into<String>,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Transient {
+            context: context.into(),
+            source: cause.into(),
+        }
     }
 
     /// A fatal error with a plain message as its cause.
-    pub fn fatal(context: impl Into<String>, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Error::Fatal { context: context.into(), source: cause.into() }
+    pub fn fatal(
+        context: impl Into<String>,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Fatal {
+            context: context.into(),
+            source: cause.into(),
+        }
     }
 }

@@ -168,7 +168,9 @@ impl LeadershipOptions {
     pub fn validate(&self) -> Result<()> {
         self.election.validate()?;
         if self.poll_wait.is_zero() {
-            return Err(Error::InvalidArgument("poll wait must be above zero, got 0s".into()));
+            return Err(Error::InvalidArgument(
+                "poll wait must be above zero, got 0s".into(),
+            ));
         }
         if self.initial_backoff.is_zero() || self.max_backoff < self.initial_backoff {
             return Err(Error::InvalidArgument(format!(
@@ -192,7 +194,10 @@ struct Backoff {
 
 impl Backoff {
     fn new(o: &LeadershipOptions) -> Self {
-        Backoff { next: o.initial_backoff, max: o.max_backoff }
+        Backoff {
+            next: o.initial_backoff,
+            max: o.max_backoff,
+        }
     }
     fn take(&mut self) -> Duration {
         let d = self.next;
@@ -217,7 +222,12 @@ struct Member {
 }
 
 impl Member {
-    fn new(transport: Arc<dyn Transport>, role: &str, member: &str, options: LeadershipOptions) -> Result<Self> {
+    fn new(
+        transport: Arc<dyn Transport>,
+        role: &str,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> Result<Self> {
         options.validate()?;
         if role.is_empty() {
             return Err(Error::InvalidArgument("role must not be empty".into()));
@@ -254,14 +264,22 @@ impl Member {
     }
 
     async fn register(&self) -> Result<i64> {
-        let value = encode_registration(&Registration { member: self.member.clone(), registered_at: self.now() })?;
-        let offset = self.transport.append(self.partition, self.registration_key.clone(), Some(value)).await?;
+        let value = encode_registration(&Registration {
+            member: self.member.clone(),
+            registered_at: self.now(),
+        })?;
+        let offset = self
+            .transport
+            .append(self.partition, self.registration_key.clone(), Some(value))
+            .await?;
         tracing::info!(role = %self.role, member = %self.member, partition = self.partition, offset, "registered");
         Ok(offset)
     }
 
     async fn deregister(&self) -> Result<()> {
-        self.transport.append(self.partition, self.registration_key.clone(), None).await?;
+        self.transport
+            .append(self.partition, self.registration_key.clone(), None)
+            .await?;
         tracing::info!(role = %self.role, member = %self.member, "deregistered");
         Ok(())
     }
@@ -305,7 +323,11 @@ struct Follower {
 
 impl Follower {
     async fn start(m: &Member, cancel: &CancellationToken) -> Result<Self> {
-        let records = m.retry("reading the state partition", cancel, || m.transport.read_partition(m.partition)).await?;
+        let records = m
+            .retry("reading the state partition", cancel, || {
+                m.transport.read_partition(m.partition)
+            })
+            .await?;
         let next_offset = records.last().map_or(0, |r| r.offset + 1);
         let state = RoleState::build(m.role.clone(), &records)?;
         Ok(Follower { state, next_offset })
@@ -313,7 +335,10 @@ impl Follower {
 
     /// One poll: waits up to `wait` for new committed records and applies them.
     async fn poll(&mut self, m: &Member, wait: Duration) -> Result<usize> {
-        let batch = m.transport.poll_partition(m.partition, self.next_offset, wait).await?;
+        let batch = m
+            .transport
+            .poll_partition(m.partition, self.next_offset, wait)
+            .await?;
         let n = batch.records.len();
         for r in &batch.records {
             self.state.apply(r)?;
@@ -327,7 +352,13 @@ impl Follower {
 
     /// One poll that rides out a transient error: it is reported and
     /// followed by a backoff pause, and the poll then counts as empty.
-    async fn poll_or_back_off(&mut self, m: &Member, wait: Duration, cancel: &CancellationToken, backoff: &mut Backoff) -> Result<usize> {
+    async fn poll_or_back_off(
+        &mut self,
+        m: &Member,
+        wait: Duration,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<usize> {
         let r = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(Error::Cancelled),
@@ -352,10 +383,16 @@ impl Follower {
     }
 
     /// Polls until the record at `offset` has been read.
-    async fn catch_up(&mut self, m: &Member, offset: i64, cancel: &CancellationToken) -> Result<()> {
+    async fn catch_up(
+        &mut self,
+        m: &Member,
+        offset: i64,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
         let mut backoff = Backoff::new(&m.options);
         while self.next_offset <= offset {
-            self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff).await?;
+            self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                .await?;
         }
         Ok(())
     }
@@ -373,7 +410,14 @@ type Cleanup = (Arc<dyn Transport>, String, i32, Vec<u8>);
 
 impl AcquireGuard {
     fn arm(m: &Member) -> Self {
-        AcquireGuard { cleanup: Some((m.transport.clone(), m.role.clone(), m.partition, m.registration_key.clone())) }
+        AcquireGuard {
+            cleanup: Some((
+                m.transport.clone(),
+                m.role.clone(),
+                m.partition,
+                m.registration_key.clone(),
+            )),
+        }
     }
     fn disarm(&mut self) {
         self.cleanup = None;
@@ -483,11 +527,20 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Lease> {
                 }
                 tracing::info!(role = %m.role, member = %m.member, "challenging");
                 let lease_duration = m.options.election.lease_duration;
-                let token = m.retry("minting the epoch", cancel, || m.transport.acquire_epoch(&m.role, lease_duration)).await?;
+                let token = m
+                    .retry("minting the epoch", cancel, || {
+                        m.transport.acquire_epoch(&m.role, lease_duration)
+                    })
+                    .await?;
                 let (value, lease) = m.lease_value(token, m.now())?;
                 let written = m
                     .retry("writing the first lease", cancel, || {
-                        m.transport.write_lease(&m.role, m.partition, m.lease_key.clone(), Some(value.clone()))
+                        m.transport.write_lease(
+                            &m.role,
+                            m.partition,
+                            m.lease_key.clone(),
+                            Some(value.clone()),
+                        )
                     })
                     .await;
                 match written {
@@ -506,7 +559,9 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Lease> {
             // With no token held the step is never RenewAt or StandDown;
             // follow the partition and evaluate again.
             Step::RenewAt(_) | Step::StandDown => {
-                follower.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff).await?;
+                follower
+                    .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                    .await?;
             }
         }
     }
@@ -565,7 +620,10 @@ impl std::fmt::Debug for Leadership {
             .field("role", &self.held.member.role)
             .field("member", &self.held.member.member)
             .field("token", &self.held.token)
-            .field("ended", &self.held.ended.borrow().as_ref().map(|e| e.to_string()))
+            .field(
+                "ended",
+                &self.held.ended.borrow().as_ref().map(|e| e.to_string()),
+            )
             .finish()
     }
 }
@@ -615,12 +673,20 @@ impl Leadership {
 
     /// The last lease this member wrote (granted at, deadline).
     pub fn lease(&self) -> Lease {
-        self.held.lease.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.held
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How many renewals in a row have failed with a transient error.
     pub fn renewal_failures(&self) -> u32 {
-        *self.held.renewal_failures.lock().unwrap_or_else(|e| e.into_inner())
+        *self
+            .held
+            .renewal_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// True until the role ends.
@@ -682,9 +748,16 @@ impl Leadership {
         if !self.held.is_ended() {
             let lease_duration = m.options.election.lease_duration;
             let cleared = async {
-                let successor = m.retry("minting the resign epoch", &never, || m.transport.acquire_epoch(&m.role, lease_duration)).await?;
-                m.retry("clearing the lease", &never, || m.transport.write_lease(&m.role, m.partition, m.lease_key.clone(), None))
+                let successor = m
+                    .retry("minting the resign epoch", &never, || {
+                        m.transport.acquire_epoch(&m.role, lease_duration)
+                    })
                     .await?;
+                m.retry("clearing the lease", &never, || {
+                    m.transport
+                        .write_lease(&m.role, m.partition, m.lease_key.clone(), None)
+                })
+                .await?;
                 Ok::<_, Error>(successor)
             };
             match cleared.await {
@@ -721,7 +794,12 @@ async fn renew_loop(held: Arc<Held>) {
     let m = &held.member;
     let renew = millis(m.options.election.renew_interval);
     let mut backoff = Backoff::new(&m.options);
-    let mut next_at = held.lease.lock().unwrap_or_else(|e| e.into_inner()).granted_at.saturating_add(renew);
+    let mut next_at = held
+        .lease
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .granted_at
+        .saturating_add(renew);
     loop {
         tokio::select! {
             biased;
@@ -740,11 +818,18 @@ async fn renew_loop(held: Arc<Held>) {
                 return;
             }
         };
-        match m.transport.write_lease(&m.role, m.partition, m.lease_key.clone(), Some(value)).await {
+        match m
+            .transport
+            .write_lease(&m.role, m.partition, m.lease_key.clone(), Some(value))
+            .await
+        {
             Ok(()) => {
                 tracing::debug!(role = %m.role, member = %m.member, token = %held.token, deadline = lease.deadline, "renewed");
                 *held.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
-                *held.renewal_failures.lock().unwrap_or_else(|e| e.into_inner()) = 0;
+                *held
+                    .renewal_failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = 0;
                 backoff.reset(&m.options);
                 next_at = now.saturating_add(renew);
             }
@@ -755,7 +840,10 @@ async fn renew_loop(held: Arc<Held>) {
             }
             Err(e) if e.is_transient() => {
                 let failures = {
-                    let mut f = held.renewal_failures.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut f = held
+                        .renewal_failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
                     *f += 1;
                     *f
                 };
@@ -790,11 +878,16 @@ impl LeadershipStatus {
 
 /// Asks the role's transaction coordinator for the current token: one
 /// DescribeTransactions request once the coordinator is known.
-pub async fn describe_leadership(coordinator: &dyn Coordinator, role: &str) -> Result<LeadershipStatus> {
+pub async fn describe_leadership(
+    coordinator: &dyn Coordinator,
+    role: &str,
+) -> Result<LeadershipStatus> {
     if role.is_empty() {
         return Err(Error::InvalidArgument("role must not be empty".into()));
     }
-    Ok(LeadershipStatus { token: coordinator.describe_epoch(role).await? })
+    Ok(LeadershipStatus {
+        token: coordinator.describe_epoch(role).await?,
+    })
 }
 
 /// The roster (with ranks) and the lease of a role, for tools that report a
@@ -812,7 +905,11 @@ pub struct RoleStateReport {
 }
 
 /// Reads the roster and the lease of `role` from its partition.
-pub async fn describe_role_state(reader: &dyn StateReader, role: &str, partitions: i32) -> Result<RoleStateReport> {
+pub async fn describe_role_state(
+    reader: &dyn StateReader,
+    role: &str,
+    partitions: i32,
+) -> Result<RoleStateReport> {
     let partition = role_partition(role, partitions)?;
     let records = reader.read_partition(partition).await?;
     let state = RoleState::build(role, &records)?;

@@ -302,4 +302,3 @@ impl RoleState {
         self.malformed_keys
     }
 }
-

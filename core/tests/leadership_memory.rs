@@ -55,7 +55,11 @@ impl World {
         self.spawn_with(member, self.options())
     }
 
-    fn spawn_with(&self, member: &str, options: LeadershipOptions) -> JoinHandle<Result<Leadership, Error>> {
+    fn spawn_with(
+        &self,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> JoinHandle<Result<Leadership, Error>> {
         let t: Arc<dyn Transport> = self.transport();
         let member = member.to_owned();
         tokio::spawn(async move { acquire_leadership(t, ROLE, &member, options).await })
@@ -66,7 +70,11 @@ impl World {
         let t = self.transport();
         let p = role_partition(ROLE, 16).unwrap();
         let key = encode_key(&Key::registration(ROLE, member)).unwrap();
-        let value = encode_registration(&Registration { member: member.into(), registered_at: T0 }).unwrap();
+        let value = encode_registration(&Registration {
+            member: member.into(),
+            registered_at: T0,
+        })
+        .unwrap();
         t.append(p, key, Some(value)).await.unwrap();
     }
 
@@ -83,7 +91,13 @@ impl World {
 
     async fn ranks(&self) -> Vec<String> {
         let t = self.transport();
-        describe_role_state(t.as_ref(), ROLE, 16).await.unwrap().roster.into_iter().map(|e| e.member).collect()
+        describe_role_state(t.as_ref(), ROLE, 16)
+            .await
+            .unwrap()
+            .roster
+            .into_iter()
+            .map(|e| e.member)
+            .collect()
     }
 }
 
@@ -118,12 +132,17 @@ async fn rank0_takes_over_at_the_deadline_and_not_before() {
     assert_eq!(deadline, T0 + 30_000);
     drop(a);
     w.run_until(deadline - 1).await;
-    assert!(!b.is_finished(), "rank 0 must not challenge before the deadline");
+    assert!(
+        !b.is_finished(),
+        "rank 0 must not challenge before the deadline"
+    );
     w.run_until(deadline).await;
     let b = leader(b).await;
     assert!(!c.is_finished(), "rank 1 waits while rank 0 took over");
     assert!(b.token() > FencingToken::new(1000, 0));
-    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    let status = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
     assert!(status.authoritative(&b.token()));
     w.run_until(deadline + STAGGER.as_millis() as i64 + 1).await;
     assert!(!c.is_finished(), "rank 1 sees b's lease and keeps waiting");
@@ -142,7 +161,10 @@ async fn rank1_challenges_one_stagger_after_the_deadline_when_rank0_did_not() {
     let deadline = a.lease().deadline;
     drop(a);
     w.run_until(deadline + STAGGER.as_millis() as i64 - 1).await;
-    assert!(!c.is_finished(), "rank 1 must wait one stagger past the deadline");
+    assert!(
+        !c.is_finished(),
+        "rank 1 must wait one stagger past the deadline"
+    );
     w.run_until(deadline + STAGGER.as_millis() as i64).await;
     let c = leader(c).await;
     assert_eq!(c.member(), "c");
@@ -162,7 +184,9 @@ async fn a_live_holder_renews_and_keeps_the_role() {
     assert!(a.lease().deadline >= T0 + 10 * 30_000);
     assert_eq!(a.lease().deadline - a.lease().granted_at, 30_000);
     // One epoch per term: renewals mint nothing.
-    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    let status = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
     assert_eq!(status.token, a.token());
 }
 
@@ -173,7 +197,10 @@ async fn every_standby_challenging_at_once_leaves_exactly_one_leader() {
     let a = w.spawn_with("a", opts.clone());
     w.run_until(T0).await;
     let a = leader(a).await;
-    let standbys: Vec<_> = ["b", "c", "d", "e"].iter().map(|m| w.spawn_with(m, opts.clone())).collect();
+    let standbys: Vec<_> = ["b", "c", "d", "e"]
+        .iter()
+        .map(|m| w.spawn_with(m, opts.clone()))
+        .collect();
     w.run_until(T0 + 1).await;
     let deadline = a.lease().deadline;
     drop(a);
@@ -192,7 +219,9 @@ async fn every_standby_challenging_at_once_leaves_exactly_one_leader() {
         }
     }
     assert_eq!(held.len(), 1, "exactly one leader");
-    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    let status = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
     assert!(status.authoritative(&held[0].token()));
 }
 
@@ -235,14 +264,22 @@ async fn resign_hands_over_without_waiting_for_the_deadline() {
     a.resign().await.unwrap(); // idempotent
     assert!(matches!(a.err().as_deref(), Some(Error::Resigned)));
     // The resigned token is no longer authoritative, even before b takes over.
-    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    let status = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
     assert!(!status.authoritative(&old));
     settle().await;
     let now = w.clock.now_millis();
     let b = leader(b).await;
-    assert_eq!(w.clock.now_millis(), now, "b took over without the clock moving");
+    assert_eq!(
+        w.clock.now_millis(),
+        now,
+        "b took over without the clock moving"
+    );
     assert!(b.token() > old);
-    let status = describe_leadership(w.transport().as_ref(), ROLE).await.unwrap();
+    let status = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
     assert!(status.authoritative(&b.token()));
     assert_eq!(w.ranks().await, ["b"], "a deregistered");
 }
@@ -268,7 +305,12 @@ async fn a_deposed_leaders_guarded_write_fails_with_fenced() {
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
     assert!(a.err().unwrap().is_fenced());
     a.done().await;
-    let data: Vec<_> = w.cluster.committed("orders", 0).into_iter().map(|r| r.value.unwrap()).collect();
+    let data: Vec<_> = w
+        .cluster
+        .committed("orders", 0)
+        .into_iter()
+        .map(|r| r.value.unwrap())
+        .collect();
     assert_eq!(data, [b"one".to_vec()], "the deposed write is not visible");
 }
 
@@ -337,19 +379,36 @@ async fn dropping_a_waiting_acquire_deregisters_it() {
 async fn options_are_validated_up_front_with_the_values_named() {
     let w = World::new();
     let t: Arc<dyn Transport> = w.transport();
-    let bad = w.options().with_lease_duration(Duration::from_secs(5)).with_renew_interval(Duration::from_secs(10));
-    let err = acquire_leadership(t.clone(), ROLE, "a", bad).await.unwrap_err();
+    let bad = w
+        .options()
+        .with_lease_duration(Duration::from_secs(5))
+        .with_renew_interval(Duration::from_secs(10));
+    let err = acquire_leadership(t.clone(), ROLE, "a", bad)
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     assert!(msg.contains("5s") && msg.contains("10s"), "{msg}");
-    let err = acquire_leadership(t.clone(), ROLE, "a", w.options().with_partitions(0)).await.unwrap_err();
+    let err = acquire_leadership(t.clone(), ROLE, "a", w.options().with_partitions(0))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains('0'), "{err}");
-    let err = acquire_leadership(t.clone(), "", "a", w.options()).await.unwrap_err();
+    let err = acquire_leadership(t.clone(), "", "a", w.options())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("role"), "{err}");
-    let err = acquire_leadership(t.clone(), ROLE, "", w.options()).await.unwrap_err();
+    let err = acquire_leadership(t.clone(), ROLE, "", w.options())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("member"), "{err}");
     let long = "x".repeat(40_000);
-    let err = acquire_leadership(t, ROLE, &long, w.options()).await.unwrap_err();
+    let err = acquire_leadership(t, ROLE, &long, w.options())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("32767"), "{err}");
-    assert_eq!(w.cluster.requests(), 0, "nothing was sent for invalid options");
+    assert_eq!(
+        w.cluster.requests(),
+        0,
+        "nothing was sent for invalid options"
+    );
 }

@@ -64,7 +64,9 @@ pub struct MemoryCluster {
 
 impl std::fmt::Debug for MemoryCluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryCluster").field("state_topic", &self.state_topic).finish_non_exhaustive()
+        f.debug_struct("MemoryCluster")
+            .field("state_topic", &self.state_topic)
+            .finish_non_exhaustive()
     }
 }
 
@@ -72,7 +74,10 @@ impl MemoryCluster {
     /// A new, empty cluster whose poll waits run on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         MemoryCluster {
-            inner: Arc::new(Mutex::new(Inner { next_producer_id: 1000, ..Default::default() })),
+            inner: Arc::new(Mutex::new(Inner {
+                next_producer_id: 1000,
+                ..Default::default()
+            })),
             changed: Arc::new(Notify::new()),
             clock,
             state_topic: crate::STATE_TOPIC.to_owned(),
@@ -81,7 +86,10 @@ impl MemoryCluster {
 
     /// A transport handle for one member (one process).
     pub fn transport(&self) -> MemoryTransport {
-        MemoryTransport { cluster: self.clone(), producers: Arc::new(Mutex::new(HashMap::new())) }
+        MemoryTransport {
+            cluster: self.clone(),
+            producers: Arc::new(Mutex::new(HashMap::new())),
+        }
     }
 
     /// Makes every call of every handle fail with a transient error (a broker
@@ -103,7 +111,12 @@ impl MemoryCluster {
         inner
             .partitions
             .get(&(topic.to_owned(), partition))
-            .map(|log| log.iter().filter(|e| e.committed).map(|e| e.record.clone()).collect())
+            .map(|log| {
+                log.iter()
+                    .filter(|e| e.committed)
+                    .map(|e| e.record.clone())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -121,15 +134,31 @@ impl MemoryCluster {
         let mut inner = self.lock();
         inner.requests += 1;
         if inner.unavailable {
-            return Err(Error::transient(what.to_owned(), "the in-memory cluster is unavailable"));
+            return Err(Error::transient(
+                what.to_owned(),
+                "the in-memory cluster is unavailable",
+            ));
         }
         Ok(inner)
     }
 
-    fn append(inner: &mut Inner, topic: &str, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>, committed: bool) -> i64 {
-        let log = inner.partitions.entry((topic.to_owned(), partition)).or_default();
+    fn append(
+        inner: &mut Inner,
+        topic: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+        committed: bool,
+    ) -> i64 {
+        let log = inner
+            .partitions
+            .entry((topic.to_owned(), partition))
+            .or_default();
         let offset = log.len() as i64;
-        log.push(Entry { record: Record { offset, key, value }, committed });
+        log.push(Entry {
+            record: Record { offset, key, value },
+            committed,
+        });
         offset
     }
 }
@@ -150,12 +179,22 @@ impl MemoryTransport {
 
     /// The token of the producer this handle holds for `role`, if any.
     pub fn held(&self, role: &str) -> Option<FencingToken> {
-        self.producers.lock().unwrap_or_else(|e| e.into_inner()).get(role).copied()
+        self.producers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(role)
+            .copied()
     }
 
     /// Writes a lease record inside a transaction that then aborts: the record
     /// takes an offset but is never read.
-    pub fn write_lease_aborted(&self, role: &str, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<()> {
+    pub fn write_lease_aborted(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> Result<()> {
         let mut inner = self.cluster.enter("write_lease")?;
         self.check_epoch(&inner, role)?;
         let topic = self.cluster.state_topic.clone();
@@ -189,7 +228,9 @@ impl Coordinator for MemoryTransport {
     async fn acquire_epoch(&self, role: &str, _lease_duration: Duration) -> Result<FencingToken> {
         let mut inner = self.cluster.enter("acquire_epoch")?;
         let token = match inner.epochs.get(role).copied() {
-            Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => FencingToken::new(t.producer_id, t.producer_epoch + 1),
+            Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
+                FencingToken::new(t.producer_id, t.producer_epoch + 1)
+            }
             _ => {
                 let id = inner.next_producer_id;
                 inner.next_producer_id += 1;
@@ -198,7 +239,10 @@ impl Coordinator for MemoryTransport {
         };
         inner.epochs.insert(role.to_owned(), token);
         drop(inner);
-        self.producers.lock().unwrap_or_else(|e| e.into_inner()).insert(role.to_owned(), token);
+        self.producers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(role.to_owned(), token);
         Ok(token)
     }
 
@@ -215,7 +259,12 @@ impl StateReader for MemoryTransport {
         Ok(self.cluster.committed(&self.cluster.state_topic, partition))
     }
 
-    async fn poll_partition(&self, partition: i32, from: i64, max_wait: Duration) -> Result<ReadBatch> {
+    async fn poll_partition(
+        &self,
+        partition: i32,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch> {
         let deadline = self.cluster.clock.sleep(max_wait);
         tokio::pin!(deadline);
         loop {
@@ -229,8 +278,15 @@ impl StateReader for MemoryTransport {
                 if let Some(log) = inner.partitions.get(&key) {
                     let start = from.max(0) as usize;
                     if start < log.len() {
-                        let records = log[start..].iter().filter(|e| e.committed).map(|e| e.record.clone()).collect();
-                        return Ok(ReadBatch { records, next_offset: log.len() as i64 });
+                        let records = log[start..]
+                            .iter()
+                            .filter(|e| e.committed)
+                            .map(|e| e.record.clone())
+                            .collect();
+                        return Ok(ReadBatch {
+                            records,
+                            next_offset: log.len() as i64,
+                        });
                     }
                 }
             }
@@ -256,7 +312,13 @@ impl Registrar for MemoryTransport {
 
 #[async_trait]
 impl LeaseWriter for MemoryTransport {
-    async fn write_lease(&self, role: &str, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<()> {
+    async fn write_lease(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> Result<()> {
         let mut inner = self.cluster.enter("write_lease")?;
         self.check_epoch(&inner, role)?;
         let topic = self.cluster.state_topic.clone();
@@ -271,7 +333,14 @@ impl LeaseWriter for MemoryTransport {
         self.check_epoch(&inner, role)?;
         for r in records {
             let partition = r.partition.unwrap_or(0);
-            MemoryCluster::append(&mut inner, &r.topic, partition, r.key.unwrap_or_default(), r.value, true);
+            MemoryCluster::append(
+                &mut inner,
+                &r.topic,
+                partition,
+                r.key.unwrap_or_default(),
+                r.value,
+                true,
+            );
         }
         drop(inner);
         self.cluster.changed.notify_waiters();
@@ -279,7 +348,10 @@ impl LeaseWriter for MemoryTransport {
     }
 
     async fn release(&self, role: &str) -> Result<()> {
-        self.producers.lock().unwrap_or_else(|e| e.into_inner()).remove(role);
+        self.producers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(role);
         Ok(())
     }
 }

@@ -58,7 +58,12 @@ pub trait StateReader: Send + Sync {
     /// Committed records of `partition` from offset `from` on. Waits up to
     /// `max_wait` for at least one new record when there is none yet, and then
     /// returns an empty batch. Steady-state cost grows with new records only.
-    async fn poll_partition(&self, partition: i32, from: i64, max_wait: Duration) -> Result<ReadBatch>;
+    async fn poll_partition(
+        &self,
+        partition: i32,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch>;
 }
 
 /// Appends registration records.
@@ -92,7 +97,13 @@ pub trait LeaseWriter: Send + Sync {
     /// Fails with [`crate::Error::Fenced`] when the broker answers
     /// INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED (90); the fenced producer
     /// is dropped.
-    async fn write_lease(&self, role: &str, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<()>;
+    async fn write_lease(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> Result<()>;
 
     /// Writes `records` in one transaction of the epoch-bound producer of
     /// `role`, serialised with the lease writes. A deposed holder's write fails
