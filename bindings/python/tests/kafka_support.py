@@ -115,6 +115,25 @@ def ensure_data_topic(bootstrap: str, topic: str) -> str:
     return topic
 
 
+def mint_newer_epoch(bootstrap: str, role: str) -> None:
+    """Has another process mint a newer epoch of ``role``: Kafka's own admin
+    tool (``kafka-transactions forceTerminateTransaction``, Admin
+    ``fenceProducers``) calls InitProducerId for the role's transactional id,
+    which supersedes the holder's epoch at the transaction coordinator."""
+    done = subprocess.run(
+        [
+            "bash", str(KAFKA_SH), "tool", "transactions",
+            "--bootstrap-server", bootstrap,
+            "forceTerminateTransaction", "--transactionalId", role,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"kafka-transactions forceTerminateTransaction {role} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+
+
 def unique_role(test_name: str) -> str:
     """A role name no other test (and no earlier run) uses."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", test_name).strip("-")[:40]

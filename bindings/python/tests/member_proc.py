@@ -5,7 +5,8 @@ guarded write to ``--topic`` every ``--write-every`` seconds (without
 ``--topic`` it only holds the role). Every step is a JSON line on stdout:
 ``start``, ``elected`` (``token``, ``deadline``), ``wrote`` (``seq``),
 ``fenced`` (``error``: the class the write raised, ``leadership_error``: the
-class of ``Leadership.error``), ``ended``, ``interrupted`` (Ctrl-C while
+class of ``Leadership.error``), ``ended`` (the role
+ended while the member waited; after a fence it then tries one more write), ``interrupted`` (Ctrl-C while
 waiting to acquire; ``deregistered_after_ms``), ``resigned``.
 
 Exit codes: 0 stopped cleanly (resigned, or interrupted while waiting),
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from typing import Any
@@ -39,6 +41,10 @@ def main() -> int:
     p.add_argument("--write-every", type=float, default=0.2)
     a = p.parse_args()
     kafka = {"bootstrap.servers": a.bootstrap}
+    # Ctrl-C semantics even when started with SIGINT ignored (a background
+    # job of a non-interactive shell inherits SIG_IGN, and Python then
+    # leaves SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     emit("start")
     started = time.monotonic()
@@ -80,7 +86,9 @@ def main() -> int:
             if leadership.wait(a.write_every):
                 error = leadership.error
                 emit("ended", error=type(error).__name__ if error is not None else None)
-                return 3 if isinstance(error, kc.Fenced) else 1
+                if a.topic is None or not isinstance(error, kc.Fenced):
+                    return 3 if isinstance(error, kc.Fenced) else 1
+                # Fenced: go round once more; the write must raise Fenced.
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 Each member is a Python process (``member_proc.py``) using the blocking API
 with a 3 s lease, renewed every second, and one second between challenger
 ranks. One test kills the leader with SIGKILL and times the standby's
-takeover; the other freezes the leader with SIGSTOP past its lease, lets a
+takeover; another freezes the leader with SIGSTOP past its lease, lets a
 newer epoch take the role, resumes it, and sees its next guarded write raise
-``Fenced``.
+``Fenced``. A third has another process (Kafka's admin tool) mint a newer
+epoch under a leader that is not due to renew, so that the broker refuses
+the leader's guarded write itself.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import signal
 import time
 from typing import Dict
 
+import pytest
+
 import krabka_coordination as kc
-from kafka_support import FAST, LEASE_S, RENEW_S, STAGGER_S, Member, members, token_of, wait_until
+from kafka_support import FAST, LEASE_S, RENEW_S, STAGGER_S, Member, members, mint_newer_epoch, token_of, wait_until
 
 # Process start, imports, connecting and the first reads: well within this.
 ELECTED_WITHIN_S = 20.0
@@ -84,13 +88,19 @@ def test_a_deposed_leaders_guarded_write_raises_fenced(kafka: Dict[str, str], da
 
             a.send(signal.SIGCONT)
             fenced = a.expect("fenced", 20)
-            # The write raised Fenced and the leadership ended because of it
-            # (the renewal may have hit the fence first; either way the
-            # broker refused a's epoch).
+            # a's next guarded write raised Fenced and a's leadership ended
+            # with Fenced. On resuming, a's overdue renewal and its write race
+            # to the broker: either the broker refused the write itself, or
+            # it refused the renewal first, the leadership ended, and the
+            # write raised that end reason without reaching the broker.
             assert fenced["error"] == "Fenced"
             assert fenced["leadership_error"] == "Fenced"
             assert fenced["is_held"] is False
+            # The message is the broker's refusal of one or the other.
+            on_write = "write_guarded" in fenced["message"]
+            assert on_write or "write_lease" in fenced["message"], fenced["message"]
             assert a.exit_code(20) == 3
+            print(f"\nthe broker fenced a's {'guarded write' if on_write else 'renewal (the write then raised it)'}")
 
             # b still leads and writes.
             assert b.is_held
@@ -99,3 +109,29 @@ def test_a_deposed_leaders_guarded_write_raises_fenced(kafka: Dict[str, str], da
         assert isinstance(b.error, kc.Resigned)
     finally:
         a.kill()
+
+
+def test_the_broker_refuses_the_guarded_write_of_a_superseded_epoch(kafka: Dict[str, str], data_topic: str, role: str) -> None:
+    # A 30 s lease renewed every 10 s: no renewal happens during the test, so
+    # the guarded write is the first thing to meet the newer epoch.
+    leadership = kc.acquire_leadership_blocking(kafka, role, "a", lease_duration=30.0, renew_interval=10.0)
+    try:
+        leadership.write_blocking(data_topic, b"while it leads")
+        mint_newer_epoch(kafka["bootstrap.servers"], role)
+        status = kc.describe_leadership_blocking(kafka, role)
+        assert status.token > leadership.token and not status.authoritative(leadership.token)
+
+        with pytest.raises(kc.Fenced) as info:
+            leadership.write_blocking(data_topic, b"deposed", key=b"k")
+        assert "write_guarded" in str(info.value), str(info.value)
+        assert not isinstance(info.value, ValueError)
+        # The fence ended the leadership.
+        assert not leadership.is_held
+        assert isinstance(leadership.error, kc.Fenced)
+        assert leadership.wait(0) is True
+        with pytest.raises(kc.Fenced):
+            leadership.write_records_blocking([kc.OutRecord(data_topic, b"still deposed")])
+    finally:
+        # After a fence, resign only deregisters.
+        leadership.resign_blocking()
+    assert members(kafka, role) == []
