@@ -185,10 +185,17 @@ class Member:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             line = line.strip()
-            if line:
+            if not line:
+                continue
+            try:
                 event: Dict[str, Any] = json.loads(line)
-                event["t_rx"] = time.monotonic()
-                self.events.put(event)
+            except ValueError:
+                # Not an event (a library writing to stdout): keep it for
+                # the failure message instead of losing every later event.
+                self.stderr.append(f"[stdout] {line}\n")
+                continue
+            event["t_rx"] = time.monotonic()
+            self.events.put(event)
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
