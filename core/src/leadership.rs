@@ -464,6 +464,7 @@ pub async fn acquire_leadership(
     options: LeadershipOptions,
 ) -> Result<Leadership> {
     let m = Member::new(transport, role, member, options)?;
+    m.transport.check_options(&m.options.election)?;
     let cancel = m.options.cancel.clone();
     let mut guard = AcquireGuard::arm(&m);
     match acquire_loop(&m, &cancel).await {

@@ -412,3 +412,19 @@ async fn options_are_validated_up_front_with_the_values_named() {
         "nothing was sent for invalid options"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn options_the_transport_cannot_honour_are_refused_before_registering() {
+    let w = World::new();
+    w.cluster.set_min_lease_duration(Duration::from_secs(1));
+    let t: Arc<dyn Transport> = w.transport();
+    let opts = w
+        .options()
+        .with_lease_duration(Duration::from_millis(500))
+        .with_renew_interval(Duration::from_millis(100));
+    let err = acquire_leadership(t, ROLE, "a", opts).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("500ms") && msg.contains("1s"), "{msg}");
+    assert_eq!(w.cluster.requests(), 0, "nothing was sent");
+}

@@ -51,6 +51,7 @@ struct Inner {
     next_producer_id: i64,
     unavailable: bool,
     requests: u64,
+    min_lease_duration: Option<Duration>,
 }
 
 /// The shared state of an in-memory "cluster".
@@ -97,6 +98,13 @@ impl MemoryCluster {
     pub fn set_unavailable(&self, unavailable: bool) {
         self.lock().unavailable = unavailable;
         self.changed.notify_waiters();
+    }
+
+    /// Makes [`Coordinator::check_options`] refuse leases shorter than `d`, as
+    /// the Kafka transport refuses leases below the shortest transaction
+    /// timeout.
+    pub fn set_min_lease_duration(&self, d: Duration) {
+        self.lock().min_lease_duration = Some(d);
     }
 
     /// Sets the next producer id the coordinator assigns and the epoch of
@@ -244,6 +252,16 @@ impl Coordinator for MemoryTransport {
             .unwrap_or_else(|e| e.into_inner())
             .insert(role.to_owned(), token);
         Ok(token)
+    }
+
+    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+        match self.cluster.lock().min_lease_duration {
+            Some(min) if options.lease_duration < min => Err(Error::InvalidArgument(format!(
+                "lease duration {:?} is below this transport's minimum {min:?}",
+                options.lease_duration
+            ))),
+            _ => Ok(()),
+        }
     }
 
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {

@@ -36,6 +36,15 @@ pub trait Coordinator: Send + Sync {
     /// its transaction coordinator; [`crate::NO_EPOCH`] when no member has
     /// taken the role (or the coordinator has forgotten the id).
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken>;
+
+    /// Refuses election options this transport cannot honour (for Kafka, a
+    /// lease shorter than the shortest transaction timeout), so a member
+    /// learns it before it registers rather than when its turn comes. The
+    /// error names the values. The default accepts everything.
+    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+        let _ = options;
+        Ok(())
+    }
 }
 
 /// A batch of committed records of one partition.
