@@ -33,6 +33,7 @@
 //! an inherited `Leadership` raises `FatalError`, and dropping it there
 //! leaves the parent's clients alone; the child acquires its own.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -769,12 +770,57 @@ impl PyRoleStateReport {
     }
 }
 
+/// The transports that describe calls use, one per distinct Kafka
+/// configuration, kept for the life of the process: the describe client
+/// caches each role's transaction coordinator and its connection, so a
+/// `describe_leadership` costs one request once the coordinator is known.
+/// Tagged with the pid that built them; a forked child builds its own.
+static DESCRIBERS: std::sync::Mutex<Option<(u32, Describers)>> = std::sync::Mutex::new(None);
+
+/// Describe transports by their configuration.
+type Describers = HashMap<String, Arc<KafkaTransport>>;
+
+fn describer(config: KafkaConfig) -> Result<Arc<KafkaTransport>, Error> {
+    let mut settings: Vec<_> = config.settings().collect();
+    settings.sort_unstable();
+    let key = format!(
+        "{}|{}|{settings:?}",
+        config.bootstrap(),
+        config.state_topic()
+    );
+    let pid = std::process::id();
+    let mut guard = DESCRIBERS.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.as_ref().is_some_and(|(p, _)| *p != pid) {
+        // The parent's clients have no threads in this child: never drop
+        // them here (librdkafka would wait for threads that do not exist).
+        if let Some((_, inherited)) = guard.take() {
+            std::mem::forget(inherited);
+        }
+    }
+    let (_, cache) = guard.get_or_insert_with(|| (pid, HashMap::new()));
+    if let Some(t) = cache.get(&key) {
+        return Ok(t.clone());
+    }
+    let transport = Arc::new(KafkaTransport::new(config, None)?);
+    cache.insert(key, transport.clone());
+    Ok(transport)
+}
+
+/// DescribeTransactions-client requests sent so far by the describe transport
+/// of `kafka` (0 before its first describe). For tests of the request cost.
+#[pyfunction]
+pub fn _describe_requests(py: Python<'_>, kafka: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let config = kafka_config(kafka)?;
+    let t = describer(config).map_err(|e| to_py_err(py, e))?;
+    Ok(t.describe_client().requests_sent())
+}
+
 async fn describe_leadership_core(
     config: KafkaConfig,
     role: String,
 ) -> Result<PyLeadershipStatus, Error> {
-    let transport = KafkaTransport::new(config, None)?;
-    let status = cl::describe_leadership(&transport, &role).await?;
+    let transport = describer(config)?;
+    let status = cl::describe_leadership(transport.as_ref(), &role).await?;
     Ok(PyLeadershipStatus(status))
 }
 
@@ -783,8 +829,8 @@ async fn describe_role_state_core(
     role: String,
     partitions: i32,
 ) -> Result<PyRoleStateReport, Error> {
-    let transport = KafkaTransport::new(config, None)?;
-    let report = cl::describe_role_state(&transport, &role, partitions).await?;
+    let transport = describer(config)?;
+    let report = cl::describe_role_state(transport.as_ref(), &role, partitions).await?;
     Ok(PyRoleStateReport(report))
 }
 

@@ -40,7 +40,7 @@ mod native {
 
     #[pymodule_export]
     use crate::leadership::{
-        acquire_leadership, acquire_leadership_blocking, describe_leadership,
+        _describe_requests, acquire_leadership, acquire_leadership_blocking, describe_leadership,
         describe_leadership_blocking, describe_role_state, describe_role_state_blocking,
         ensure_state_topic, ensure_state_topic_blocking, PyLeadership, PyLeadershipStatus,
         PyOutRecord, PyRoleStateReport, PyRosterEntry, PyTopicReport,

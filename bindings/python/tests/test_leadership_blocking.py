@@ -84,6 +84,15 @@ def test_describe_a_role_nobody_took(kafka: Dict[str, str], role: str) -> None:
     assert report.partition == kc.role_partition(role, 16)
 
 
+def test_describe_costs_one_request_once_the_coordinator_is_known(kafka: Dict[str, str], role: str) -> None:
+    with kc.acquire_leadership_blocking(kafka, role, "m", **FAST) as leadership:
+        assert kc.describe_leadership_blocking(kafka, role).authoritative(leadership.token)
+        before = kc._native._describe_requests(kafka)
+        for _ in range(5):
+            assert kc.describe_leadership_blocking(kafka, role).authoritative(leadership.token)
+        assert kc._native._describe_requests(kafka) - before == 5
+
+
 def test_ctrl_c_of_a_waiting_acquire_deregisters_before_raising(kafka: Dict[str, str], role: str) -> None:
     holder = kc.acquire_leadership_blocking(kafka, role, "holder", lease_duration=30.0, renew_interval=1.0)
     waiting = Member(kafka, role, "waiting")

@@ -51,6 +51,7 @@ __all__ = [
     "_runtime_ping",
     "_runtime_ping_async",
     "_raise_core_error",
+    "_describe_requests",
     "KrabkaError",
     "FormatError",
     "EncodeError",
@@ -513,3 +514,6 @@ def _runtime_alive_tasks() -> int:
 
 def _raise_core_error(variant: str, message: str, cause: Optional[BaseException] = None) -> NoReturn:
     """Raises what error.rs makes of a core error ``variant`` (tests the mapping)."""
+
+def _describe_requests(kafka: _KafkaSettings) -> int:
+    """Requests sent so far by the describe client kept for ``kafka``."""
