@@ -171,6 +171,23 @@ async fn client_settings_reach_every_producer_and_consumer() {
     assert!(!e.is_fenced(), "{e:?}");
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
 
+    // The spare lease producer, built ahead of the next mint, is created
+    // with the user settings too.
+    let again = t
+        .acquire_epoch(&role, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(again > token);
+    assert_eq!(t.mint_stats().from_spare, 1, "{:?}", t.mint_stats());
+    let e = t
+        .write_lease(&role, 0, lease_key(&role), Some(vec![7; 5000]))
+        .await
+        .unwrap_err();
+    assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
+    t.write_lease(&role, 0, lease_key(&role), Some(lease_value("m", again, 2)))
+        .await
+        .expect("a small lease fits");
+
     // A consumer setting reaches the state consumers: a user group.id is
     // used instead of the default, and reading still works.
     let reader = KafkaTransport::new(

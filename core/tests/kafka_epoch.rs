@@ -496,22 +496,37 @@ async fn a_crashed_holder_is_replaced() {
         "the dead holder left its transaction open"
     );
 
-    // InitProducerId meets the open transaction: the coordinator fences and
-    // aborts it, answers CONCURRENT_TRANSACTIONS, and librdkafka retries.
+    // The transaction stays open past the grace a live holder gets to finish
+    // it, so the successor fences it (one InitProducerId of its protocol
+    // client: the coordinator bumps the epoch and aborts it), waits the abort
+    // out, then mints with its own producer. Its librdkafka InitProducerId
+    // never meets the open transaction, whose CONCURRENT_TRANSACTIONS answer
+    // would cost librdkafka's fixed 500 ms retry.
     let t = transport("successor").await;
     let start = Instant::now();
     let new = t
         .acquire_epoch(&role, LEASE)
         .await
         .expect("the successor's acquire succeeds");
-    println!("take-over acquire after a crash: {:?}", start.elapsed());
+    let took = start.elapsed();
+    println!("take-over acquire after a crash: {took:?}");
     assert!(new > old, "{old} -> {new}");
     if new.producer_id == old.producer_id {
         assert!(
             new.producer_epoch >= old.producer_epoch + 2,
-            "the abort bumps once and the retried InitProducerId again: {old} -> {new}"
+            "the fence bumps once and the successor's InitProducerId again: {old} -> {new}"
         );
     }
+    let stats = t.mint_stats();
+    assert_eq!(stats.minted, 1);
+    assert_eq!(
+        stats.fenced_open_transactions, 1,
+        "the open transaction is fenced, not waited for: {stats:?}"
+    );
+    assert!(
+        took < Duration::from_millis(450),
+        "the take-over mint took {took:?}: it met the open transaction (librdkafka retries after 500 ms)"
+    );
     let mine = lease_value("new", new, 3);
     t.write_lease(&role, p, lease_key(&role), Some(mine.clone()))
         .await
@@ -532,4 +547,76 @@ async fn a_crashed_holder_is_replaced() {
     );
     assert!(has_value(&records, &mine));
     assert_eq!(t.describe_epoch(&role).await.unwrap(), new);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_member_mints_with_a_spare_lease_producer() {
+    init_tracing();
+    let role = unique("spare");
+    let p = partition_of(&role);
+    let a = transport("spare-a").await;
+    let b = transport("spare-b").await;
+    let key = lease_key(&role);
+
+    let ta = a.acquire_epoch(&role, LEASE).await.unwrap();
+    assert!(
+        a.has_spare_lease_producer(&role),
+        "after a mint the transport builds the role's next lease producer"
+    );
+    assert_eq!(a.mint_stats().from_spare, 0, "the first mint had no spare");
+    // The lease record says how long the role's leases last (10 s = LEASE).
+    let a1 = lease_value("a", ta, 1);
+    a.write_lease(&role, p, key.clone(), Some(a1.clone()))
+        .await
+        .unwrap();
+
+    // Reading the role's lease alone makes no spare: B serves no role yet.
+    read_until(&b, p, Duration::from_secs(10), |r| has_value(r, &a1)).await;
+    assert!(!b.has_spare_lease_producer(&role));
+    // Registered in the role, with its lease known: B keeps a spare.
+    b.append(p, reg_key(&role, "b"), Some(reg_value("b", 1)))
+        .await
+        .unwrap();
+    assert!(b.has_spare_lease_producer(&role));
+
+    let tb = b.acquire_epoch(&role, LEASE).await.unwrap();
+    assert!(tb > ta, "{ta} -> {tb}");
+    let stats = b.mint_stats();
+    assert_eq!((stats.minted, stats.from_spare), (1, 1), "{stats:?}");
+    assert_eq!(b.describe_epoch(&role).await.unwrap(), tb);
+    // The spare is the producer the epoch binds: it writes, A is fenced.
+    let b2 = lease_value("b", tb, 2);
+    b.write_lease(&role, p, key.clone(), Some(b2.clone()))
+        .await
+        .expect("the spare's epoch writes");
+    let e = a
+        .write_lease(&role, p, key.clone(), Some(lease_value("a", ta, 3)))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+
+    // A mint with another lease does not use a spare built for 10 s: the
+    // producer's transaction timeout is the lease.
+    let short = Duration::from_secs(5);
+    let tb2 = b.acquire_epoch(&role, short).await.unwrap();
+    assert!(tb2 > tb, "{tb} -> {tb2}");
+    assert_eq!(b.mint_stats().from_spare, 1, "{:?}", b.mint_stats());
+    let d = b
+        .describe_client()
+        .describe_transaction(&role)
+        .await
+        .unwrap()
+        .expect("the role is known");
+    assert_eq!(d.timeout_ms, short.as_millis() as i32);
+    let b4 = lease_value("b", tb2, 4);
+    b.write_lease(&role, p, key.clone(), Some(b4.clone()))
+        .await
+        .unwrap();
+    let records = read_until(&a, p, Duration::from_secs(10), |r| has_value(r, &b4)).await;
+    assert!(has_value(&records, &b2));
+    assert!(!has_value(&records, &lease_value("a", ta, 3)));
+
+    // Deregistered, B lets the role's spare go.
+    b.append(p, reg_key(&role, "b"), None).await.unwrap();
+    assert!(!b.has_spare_lease_producer(&role));
 }

@@ -28,8 +28,12 @@ use crate::error::{Error, Result};
 /// Defaults that a user value overrides: `fetch.wait.max.ms` (from
 /// [`KafkaConfig::with_fetch_wait`]), `message.timeout.ms` of the
 /// registration producer (from [`KafkaConfig::with_operation_timeout`]),
-/// `partitioner = murmur2_random` (Kafka's Java partitioner, used only for
-/// guarded writes that leave the partition open) and `client.id`.
+/// `linger.ms = 0` of the lease and registration producers (unless
+/// `linger.ms` or its alias `queue.buffering.max.ms` is set),
+/// `reconnect.backoff.ms = 22` of the lease producer (a new producer gets
+/// usable sooner), `partitioner = murmur2_random` (Kafka's Java
+/// partitioner, used only for guarded writes that leave the partition open)
+/// and `client.id`.
 ///
 /// The DescribeTransactions client ([`super::DescribeClient`]) speaks
 /// PLAINTEXT only; a configuration with any other `security.protocol`, or

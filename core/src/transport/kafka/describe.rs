@@ -14,6 +14,10 @@
 //!    transaction coordinator of the transactional id.
 //! 3. DescribeTransactions (API key 65, v0) on the coordinator.
 //!
+//! The transport also sends one InitProducerId through it to fence a
+//! transaction a crashed holder left open (see the `mint` module), the
+//! request `Admin.fenceProducers` sends.
+//!
 //! The coordinator of each transactional id and the connection to each broker
 //! are cached, so once the coordinator is known a describe costs exactly one
 //! request. The client finds the coordinator again on `NOT_COORDINATOR`,
@@ -45,8 +49,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, DescribeTransactionsRequest,
-    DescribeTransactionsResponse, FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader,
-    ResponseHeader, TransactionalId,
+    DescribeTransactionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader, ResponseHeader,
+    TransactionalId,
 };
 use kafka_protocol::protocol::{
     encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
@@ -90,6 +95,18 @@ pub struct TransactionDescription {
     pub token: FencingToken,
     /// The partitions of the open transaction, by topic.
     pub topics: Vec<(String, Vec<i32>)>,
+}
+
+/// What a [`DescribeClient::fence`] got for an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FenceAnswer {
+    /// The coordinator is aborting the open transaction (it answered
+    /// CONCURRENT_TRANSACTIONS after bumping the epoch).
+    Aborting,
+    /// Nothing was open any more: the request minted this epoch.
+    Minted(FencingToken),
+    /// The request failed; why.
+    Refused(String),
 }
 
 /// A DescribeTransactions client: who holds the newest epoch of a role.
@@ -243,6 +260,65 @@ impl DescribeClient {
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Fences the holder of `transactional_id` the way a new producer of the
+    /// id would, and the way Kafka's `Admin.fenceProducers` (KIP-618) does:
+    /// one InitProducerId for the id, which bumps its epoch and makes the
+    /// coordinator abort the transaction left open. The epoch it mints binds
+    /// no producer and writes nothing; a producer that wants to write calls
+    /// InitProducerId itself afterwards and gets a newer one.
+    ///
+    /// One attempt, no retry: the caller goes on to its own InitProducerId
+    /// whatever the answer.
+    pub(crate) async fn fence(
+        &self,
+        transactional_id: &str,
+        transaction_timeout_ms: i32,
+    ) -> Result<FenceAnswer> {
+        let deadline = Instant::now() + self.inner.timeout;
+        let attempt = async {
+            let addr = self.coordinator(transactional_id, deadline).await?;
+            let conn = self.connection(&addr, deadline).await?;
+            let version = conn
+                .version_for(
+                    ApiKey::InitProducerId,
+                    InitProducerIdRequest::VERSIONS_RANGE,
+                )
+                .ok_or_else(|| {
+                    Attempt::Fail(Error::fatal(
+                        format!("InitProducerId at {addr}"),
+                        "the broker supports no InitProducerId version this client speaks",
+                    ))
+                })?;
+            let mut req = InitProducerIdRequest::default();
+            req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+                transactional_id.to_owned(),
+            )));
+            req.transaction_timeout_ms = transaction_timeout_ms;
+            req.producer_id = ProducerId(-1);
+            req.producer_epoch = -1;
+            let resp: InitProducerIdResponse = self
+                .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+                .await?;
+            Ok::<_, Attempt>(match resp.error_code {
+                0 => {
+                    FenceAnswer::Minted(FencingToken::new(resp.producer_id.0, resp.producer_epoch))
+                }
+                // CONCURRENT_TRANSACTIONS: the open transaction is being aborted.
+                51 => FenceAnswer::Aborting,
+                code => FenceAnswer::Refused(code_name(code)),
+            })
+        };
+        match attempt.await {
+            Ok(answer) => Ok(answer),
+            Err(Attempt::Fail(e)) => Err(e),
+            Err(Attempt::Refind(r)) => {
+                self.forget_coordinator(transactional_id);
+                Ok(FenceAnswer::Refused(r))
+            }
+            Err(Attempt::Backoff(r)) => Ok(FenceAnswer::Refused(r)),
         }
     }
 
@@ -494,6 +570,10 @@ impl VersionsRange for FindCoordinatorRequest {
         <FindCoordinatorRequest as kafka_protocol::protocol::Message>::VERSIONS.min,
         <FindCoordinatorRequest as kafka_protocol::protocol::Message>::VERSIONS.max,
     );
+}
+impl VersionsRange for InitProducerIdRequest {
+    // Up to version 4: the two-phase-commit fields of version 5 stay unused.
+    const VERSIONS_RANGE: (i16, i16) = (0, 4);
 }
 impl VersionsRange for DescribeTransactionsRequest {
     // Version 0 only: the layout this client decodes.

@@ -6,10 +6,11 @@
 //! 2). It keeps the spec's four rules:
 //!
 //! 1. **The epoch binds the lease producer.** `acquire_epoch(role, lease)`
-//!    builds a producer with `transactional.id = <role>` and
-//!    `transaction.timeout.ms = <lease>`, calls InitProducerId
-//!    (`init_transactions`) and keeps that producer; every lease write and
-//!    guarded write of the role goes through it. librdkafka has no getter for
+//!    takes a producer with `transactional.id = <role>` and
+//!    `transaction.timeout.ms = <lease>` (a spare built ahead of time, or a
+//!    new one: see [Minting](#minting)), calls InitProducerId
+//!    (`init_transactions`) on it and keeps that producer; every lease write
+//!    and guarded write of the role goes through it. librdkafka has no getter for
 //!    the minted producer id and epoch, so the transport asks the
 //!    coordinator with DescribeTransactions right after InitProducerId. If
 //!    another member minted a newer epoch in between, the answer is theirs,
@@ -32,6 +33,30 @@
 //!    producer, `acks=all`) and the lease producer both send to the partition
 //!    the caller gives, which is [`crate::role_partition`] of the role.
 //!
+//! # Minting
+//!
+//! A mint takes a few milliseconds (InitProducerId and two
+//! DescribeTransactions round trips) instead of librdkafka's 55 to 505 ms
+//! for a new producer, because the transport:
+//!
+//! * keeps a **spare lease producer**, created and connected ahead of time,
+//!   for each role it minted in, and for each role it is registered in once a
+//!   lease record of the role has told it the lease duration (it watches its
+//!   own registrations go out and the lease records it reads). A spare has
+//!   not called InitProducerId, so the coordinator does not know it; it costs
+//!   an idle producer (librdkafka threads and one connection) per role. The
+//!   spare of a role goes when the transport deregisters from the role, and
+//!   with the transport. A mint without a fitting spare builds a producer and
+//!   connects it first, about 15 ms;
+//! * **clears the way** for InitProducerId: it waits (bounded by the
+//!   operation timeout) while the role's previous transaction completes, and
+//!   fences a transaction a crashed holder left open after a grace of 20 ms,
+//!   instead of letting InitProducerId meet them (librdkafka retries that
+//!   only after 500 ms).
+//!
+//! [`KafkaTransport::mint_stats`] counts each case. The details are in the
+//! source of the `mint` module.
+//!
 //! # Tuning
 //!
 //! * **Transaction timeout = lease duration.** The coordinator aborts a
@@ -52,8 +77,21 @@
 //!   traffic. It is also the longest a read waits at an end it cannot see
 //!   early (none was observed in the tests).
 //! * **Operation timeout** ([`KafkaConfig::with_operation_timeout`], 30 s):
-//!   the budget of InitProducerId, commit, abort, a read to the last stable
+//!   the budget of a mint (connecting its producer, the wait for a completing
+//!   transaction, InitProducerId), commit, abort, a read to the last stable
 //!   offset, a describe with its retries.
+//! * **Latency defaults** (a user setting overrides them): the lease and
+//!   registration producers send at once (`linger.ms = 0` instead of
+//!   librdkafka's 5 ms), and the lease producer uses `reconnect.backoff.ms =
+//!   22`: librdkafka waits half of it (at least 11 ms) before it connects to
+//!   a broker it has just learned of, 50 ms with its default of 100 ms, which
+//!   is most of the time a new producer needs to get usable.
+//! * **Commit.** Before a commit the transport waits (microseconds, at most
+//!   50 ms) until librdkafka has released the transaction's delivered
+//!   messages. rust-rdkafka's commit flushes first and, if it finds one still
+//!   counted, polls for up to 100 ms for an event that does not come (the
+//!   producer's own polling thread takes it); that cost about one commit in
+//!   ten 100 ms.
 //!
 //! # Threads
 //!
@@ -81,14 +119,17 @@ use crate::transport::{Coordinator, LeaseWriter, OutRecord, ReadBatch, Registrar
 mod config;
 mod describe;
 mod lease;
+mod mint;
 mod reader;
 mod topic;
 
 pub use config::KafkaConfig;
 pub use describe::{DescribeClient, TransactionDescription};
+pub use mint::MintStats;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport};
 
 use lease::{is_fenced_code, LeaseProducer, Outcome, TxnState};
+use mint::{Counters, Spares};
 use reader::PartitionReader;
 
 /// The shortest lease librdkafka accepts as `transaction.timeout.ms`.
@@ -123,6 +164,8 @@ pub struct KafkaTransport {
     roles: StdMutex<HashMap<String, RoleSlot>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
     seeks: Arc<AtomicU64>,
+    spares: Spares,
+    mints: Arc<Counters>,
 }
 
 impl std::fmt::Debug for KafkaTransport {
@@ -158,6 +201,10 @@ impl KafkaTransport {
                 config.operation_timeout_ms().to_string(),
             );
         }
+        // A registration is sent as soon as it is appended.
+        if config.get("linger.ms").is_none() && config.get("queue.buffering.max.ms").is_none() {
+            cc.set("linger.ms", "0");
+        }
         cc.set("enable.idempotence", "true");
         cc.set("acks", "all");
         cc.set("allow.auto.create.topics", "false");
@@ -165,6 +212,7 @@ impl KafkaTransport {
             .create_with_context(TransportContext)
             .map_err(|e| kafka_error("creating the registration producer", e))?;
         Ok(KafkaTransport {
+            spares: Spares::new(config.clone(), client_suffix.clone()),
             config,
             client_suffix,
             registrar: Some(registrar),
@@ -172,6 +220,7 @@ impl KafkaTransport {
             roles: StdMutex::new(HashMap::new()),
             readers: StdMutex::new(HashMap::new()),
             seeks: Arc::new(AtomicU64::new(0)),
+            mints: Arc::default(),
         })
     }
 
@@ -193,6 +242,20 @@ impl KafkaTransport {
     /// tests.
     pub fn state_seeks(&self) -> u64 {
         self.seeks.load(Ordering::Relaxed)
+    }
+
+    /// Counters of this transport's epoch mints: how many used a spare lease
+    /// producer, waited for a completing transaction, or fenced an open one.
+    /// For metrics and tests.
+    pub fn mint_stats(&self) -> MintStats {
+        self.mints.snapshot()
+    }
+
+    /// Whether the transport keeps a spare lease producer of `role`, ready or
+    /// being built (see the module docs, "Minting"). For tests.
+    #[doc(hidden)]
+    pub fn has_spare_lease_producer(&self, role: &str) -> bool {
+        self.spares.has_spare(role)
     }
 
     /// The token this transport minted for `role` and still holds a producer
@@ -303,50 +366,72 @@ impl KafkaTransport {
     }
 }
 
-/// Builds the lease producer of `role` and calls InitProducerId.
-async fn build_lease_producer(
+/// One mint (see [`mint`](self::mint) module docs): a spare or fresh lease
+/// producer, connected; the way cleared; InitProducerId; the minted token
+/// learned with DescribeTransactions.
+#[allow(clippy::too_many_arguments)]
+async fn mint(
     config: &KafkaConfig,
     client_suffix: &str,
+    describe: &DescribeClient,
+    spares: &Spares,
+    counters: &Counters,
     role: &str,
     lease_ms: u64,
-) -> Result<Producer> {
-    let mut cc = config.client_config(&format!("{client_suffix}-lease"));
-    if config.get("partitioner").is_none() {
-        cc.set("partitioner", "murmur2_random");
-    }
-    cc.set("transactional.id", role);
-    cc.set("transaction.timeout.ms", lease_ms.to_string());
-    cc.set("enable.idempotence", "true");
-    cc.set("acks", "all");
-    cc.set("allow.auto.create.topics", "false");
-    let timeout = config.operation_timeout();
-    let role_owned = role.to_owned();
-    run_blocking(move || -> Result<Producer> {
-        let producer: Producer = cc.create_with_context(TransportContext).map_err(|e| {
-            kafka_error(&format!("creating the lease producer of role {role_owned:?}"), e)
-        })?;
-        match producer.init_transactions(timeout) {
-            Ok(()) => Ok(producer),
-            Err(e) => {
-                let context = format!("InitProducerId for role {role_owned:?}");
-                Err(match &e {
-                    KafkaError::Transaction(t)
-                        if t.code() == RDKafkaErrorCode::InvalidTransactionTimeout =>
-                    {
-                        Error::InvalidArgument(format!(
-                            "{context}: the lease of {lease_ms} ms is over the broker's transaction.max.timeout.ms"
-                        ))
-                    }
-                    _ => kafka_error(&context, e),
-                })
-            }
+    deadline: tokio::time::Instant,
+) -> Result<(Producer, FencingToken)> {
+    let topic = config.state_topic().to_owned();
+    let producer = match spares.take(role, lease_ms).await {
+        Some(p) => {
+            counters.from_spare.fetch_add(1, Ordering::Relaxed);
+            // Reconnects a spare whose connection went idle and was closed.
+            run_blocking(move || {
+                mint::connect(&p, &topic, deadline, 1);
+                p
+            })
+            .await?
         }
-    })
-    .await?
+        None => {
+            let (config, suffix, role) =
+                (config.clone(), client_suffix.to_owned(), role.to_owned());
+            run_blocking(move || -> Result<Producer> {
+                let p = mint::create_lease_producer(&config, &suffix, &role, lease_ms)?;
+                mint::connect(&p, &topic, deadline, 2);
+                Ok(p)
+            })
+            .await??
+        }
+    };
+    mint::clear_the_way(describe, role, lease_ms, deadline, counters).await;
+    let timeout = deadline
+        .saturating_duration_since(tokio::time::Instant::now())
+        .max(Duration::from_millis(1));
+    let (p, role_owned) = (producer.clone(), role.to_owned());
+    let initialised = run_blocking(move || mint::init(&p, &role_owned, lease_ms, timeout)).await;
+    if let Err(e) = initialised.and_then(|r| r) {
+        drop_off_thread(producer);
+        return Err(e);
+    }
+    // No getter for the minted (producer id, epoch): ask the coordinator.
+    match describe.describe_transaction(role).await {
+        Ok(Some(d)) => Ok((producer, d.token)),
+        Ok(None) => {
+            drop_off_thread(producer);
+            Err(Error::transient(
+                format!("acquire_epoch for role {role:?}"),
+                "the coordinator does not know the transactional id right after InitProducerId",
+            ))
+        }
+        Err(e) => {
+            drop_off_thread(producer);
+            Err(e)
+        }
+    }
 }
 
 impl Drop for KafkaTransport {
     fn drop(&mut self) {
+        self.spares.discard_all();
         // Producers and consumers block while they shut down: hand them to
         // the blocking pool.
         let roles = std::mem::take(self.roles.get_mut().unwrap_or_else(|e| e.into_inner()));
@@ -406,10 +491,12 @@ impl Coordinator for KafkaTransport {
         let lease_ms = lease_millis(lease_duration)?;
         let slot = self.role_slot(role);
         let mut guard = slot.lock_owned().await;
-        let (config, suffix, describe) = (
+        let (config, suffix, describe, spares, counters) = (
             self.config.clone(),
             self.client_suffix.clone(),
             self.describe.clone(),
+            self.spares.clone(),
+            Arc::clone(&self.mints),
         );
         let role = role.to_owned();
         // Its own task, holding the role's lock: a caller that stops waiting
@@ -419,23 +506,17 @@ impl Coordinator for KafkaTransport {
             if let Some(old) = guard.take() {
                 drop_off_thread(old);
             }
-            let producer = build_lease_producer(&config, &suffix, &role, lease_ms).await?;
-            // No getter for the minted (producer id, epoch): ask the coordinator.
-            let token = match describe.describe_transaction(&role).await {
-                Ok(Some(d)) => d.token,
-                Ok(None) => {
-                    drop_off_thread(producer);
-                    return Err(Error::transient(
-                        format!("acquire_epoch for role {role:?}"),
-                        "the coordinator does not know the transactional id right after InitProducerId",
-                    ));
-                }
-                Err(e) => {
-                    drop_off_thread(producer);
-                    return Err(e);
-                }
-            };
+            let deadline = tokio::time::Instant::now() + config.operation_timeout();
+            let minted = mint(
+                &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
+            )
+            .await;
+            // The next mint of the role (a resign, a new challenge) finds a
+            // spare ready, whether this one worked or not.
+            spares.minted(&role, lease_ms);
+            let (producer, token) = minted?;
             tracing::debug!(role, %token, "epoch minted");
+            counters.minted.fetch_add(1, Ordering::Relaxed);
             *guard = Some(LeaseProducer {
                 producer,
                 token,
@@ -468,7 +549,9 @@ impl StateReader for KafkaTransport {
             )?);
         }
         let reader = guard.as_mut().expect("the reader was just created");
-        reader.read_all().await
+        let records = reader.read_all().await?;
+        self.spares.learn(&records);
+        Ok(records)
     }
 
     async fn poll_partition(
@@ -489,7 +572,9 @@ impl StateReader for KafkaTransport {
             )?);
         }
         let reader = guard.as_mut().expect("the reader was just created");
-        reader.poll(from, max_wait).await
+        let batch = reader.poll(from, max_wait).await?;
+        self.spares.learn(&batch.records);
+        Ok(batch)
     }
 }
 
@@ -510,7 +595,17 @@ impl Registrar for KafkaTransport {
         }
         let context = format!("append to {topic}/{partition}");
         match producer.send(record, self.config.operation_timeout()).await {
-            Ok(delivery) => Ok(delivery.offset),
+            Ok(delivery) => {
+                // A member keeps a spare lease producer of each role it is
+                // registered in (module docs, "Minting").
+                if let Ok(k) = crate::codec::decode_key_ref(&key) {
+                    if k.kind == crate::codec::KeyKind::Registration {
+                        let registered = !crate::codec::is_tombstone(value.as_deref());
+                        self.spares.registration(k.role, registered);
+                    }
+                }
+                Ok(delivery.offset)
+            }
             Err((e, _)) => {
                 if let Some((code, reason)) = producer.client().fatal_error() {
                     return Err(Error::fatal(
