@@ -5,7 +5,7 @@
 #
 #   ci/bench-leadership.sh                         all three on the local 1-node cluster
 #   ci/bench-leadership.sh --only handover --handover-trials 50
-#   ci/bench-leadership.sh --only handover --warm-lease-producer   (prototype, see the doc)
+#   ci/bench-leadership.sh --only crash-inproc --crash-trials 20    (both members in one process)
 #
 # Uses KRABKA_BOOTSTRAP when set, else starts (or reuses) the local cluster with
 # ci/kafka.sh and stops it at the end only if this script started it. Each run appends one

@@ -79,10 +79,7 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
   --member-bin PATH         the member example (default: next to this binary)
   --json PATH               append the results as one JSON line
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
-  --verbose                 print every trial
-  --warm-lease-producer     hand-over through a PROTOTYPE of the proposed transport change:
-                            the next lease producer is created and connected ahead of time
-                            (and linger.ms=0), so a mint is only InitProducerId";
+  --verbose                 print every trial";
 
     #[derive(Clone, Debug)]
     struct Args {
@@ -99,8 +96,6 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
         member_bin: Option<PathBuf>,
         json: Option<PathBuf>,
         verbose: bool,
-        /// Hand-over through the prototype of a warm lease producer.
-        warm: bool,
         /// librdkafka settings for every client.
         settings: Vec<(String, String)>,
     }
@@ -120,7 +115,6 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
             member_bin: None,
             json: None,
             verbose: false,
-            warm: false,
             settings: Vec::new(),
         };
         let mut it = std::env::args().skip(1);
@@ -152,7 +146,6 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
                 "--member-bin" => a.member_bin = Some(value()?.into()),
                 "--json" => a.json = Some(value()?.into()),
                 "--verbose" => a.verbose = true,
-                "--warm-lease-producer" => a.warm = true,
                 "--kafka-setting" => {
                     let v = value()?;
                     match v.split_once('=') {
@@ -461,22 +454,42 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
         p
     }
 
+    /// The mint counters of `transports`, summed.
+    fn mint_stats(transports: &[Arc<KafkaTransport>]) -> Value {
+        let (mut minted, mut spare, mut waited, mut fenced) = (0, 0, 0, 0);
+        for t in transports {
+            let m = t.mint_stats();
+            minted += m.minted;
+            spare += m.from_spare;
+            waited += m.waited_for_completion;
+            fenced += m.fenced_open_transactions;
+        }
+        json!({
+            "minted": minted,
+            "from_spare": spare,
+            "waited_for_completion": waited,
+            "fenced_open_transactions": fenced,
+        })
+    }
+
+    fn mints_line(m: &Value) -> String {
+        format!(
+            "mints: {} ({} with a spare lease producer, {} waited for a completing transaction, {} fenced an open one)",
+            m["minted"], m["from_spare"], m["waited_for_completion"], m["fenced_open_transactions"]
+        )
+    }
+
     async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Value, String> {
         let role = format!("bench-handover-{}", now_ms());
         let spans: Spans = Arc::default();
+        let bases: Mutex<Vec<Arc<KafkaTransport>>> = Mutex::default();
         let mk = |who: &'static str| -> std::result::Result<Arc<dyn Transport>, String> {
             let base = Arc::new(
                 KafkaTransport::new(config.clone(), Some(who)).map_err(|e| e.to_string())?,
             );
-            let inner: Arc<dyn Transport> = if a.warm {
-                let w = Arc::new(warm::WarmLease::new(base, config, who, &role, a.lease_ms));
-                w.prepare();
-                w
-            } else {
-                base
-            };
+            bases.lock().unwrap().push(base.clone());
             Ok(Arc::new(Timed {
-                inner,
+                inner: base,
                 who,
                 spans: spans.clone(),
             }))
@@ -566,23 +579,21 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
             ("standby: first lease txn", col(|p| p.standby_lease)),
         ];
         println!(
-            "hand-over ({} trials, lease {} ms, renew {} ms, lease producer: {})",
+            "hand-over ({} trials, lease {} ms, renew {} ms)",
             all.len(),
             a.lease_ms,
             a.renew_ms,
-            if a.warm {
-                "warm prototype"
-            } else {
-                "KafkaTransport"
-            }
         );
         for (name, v) in &cols {
             println!("{}", stat_line(name, v));
         }
+        let mints = mint_stats(&bases.lock().unwrap());
+        println!("  {}", mints_line(&mints));
         let mut out = serde_json::Map::new();
         for (name, v) in &cols {
             out.insert(name.trim().to_owned(), stats(v));
         }
+        out.insert("mints".into(), mints);
         Ok(Value::Object(out))
     }
 
@@ -590,22 +601,16 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
     /// "crashes" by stopping its renewals and dropping its lease producer
     /// (no resign, no deregistration), at a varying point of its renew
     /// interval; the overhead is the standby's elected instant minus the
-    /// dead leader's last committed deadline. With `--warm-lease-producer`
-    /// the members use the prototype, which is how its effect on the crash
-    /// path is measured (the member processes always use `KafkaTransport`).
+    /// dead leader's last committed deadline.
     async fn crash_inproc(a: &Args, config: &KafkaConfig) -> std::result::Result<Value, String> {
         let role = format!("bench-crash-inproc-{}", now_ms());
+        let bases: Mutex<Vec<Arc<KafkaTransport>>> = Mutex::default();
         let mk = |who: &'static str| -> std::result::Result<Arc<dyn Transport>, String> {
             let base = Arc::new(
                 KafkaTransport::new(config.clone(), Some(who)).map_err(|e| e.to_string())?,
             );
-            Ok(if a.warm {
-                let w = Arc::new(warm::WarmLease::new(base, config, who, &role, a.lease_ms));
-                w.prepare();
-                w
-            } else {
-                base
-            })
+            bases.lock().unwrap().push(base.clone());
+            Ok(base)
         };
         let o = options(a);
         let ta = mk("a")?;
@@ -660,14 +665,15 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
             let _ = l.resign().await;
         }
         println!(
-            "crash failover, in-process ({} trials, lease {} ms, renew {} ms, rank 0, lease producer: {})",
+            "crash failover, in-process ({} trials, lease {} ms, renew {} ms, rank 0)",
             beyond.len(),
             a.lease_ms,
             a.renew_ms,
-            if a.warm { "warm prototype" } else { "KafkaTransport" }
         );
         println!("{}", stat_line("beyond deadline + rank x stagger", &beyond));
-        Ok(json!({ "beyond_deadline": stats(&beyond), "warm_prototype": a.warm }))
+        let mints = mint_stats(&bases.lock().unwrap());
+        println!("  {}", mints_line(&mints));
+        Ok(json!({ "beyond_deadline": stats(&beyond), "mints": mints }))
     }
 
     // ------------------------------------------------------------ describe
@@ -1009,289 +1015,6 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
         drop(leader);
         drop(standby);
         Ok(json!({ "beyond_deadline": stats(&beyond), "kill_to_lease": stats(&total) }))
-    }
-
-    // ------------------------------------------------------------ prototype
-
-    /// A PROTOTYPE of the change proposed for `KafkaTransport`, to measure
-    /// it: keep the next lease producer of the role created and connected
-    /// (metadata fetched, so librdkafka has found the broker and the
-    /// transaction coordinator), so that minting is InitProducerId alone.
-    /// Reads, registrations and describes go through the real transport.
-    /// Simplified on purpose (no pending-commit recovery, every non-fence
-    /// error is transient); not for use outside this benchmark.
-    mod warm {
-        use std::sync::{Arc, Mutex};
-        use std::time::Duration;
-
-        use async_trait::async_trait;
-        use krabka_coordination::transport::kafka::{KafkaConfig, KafkaTransport};
-        use krabka_coordination::transport::{
-            Coordinator, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader,
-        };
-        use krabka_coordination::{Error, FencingToken, Record, Result};
-        use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-        use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-        use rdkafka::ClientConfig;
-        use tokio::task::JoinHandle;
-
-        type Building = JoinHandle<std::result::Result<FutureProducer, String>>;
-
-        pub struct WarmLease {
-            base: Arc<KafkaTransport>,
-            cc: ClientConfig,
-            state_topic: String,
-            role: String,
-            spare: Mutex<Option<Building>>,
-            current: tokio::sync::Mutex<Option<FutureProducer>>,
-        }
-
-        impl WarmLease {
-            pub fn new(
-                base: Arc<KafkaTransport>,
-                config: &KafkaConfig,
-                who: &str,
-                role: &str,
-                lease_ms: u64,
-            ) -> Self {
-                let mut cc = ClientConfig::new();
-                cc.set("bootstrap.servers", config.bootstrap());
-                for (k, v) in config.settings() {
-                    cc.set(k, v);
-                }
-                cc.set("client.id", format!("krabka-{who}-warm-lease"))
-                    .set("transactional.id", role)
-                    .set("transaction.timeout.ms", lease_ms.to_string())
-                    .set("enable.idempotence", "true")
-                    .set("acks", "all")
-                    .set("linger.ms", "0");
-                if let Ok(d) = std::env::var("WARM_DEBUG") {
-                    cc.set("debug", d);
-                }
-                WarmLease {
-                    base,
-                    cc,
-                    state_topic: config.state_topic().to_owned(),
-                    role: role.to_owned(),
-                    spare: Mutex::new(None),
-                    current: tokio::sync::Mutex::new(None),
-                }
-            }
-
-            /// Starts building the next lease producer in the background.
-            pub fn prepare(&self) {
-                let cc = self.cc.clone();
-                let topic = self.state_topic.clone();
-                let h = tokio::task::spawn_blocking(move || {
-                    let p: FutureProducer = cc.create().map_err(|e| e.to_string())?;
-                    p.client()
-                        .fetch_metadata(Some(&topic), Duration::from_secs(10))
-                        .map_err(|e| e.to_string())?;
-                    Ok(p)
-                });
-                *self.spare.lock().unwrap() = Some(h);
-            }
-
-            async fn take_spare(&self) -> Result<FutureProducer> {
-                let h = self.spare.lock().unwrap().take();
-                let built = match h {
-                    Some(h) => h
-                        .await
-                        .map_err(|e| Error::transient("a spare lease producer", e.to_string()))?,
-                    None => {
-                        let cc = self.cc.clone();
-                        tokio::task::spawn_blocking(move || {
-                            cc.create::<FutureProducer>().map_err(|e| e.to_string())
-                        })
-                        .await
-                        .map_err(|e| Error::transient("a lease producer", e.to_string()))?
-                    }
-                };
-                built.map_err(|e| Error::transient("building a lease producer", e))
-            }
-        }
-
-        fn fenced(p: &FutureProducer, e: &KafkaError) -> bool {
-            let code = p
-                .client()
-                .fatal_error()
-                .map(|(c, _)| c)
-                .or_else(|| e.rdkafka_error_code());
-            matches!(
-                code,
-                Some(
-                    RDKafkaErrorCode::Fenced
-                        | RDKafkaErrorCode::ProducerFenced
-                        | RDKafkaErrorCode::InvalidProducerEpoch
-                )
-            )
-        }
-
-        fn drop_off_thread(p: FutureProducer) {
-            drop(tokio::task::spawn_blocking(move || drop(p)));
-        }
-
-        #[async_trait]
-        impl Coordinator for WarmLease {
-            async fn acquire_epoch(&self, role: &str, _lease: Duration) -> Result<FencingToken> {
-                if role != self.role {
-                    return Err(Error::InvalidArgument(format!(
-                        "the prototype serves role {:?} only",
-                        self.role
-                    )));
-                }
-                let mut cur = self.current.lock().await;
-                if let Some(old) = cur.take() {
-                    drop_off_thread(old);
-                }
-                let p = self.take_spare().await?;
-                // Let a transaction of the role that is just ending (a
-                // resigner's tombstone, its commit markers) finish first:
-                // InitProducerId during it is answered CONCURRENT_TRANSACTIONS,
-                // and librdkafka retries that only after 500 ms. Bounded, so a
-                // dead holder's open transaction is still aborted promptly.
-                let waited = std::time::Instant::now();
-                while waited.elapsed() < Duration::from_millis(100) {
-                    match self.base.describe_client().describe_transaction(role).await {
-                        Ok(Some(d))
-                            if matches!(
-                                d.state.as_str(),
-                                "Ongoing" | "PrepareCommit" | "PrepareAbort"
-                            ) =>
-                        {
-                            tokio::time::sleep(Duration::from_millis(1)).await;
-                        }
-                        _ => break,
-                    }
-                }
-                let r = tokio::task::spawn_blocking(move || {
-                    p.init_transactions(Duration::from_secs(30)).map(|_| p)
-                })
-                .await
-                .map_err(|e| Error::transient("InitProducerId", e.to_string()))?;
-                // The next one gets ready while this one holds the epoch.
-                self.prepare();
-                let p = r.map_err(|e| Error::transient("InitProducerId", e.to_string()))?;
-                let token = self.base.describe_epoch(role).await?;
-                *cur = Some(p);
-                Ok(token)
-            }
-            async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
-                self.base.describe_epoch(role).await
-            }
-        }
-
-        #[async_trait]
-        impl StateReader for WarmLease {
-            async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
-                self.base.read_partition(partition).await
-            }
-            async fn poll_partition(
-                &self,
-                partition: i32,
-                from: i64,
-                max_wait: Duration,
-            ) -> Result<ReadBatch> {
-                self.base.poll_partition(partition, from, max_wait).await
-            }
-        }
-
-        #[async_trait]
-        impl Registrar for WarmLease {
-            async fn append(
-                &self,
-                partition: i32,
-                key: Vec<u8>,
-                value: Option<Vec<u8>>,
-            ) -> Result<i64> {
-                self.base.append(partition, key, value).await
-            }
-        }
-
-        #[async_trait]
-        impl LeaseWriter for WarmLease {
-            async fn write_lease(
-                &self,
-                role: &str,
-                partition: i32,
-                key: Vec<u8>,
-                value: Option<Vec<u8>>,
-            ) -> Result<()> {
-                let record = OutRecord {
-                    topic: self.state_topic.clone(),
-                    partition: Some(partition),
-                    key: Some(key),
-                    value,
-                    headers: Vec::new(),
-                };
-                self.write_guarded(role, vec![record]).await
-            }
-
-            async fn write_guarded(&self, _role: &str, records: Vec<OutRecord>) -> Result<()> {
-                let mut cur = self.current.lock().await;
-                let Some(p) = cur.as_ref().cloned() else {
-                    return Err(Error::fatal("a lease write", "no epoch held"));
-                };
-                let outcome = async {
-                    let p2 = p.clone();
-                    tokio::task::spawn_blocking(move || p2.begin_transaction())
-                        .await
-                        .map_err(|_| KafkaError::Canceled)??;
-                    let mut deliveries = Vec::new();
-                    for r in &records {
-                        let mut fr = FutureRecord::<[u8], [u8]>::to(&r.topic);
-                        if let Some(part) = r.partition {
-                            fr = fr.partition(part);
-                        }
-                        if let Some(k) = &r.key {
-                            fr = fr.key(k.as_slice());
-                        }
-                        if let Some(v) = &r.value {
-                            fr = fr.payload(v.as_slice());
-                        }
-                        deliveries.push(p.send_result(fr).map_err(|(e, _)| e)?);
-                    }
-                    for d in deliveries {
-                        match d.await {
-                            Ok(Ok(_)) => {}
-                            Ok(Err((e, _))) => return Err(e),
-                            Err(_) => return Err(KafkaError::Canceled),
-                        }
-                    }
-                    let p2 = p.clone();
-                    tokio::task::spawn_blocking(move || {
-                        p2.commit_transaction(Duration::from_secs(30))
-                    })
-                    .await
-                    .map_err(|_| KafkaError::Canceled)?
-                }
-                .await;
-                match outcome {
-                    Ok(()) => Ok(()),
-                    Err(e) if fenced(&p, &e) => {
-                        if let Some(p) = cur.take() {
-                            drop_off_thread(p);
-                        }
-                        Err(Error::Fenced(e.to_string()))
-                    }
-                    Err(e) => {
-                        let p2 = p.clone();
-                        let _ = tokio::task::spawn_blocking(move || {
-                            p2.abort_transaction(Duration::from_secs(30))
-                        })
-                        .await;
-                        Err(Error::transient("a lease write", e.to_string()))
-                    }
-                }
-            }
-
-            async fn release(&self, _role: &str) -> Result<()> {
-                if let Some(p) = self.current.lock().await.take() {
-                    drop_off_thread(p);
-                }
-                Ok(())
-            }
-        }
     }
 
     // ------------------------------------------------------------ main
