@@ -889,7 +889,11 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
                     .iter()
                     .flat_map(|(k, v)| ["--kafka-setting".to_owned(), format!("{k}={v}")]),
             )
-            .env("RUST_LOG", "warn,krabka_coordination=info")
+            .env(
+                "RUST_LOG",
+                std::env::var("BENCH_MEMBER_LOG")
+                    .unwrap_or_else(|_| "warn,krabka_coordination=info".into()),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(err)

@@ -381,8 +381,11 @@ async fn mint(
     deadline: tokio::time::Instant,
 ) -> Result<(Producer, FencingToken)> {
     let topic = config.state_topic().to_owned();
+    let started = tokio::time::Instant::now();
+    let mut spare = false;
     let producer = match spares.take(role, lease_ms).await {
         Some(p) => {
+            spare = true;
             counters.from_spare.fetch_add(1, Ordering::Relaxed);
             // Reconnects a spare whose connection went idle and was closed.
             run_blocking(move || {
@@ -402,7 +405,9 @@ async fn mint(
             .await??
         }
     };
+    let connected = started.elapsed();
     mint::clear_the_way(describe, role, lease_ms, deadline, counters).await;
+    let cleared = started.elapsed();
     let timeout = deadline
         .saturating_duration_since(tokio::time::Instant::now())
         .max(Duration::from_millis(1));
@@ -412,6 +417,15 @@ async fn mint(
         drop_off_thread(producer);
         return Err(e);
     }
+    let initialised = started.elapsed();
+    tracing::debug!(
+        role,
+        spare,
+        ?connected,
+        ?cleared,
+        ?initialised,
+        "mint: producer connected, way cleared, InitProducerId done"
+    );
     // No getter for the minted (producer id, epoch): ask the coordinator.
     match describe.describe_transaction(role).await {
         Ok(Some(d)) => Ok((producer, d.token)),
