@@ -529,7 +529,10 @@ usage: bench_leadership --bootstrap HOST:PORT [options]
             let s = spans.lock().unwrap().clone();
             let p = parts(&s, leader.1, waiting.1, t0, resigned, t1);
             if a.verbose {
-                eprintln!("  trial {trial:>3}: {p:?}");
+                eprintln!(
+                    "  trial {trial:>3} (ended at {} ms since the epoch): {p:?}",
+                    now_ms()
+                );
                 if std::env::var_os("BENCH_SPANS").is_some() {
                     for sp in s.iter().filter(|sp| sp.start >= t0) {
                         eprintln!(
