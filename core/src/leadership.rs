@@ -38,7 +38,7 @@
 //! # Resign
 //!
 //! [`Leadership::resign`] stops renewing, then **mints one more epoch** with a
-//! fresh producer of its own and clears the lease with a tombstone written by
+//! producer of its own and clears the lease with a tombstone written by
 //! that producer, deregisters, and drops the producer. Minting before the
 //! tombstone is the choice that makes the hand-over both fast and clean:
 //!

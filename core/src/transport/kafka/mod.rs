@@ -500,6 +500,11 @@ fn lease_millis(lease: Duration) -> Result<u64> {
 
 #[async_trait]
 impl Coordinator for KafkaTransport {
+    /// The lease is the transaction timeout: refuse what librdkafka would.
+    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+        lease_millis(options.lease_duration).map(|_| ())
+    }
+
     async fn acquire_epoch(&self, role: &str, lease_duration: Duration) -> Result<FencingToken> {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
@@ -793,6 +798,19 @@ mod tests {
         assert!(lease_millis(Duration::from_millis(999)).is_err());
         assert_eq!(lease_millis(Duration::from_secs(1)).unwrap(), 1000);
         assert!(lease_millis(Duration::from_millis(i32::MAX as u64 + 1)).is_err());
+    }
+
+    #[tokio::test]
+    async fn options_with_a_lease_below_the_minimum_are_refused_up_front() {
+        // No broker is contacted: the address is never dialled.
+        let t = KafkaTransport::new(KafkaConfig::new("127.0.0.1:1"), None).unwrap();
+        let short = crate::ElectionOptions::default()
+            .with_lease_duration(Duration::from_millis(500))
+            .with_renew_interval(Duration::from_millis(100));
+        let e = t.check_options(&short).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains("500ms"), "{e}");
+        assert!(t.check_options(&crate::ElectionOptions::default()).is_ok());
     }
 
     #[test]
