@@ -428,3 +428,41 @@ async fn options_the_transport_cannot_honour_are_refused_before_registering() {
     assert!(msg.contains("500ms") && msg.contains("1s"), "{msg}");
     assert_eq!(w.cluster.requests(), 0, "nothing was sent");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_memory_transport_keeps_the_coordinators_semantics() {
+    use krabka_coordination::transport::{LeaseWriter, StateReader};
+    let w = World::new();
+    let (a, b) = (w.transport(), w.transport());
+    let p = role_partition(ROLE, 16).unwrap();
+    let key = encode_key(&Key::lease(ROLE)).unwrap();
+    // Minting: each acquire supersedes the last.
+    let ta = a.acquire_epoch(ROLE, LEASE).await.unwrap();
+    // An aborted write takes an offset but is never read.
+    a.write_lease_aborted(ROLE, p, key.clone(), Some(b"aborted".to_vec()))
+        .unwrap();
+    a.write_lease(ROLE, p, key.clone(), Some(b"committed".to_vec()))
+        .await
+        .unwrap();
+    let read = a.read_partition(p).await.unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(
+        (read[0].offset, read[0].value.as_deref()),
+        (1, Some(&b"committed"[..]))
+    );
+    // Fencing: b's mint supersedes a's producer, which is then dropped.
+    let tb = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    assert!(tb > ta);
+    let err = a.write_lease(ROLE, p, key.clone(), None).await.unwrap_err();
+    assert!(matches!(err, Error::Fenced(_)), "{err:?}");
+    assert_eq!(a.held(ROLE), None, "the fenced producer is dropped");
+    // Per-partition logs: nothing of this role lands in another partition.
+    assert!(a.read_partition((p + 1) % 16).await.unwrap().is_empty());
+    // Producer id rotation at the exhausted epoch.
+    w.cluster
+        .set_epoch(ROLE, FencingToken::new(tb.producer_id, 32766));
+    let rotated = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    assert_eq!(rotated.producer_epoch, 0);
+    assert_ne!(rotated.producer_id, tb.producer_id);
+    assert!(rotated > FencingToken::new(tb.producer_id, 32766));
+}

@@ -203,10 +203,27 @@ impl MemoryTransport {
         key: Vec<u8>,
         value: Option<Vec<u8>>,
     ) -> Result<()> {
+        self.write_state(role, partition, key, value, false)
+    }
+
+    /// Appends one state record of `role` through its epoch-bound producer,
+    /// committed or aborted; wakes pollers for a committed one.
+    fn write_state(
+        &self,
+        role: &str,
+        partition: i32,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+        committed: bool,
+    ) -> Result<()> {
         let mut inner = self.cluster.enter("write_lease")?;
         self.check_epoch(&inner, role)?;
         let topic = self.cluster.state_topic.clone();
-        MemoryCluster::append(&mut inner, &topic, partition, key, value, false);
+        MemoryCluster::append(&mut inner, &topic, partition, key, value, committed);
+        drop(inner);
+        if committed {
+            self.cluster.changed.notify_waiters();
+        }
         Ok(())
     }
 
@@ -337,13 +354,7 @@ impl LeaseWriter for MemoryTransport {
         key: Vec<u8>,
         value: Option<Vec<u8>>,
     ) -> Result<()> {
-        let mut inner = self.cluster.enter("write_lease")?;
-        self.check_epoch(&inner, role)?;
-        let topic = self.cluster.state_topic.clone();
-        MemoryCluster::append(&mut inner, &topic, partition, key, value, true);
-        drop(inner);
-        self.cluster.changed.notify_waiters();
-        Ok(())
+        self.write_state(role, partition, key, value, true)
     }
 
     async fn write_guarded(&self, role: &str, records: Vec<OutRecord>) -> Result<()> {
