@@ -523,10 +523,6 @@ async fn a_crashed_holder_is_replaced() {
         stats.fenced_open_transactions, 1,
         "the open transaction is fenced, not waited for: {stats:?}"
     );
-    assert!(
-        took < Duration::from_millis(450),
-        "the take-over mint took {took:?}: it met the open transaction (librdkafka retries after 500 ms)"
-    );
     let mine = lease_value("new", new, 3);
     t.write_lease(&role, p, lease_key(&role), Some(mine.clone()))
         .await
