@@ -423,25 +423,27 @@ impl AcquireGuard {
         self.cleanup = None;
     }
     async fn run(&mut self) {
-        if let Some((t, role, partition, key)) = self.cleanup.take() {
-            let _ = t.release(&role).await;
-            if let Err(e) = t.append(partition, key, None).await {
-                tracing::warn!(role = %role, error = %e, "could not deregister an abandoned candidate");
-            }
+        if let Some(c) = self.cleanup.take() {
+            undo(c).await;
         }
+    }
+}
+
+/// Drops the candidate's producer, tells the transport it left the role,
+/// and deregisters it.
+async fn undo((t, role, partition, key): Cleanup) {
+    let _ = t.release(&role).await;
+    t.prepare_epoch(&role, None);
+    if let Err(e) = t.append(partition, key, None).await {
+        tracing::warn!(role = %role, error = %e, "could not deregister an abandoned candidate");
     }
 }
 
 impl Drop for AcquireGuard {
     fn drop(&mut self) {
-        if let Some((t, role, partition, key)) = self.cleanup.take() {
+        if let Some(c) = self.cleanup.take() {
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = t.release(&role).await;
-                    if let Err(e) = t.append(partition, key, None).await {
-                        tracing::warn!(role = %role, error = %e, "could not deregister an abandoned candidate");
-                    }
-                });
+                handle.spawn(undo(c));
             }
         }
     }
@@ -482,6 +484,8 @@ pub async fn acquire_leadership(
 async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Lease> {
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
+    m.transport
+        .prepare_epoch(&m.role, Some(m.options.election.lease_duration));
     follower.catch_up(m, offset, cancel).await?;
     let mut last_wait: Option<(i64, usize)> = None;
     let mut backoff = Backoff::new(&m.options);
@@ -772,6 +776,7 @@ impl Leadership {
             }
         }
         let _ = m.transport.release(&m.role).await;
+        m.transport.prepare_epoch(&m.role, None);
         if let Err(e) = m.retry("deregistering", &never, || m.deregister()).await {
             if result.is_ok() {
                 result = Err(e);

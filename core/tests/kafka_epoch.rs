@@ -566,13 +566,11 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
         .await
         .unwrap();
 
-    // Reading the role's lease alone makes no spare: B serves no role yet.
+    // Reading the role's lease makes no spare: B was told nothing yet.
     read_until(&b, p, Duration::from_secs(10), |r| has_value(r, &a1)).await;
     assert!(!b.has_spare_lease_producer(&role));
-    // Registered in the role, with its lease known: B keeps a spare.
-    b.append(p, reg_key(&role, "b"), Some(reg_value("b", 1)))
-        .await
-        .unwrap();
+    // Told it may mint the role (a waiting member's hint): B keeps a spare.
+    b.prepare_epoch(&role, Some(LEASE));
     assert!(b.has_spare_lease_producer(&role));
 
     let tb = b.acquire_epoch(&role, LEASE).await.unwrap();
@@ -612,7 +610,7 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     assert!(has_value(&records, &b2));
     assert!(!has_value(&records, &lease_value("a", ta, 3)));
 
-    // Deregistered, B lets the role's spare go.
-    b.append(p, reg_key(&role, "b"), None).await.unwrap();
+    // B leaves the role (the member's hint): the role's spare goes.
+    b.prepare_epoch(&role, None);
     assert!(!b.has_spare_lease_producer(&role));
 }

@@ -90,6 +90,7 @@ impl MemoryCluster {
         MemoryTransport {
             cluster: self.clone(),
             producers: Arc::new(Mutex::new(HashMap::new())),
+            prepared: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -177,12 +178,24 @@ pub struct MemoryTransport {
     cluster: MemoryCluster,
     /// Role → the token of the producer this handle holds.
     producers: Arc<Mutex<HashMap<String, FencingToken>>>,
+    /// Role → the lease of the member's last `prepare_epoch` hint.
+    prepared: Arc<Mutex<HashMap<String, Duration>>>,
 }
 
 impl MemoryTransport {
     /// The cluster this handle talks to.
     pub fn cluster(&self) -> &MemoryCluster {
         &self.cluster
+    }
+
+    /// The lease of the last [`Coordinator::prepare_epoch`] hint for `role`,
+    /// or `None` once the member left the role (or never hinted).
+    pub fn prepared(&self, role: &str) -> Option<Duration> {
+        self.prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(role)
+            .copied()
     }
 
     /// The token of the producer this handle holds for `role`, if any.
@@ -269,6 +282,14 @@ impl Coordinator for MemoryTransport {
             .unwrap_or_else(|e| e.into_inner())
             .insert(role.to_owned(), token);
         Ok(token)
+    }
+
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        match lease_duration {
+            Some(d) => prepared.insert(role.to_owned(), d),
+            None => prepared.remove(role),
+        };
     }
 
     fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {

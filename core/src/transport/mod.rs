@@ -37,6 +37,15 @@ pub trait Coordinator: Send + Sync {
     /// taken the role (or the coordinator has forgotten the id).
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken>;
 
+    /// A hint from the member: it is registered in `role` and may mint its
+    /// epoch later with `lease_duration` (`Some`), or it has left the role
+    /// and will not (`None`). A transport may prepare for the mint (the Kafka
+    /// transport keeps a pre-connected lease producer). The default does
+    /// nothing.
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        let _ = (role, lease_duration);
+    }
+
     /// Refuses election options this transport cannot honour (for Kafka, a
     /// lease shorter than the shortest transaction timeout), so a member
     /// learns it before it registers rather than when its turn comes. The

@@ -43,16 +43,15 @@
 //!
 //! After a mint the transport builds the next spare of the role in the
 //! background, [`SPARE_DELAY`] later so that it does not compete with the
-//! first lease write for the CPU. A transport also keeps a spare for every
-//! role it is registered in once it knows the lease duration, which it learns
-//! from the role's lease records as they are read (every member of a role is
-//! expected to use the same lease; a mint with another lease builds a fresh
-//! producer). The spare of a role goes when the transport deregisters from
-//! it and when the transport is dropped. A spare is a librdkafka producer
+//! first lease write for the CPU. A waiting member tells the transport which
+//! role it may mint and with which lease ([`crate::transport::Coordinator::prepare_epoch`]),
+//! and the transport keeps a spare for it (a mint with another lease builds a
+//! fresh producer). The spare of a role goes when the member leaves the role
+//! and when the transport is dropped. A spare is a librdkafka producer
 //! with its threads and one connection, idle until used; it has not called
 //! InitProducerId, so the coordinator does not know it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -67,9 +66,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::KafkaConfig;
 use super::describe::{DescribeClient, FenceAnswer};
 use super::{drop_off_thread, kafka_error, Producer, TransportContext};
-use crate::codec::{decode_key_ref, decode_lease_ref, KeyKind};
 use crate::error::{Error, Result};
-use crate::state::Record;
 
 /// How long an Ongoing transaction of the role may go on finishing before
 /// the mint fences it. A lease or guarded transaction of a live holder takes
@@ -334,10 +331,6 @@ impl Spare {
 
 #[derive(Default)]
 struct SpareState {
-    /// Role → the lease duration seen in its lease records or last mint.
-    leases: HashMap<String, u64>,
-    /// Roles this transport is registered in.
-    registered: HashSet<String>,
     spares: HashMap<String, Spare>,
 }
 
@@ -373,65 +366,21 @@ impl Spares {
         spare.get().await
     }
 
-    /// After a mint of `role` with `lease_ms`: remember the lease and build
-    /// the next spare.
+    /// After a mint of `role` with `lease_ms`: build the next spare.
     pub(crate) fn minted(&self, role: &str, lease_ms: u64) {
-        let mut s = self.lock();
-        s.leases.insert(role.to_owned(), lease_ms);
-        self.ensure(&mut s, role, lease_ms, SPARE_DELAY);
+        self.ensure(&mut self.lock(), role, lease_ms, SPARE_DELAY);
     }
 
-    /// The transport appended a registration (`registered`) or its
-    /// tombstone for `role`.
-    pub(crate) fn registration(&self, role: &str, registered: bool) {
+    /// The member may mint `role` with `lease_ms` (`Some`): keep a spare; or
+    /// it left the role (`None`): let the spare go.
+    pub(crate) fn prepare(&self, role: &str, lease_ms: Option<u64>) {
         let mut s = self.lock();
-        if registered {
-            s.registered.insert(role.to_owned());
-            if let Some(&lease_ms) = s.leases.get(role) {
-                self.ensure(&mut s, role, lease_ms, Duration::ZERO);
-            }
-        } else {
-            s.registered.remove(role);
-            if let Some(spare) = s.spares.remove(role) {
-                spare.discard();
-            }
-        }
-    }
-
-    /// Learns lease durations from the lease records among `records`, and
-    /// builds spares for the roles this transport is registered in.
-    pub(crate) fn learn(&self, records: &[Record]) {
-        let mut found: Vec<(&str, u64)> = Vec::new();
-        for r in records {
-            let Some(value) = r.value.as_deref() else {
-                continue;
-            };
-            let Ok(key) = decode_key_ref(&r.key) else {
-                continue;
-            };
-            if key.kind != KeyKind::Lease {
-                continue;
-            }
-            let Ok((_, _, granted_at, deadline)) = decode_lease_ref(value) else {
-                continue;
-            };
-            let Some(ms) = deadline.checked_sub(granted_at) else {
-                continue;
-            };
-            if (1_000..=i32::MAX as i64).contains(&ms) {
-                found.push((key.role, ms as u64));
-            }
-        }
-        if found.is_empty() {
-            return;
-        }
-        let mut s = self.lock();
-        for (role, lease_ms) in found {
-            if s.leases.get(role) != Some(&lease_ms) {
-                s.leases.insert(role.to_owned(), lease_ms);
-            }
-            if s.registered.contains(role) {
-                self.ensure(&mut s, role, lease_ms, Duration::ZERO);
+        match lease_ms {
+            Some(ms) => self.ensure(&mut s, role, ms, Duration::ZERO),
+            None => {
+                if let Some(spare) = s.spares.remove(role) {
+                    spare.discard();
+                }
             }
         }
     }
@@ -562,48 +511,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn lease_hints_come_from_lease_records_and_spares_from_registrations() {
-        use crate::codec::{encode_key, encode_lease, Key, Lease};
-        use crate::token::FencingToken;
+    async fn spares_follow_the_members_hints() {
         // Nothing is reachable on port 1: spares are built in the
         // background and fail there, which these checks do not need.
         let config =
             KafkaConfig::new("127.0.0.1:1").with_operation_timeout(Duration::from_millis(50));
         let spares = Spares::new(config, "m".into());
-        let lease = |role: &str, granted_at: i64, deadline: i64| Record {
-            offset: 0,
-            key: encode_key(&Key::lease(role)).unwrap(),
-            value: Some(
-                encode_lease(&Lease {
-                    member: "x".into(),
-                    token: FencingToken::new(1, 0),
-                    granted_at,
-                    deadline,
-                })
-                .unwrap(),
-            ),
-        };
-        spares.learn(&[lease("a", 1_000, 4_000), lease("b", 0, 500)]);
-        assert!(!spares.has_spare("a"), "not registered in a");
-        spares.registration("a", true);
-        assert!(spares.has_spare("a"), "registered, lease 3 s known");
-        // A lease under librdkafka's 1 s minimum is no hint.
-        spares.registration("b", true);
-        assert!(!spares.has_spare("b"));
-        // A registration before any lease record: the spare comes with the
-        // first lease record read.
-        spares.registration("c", true);
-        assert!(!spares.has_spare("c"));
-        spares.learn(&[lease("c", 0, 2_000)]);
-        assert!(spares.has_spare("c"));
-        spares.registration("a", false);
-        assert!(!spares.has_spare("a"), "deregistered");
+        assert!(!spares.has_spare("a"), "no hint, no spare");
+        spares.prepare("a", Some(3_000));
+        spares.prepare("c", Some(2_000));
+        assert!(spares.has_spare("a") && spares.has_spare("c"));
+        spares.prepare("a", None);
+        assert!(!spares.has_spare("a"), "the member left the role");
         assert_eq!(
             spares.take("c", 9_999).await.map(|_| ()),
             None,
             "another lease"
         );
         assert!(!spares.has_spare("c"), "a spare of another lease is let go");
+        spares.minted("c", 2_000);
+        assert!(
+            spares.has_spare("c"),
+            "after a mint the next spare is built"
+        );
         spares.discard_all();
+        assert!(!spares.has_spare("c"));
     }
 }

@@ -311,9 +311,26 @@ impl KafkaTransport {
             .cloned()
     }
 
-    fn reader_slot(&self, partition: i32) -> ReaderSlot {
-        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(readers.entry(partition).or_default())
+    /// The partition's reader, locked for one call, created on first use.
+    async fn reader(
+        &self,
+        partition: i32,
+    ) -> Result<tokio::sync::OwnedMutexGuard<Option<PartitionReader>>> {
+        check_partition(partition)?;
+        let slot: ReaderSlot = {
+            let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(readers.entry(partition).or_default())
+        };
+        let mut guard = slot.lock_owned().await;
+        if guard.is_none() {
+            *guard = Some(PartitionReader::new(
+                &self.config,
+                &self.client_suffix,
+                partition,
+                Arc::clone(&self.seeks),
+            )?);
+        }
+        Ok(guard)
     }
 
     fn no_epoch(role: &str, what: &str) -> Error {
@@ -505,6 +522,16 @@ impl Coordinator for KafkaTransport {
         lease_millis(options.lease_duration).map(|_| ())
     }
 
+    /// Keeps a pre-connected lease producer of `role` while the member may
+    /// mint it, so the mint skips building and connecting one.
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        match lease_duration.map(lease_millis) {
+            Some(Ok(ms)) => self.spares.prepare(role, Some(ms)),
+            Some(Err(_)) => {}
+            None => self.spares.prepare(role, None),
+        }
+    }
+
     async fn acquire_epoch(&self, role: &str, lease_duration: Duration) -> Result<FencingToken> {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
@@ -556,21 +583,12 @@ impl Coordinator for KafkaTransport {
 #[async_trait]
 impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
-        check_partition(partition)?;
-        let slot = self.reader_slot(partition);
-        let mut guard = slot.lock().await;
-        if guard.is_none() {
-            *guard = Some(PartitionReader::new(
-                &self.config,
-                &self.client_suffix,
-                partition,
-                Arc::clone(&self.seeks),
-            )?);
-        }
-        let reader = guard.as_mut().expect("the reader was just created");
-        let records = reader.read_all().await?;
-        self.spares.learn(&records);
-        Ok(records)
+        let mut reader = self.reader(partition).await?;
+        reader
+            .as_mut()
+            .expect("reader() creates it")
+            .read_all()
+            .await
     }
 
     async fn poll_partition(
@@ -579,21 +597,12 @@ impl StateReader for KafkaTransport {
         from: i64,
         max_wait: Duration,
     ) -> Result<ReadBatch> {
-        check_partition(partition)?;
-        let slot = self.reader_slot(partition);
-        let mut guard = slot.lock().await;
-        if guard.is_none() {
-            *guard = Some(PartitionReader::new(
-                &self.config,
-                &self.client_suffix,
-                partition,
-                Arc::clone(&self.seeks),
-            )?);
-        }
-        let reader = guard.as_mut().expect("the reader was just created");
-        let batch = reader.poll(from, max_wait).await?;
-        self.spares.learn(&batch.records);
-        Ok(batch)
+        let mut reader = self.reader(partition).await?;
+        reader
+            .as_mut()
+            .expect("reader() creates it")
+            .poll(from, max_wait)
+            .await
     }
 }
 
@@ -614,17 +623,7 @@ impl Registrar for KafkaTransport {
         }
         let context = format!("append to {topic}/{partition}");
         match producer.send(record, self.config.operation_timeout()).await {
-            Ok(delivery) => {
-                // A member keeps a spare lease producer of each role it is
-                // registered in (module docs, "Minting").
-                if let Ok(k) = crate::codec::decode_key_ref(&key) {
-                    if k.kind == crate::codec::KeyKind::Registration {
-                        let registered = !crate::codec::is_tombstone(value.as_deref());
-                        self.spares.registration(k.role, registered);
-                    }
-                }
-                Ok(delivery.offset)
-            }
+            Ok(delivery) => Ok(delivery.offset),
             Err((e, _)) => {
                 if let Some((code, reason)) = producer.client().fatal_error() {
                     return Err(Error::fatal(
