@@ -128,7 +128,123 @@ pub enum Error {
     },
 }
 
+/// The stable kind of an [`Error`]: what every binding maps, never the
+/// message text.
+///
+/// The values are part of the API (the C ABI returns them, the Node binding
+/// exposes [`ErrorKind::name`] as `code`): a value never changes meaning, and a
+/// new kind gets a new value. New kinds are not a breaking change; match with a
+/// fallback arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u32)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Malformed record bytes ([`Error::Format`]).
+    Format = 1,
+    /// A value the record layout cannot hold ([`Error::Encode`]).
+    Encode = 2,
+    /// An invalid argument or option ([`Error::InvalidArgument`]).
+    InvalidArgument = 3,
+    /// A newer epoch exists: the broker fenced this member ([`Error::Fenced`]).
+    Fenced = 4,
+    /// A failure that a retry may mend ([`Error::Transient`]).
+    Transient = 5,
+    /// A failure that a retry will not mend ([`Error::Fatal`]).
+    Fatal = 6,
+    /// The leadership was resigned ([`Error::Resigned`]).
+    Resigned = 7,
+    /// The operation was cancelled ([`Error::Cancelled`]).
+    Cancelled = 8,
+}
+
+impl ErrorKind {
+    /// Every kind, in value order (for bindings that build a mapping table).
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Format,
+        ErrorKind::Encode,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Fenced,
+        ErrorKind::Transient,
+        ErrorKind::Fatal,
+        ErrorKind::Resigned,
+        ErrorKind::Cancelled,
+    ];
+
+    /// The stable upper-case name: `FORMAT`, `ENCODE`, `INVALID_ARGUMENT`,
+    /// `FENCED`, `TRANSIENT`, `FATAL`, `RESIGNED`, `CANCELLED`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Format => "FORMAT",
+            ErrorKind::Encode => "ENCODE",
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::Fenced => "FENCED",
+            ErrorKind::Transient => "TRANSIENT",
+            ErrorKind::Fatal => "FATAL",
+            ErrorKind::Resigned => "RESIGNED",
+            ErrorKind::Cancelled => "CANCELLED",
+        }
+    }
+
+    /// The kind of a value, or `None` for a value no kind has.
+    pub fn from_u32(value: u32) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| *k as u32 == value)
+    }
+
+    /// The kind of a name written by [`ErrorKind::name`].
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `s` as Rust's debug quoting writes it, cut after its first 64 characters
+/// (with the full length said): error messages quote long inputs only in
+/// part.
+pub fn quote(s: &str) -> String {
+    const SHOWN: usize = 64;
+    match s.char_indices().nth(SHOWN) {
+        None => format!("{s:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// An error shared by several owners (the reason a leadership ended), usable
+/// as the cause of another error so the chain is kept.
+#[derive(Debug, Clone)]
+pub struct SharedError(pub std::sync::Arc<Error>);
+
+impl fmt::Display for SharedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for SharedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
 impl Error {
+    /// The stable kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Format(_) => ErrorKind::Format,
+            Error::Encode(_) => ErrorKind::Encode,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::Fenced(_) => ErrorKind::Fenced,
+            Error::Resigned => ErrorKind::Resigned,
+            Error::Cancelled => ErrorKind::Cancelled,
+            Error::Transient { .. } => ErrorKind::Transient,
+            Error::Fatal { .. } => ErrorKind::Fatal,
+        }
+    }
+
     /// True for [`Error::Fenced`].
     pub fn is_fenced(&self) -> bool {
         matches!(self, Error::Fenced(_))
@@ -159,5 +275,80 @@ impl Error {
             context: context.into(),
             source: cause.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_stable_values_and_names() {
+        let expected = [
+            (1, "FORMAT"),
+            (2, "ENCODE"),
+            (3, "INVALID_ARGUMENT"),
+            (4, "FENCED"),
+            (5, "TRANSIENT"),
+            (6, "FATAL"),
+            (7, "RESIGNED"),
+            (8, "CANCELLED"),
+        ];
+        assert_eq!(ErrorKind::ALL.len(), expected.len());
+        for (kind, (value, name)) in ErrorKind::ALL.into_iter().zip(expected) {
+            assert_eq!(kind as u32, value);
+            assert_eq!(kind.name(), name);
+            assert_eq!(ErrorKind::from_u32(value), Some(kind));
+            assert_eq!(ErrorKind::from_name(name), Some(kind));
+        }
+        assert_eq!(ErrorKind::from_u32(0), None);
+        assert_eq!(ErrorKind::from_name("fenced"), None);
+    }
+
+    #[test]
+    fn every_variant_has_its_kind() {
+        let cases: Vec<(Error, ErrorKind)> = vec![
+            (FormatError::new(Part::Key, "x").into(), ErrorKind::Format),
+            (
+                EncodeError {
+                    part: Part::Key,
+                    field: "role",
+                    message: "x".into(),
+                }
+                .into(),
+                ErrorKind::Encode,
+            ),
+            (Error::InvalidArgument("x".into()), ErrorKind::InvalidArgument),
+            (Error::Fenced("x".into()), ErrorKind::Fenced),
+            (Error::transient("x", "y"), ErrorKind::Transient),
+            (Error::fatal("x", "y"), ErrorKind::Fatal),
+            (Error::Resigned, ErrorKind::Resigned),
+            (Error::Cancelled, ErrorKind::Cancelled),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(e.kind(), kind, "{e}");
+        }
+    }
+
+    #[test]
+    fn quote_cuts_long_inputs() {
+        assert_eq!(quote("billing"), "\"billing\"");
+        let long = "r".repeat(40_000);
+        let q = quote(&long);
+        assert!(q.len() < 100, "{q}");
+        assert!(q.ends_with("... (40000 bytes)"), "{q}");
+    }
+
+    #[test]
+    fn a_shared_error_keeps_the_cause_chain() {
+        let inner = Error::transient("renewing", std::io::Error::other("connection refused"));
+        let outer = Error::fatal("the leadership ended", SharedError(std::sync::Arc::new(inner)));
+        let chain: Vec<String> = std::iter::successors(
+            Some(&outer as &(dyn std::error::Error + 'static)),
+            |e| e.source(),
+        )
+        .map(|e| e.to_string())
+        .collect();
+        assert!(chain.iter().any(|s| s == "connection refused"), "{chain:?}");
     }
 }

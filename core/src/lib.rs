@@ -37,14 +37,20 @@
 //! * [`state`]: the roster and lease of a role, built from the log.
 //! * [`election`]: the pure election step.
 //! * [`clock`]: the system clock and a manual clock for tests.
+//! * [`client`]: the [`client::Client`] every binding builds on: shared Kafka
+//!   clients, acquire, describe, topic checks.
+//! * [`leadership`]: acquire, hold, renew, resign; [`events`]: what a member
+//!   does, as typed events.
 //! * [`transport`]: the four transport traits, the in-memory transport and
 //!   (feature `kafka`) the rdkafka transport.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod clock;
 pub mod codec;
 pub mod election;
 pub mod error;
+pub mod events;
 pub mod leadership;
 pub mod partition;
 pub mod state;
@@ -57,9 +63,10 @@ pub use codec::{
     is_tombstone, Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
 };
 pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
-pub use error::{EncodeError, Error, FormatError, Part, Result};
+pub use error::{EncodeError, Error, ErrorKind, FormatError, Part, Result, SharedError};
 pub use partition::{murmur2, role_partition};
-pub use state::{Record, RoleState, RosterEntry};
+pub use state::{RoleState, RosterEntry};
+pub use transport::Record;
 pub use token::{FencingToken, NO_EPOCH};
 
 /// The name of the compacted topic that holds every role's registrations and lease.

@@ -38,17 +38,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::codec::{decode_key_ref, decode_lease_ref, decode_registration_ref, KeyKind, Lease};
 use crate::error::{FormatError, Part};
-
-/// One record of `__coordination_state` as the state code sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// The record's offset in its partition.
-    pub offset: i64,
-    /// The key bytes.
-    pub key: Vec<u8>,
-    /// The value bytes; `None` (and an empty value) is a tombstone.
-    pub value: Option<Vec<u8>>,
-}
+use crate::transport::Record;
 
 /// One member of a role's roster.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -30,9 +30,11 @@ use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::state::Record;
 use crate::token::{FencingToken, NO_EPOCH};
-use crate::transport::{Coordinator, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader};
+use crate::transport::{
+    check_guarded, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Record, Registrar,
+    StateReader, StateRecord,
+};
 
 /// The epoch at which the coordinator rotates to a new producer id.
 const MAX_EPOCH_BEFORE_ROTATION: i16 = i16::MAX - 1;
@@ -89,7 +91,8 @@ impl MemoryCluster {
     pub fn transport(&self) -> MemoryTransport {
         MemoryTransport {
             cluster: self.clone(),
-            producers: Arc::new(Mutex::new(HashMap::new())),
+            live: Arc::new(Mutex::new(Vec::new())),
+            next_epoch_id: Arc::default(),
             prepared: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -176,8 +179,10 @@ impl MemoryCluster {
 #[derive(Clone, Debug)]
 pub struct MemoryTransport {
     cluster: MemoryCluster,
-    /// Role → the token of the producer this handle holds.
-    producers: Arc<Mutex<HashMap<String, FencingToken>>>,
+    /// The epochs this handle minted whose [`MemoryEpoch`] is still alive:
+    /// (epoch id, role, token).
+    live: Arc<Mutex<Vec<(u64, String, FencingToken)>>>,
+    next_epoch_id: Arc<std::sync::atomic::AtomicU64>,
     /// Role → the lease of the member's last `prepare_epoch` hint.
     prepared: Arc<Mutex<HashMap<String, Duration>>>,
 }
@@ -198,72 +203,131 @@ impl MemoryTransport {
             .copied()
     }
 
-    /// The token of the producer this handle holds for `role`, if any.
-    pub fn held(&self, role: &str) -> Option<FencingToken> {
-        self.producers
+    /// The tokens of the epochs of `role` that this handle minted and whose
+    /// [`MemoryEpoch`] is still alive, oldest first.
+    pub fn held(&self, role: &str) -> Vec<FencingToken> {
+        self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(role)
-            .copied()
+            .iter()
+            .filter(|(_, r, _)| r == role)
+            .map(|(_, _, t)| *t)
+            .collect()
     }
+}
 
+/// A held epoch of the in-memory cluster: writes are checked against the
+/// coordinator's current token of the role.
+#[derive(Debug)]
+pub struct MemoryEpoch {
+    transport: MemoryTransport,
+    id: u64,
+    role: String,
+    token: FencingToken,
+}
+
+impl MemoryEpoch {
     /// Writes a lease record inside a transaction that then aborts: the record
     /// takes an offset but is never read.
-    pub fn write_lease_aborted(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    ) -> Result<()> {
-        self.write_state(role, partition, key, value, false)
+    pub fn write_lease_aborted(&self, record: StateRecord) -> Result<()> {
+        self.write_state(record, false)
     }
 
-    /// Appends one state record of `role` through its epoch-bound producer,
-    /// committed or aborted; wakes pollers for a committed one.
-    fn write_state(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-        committed: bool,
-    ) -> Result<()> {
-        let mut inner = self.cluster.enter("write_lease")?;
-        self.check_epoch(&inner, role)?;
-        let topic = self.cluster.state_topic.clone();
+    /// Appends one state record through this epoch, committed or aborted;
+    /// wakes pollers for a committed one.
+    fn write_state(&self, record: StateRecord, committed: bool) -> Result<()> {
+        let cluster = &self.transport.cluster;
+        let mut inner = cluster.enter("write_lease")?;
+        self.check_epoch(&inner)?;
+        let topic = cluster.state_topic.clone();
+        let StateRecord {
+            partition,
+            key,
+            value,
+        } = record;
         MemoryCluster::append(&mut inner, &topic, partition, key, value, committed);
         drop(inner);
         if committed {
-            self.cluster.changed.notify_waiters();
+            cluster.changed.notify_waiters();
         }
         Ok(())
     }
 
-    /// Checks that this handle's producer for `role` still holds the current
-    /// epoch; drops it and answers `Fenced` when it does not.
-    fn check_epoch(&self, inner: &Inner, role: &str) -> Result<()> {
-        let mut producers = self.producers.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(mine) = producers.get(role).copied() else {
-            return Err(Error::fatal(
-                format!("write for role {role:?}"),
-                "this transport holds no epoch for the role (acquire_epoch first)",
-            ));
-        };
-        let current = inner.epochs.get(role).copied().unwrap_or(NO_EPOCH);
-        if current != mine {
-            producers.remove(role);
+    /// Answers `Fenced` when the coordinator's token of the role is no longer
+    /// this epoch's.
+    fn check_epoch(&self, inner: &Inner) -> Result<()> {
+        let current = inner.epochs.get(&self.role).copied().unwrap_or(NO_EPOCH);
+        if current != self.token {
             return Err(Error::Fenced(format!(
-                "role {role:?}: producer {mine} superseded by {current} (PRODUCER_FENCED)"
+                "role {:?}: producer {} superseded by {current} (PRODUCER_FENCED)",
+                self.role, self.token
             )));
         }
         Ok(())
     }
 }
 
+impl Drop for MemoryEpoch {
+    fn drop(&mut self) {
+        self.transport
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _, _)| *id != self.id);
+    }
+}
+
+#[async_trait]
+impl LeaseWriter for MemoryEpoch {
+    fn role(&self) -> &str {
+        &self.role
+    }
+
+    fn token(&self) -> FencingToken {
+        self.token
+    }
+
+    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+        self.write_state(record, true)
+    }
+
+    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+        let cluster = &self.transport.cluster;
+        check_guarded(&records, &cluster.state_topic)?;
+        let mut inner = cluster.enter("write_guarded")?;
+        self.check_epoch(&inner)?;
+        for r in records {
+            let partition = r.partition.unwrap_or(0);
+            MemoryCluster::append(
+                &mut inner,
+                &r.topic,
+                partition,
+                r.key.unwrap_or_default(),
+                r.value,
+                true,
+            );
+        }
+        drop(inner);
+        cluster.changed.notify_waiters();
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Describer for MemoryTransport {
+    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        let inner = self.cluster.enter("describe_epoch")?;
+        Ok(inner.epochs.get(role).copied().unwrap_or(NO_EPOCH))
+    }
+}
+
 #[async_trait]
 impl Coordinator for MemoryTransport {
-    async fn acquire_epoch(&self, role: &str, _lease_duration: Duration) -> Result<FencingToken> {
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        _lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>> {
         let mut inner = self.cluster.enter("acquire_epoch")?;
         let token = match inner.epochs.get(role).copied() {
             Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
@@ -277,11 +341,19 @@ impl Coordinator for MemoryTransport {
         };
         inner.epochs.insert(role.to_owned(), token);
         drop(inner);
-        self.producers
+        let id = self
+            .next_epoch_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(role.to_owned(), token);
-        Ok(token)
+            .push((id, role.to_owned(), token));
+        Ok(Box::new(MemoryEpoch {
+            transport: self.clone(),
+            id,
+            role: role.to_owned(),
+            token,
+        }))
     }
 
     fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
@@ -300,11 +372,6 @@ impl Coordinator for MemoryTransport {
             ))),
             _ => Ok(()),
         }
-    }
-
-    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
-        let inner = self.cluster.enter("describe_epoch")?;
-        Ok(inner.epochs.get(role).copied().unwrap_or(NO_EPOCH))
     }
 }
 
@@ -356,52 +423,17 @@ impl StateReader for MemoryTransport {
 
 #[async_trait]
 impl Registrar for MemoryTransport {
-    async fn append(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<i64> {
+    async fn append(&self, record: StateRecord) -> Result<i64> {
         let mut inner = self.cluster.enter("append")?;
         let topic = self.cluster.state_topic.clone();
+        let StateRecord {
+            partition,
+            key,
+            value,
+        } = record;
         let offset = MemoryCluster::append(&mut inner, &topic, partition, key, value, true);
         drop(inner);
         self.cluster.changed.notify_waiters();
         Ok(offset)
-    }
-}
-
-#[async_trait]
-impl LeaseWriter for MemoryTransport {
-    async fn write_lease(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    ) -> Result<()> {
-        self.write_state(role, partition, key, value, true)
-    }
-
-    async fn write_guarded(&self, role: &str, records: Vec<OutRecord>) -> Result<()> {
-        let mut inner = self.cluster.enter("write_guarded")?;
-        self.check_epoch(&inner, role)?;
-        for r in records {
-            let partition = r.partition.unwrap_or(0);
-            MemoryCluster::append(
-                &mut inner,
-                &r.topic,
-                partition,
-                r.key.unwrap_or_default(),
-                r.value,
-                true,
-            );
-        }
-        drop(inner);
-        self.cluster.changed.notify_waiters();
-        Ok(())
-    }
-
-    async fn release(&self, role: &str) -> Result<()> {
-        self.producers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(role);
-        Ok(())
     }
 }

@@ -1,59 +1,89 @@
 //! The transport seam: four small async traits, as the spec names them.
 //!
-//! * [`Coordinator`]: mint and describe the epoch of a role.
+//! * [`Coordinator`]: mint the epoch of a role ([`Coordinator::acquire_epoch`]
+//!   returns the held epoch, a [`LeaseWriter`] owned by whoever minted it)
+//!   and describe it ([`Describer`], the narrow part a third party needs).
 //! * [`StateReader`]: read a partition of `__coordination_state` (read_committed,
 //!   up to the last stable offset, in offset order).
 //! * [`Registrar`]: append registration records through a plain idempotent producer.
-//! * [`LeaseWriter`]: write lease records (and guarded writes) through the
-//!   producer that the epoch binds.
+//! * [`LeaseWriter`]: the held epoch of one role: lease records and guarded
+//!   writes go through the producer that the epoch binds, and dropping it
+//!   releases that producer.
 //!
-//! [`Transport`] is all four. The in-memory transport ([`memory::MemoryTransport`])
-//! has the coordinator's semantics for fast deterministic tests; the Kafka
-//! transport (feature `kafka`) is the real thing.
+//! [`Transport`] is all four. No method has a default body: a wrapper (a
+//! timing shim, a fault injector) must forward each one. The in-memory
+//! transport ([`memory::MemoryTransport`]) has the coordinator's semantics for
+//! fast deterministic tests; the Kafka transport (feature `kafka`) is the real
+//! thing.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::state::Record;
 use crate::token::FencingToken;
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod memory;
 
-/// Mints and describes the leadership epoch of a role.
-#[async_trait]
-pub trait Coordinator: Send + Sync {
-    /// Calls InitProducerId for `transactional.id = role` with `lease_duration`
-    /// as the transaction timeout, keeps the producer that the epoch binds, and
-    /// returns the token actually minted. Any earlier producer this transport
-    /// held for the role is dropped.
-    async fn acquire_epoch(&self, role: &str, lease_duration: Duration) -> Result<FencingToken>;
+/// A committed record of `__coordination_state`, as a [`StateReader`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The record's offset in its partition.
+    pub offset: i64,
+    /// The key bytes.
+    pub key: Vec<u8>,
+    /// The value bytes; `None` (and an empty value) is a tombstone.
+    pub value: Option<Vec<u8>>,
+}
 
+/// A record to write to `__coordination_state`: a registration (through the
+/// [`Registrar`]) or a lease (through the held epoch). The partition is pinned
+/// by the caller ([`crate::role_partition`]); no partitioner applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateRecord {
+    /// The partition of the state topic.
+    pub partition: i32,
+    /// The encoded key.
+    pub key: Vec<u8>,
+    /// The encoded value, or `None` for a tombstone (written as a null value).
+    pub value: Option<Vec<u8>>,
+}
+
+/// Describes the leadership epoch of a role: all a third party that checks
+/// authority needs.
+#[async_trait]
+pub trait Describer: Send + Sync {
     /// The current (producer id, epoch) of the role's transactional id, from
     /// its transaction coordinator; [`crate::NO_EPOCH`] when no member has
     /// taken the role (or the coordinator has forgotten the id).
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken>;
+}
+
+/// Mints the leadership epoch of a role.
+#[async_trait]
+pub trait Coordinator: Describer {
+    /// Calls InitProducerId for `transactional.id = role` with `lease_duration`
+    /// as the transaction timeout and returns the held epoch: the producer
+    /// that the epoch binds, owned by the caller, with the token actually
+    /// minted. Dropping it releases the producer. Epochs minted earlier for the
+    /// role (by anyone, this transport included) are superseded: their writes
+    /// are fenced by the broker.
+    async fn acquire_epoch(&self, role: &str, lease_duration: Duration)
+        -> Result<Box<dyn LeaseWriter>>;
 
     /// A hint from the member: it is registered in `role` and may mint its
     /// epoch later with `lease_duration` (`Some`), or it has left the role
     /// and will not (`None`). A transport may prepare for the mint (the Kafka
-    /// transport keeps a pre-connected lease producer). The default does
-    /// nothing.
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
-        let _ = (role, lease_duration);
-    }
+    /// transport keeps a pre-connected lease producer) or do nothing.
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>);
 
     /// Refuses election options this transport cannot honour (for Kafka, a
     /// lease shorter than the shortest transaction timeout), so a member
     /// learns it before it registers rather than when its turn comes. The
-    /// error names the values. The default accepts everything.
-    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
-        let _ = options;
-        Ok(())
-    }
+    /// error names the values.
+    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()>;
 }
 
 /// A batch of committed records of one partition.
@@ -87,15 +117,16 @@ pub trait StateReader: Send + Sync {
 /// Appends registration records.
 #[async_trait]
 pub trait Registrar: Send + Sync {
-    /// Appends one record (a `None` value is a tombstone) to `partition` with
-    /// acks=all and returns its offset. No partitioner applies.
-    async fn append(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<i64>;
+    /// Appends `record` to its partition with acks=all and returns its
+    /// offset.
+    async fn append(&self, record: StateRecord) -> Result<i64>;
 }
 
 /// One record of a guarded write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutRecord {
-    /// The topic to write to.
+    /// The topic to write to (never the state topic: a leader must not forge
+    /// other roles' records).
     pub topic: String,
     /// The partition, or `None` to let the producer's partitioner choose.
     pub partition: Option<i32>,
@@ -107,31 +138,56 @@ pub struct OutRecord {
     pub headers: Vec<(String, Vec<u8>)>,
 }
 
-/// Writes through the producer that the role's epoch binds.
+/// The held epoch of one role: the producer that the epoch binds, owned by
+/// the member that minted it. Dropping it releases the producer (an open
+/// transaction is aborted first).
+///
+/// Writes are serialised: one transaction at a time.
 #[async_trait]
 pub trait LeaseWriter: Send + Sync {
-    /// Writes one lease record (a `None` value is a tombstone) of `role` to
-    /// `partition` inside a transaction of the epoch-bound producer, acks=all.
-    /// Fails with [`crate::Error::Fenced`] when the broker answers
-    /// INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED (90); the fenced producer
-    /// is dropped.
-    async fn write_lease(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    ) -> Result<()>;
+    /// The role (the transactional id).
+    fn role(&self) -> &str;
 
-    /// Writes `records` in one transaction of the epoch-bound producer of
-    /// `role`, serialised with the lease writes. A deposed holder's write fails
-    /// with [`crate::Error::Fenced`] and none of its records become visible.
-    async fn write_guarded(&self, role: &str, records: Vec<OutRecord>) -> Result<()>;
+    /// The token minted for this epoch.
+    fn token(&self) -> FencingToken;
 
-    /// Drops the epoch-bound producer of `role`, if any (after a resign).
-    async fn release(&self, role: &str) -> Result<()>;
+    /// Writes one lease record of the role inside a transaction of the
+    /// epoch-bound producer, acks=all. Fails with [`crate::Error::Fenced`]
+    /// when the broker answers INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED
+    /// (90), and on every write after that.
+    async fn write_lease(&self, record: StateRecord) -> Result<()>;
+
+    /// Writes `records` in one transaction of the epoch-bound producer. A
+    /// deposed holder's write fails with [`crate::Error::Fenced`] and none of
+    /// its records become visible.
+    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()>;
 }
 
 /// All four traits: what a member needs.
-pub trait Transport: Coordinator + StateReader + Registrar + LeaseWriter {}
-impl<T: Coordinator + StateReader + Registrar + LeaseWriter + ?Sized> Transport for T {}
+pub trait Transport: Coordinator + StateReader + Registrar {}
+impl<T: Coordinator + StateReader + Registrar + ?Sized> Transport for T {}
+
+/// Refuses guarded records a [`LeaseWriter`] must not write: an empty topic,
+/// the state topic itself, a negative partition.
+pub(crate) fn check_guarded(records: &[OutRecord], state_topic: &str) -> Result<()> {
+    for r in records {
+        if r.topic.is_empty() {
+            return Err(crate::Error::InvalidArgument(
+                "a guarded record has an empty topic".into(),
+            ));
+        }
+        if r.topic == state_topic {
+            return Err(crate::Error::InvalidArgument(format!(
+                "a guarded record may not go to the state topic {state_topic:?}: a leader must not forge coordination records"
+            )));
+        }
+        if let Some(p) = r.partition {
+            if p < 0 {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "a guarded record's partition must not be negative, got {p}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}

@@ -112,12 +112,14 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer as _};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::{Error, Result};
-use crate::state::Record;
 use crate::token::FencingToken;
-use crate::transport::{Coordinator, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader};
+use crate::transport::{
+    Coordinator, Describer, LeaseWriter, ReadBatch, Record, Registrar, StateReader, StateRecord,
+};
 
 mod config;
 mod describe;
+mod epoch;
 mod lease;
 mod mint;
 mod reader;
@@ -125,17 +127,19 @@ mod topic;
 
 pub use config::KafkaConfig;
 pub use describe::{DescribeClient, TransactionDescription};
+pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
-pub use topic::{check_state_topic, ensure_state_topic, TopicReport};
+pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
-use lease::{is_fenced_code, LeaseProducer, Outcome, TxnState};
+use lease::{is_fenced_code, LeaseProducer, TxnState};
 use mint::{Counters, Spares};
 use reader::PartitionReader;
 
 /// The shortest lease librdkafka accepts as `transaction.timeout.ms`.
 pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
 
-type RoleSlot = Arc<AsyncMutex<Option<LeaseProducer>>>;
+/// Serialises the mints of one role on one transport.
+type MintLock = Arc<AsyncMutex<()>>;
 type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 
 /// The transport on a real Kafka cluster: implements [`Coordinator`],
@@ -161,7 +165,7 @@ pub struct KafkaTransport {
     client_suffix: String,
     registrar: Option<Producer>,
     describe: DescribeClient,
-    roles: StdMutex<HashMap<String, RoleSlot>>,
+    mint_locks: StdMutex<HashMap<String, MintLock>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
     seeks: Arc<AtomicU64>,
     spares: Spares,
@@ -217,7 +221,7 @@ impl KafkaTransport {
             client_suffix,
             registrar: Some(registrar),
             describe,
-            roles: StdMutex::new(HashMap::new()),
+            mint_locks: StdMutex::new(HashMap::new()),
             readers: StdMutex::new(HashMap::new()),
             seeks: Arc::new(AtomicU64::new(0)),
             mints: Arc::default(),
@@ -258,57 +262,61 @@ impl KafkaTransport {
         self.spares.has_spare(role)
     }
 
-    /// The token this transport minted for `role` and still holds a producer
-    /// for, if any.
-    pub async fn held(&self, role: &str) -> Option<FencingToken> {
-        let slot = self.existing_role(role)?;
-        let guard = slot.lock().await;
-        guard.as_ref().map(|p| p.token)
+    fn mint_lock(&self, role: &str) -> MintLock {
+        let mut locks = self.mint_locks.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(locks.entry(role.to_owned()).or_default())
     }
 
-    /// Fault injection, for tests of the fence: writes one lease record of
-    /// `role` inside a transaction of the role's producer and leaves that
-    /// transaction **open**, as a holder that stalls or dies mid-transaction
-    /// would. The record stays invisible to read_committed readers, and the
-    /// open transaction holds the partition's last stable offset back, until
-    /// the next [`LeaseWriter::write_lease`] / [`LeaseWriter::write_guarded`]
-    /// of the role commits it, or the coordinator aborts it (transaction
-    /// timeout, or a new InitProducerId for the role).
-    #[doc(hidden)]
-    pub async fn write_lease_uncommitted(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    ) -> Result<()> {
-        check_partition(partition)?;
-        let record = self.state_record(partition, key, value);
-        self.transact(role, "write_lease_uncommitted", vec![record], true)
-            .await
-    }
-
-    fn state_record(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> OutRecord {
-        OutRecord {
-            topic: self.config.state_topic().to_owned(),
-            partition: Some(partition),
-            key: Some(key),
-            value,
-            headers: Vec::new(),
-        }
-    }
-
-    fn role_slot(&self, role: &str) -> RoleSlot {
-        let mut roles = self.roles.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(roles.entry(role.to_owned()).or_default())
-    }
-
-    fn existing_role(&self, role: &str) -> Option<RoleSlot> {
-        self.roles
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(role)
-            .cloned()
+    /// Mints the epoch of `role` (InitProducerId with `transactional.id =
+    /// role` and the lease as the transaction timeout) and returns it as a
+    /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is
+    /// this, boxed.
+    ///
+    /// The mint runs in its own task under the role's mint lock: a caller that
+    /// stops waiting neither leaves a half-built producer nor drops one on a
+    /// worker thread; the producer it would have received is released.
+    pub async fn mint_epoch(&self, role: &str, lease_duration: Duration) -> Result<KafkaEpoch> {
+        check_role(role)?;
+        let lease_ms = lease_millis(lease_duration)?;
+        let lock = self.mint_lock(role);
+        let (config, suffix, describe, spares, counters) = (
+            self.config.clone(),
+            self.client_suffix.clone(),
+            self.describe.clone(),
+            self.spares.clone(),
+            Arc::clone(&self.mints),
+        );
+        let role = role.to_owned();
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<KafkaEpoch>>();
+        tokio::spawn(async move {
+            let _serialised = lock.lock().await;
+            let deadline = tokio::time::Instant::now() + config.operation_timeout();
+            let minted = mint(
+                &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
+            )
+            .await;
+            // The next mint of the role (a resign, a new challenge) finds a
+            // spare ready, whether this one worked or not.
+            spares.minted(&role, lease_ms);
+            let result = minted.map(|(producer, token)| {
+                tracing::debug!(role, %token, "epoch minted");
+                counters.minted.fetch_add(1, Ordering::Relaxed);
+                KafkaEpoch::new(
+                    &config,
+                    role.clone(),
+                    LeaseProducer {
+                        producer,
+                        token,
+                        state: TxnState::Idle,
+                    },
+                )
+            });
+            // A caller that gave up drops the receiver: the epoch it minted
+            // is released here (KafkaEpoch's drop), nothing else.
+            let _ = tx.send(result);
+        });
+        rx.await
+            .map_err(|e| Error::fatal("an acquire_epoch task", e))?
     }
 
     /// The partition's reader, locked for one call, created on first use.
@@ -331,55 +339,6 @@ impl KafkaTransport {
             )?);
         }
         Ok(guard)
-    }
-
-    fn no_epoch(role: &str, what: &str) -> Error {
-        Error::fatal(
-            format!("{what} for role {role:?}"),
-            "this transport holds no epoch for the role (acquire_epoch first; a fenced or released producer is gone)",
-        )
-    }
-
-    /// One transaction of the role's producer, with the error handling of
-    /// rule 2.
-    async fn transact(
-        &self,
-        role: &str,
-        what: &str,
-        records: Vec<OutRecord>,
-        leave_open: bool,
-    ) -> Result<()> {
-        let Some(slot) = self.existing_role(role) else {
-            return Err(Self::no_epoch(role, what));
-        };
-        let mut guard = slot.lock_owned().await;
-        if guard.is_none() {
-            return Err(Self::no_epoch(role, what));
-        }
-        let timeout = self.config.operation_timeout();
-        let (role, what) = (role.to_owned(), what.to_owned());
-        // The transaction runs in its own task, holding the role's lock, so a
-        // caller that stops waiting never leaves it half done: librdkafka's
-        // transaction state and ours stay in step.
-        let task = tokio::spawn(async move {
-            let producer = guard.as_mut().expect("checked above, under the same lock");
-            match producer
-                .transact(&role, &what, records, leave_open, timeout)
-                .await
-            {
-                Ok(()) => Ok(()),
-                Err(Outcome::Keep(e)) => Err(e),
-                Err(Outcome::Drop(e)) => {
-                    if let Some(p) = guard.take() {
-                        tracing::info!(role, token = %p.token, error = %e, "dropping the role's producer");
-                        drop_off_thread(p);
-                    }
-                    Err(e)
-                }
-            }
-        });
-        task.await
-            .map_err(|e| Error::fatal("a lease transaction task", e.to_string()))?
     }
 }
 
@@ -465,14 +424,6 @@ impl Drop for KafkaTransport {
         self.spares.discard_all();
         // Producers and consumers block while they shut down: hand them to
         // the blocking pool.
-        let roles = std::mem::take(self.roles.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for (_, slot) in roles {
-            if let Ok(mut guard) = slot.try_lock() {
-                if let Some(p) = guard.take() {
-                    drop_off_thread(p);
-                }
-            }
-        }
         let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
         for (_, slot) in readers {
             if let Ok(mut guard) = slot.try_lock() {
@@ -487,7 +438,7 @@ impl Drop for KafkaTransport {
     }
 }
 
-fn check_partition(partition: i32) -> Result<()> {
+pub(super) fn check_partition(partition: i32) -> Result<()> {
     if partition < 0 {
         return Err(Error::InvalidArgument(format!(
             "partition must not be negative, got {partition}"
@@ -516,10 +467,21 @@ fn lease_millis(lease: Duration) -> Result<u64> {
 }
 
 #[async_trait]
+impl Describer for KafkaTransport {
+    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        check_role(role)?;
+        self.describe.describe_epoch(role).await
+    }
+}
+
+#[async_trait]
 impl Coordinator for KafkaTransport {
-    /// The lease is the transaction timeout: refuse what librdkafka would.
-    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
-        lease_millis(options.lease_duration).map(|_| ())
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>> {
+        Ok(Box::new(self.mint_epoch(role, lease_duration).await?))
     }
 
     /// Keeps a pre-connected lease producer of `role` while the member may
@@ -532,51 +494,9 @@ impl Coordinator for KafkaTransport {
         }
     }
 
-    async fn acquire_epoch(&self, role: &str, lease_duration: Duration) -> Result<FencingToken> {
-        check_role(role)?;
-        let lease_ms = lease_millis(lease_duration)?;
-        let slot = self.role_slot(role);
-        let mut guard = slot.lock_owned().await;
-        let (config, suffix, describe, spares, counters) = (
-            self.config.clone(),
-            self.client_suffix.clone(),
-            self.describe.clone(),
-            self.spares.clone(),
-            Arc::clone(&self.mints),
-        );
-        let role = role.to_owned();
-        // Its own task, holding the role's lock: a caller that stops waiting
-        // neither leaves a half-built producer nor drops one on a worker
-        // thread. (The acquire then completes; `release` lets go of it.)
-        let task = tokio::spawn(async move {
-            if let Some(old) = guard.take() {
-                drop_off_thread(old);
-            }
-            let deadline = tokio::time::Instant::now() + config.operation_timeout();
-            let minted = mint(
-                &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
-            )
-            .await;
-            // The next mint of the role (a resign, a new challenge) finds a
-            // spare ready, whether this one worked or not.
-            spares.minted(&role, lease_ms);
-            let (producer, token) = minted?;
-            tracing::debug!(role, %token, "epoch minted");
-            counters.minted.fetch_add(1, Ordering::Relaxed);
-            *guard = Some(LeaseProducer {
-                producer,
-                token,
-                state: TxnState::Idle,
-            });
-            Ok(token)
-        });
-        task.await
-            .map_err(|e| Error::fatal("an acquire_epoch task", e.to_string()))?
-    }
-
-    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
-        check_role(role)?;
-        self.describe.describe_epoch(role).await
+    /// The lease is the transaction timeout: refuse what librdkafka would.
+    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+        lease_millis(options.lease_duration).map(|_| ())
     }
 }
 
@@ -608,7 +528,12 @@ impl StateReader for KafkaTransport {
 
 #[async_trait]
 impl Registrar for KafkaTransport {
-    async fn append(&self, partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> Result<i64> {
+    async fn append(&self, record: StateRecord) -> Result<i64> {
+        let StateRecord {
+            partition,
+            key,
+            value,
+        } = record;
         check_partition(partition)?;
         let producer = self
             .registrar
@@ -639,48 +564,6 @@ impl Registrar for KafkaTransport {
                 })
             }
         }
-    }
-}
-
-#[async_trait]
-impl LeaseWriter for KafkaTransport {
-    async fn write_lease(
-        &self,
-        role: &str,
-        partition: i32,
-        key: Vec<u8>,
-        value: Option<Vec<u8>>,
-    ) -> Result<()> {
-        check_role(role)?;
-        check_partition(partition)?;
-        let record = self.state_record(partition, key, value);
-        self.transact(role, "write_lease", vec![record], false)
-            .await
-    }
-
-    async fn write_guarded(&self, role: &str, records: Vec<OutRecord>) -> Result<()> {
-        check_role(role)?;
-        for r in &records {
-            if r.topic.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "a guarded record has an empty topic".into(),
-                ));
-            }
-            if let Some(p) = r.partition {
-                check_partition(p)?;
-            }
-        }
-        self.transact(role, "write_guarded", records, false).await
-    }
-
-    async fn release(&self, role: &str) -> Result<()> {
-        if let Some(slot) = self.existing_role(role) {
-            let mut guard = slot.lock().await;
-            if let Some(p) = guard.take() {
-                drop_off_thread(p);
-            }
-        }
-        Ok(())
     }
 }
 

@@ -37,7 +37,7 @@ use tokio::time::Instant;
 use super::config::KafkaConfig;
 use super::{kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
-use crate::state::Record;
+use crate::transport::Record;
 use crate::transport::ReadBatch;
 
 /// The consumer of one partition and where it stands.

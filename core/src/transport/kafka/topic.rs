@@ -40,6 +40,60 @@ pub struct TopicReport {
 
 type Admin = AdminClient<TransportContext>;
 
+/// `segment.ms` of a state topic this crate creates: one hour.
+const SEGMENT_MS: &str = "3600000";
+
+/// The shape of the state topic that [`ensure_state_topic`] creates and
+/// [`check_state_topic`] expects.
+///
+/// The default is what a production cluster needs: 16 partitions,
+/// replication factor 3 and `min.insync.replicas` 2. A single-broker
+/// development cluster needs [`TopicSpec::development`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicSpec {
+    /// The partition count; every member must be configured with the same.
+    pub partitions: i32,
+    /// The replication factor of a topic this crate creates.
+    pub replication_factor: i32,
+    /// `min.insync.replicas` of a topic this crate creates.
+    pub min_insync_replicas: i32,
+}
+
+impl Default for TopicSpec {
+    fn default() -> Self {
+        TopicSpec {
+            partitions: crate::ElectionOptions::DEFAULT_PARTITIONS,
+            replication_factor: 3,
+            min_insync_replicas: 2,
+        }
+    }
+}
+
+impl TopicSpec {
+    /// A single-broker development cluster: replication factor 1 and
+    /// `min.insync.replicas` 1 (no durability beyond one disk).
+    pub fn development() -> Self {
+        TopicSpec {
+            replication_factor: 1,
+            min_insync_replicas: 1,
+            ..TopicSpec::default()
+        }
+    }
+
+    /// The same spec with `partitions` partitions.
+    pub fn with_partitions(mut self, partitions: i32) -> Self {
+        self.partitions = partitions;
+        self
+    }
+
+    /// The same spec with another replication factor and min ISR.
+    pub fn with_replication(mut self, replication_factor: i32, min_insync_replicas: i32) -> Self {
+        self.replication_factor = replication_factor;
+        self.min_insync_replicas = min_insync_replicas;
+        self
+    }
+}
+
 fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     config.validate()?;
     let mut cc = config.client_config("admin");
@@ -112,7 +166,10 @@ async fn create(
     let min_isr = min_isr.to_string();
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(rf))
         .set("cleanup.policy", "compact")
-        .set("min.insync.replicas", &min_isr);
+        .set("min.insync.replicas", &min_isr)
+        // Renewals roll the active segment within the hour, so compaction
+        // keeps the topic small (Kafka's default is 7 days or 1 GiB).
+        .set("segment.ms", SEGMENT_MS);
     let results = admin
         .create_topics([&new], &admin_options(config))
         .await

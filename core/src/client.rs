@@ -1,0 +1,243 @@
+//! The client: one set of Kafka clients shared by every role a process
+//! leads or waits for.
+//!
+//! ```no_run
+//! # async fn f() -> krabka_coordination::Result<()> {
+//! use krabka_coordination::client::Client;
+//! use krabka_coordination::transport::kafka::KafkaConfig;
+//! let client = Client::new(KafkaConfig::new("127.0.0.1:19092"))?;
+//! let billing = client.acquire("billing", "host-a", client.leadership_options()).await?;
+//! let status = client.describe_leadership("billing").await?;
+//! assert!(status.authoritative(&billing.token()));
+//! # Ok(()) }
+//! ```
+//!
+//! A [`Client`] owns the clients every role can share: the reader of the
+//! state partitions, the registration producer and the DescribeTransactions
+//! connections. Only the epoch-bound producer of a held role is per role, and
+//! it belongs to that role's [`Leadership`]. Clones are cheap and share
+//! everything.
+//!
+//! One client holds a role at most once: a second [`Client::acquire`] of a
+//! role while the first is acquiring or held is refused
+//! ([`crate::Error::InvalidArgument`]), because two members of one process
+//! in one role would only fence each other.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::leadership::{
+    acquire_with, describe_leadership, describe_role_state, Leadership, LeadershipOptions,
+    LeadershipStatus, RoleStateReport,
+};
+#[cfg(feature = "kafka")]
+use crate::transport::kafka::{
+    check_state_topic, ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport, TopicSpec,
+};
+use crate::transport::Transport;
+
+/// A handle on a coordination cluster, shared by every role of a process.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    transport: Arc<dyn Transport>,
+    #[cfg(feature = "kafka")]
+    kafka: Option<KafkaConfig>,
+    partitions: i32,
+    /// Roles acquiring or held through this client.
+    claimed: Arc<Mutex<HashSet<String>>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("partitions", &self.inner.partitions)
+            .field("claimed", &self.claimed_roles())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A role claimed by an acquire of this client, released when dropped.
+struct Claim {
+    role: String,
+    claimed: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.role);
+    }
+}
+
+impl Client {
+    /// A client of the Kafka cluster of `config`, for a state topic of the
+    /// default 16 partitions ([`Client::with_partitions`] to change it).
+    ///
+    /// Builds the shared clients at once, so a setting librdkafka rejects or
+    /// a malformed bootstrap address is refused here
+    /// ([`Error::InvalidArgument`] naming it). Connects lazily.
+    #[cfg(feature = "kafka")]
+    pub fn new(config: KafkaConfig) -> Result<Client> {
+        let transport = Arc::new(KafkaTransport::new(config.clone(), None)?);
+        let mut client = Client::from_transport(transport);
+        Arc::get_mut(&mut client.inner)
+            .expect("a new client is not shared yet")
+            .kafka = Some(config);
+        Ok(client)
+    }
+
+    /// A client over any [`Transport`] (the in-memory one in tests, a
+    /// wrapper that measures or injects faults).
+    pub fn from_transport(transport: Arc<dyn Transport>) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                transport,
+                #[cfg(feature = "kafka")]
+                kafka: None,
+                partitions: crate::ElectionOptions::DEFAULT_PARTITIONS,
+                claimed: Arc::default(),
+            }),
+        }
+    }
+
+    /// The same client for a state topic of `partitions` partitions: the real
+    /// count of the topic, the same in every member. Call it before the
+    /// client is cloned or used.
+    pub fn with_partitions(mut self, partitions: i32) -> Result<Client> {
+        if partitions < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "partitions must be at least 1, got {partitions}"
+            )));
+        }
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.partitions = partitions,
+            None => {
+                return Err(Error::InvalidArgument(
+                    "with_partitions must be called before the client is cloned".into(),
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// The partition count of the state topic this client assumes.
+    pub fn partitions(&self) -> i32 {
+        self.inner.partitions
+    }
+
+    /// The transport this client shares between its roles.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.inner.transport
+    }
+
+    /// Default leadership options carrying this client's partition count.
+    pub fn leadership_options(&self) -> LeadershipOptions {
+        LeadershipOptions::default().with_partitions(self.inner.partitions)
+    }
+
+    /// The roles this client is acquiring or holds.
+    pub fn claimed_roles(&self) -> Vec<String> {
+        let mut roles: Vec<String> = self
+            .inner
+            .claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        roles.sort();
+        roles
+    }
+
+    /// Acquires `role` as `member` (see [`crate::leadership::acquire_leadership`]
+    /// for what a member does, cancellation and errors).
+    ///
+    /// Refused with [`Error::InvalidArgument`] before any I/O when this client
+    /// is already acquiring or holding `role`, or when the options' partition
+    /// count is not the client's. The claim on the role ends when the
+    /// returned [`Leadership`] ends or is dropped, or when the acquire fails.
+    pub async fn acquire(
+        &self,
+        role: &str,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> Result<Leadership> {
+        if options.election.partitions != self.inner.partitions {
+            return Err(Error::InvalidArgument(format!(
+                "the options' partition count ({}) is not the client's ({}); build them with client.leadership_options()",
+                options.election.partitions, self.inner.partitions
+            )));
+        }
+        let claim = {
+            let mut claimed = self.inner.claimed.lock().unwrap_or_else(|e| e.into_inner());
+            if !claimed.insert(role.to_owned()) {
+                return Err(Error::InvalidArgument(format!(
+                    "role {} is already being acquired or held by this client",
+                    crate::error::quote(role)
+                )));
+            }
+            Claim {
+                role: role.to_owned(),
+                claimed: Arc::clone(&self.inner.claimed),
+            }
+        };
+        acquire_with(
+            Arc::clone(&self.inner.transport),
+            role,
+            member,
+            options,
+            Some(Box::new(claim)),
+        )
+        .await
+    }
+
+    /// The role's current token at its transaction coordinator: one
+    /// DescribeTransactions request once the coordinator is known.
+    pub async fn describe_leadership(&self, role: &str) -> Result<LeadershipStatus> {
+        describe_leadership(self.inner.transport.as_ref(), role).await
+    }
+
+    /// The roster (in rank order) and the lease of `role`, read from its
+    /// state partition.
+    pub async fn describe_role_state(&self, role: &str) -> Result<RoleStateReport> {
+        describe_role_state(self.inner.transport.as_ref(), role, self.inner.partitions).await
+    }
+
+    /// Creates the state topic with `spec` unless it exists, then checks it
+    /// (see [`crate::transport::kafka::ensure_state_topic`]).
+    #[cfg(feature = "kafka")]
+    pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        let config = self.kafka_config("ensure_state_topic")?;
+        ensure_state_topic(
+            config,
+            spec.partitions,
+            spec.replication_factor,
+            spec.min_insync_replicas,
+        )
+        .await
+    }
+
+    /// Checks that the state topic has `spec.partitions` partitions and is
+    /// compacted (see [`crate::transport::kafka::check_state_topic`]).
+    #[cfg(feature = "kafka")]
+    pub async fn check_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        let config = self.kafka_config("check_state_topic")?;
+        check_state_topic(config, spec.partitions).await
+    }
+
+    #[cfg(feature = "kafka")]
+    fn kafka_config(&self, what: &str) -> Result<&KafkaConfig> {
+        self.inner.kafka.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{what} needs a client built on Kafka (Client::new), not on another transport"
+            ))
+        })
+    }
+}

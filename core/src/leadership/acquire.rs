@@ -1,0 +1,233 @@
+//! Acquiring a role: register, follow the partition, wait for the turn the
+//! election step gives, mint the epoch and write the first lease.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::member::{millis, Backoff, Follower, Member};
+use super::{Leadership, LeadershipOptions};
+use crate::codec::Lease;
+use crate::election::{evaluate, Step};
+use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::token::FencingToken;
+use crate::transport::{LeaseWriter, Transport};
+
+/// Deregisters a member whose acquire was abandoned (cancelled, dropped, or
+/// failed) so that nothing is left half done. An epoch the candidate minted
+/// is its own and goes with it.
+struct AcquireGuard {
+    member: Option<Arc<Member>>,
+}
+
+impl AcquireGuard {
+    fn disarm(&mut self) {
+        self.member = None;
+    }
+    async fn run(&mut self) {
+        if let Some(m) = self.member.take() {
+            undo(m).await;
+        }
+    }
+}
+
+/// Tells the transport the member left the role, and deregisters it.
+async fn undo(m: Arc<Member>) {
+    m.transport.prepare_epoch(&m.role, None);
+    if let Err(e) = m.deregister().await {
+        tracing::warn!(error = %e, "could not deregister an abandoned candidate");
+    }
+}
+
+impl Drop for AcquireGuard {
+    fn drop(&mut self) {
+        if let Some(m) = self.member.take() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let span = m.span.clone();
+                handle.spawn(undo(m).instrument(span));
+            }
+        }
+    }
+}
+
+/// Registers `member` in `role`, waits for its turn, mints the epoch and
+/// writes the first lease; returns the held [`Leadership`].
+///
+/// Options are validated first ([`Error::InvalidArgument`] names the values),
+/// then the transport's limits, before anything is written.
+/// Waiting ends with [`Error::Cancelled`] when `options.cancel` fires;
+/// dropping the future cancels too. Either way the member is deregistered and
+/// the epoch it minted (if any) is released, so nothing is left half done. A
+/// cancel that fires in the instant the role was won resigns it before the
+/// call returns `Cancelled`: a caller that gave up never holds the role.
+///
+/// Transient transport errors are retried with backoff; a fatal one (an
+/// authorization failure, malformed state of this role) is returned.
+///
+/// Prefer [`crate::client::Client::acquire`], which shares one set of Kafka
+/// clients between roles and refuses a second acquire of a role it holds.
+pub async fn acquire_leadership(
+    transport: Arc<dyn Transport>,
+    role: &str,
+    member: &str,
+    options: LeadershipOptions,
+) -> Result<Leadership> {
+    acquire_with(transport, role, member, options, None).await
+}
+
+/// [`acquire_leadership`] with an object kept alive while the leadership is
+/// held (the client's claim on the role).
+pub(crate) async fn acquire_with(
+    transport: Arc<dyn Transport>,
+    role: &str,
+    member: &str,
+    options: LeadershipOptions,
+    claim: Option<Box<dyn std::any::Any + Send + Sync>>,
+) -> Result<Leadership> {
+    let m = Arc::new(Member::new(transport, role, member, options)?);
+    m.transport.check_options(&m.options.election)?;
+    let cancel = m.options.cancel.clone();
+    let mut guard = AcquireGuard {
+        member: Some(Arc::clone(&m)),
+    };
+    let span = m.span.clone();
+    let won = acquire_loop(&m, &cancel).instrument(span).await;
+    match won {
+        Ok((epoch, lease)) => {
+            guard.disarm();
+            let leadership = Leadership::start(m, epoch, lease, claim);
+            if cancel.is_cancelled() {
+                // The caller stopped waiting in the instant the role was won:
+                // hand it over rather than hold it until the lease runs out.
+                let _ = leadership.resign().await;
+                return Err(Error::Cancelled);
+            }
+            Ok(leadership)
+        }
+        Err(e) => {
+            guard.run().await;
+            Err(e)
+        }
+    }
+}
+
+async fn acquire_loop(
+    m: &Member,
+    cancel: &CancellationToken,
+) -> Result<(Box<dyn LeaseWriter>, Lease)> {
+    let mut follower = Follower::start(m, cancel).await?;
+    let offset = m.retry("registering", cancel, || m.register()).await?;
+    m.transport
+        .prepare_epoch(&m.role, Some(m.options.election.lease_duration));
+    follower.catch_up(m, offset, cancel).await?;
+    let mut last_wait: Option<(i64, usize)> = None;
+    let mut backoff = Backoff::new(&m.options);
+    // After a lost challenge: the token that beat ours is newer than `lost`;
+    // hold off until its lease shows up or until `until` passes (its holder
+    // may have died between minting and writing).
+    let mut lost: Option<(FencingToken, i64)> = None;
+    loop {
+        let now = m.now();
+        let mut step = evaluate(&follower.state, &m.member, None, now, &m.options.election);
+        if let Some((token, until)) = lost {
+            let superseded = follower.state.lease().is_some_and(|l| l.token > token);
+            if superseded || now >= until {
+                lost = None;
+            } else if step == Step::Challenge {
+                step = Step::WaitUntil { at: until, rank: 0 };
+            }
+        }
+        match step {
+            Step::Register => {
+                let offset = m.retry("registering", cancel, || m.register()).await?;
+                follower.catch_up(m, offset, cancel).await?;
+            }
+            Step::WaitUntil { at, rank } => {
+                if last_wait != Some((at, rank)) {
+                    tracing::info!(rank, challenge_at = at, "waiting");
+                    m.emit(EventKind::Waiting {
+                        rank,
+                        challenge_at: at,
+                    });
+                    last_wait = Some((at, rank));
+                }
+                let wait = m.options.poll_wait;
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(Error::Cancelled),
+                    _ = m.options.clock.sleep_until(at) => {}
+                    r = follower.poll_or_back_off(m, wait, cancel, &mut backoff) => { r?; }
+                }
+            }
+            Step::Challenge => {
+                // Catch up first: a lease written a moment ago changes the
+                // step. A transient failure backs off before the next look.
+                let caught_up = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(Error::Cancelled),
+                    r = follower.poll(m, Duration::ZERO) => r,
+                };
+                match caught_up {
+                    Ok(n) => {
+                        backoff.reset();
+                        if n > 0 {
+                            continue;
+                        }
+                    }
+                    Err(e) if e.is_transient() => {
+                        let d = backoff.take();
+                        tracing::warn!(error = %e, retry_in = ?d, "catching up before the challenge failed; retrying");
+                        m.pause(d, cancel).await?;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+                tracing::info!("challenging");
+                m.emit(EventKind::Challenging);
+                let lease_duration = m.options.election.lease_duration;
+                let epoch = m
+                    .retry("minting the epoch", cancel, || {
+                        m.transport.acquire_epoch(&m.role, lease_duration)
+                    })
+                    .await?;
+                let token = epoch.token();
+                // The lease is stamped per attempt: a write that succeeds
+                // late must not publish an already expired deadline.
+                let written = m
+                    .retry("writing the first lease", cancel, || async {
+                        let (record, lease) = m.lease_record(token)?;
+                        epoch.write_lease(record).await.map(|()| lease)
+                    })
+                    .await;
+                match written {
+                    Ok(lease) => {
+                        tracing::info!(%token, deadline = lease.deadline, "elected");
+                        m.emit(EventKind::Elected {
+                            token,
+                            granted_at: lease.granted_at,
+                            deadline: lease.deadline,
+                        });
+                        return Ok((epoch, lease));
+                    }
+                    Err(Error::Fenced(why)) => {
+                        tracing::info!(%token, %why, "lost the challenge to a newer epoch");
+                        m.emit(EventKind::LostChallenge { token });
+                        drop(epoch);
+                        lost = Some((token, m.now().saturating_add(millis(lease_duration))));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            // With no token held the step is never RenewAt or StandDown;
+            // follow the partition and evaluate again.
+            Step::RenewAt(_) | Step::StandDown => {
+                follower
+                    .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                    .await?;
+            }
+        }
+    }
+}

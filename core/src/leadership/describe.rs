@@ -1,0 +1,70 @@
+//! What a third party reads: the authority of a role (one DescribeTransactions
+//! request) and its roster and lease (a read of its state partition).
+
+use crate::codec::Lease;
+use crate::error::{Error, Result};
+use crate::partition::role_partition;
+use crate::state::{RoleState, RosterEntry};
+use crate::token::FencingToken;
+use crate::transport::{Describer, StateReader};
+
+/// The authority of a role as its transaction coordinator reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeadershipStatus {
+    /// The newest token the coordinator minted for the role, or
+    /// [`crate::NO_EPOCH`] when no member has taken it.
+    pub token: FencingToken,
+}
+
+impl LeadershipStatus {
+    /// True when `token` is the role's current token: a writer holding it is
+    /// authoritative. [`crate::NO_EPOCH`] is never authoritative.
+    pub fn authoritative(&self, token: &FencingToken) -> bool {
+        !token.is_no_epoch() && *token == self.token
+    }
+}
+
+/// Asks the role's transaction coordinator for the current token: one
+/// DescribeTransactions request once the coordinator is known.
+pub async fn describe_leadership(
+    describer: &dyn Describer,
+    role: &str,
+) -> Result<LeadershipStatus> {
+    if role.is_empty() {
+        return Err(Error::InvalidArgument("role must not be empty".into()));
+    }
+    Ok(LeadershipStatus {
+        token: describer.describe_epoch(role).await?,
+    })
+}
+
+/// The roster (with ranks) and the lease of a role, for tools that report a
+/// cluster's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleStateReport {
+    /// The role.
+    pub role: String,
+    /// The partition of `__coordination_state` that holds it.
+    pub partition: i32,
+    /// The roster in rank order; the rank is the index.
+    pub roster: Vec<RosterEntry>,
+    /// The current lease (member, token, granted at, deadline), if any.
+    pub lease: Option<Lease>,
+}
+
+/// Reads the roster and the lease of `role` from its partition.
+pub async fn describe_role_state(
+    reader: &dyn StateReader,
+    role: &str,
+    partitions: i32,
+) -> Result<RoleStateReport> {
+    let partition = role_partition(role, partitions)?;
+    let records = reader.read_partition(partition).await?;
+    let state = RoleState::build(role, &records)?;
+    Ok(RoleStateReport {
+        role: role.to_owned(),
+        partition,
+        roster: state.roster().cloned().collect(),
+        lease: state.lease().cloned(),
+    })
+}

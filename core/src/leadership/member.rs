@@ -1,0 +1,296 @@
+//! What a member of a role needs, shared by the acquire loop, the renewal
+//! task and the [`super::Leadership`] handle: its keys and partition, its
+//! options, retries with back-off, the follower of its partition, and where
+//! its events and diagnostics go.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::LeadershipOptions;
+use crate::codec::{encode_key, encode_lease, encode_registration, Key, Lease, Registration};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventKind, EventSink};
+use crate::partition::role_partition;
+use crate::state::RoleState;
+use crate::token::FencingToken;
+use crate::transport::{StateRecord, Transport};
+
+pub(super) fn millis(d: Duration) -> i64 {
+    d.as_millis().min(i64::MAX as u128) as i64
+}
+
+/// Exponential backoff on the member's clock.
+pub(super) struct Backoff {
+    next: Duration,
+    initial: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub(super) fn new(o: &LeadershipOptions) -> Self {
+        Backoff {
+            next: o.initial_backoff,
+            initial: o.initial_backoff,
+            max: o.max_backoff,
+        }
+    }
+    pub(super) fn take(&mut self) -> Duration {
+        let d = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        d
+    }
+    pub(super) fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
+/// One member of one role.
+pub(super) struct Member {
+    pub(super) transport: Arc<dyn Transport>,
+    pub(super) role: String,
+    pub(super) member: String,
+    pub(super) partition: i32,
+    pub(super) lease_key: Vec<u8>,
+    pub(super) registration_key: Vec<u8>,
+    pub(super) options: LeadershipOptions,
+    pub(super) events: EventSink,
+    /// The member's diagnostics span: role and member are its fields, so log
+    /// events inside it do not repeat them.
+    pub(super) span: tracing::Span,
+    role_arc: Arc<str>,
+    member_arc: Arc<str>,
+}
+
+impl Member {
+    pub(super) fn new(
+        transport: Arc<dyn Transport>,
+        role: &str,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> Result<Self> {
+        options.validate()?;
+        if role.is_empty() {
+            return Err(Error::InvalidArgument("role must not be empty".into()));
+        }
+        if member.is_empty() {
+            return Err(Error::InvalidArgument("member must not be empty".into()));
+        }
+        let registration_key = encode_key(&Key::registration(role, member))?;
+        let lease_key = encode_key(&Key::lease(role))?;
+        let partition = role_partition(role, options.election.partitions)?;
+        let events = EventSink::default();
+        if let Some(tx) = &options.events {
+            events.subscribe(tx.clone());
+        }
+        Ok(Member {
+            transport,
+            span: tracing::info_span!("member", role, member, partition),
+            role: role.to_owned(),
+            member: member.to_owned(),
+            role_arc: Arc::from(role),
+            member_arc: Arc::from(member),
+            partition,
+            lease_key,
+            registration_key,
+            options,
+            events,
+        })
+    }
+
+    pub(super) fn now(&self) -> i64 {
+        self.options.clock.now_millis()
+    }
+
+    /// Sends `kind` to the member's subscribers, stamped with the member's
+    /// clock.
+    pub(super) fn emit(&self, kind: EventKind) {
+        self.events.emit(Event {
+            role: Arc::clone(&self.role_arc),
+            member: Arc::clone(&self.member_arc),
+            at: self.now(),
+            kind,
+        });
+    }
+
+    /// The lease record of `token` granted now.
+    pub(super) fn lease_record(&self, token: FencingToken) -> Result<(StateRecord, Lease)> {
+        let now = self.now();
+        let lease = Lease {
+            member: self.member.clone(),
+            token,
+            granted_at: now,
+            deadline: now.saturating_add(millis(self.options.election.lease_duration)),
+        };
+        let record = StateRecord {
+            partition: self.partition,
+            key: self.lease_key.clone(),
+            value: Some(encode_lease(&lease)?),
+        };
+        Ok((record, lease))
+    }
+
+    /// The tombstone of the role's lease.
+    pub(super) fn lease_tombstone(&self) -> StateRecord {
+        StateRecord {
+            partition: self.partition,
+            key: self.lease_key.clone(),
+            value: None,
+        }
+    }
+
+    pub(super) async fn register(&self) -> Result<i64> {
+        let value = encode_registration(&Registration {
+            member: self.member.clone(),
+            registered_at: self.now(),
+        })?;
+        let offset = self
+            .transport
+            .append(StateRecord {
+                partition: self.partition,
+                key: self.registration_key.clone(),
+                value: Some(value),
+            })
+            .await?;
+        tracing::info!(offset, "registered");
+        self.emit(EventKind::Registered {
+            partition: self.partition,
+            offset,
+        });
+        Ok(offset)
+    }
+
+    pub(super) async fn deregister(&self) -> Result<()> {
+        self.transport
+            .append(StateRecord {
+                partition: self.partition,
+                key: self.registration_key.clone(),
+                value: None,
+            })
+            .await?;
+        tracing::info!("deregistered");
+        self.emit(EventKind::Deregistered);
+        Ok(())
+    }
+
+    /// Runs `op` until it succeeds or fails with a non-transient error,
+    /// backing off on the member's clock between tries. Stops when `cancel`
+    /// fires.
+    pub(super) async fn retry<T, F, Fut>(
+        &self,
+        what: &str,
+        cancel: &CancellationToken,
+        mut op: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut backoff = Backoff::new(&self.options);
+        loop {
+            let r = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(Error::Cancelled),
+                r = op() => r,
+            };
+            match r {
+                Err(e) if e.is_transient() => {
+                    let d = backoff.take();
+                    tracing::warn!(error = %e, retry_in = ?d, "{what} failed; retrying");
+                    self.pause(d, cancel).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Sleeps `d` on the member's clock, or ends with `Cancelled`.
+    pub(super) async fn pause(&self, d: Duration, cancel: &CancellationToken) -> Result<()> {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(Error::Cancelled),
+            _ = self.options.clock.sleep(d) => Ok(()),
+        }
+    }
+}
+
+/// The follower of a role's partition: a state kept current from a long poll.
+pub(super) struct Follower {
+    pub(super) state: RoleState,
+    next_offset: i64,
+}
+
+impl Follower {
+    pub(super) async fn start(m: &Member, cancel: &CancellationToken) -> Result<Self> {
+        let records = m
+            .retry("reading the state partition", cancel, || {
+                m.transport.read_partition(m.partition)
+            })
+            .await?;
+        let next_offset = records.last().map_or(0, |r| r.offset + 1);
+        let state = RoleState::build(m.role.clone(), &records)?;
+        Ok(Follower { state, next_offset })
+    }
+
+    /// One poll: waits up to `wait` for new committed records and applies them.
+    pub(super) async fn poll(&mut self, m: &Member, wait: Duration) -> Result<usize> {
+        let batch = m
+            .transport
+            .poll_partition(m.partition, self.next_offset, wait)
+            .await?;
+        let n = batch.records.len();
+        for r in &batch.records {
+            self.state.apply(r)?;
+        }
+        self.next_offset = self.next_offset.max(batch.next_offset);
+        if let Some(last) = batch.records.last() {
+            self.next_offset = self.next_offset.max(last.offset + 1);
+        }
+        Ok(n)
+    }
+
+    /// One poll that rides out a transient error: it is reported and
+    /// followed by a backoff pause, and the poll then counts as empty.
+    pub(super) async fn poll_or_back_off(
+        &mut self,
+        m: &Member,
+        wait: Duration,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<usize> {
+        let r = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(Error::Cancelled),
+            r = self.poll(m, wait) => r,
+        };
+        match r {
+            Ok(n) => {
+                backoff.reset();
+                Ok(n)
+            }
+            Err(e) if e.is_transient() => {
+                let d = backoff.take();
+                tracing::warn!(error = %e, retry_in = ?d, "following the state partition failed; retrying");
+                m.pause(d, cancel).await.map(|()| 0)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Polls until the record at `offset` has been read.
+    pub(super) async fn catch_up(
+        &mut self,
+        m: &Member,
+        offset: i64,
+        cancel: &CancellationToken,
+    ) -> Result<()> {
+        let mut backoff = Backoff::new(&m.options);
+        while self.next_offset <= offset {
+            self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,229 @@
+//! The held epoch of a role on Kafka: [`KafkaEpoch`], the owned handle of the
+//! producer that the epoch binds.
+//!
+//! A mint returns one `KafkaEpoch`; every lease write and guarded write of
+//! that term goes through it, one transaction at a time, and dropping it
+//! releases the producer (off the caller's thread, aborting a transaction it
+//! left open). Two epochs of one role, minted on one transport or on two, each
+//! write through their own producer: the older one is fenced by the broker.
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rdkafka::producer::Producer as _;
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::lease::{LeaseProducer, Outcome, TxnState};
+use super::{drop_off_thread, KafkaConfig};
+use crate::error::{Error, Result};
+use crate::token::FencingToken;
+use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord};
+
+/// How long releasing a producer waits to abort a transaction it left open.
+const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
+
+type Slot = Arc<AsyncMutex<Option<LeaseProducer>>>;
+
+/// The held epoch of one role: implements [`LeaseWriter`].
+///
+/// Built by [`super::KafkaTransport::mint_epoch`] (or
+/// [`crate::transport::Coordinator::acquire_epoch`], boxed).
+pub struct KafkaEpoch {
+    role: String,
+    token: FencingToken,
+    state_topic: String,
+    timeout: Duration,
+    slot: Slot,
+    /// Why the producer is gone (a fence or a fatal error), for every later
+    /// write.
+    gone: Arc<StdMutex<Option<Gone>>>,
+}
+
+#[derive(Clone)]
+enum Gone {
+    Fenced(String),
+    Fatal(String),
+}
+
+impl std::fmt::Debug for KafkaEpoch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaEpoch")
+            .field("role", &self.role)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaEpoch {
+    pub(super) fn new(config: &KafkaConfig, role: String, producer: LeaseProducer) -> KafkaEpoch {
+        KafkaEpoch {
+            role,
+            token: producer.token,
+            state_topic: config.state_topic().to_owned(),
+            timeout: config.operation_timeout(),
+            slot: Arc::new(AsyncMutex::new(Some(producer))),
+            gone: Arc::default(),
+        }
+    }
+
+    /// True while this epoch still has its producer (not fenced, not failed
+    /// fatally). For tests.
+    pub async fn has_producer(&self) -> bool {
+        self.slot.lock().await.is_some()
+    }
+
+    /// Fault injection, for tests of the fence: writes one lease record
+    /// inside a transaction of this epoch and leaves that transaction
+    /// **open**, as a holder that stalls or dies mid-transaction would. The
+    /// record stays invisible to read_committed readers, and the open
+    /// transaction holds the partition's last stable offset back, until the
+    /// next write of this epoch commits it, the coordinator aborts it
+    /// (transaction timeout, or a new InitProducerId for the role), or the
+    /// epoch is dropped (which aborts it).
+    #[doc(hidden)]
+    pub async fn write_lease_uncommitted(&self, record: StateRecord) -> Result<()> {
+        let record = self.state_record(record);
+        self.transact("write_lease_uncommitted", vec![record], true)
+            .await
+    }
+
+    fn state_record(&self, r: StateRecord) -> OutRecord {
+        OutRecord {
+            topic: self.state_topic.clone(),
+            partition: Some(r.partition),
+            key: Some(r.key),
+            value: r.value,
+            headers: Vec::new(),
+        }
+    }
+
+    fn gone_error(&self, what: &str) -> Option<Error> {
+        let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        gone.map(|g| match g {
+            Gone::Fenced(why) => Error::Fenced(why),
+            Gone::Fatal(why) => Error::fatal(
+                format!("{what} for role {:?}", self.role),
+                format!("the epoch's producer was dropped after: {why}"),
+            ),
+        })
+    }
+
+    /// One transaction of the producer, with the error handling of rule 2.
+    async fn transact(&self, what: &str, records: Vec<OutRecord>, leave_open: bool) -> Result<()> {
+        if let Some(e) = self.gone_error(what) {
+            return Err(e);
+        }
+        let mut guard = self.slot.clone().lock_owned().await;
+        if guard.is_none() {
+            return Err(self.gone_error(what).unwrap_or_else(|| {
+                Error::fatal(format!("{what} for role {:?}", self.role), "released")
+            }));
+        }
+        let (role, what, timeout) = (self.role.clone(), what.to_owned(), self.timeout);
+        let gone = Arc::clone(&self.gone);
+        // The transaction runs in its own task, holding the slot's lock, so a
+        // caller that stops waiting never leaves it half done: librdkafka's
+        // transaction state and ours stay in step.
+        let task = tokio::spawn(async move {
+            let producer = guard.as_mut().expect("checked above, under the same lock");
+            match producer
+                .transact(&role, &what, records, leave_open, timeout)
+                .await
+            {
+                Ok(()) => Ok(()),
+                Err(Outcome::Keep(e)) => Err(e),
+                Err(Outcome::Drop(e)) => {
+                    let reason = match &e {
+                        Error::Fenced(why) => Gone::Fenced(why.clone()),
+                        other => Gone::Fatal(other.to_string()),
+                    };
+                    *gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+                    if let Some(p) = guard.take() {
+                        tracing::info!(token = %p.token, error = %e, "dropping the epoch's producer");
+                        release(p);
+                    }
+                    Err(e)
+                }
+            }
+        });
+        task.await
+            .map_err(|e| Error::fatal("a lease transaction task", e))?
+    }
+}
+
+/// Lets go of a lease producer off the caller's thread: aborts a
+/// transaction it left open (bounded), then drops it (which flushes and joins
+/// librdkafka's threads).
+pub(super) fn release(p: LeaseProducer) {
+    let LeaseProducer {
+        producer, state, ..
+    } = p;
+    let work = move || {
+        if state != TxnState::Idle && producer.client().fatal_error().is_none() {
+            if let Err(e) = producer.abort_transaction(RELEASE_ABORT_BOUND) {
+                tracing::debug!(error = %e, "aborting the open transaction of a released producer failed");
+            }
+        }
+        drop(producer);
+    };
+    drop_off_thread(Work(Some(Box::new(work))));
+}
+
+/// A closure run when dropped, so [`drop_off_thread`] runs it on the blocking
+/// pool.
+struct Work(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+impl Drop for KafkaEpoch {
+    fn drop(&mut self) {
+        let slot = Arc::clone(&self.slot);
+        // A transaction of this epoch may still run in its task, holding the
+        // lock: wait for it, then release.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    if let Some(p) = slot.lock().await.take() {
+                        release(p);
+                    }
+                });
+            }
+            Err(_) => {
+                if let Ok(mut guard) = slot.try_lock() {
+                    if let Some(p) = guard.take() {
+                        release(p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LeaseWriter for KafkaEpoch {
+    fn role(&self) -> &str {
+        &self.role
+    }
+
+    fn token(&self) -> FencingToken {
+        self.token
+    }
+
+    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+        super::check_partition(record.partition)?;
+        let record = self.state_record(record);
+        self.transact("write_lease", vec![record], false).await
+    }
+
+    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+        check_guarded(&records, &self.state_topic)?;
+        self.transact("write_guarded", records, false).await
+    }
+}
