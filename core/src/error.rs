@@ -318,7 +318,10 @@ mod tests {
                 .into(),
                 ErrorKind::Encode,
             ),
-            (Error::InvalidArgument("x".into()), ErrorKind::InvalidArgument),
+            (
+                Error::InvalidArgument("x".into()),
+                ErrorKind::InvalidArgument,
+            ),
             (Error::Fenced("x".into()), ErrorKind::Fenced),
             (Error::transient("x", "y"), ErrorKind::Transient),
             (Error::fatal("x", "y"), ErrorKind::Fatal),
@@ -342,13 +345,16 @@ mod tests {
     #[test]
     fn a_shared_error_keeps_the_cause_chain() {
         let inner = Error::transient("renewing", std::io::Error::other("connection refused"));
-        let outer = Error::fatal("the leadership ended", SharedError(std::sync::Arc::new(inner)));
-        let chain: Vec<String> = std::iter::successors(
-            Some(&outer as &(dyn std::error::Error + 'static)),
-            |e| e.source(),
-        )
-        .map(|e| e.to_string())
-        .collect();
+        let outer = Error::fatal(
+            "the leadership ended",
+            SharedError(std::sync::Arc::new(inner)),
+        );
+        let chain: Vec<String> =
+            std::iter::successors(Some(&outer as &(dyn std::error::Error + 'static)), |e| {
+                e.source()
+            })
+            .map(|e| e.to_string())
+            .collect();
         assert!(chain.iter().any(|s| s == "connection refused"), "{chain:?}");
     }
 }

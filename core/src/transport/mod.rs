@@ -70,8 +70,11 @@ pub trait Coordinator: Describer {
     /// minted. Dropping it releases the producer. Epochs minted earlier for the
     /// role (by anyone, this transport included) are superseded: their writes
     /// are fenced by the broker.
-    async fn acquire_epoch(&self, role: &str, lease_duration: Duration)
-        -> Result<Box<dyn LeaseWriter>>;
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>>;
 
     /// A hint from the member: it is registered in `role` and may mint its
     /// epoch later with `lease_duration` (`Some`), or it has left the role

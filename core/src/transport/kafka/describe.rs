@@ -25,9 +25,8 @@
 //! retries on `COORDINATOR_LOAD_IN_PROGRESS`, all within the operation
 //! timeout of the [`KafkaConfig`].
 //!
-//! One connection per broker carries concurrent requests: every request has
-//! its own correlation id, a writer lock keeps each frame whole on the wire,
-//! and a reader task hands each response to the request that waits for it.
+//! One connection per broker carries concurrent requests (the `wire`
+//! module).
 //!
 //! # Answers
 //!
@@ -41,34 +40,28 @@
 //! [`KafkaConfig::check_plaintext`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, DescribeTransactionsRequest,
-    DescribeTransactionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader, ResponseHeader,
+    ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse, ProducerId,
     TransactionalId,
 };
-use kafka_protocol::protocol::{
-    encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Mutex as AsyncMutex};
-use tokio::task::JoinHandle;
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 use super::config::KafkaConfig;
+use super::wire::Connection;
+
+/// The connection to one broker address, once made.
+type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
 use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
 
-/// The largest response frame accepted (a describe answer is a few hundred bytes).
-const MAX_FRAME: usize = 64 * 1024 * 1024;
 /// FindCoordinator's key type of a transactional id.
 const KEY_TYPE_TRANSACTION: i8 = 1;
 /// The first pause between retries; it doubles up to [`MAX_BACKOFF`].
@@ -133,9 +126,11 @@ struct Inner {
     timeout: Duration,
     /// Transactional id → the address of its coordinator.
     coordinators: StdMutex<HashMap<String, String>>,
-    /// Broker address → its connection. Held across a connect so one address
-    /// gets one connection.
-    connections: AsyncMutex<HashMap<String, Arc<Connection>>>,
+    /// Broker address → its connection slot. The map's lock is held only to
+    /// find a slot; a slot's lock is held across its connect, so one address
+    /// gets one connection and an unreachable broker stalls only the requests
+    /// that need it.
+    connections: StdMutex<HashMap<String, ConnectionSlot>>,
     requests: Arc<AtomicU64>,
 }
 
@@ -178,7 +173,7 @@ impl DescribeClient {
                 client_id: StrBytes::from_string(client_id),
                 timeout: config.operation_timeout(),
                 coordinators: StdMutex::new(HashMap::new()),
-                connections: AsyncMutex::new(HashMap::new()),
+                connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
             }),
         })
@@ -511,12 +506,20 @@ impl DescribeClient {
 
     /// The live connection to `addr`, connecting (and handshaking) if needed.
     async fn connection(&self, addr: &str, deadline: Instant) -> Result<Arc<Connection>, Attempt> {
-        let mut conns = self.inner.connections.lock().await;
-        if let Some(c) = conns.get(addr) {
+        let slot = Arc::clone(
+            self.inner
+                .connections
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(addr.to_owned())
+                .or_default(),
+        );
+        let mut slot = slot.lock().await;
+        if let Some(c) = slot.as_ref() {
             if !c.is_closed() {
                 return Ok(Arc::clone(c));
             }
-            conns.remove(addr);
+            *slot = None;
         }
         // One unreachable broker must not use up the whole budget.
         let connect_deadline = deadline.min(Instant::now() + CONNECT_TIMEOUT);
@@ -529,7 +532,7 @@ impl DescribeClient {
         .await
         .map_err(|e| Attempt::Backoff(format!("connecting to {addr}: {e}")))?;
         let conn = Arc::new(conn);
-        conns.insert(addr.to_owned(), Arc::clone(&conn));
+        *slot = Some(Arc::clone(&conn));
         Ok(conn)
     }
 
@@ -546,12 +549,8 @@ impl DescribeClient {
         match conn.request::<Req, Resp>(key, version, req, deadline).await {
             Ok(r) => Ok(r),
             Err(e) => {
-                if conn.is_closed() {
-                    let mut conns = self.inner.connections.lock().await;
-                    if conns.get(&conn.addr).is_some_and(|c| Arc::ptr_eq(c, conn)) {
-                        conns.remove(&conn.addr);
-                    }
-                }
+                // A closed connection is replaced by the next `connection`
+                // call for its address.
                 Err(Attempt::Backoff(format!(
                     "{key:?} v{version} to {}: {e}",
                     conn.addr
@@ -580,7 +579,7 @@ impl VersionsRange for DescribeTransactionsRequest {
     const VERSIONS_RANGE: (i16, i16) = (0, 0);
 }
 
-fn code_name(code: i16) -> String {
+pub(super) fn code_name(code: i16) -> String {
     match ResponseError::try_from_code(code) {
         Some(e) => format!("{e} (code {code})"),
         None => "no error".to_owned(),
@@ -647,246 +646,6 @@ fn parse_bootstrap(bootstrap: &str) -> Result<Vec<String>> {
         )));
     }
     Ok(out)
-}
-
-// ---------------------------------------------------------------- connection
-
-/// Responses waited for, by correlation id, and why the connection closed.
-#[derive(Default)]
-struct Pending {
-    waiters: HashMap<i32, oneshot::Sender<Bytes>>,
-    closed: Option<String>,
-}
-
-/// One TCP connection to one broker, shared by concurrent requests.
-struct Connection {
-    addr: String,
-    client_id: StrBytes,
-    writer: AsyncMutex<OwnedWriteHalf>,
-    pending: Arc<StdMutex<Pending>>,
-    next_correlation: AtomicI32,
-    /// API key → (min, max) version the broker supports.
-    versions: HashMap<i16, (i16, i16)>,
-    requests: Arc<AtomicU64>,
-    reader: JoinHandle<()>,
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-impl Connection {
-    /// Connects to `addr` and asks for its API versions.
-    async fn open(
-        addr: &str,
-        client_id: StrBytes,
-        requests: Arc<AtomicU64>,
-        deadline: Instant,
-    ) -> std::io::Result<Connection> {
-        let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
-            .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
-            })??;
-        stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
-        let pending = Arc::new(StdMutex::new(Pending::default()));
-        let reader = tokio::spawn(read_loop(read, Arc::clone(&pending)));
-        let mut conn = Connection {
-            addr: addr.to_owned(),
-            client_id,
-            writer: AsyncMutex::new(write),
-            pending,
-            next_correlation: AtomicI32::new(1),
-            versions: HashMap::new(),
-            requests,
-            reader,
-        };
-        conn.versions = conn.api_versions(deadline).await?;
-        Ok(conn)
-    }
-
-    async fn api_versions(&self, deadline: Instant) -> std::io::Result<HashMap<i16, (i16, i16)>> {
-        let mut req = ApiVersionsRequest::default();
-        req.client_software_name = StrBytes::from_static_str("krabka-coordination");
-        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
-        let mut resp: ApiVersionsResponse =
-            self.request(ApiKey::ApiVersions, 3, &req, deadline).await?;
-        if resp.error_code == 35 {
-            // UNSUPPORTED_VERSION: an old broker; v0 has no body fields.
-            resp = self.request(ApiKey::ApiVersions, 0, &req, deadline).await?;
-        }
-        if resp.error_code != 0 {
-            return Err(std::io::Error::other(format!(
-                "ApiVersions answered {}",
-                code_name(resp.error_code)
-            )));
-        }
-        Ok(resp
-            .api_keys
-            .iter()
-            .map(|k| (k.api_key, (k.min_version, k.max_version)))
-            .collect())
-    }
-
-    /// The highest version of `key` both sides support.
-    fn version_for(&self, key: ApiKey, ours: (i16, i16)) -> Option<i16> {
-        let (min, max) = *self.versions.get(&(key as i16))?;
-        let hi = max.min(ours.1);
-        let lo = min.max(ours.0);
-        (lo <= hi).then_some(hi)
-    }
-
-    fn is_closed(&self) -> bool {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .closed
-            .is_some()
-    }
-
-    fn close(&self, why: String) {
-        close_pending(&self.pending, why);
-    }
-
-    /// Sends one request and waits for its response.
-    async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
-        &self,
-        key: ApiKey,
-        version: i16,
-        req: &Req,
-        deadline: Instant,
-    ) -> std::io::Result<Resp> {
-        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation_id;
-        header.client_id = Some(self.client_id.clone());
-        let mut frame = BytesMut::with_capacity(128);
-        frame.put_i32(0); // the size, filled in below
-        encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
-        req.encode(&mut frame, version).map_err(protocol_error)?;
-        let size = i32::try_from(frame.len() - 4)
-            .map_err(|_| std::io::Error::other("request too large"))?;
-        frame[..4].copy_from_slice(&size.to_be_bytes());
-
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(why) = &p.closed {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    why.clone(),
-                ));
-            }
-            p.waiters.insert(correlation_id, tx);
-        }
-        let written = tokio::time::timeout_at(deadline, async {
-            let mut w = self.writer.lock().await;
-            w.write_all(&frame).await
-        })
-        .await;
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                self.close(format!("write failed: {e}"));
-                return Err(e);
-            }
-            Err(_) => {
-                // A frame may be half written: the connection is unusable.
-                self.close("write timed out".into());
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "write timed out",
-                ));
-            }
-        }
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        let mut body = match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(_)) => {
-                let why = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .closed
-                    .clone();
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionAborted,
-                    why.unwrap_or_else(|| "connection closed".into()),
-                ));
-            }
-            Err(_) => {
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .waiters
-                    .remove(&correlation_id);
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no response in time",
-                ));
-            }
-        };
-        let header =
-            ResponseHeader::decode(&mut body, Resp::header_version(version)).map_err(|e| {
-                self.close(format!("undecodable response header: {e}"));
-                protocol_error(e)
-            })?;
-        if header.correlation_id != correlation_id {
-            self.close("response correlation id mismatch".into());
-            return Err(std::io::Error::other("response correlation id mismatch"));
-        }
-        Resp::decode(&mut body, version).map_err(|e| {
-            self.close(format!("undecodable {key:?} v{version} response: {e}"));
-            protocol_error(e)
-        })
-    }
-}
-
-fn protocol_error(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
-}
-
-fn close_pending(pending: &StdMutex<Pending>, why: String) {
-    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-    if p.closed.is_none() {
-        p.closed = Some(why);
-    }
-    // Dropping the senders wakes every waiter with an error.
-    p.waiters.clear();
-}
-
-/// Reads response frames and hands each to the request waiting for it.
-async fn read_loop(mut read: OwnedReadHalf, pending: Arc<StdMutex<Pending>>) {
-    let why = loop {
-        let size = match read.read_i32().await {
-            Ok(s) => s,
-            Err(e) => break format!("read failed: {e}"),
-        };
-        if size < 4 || size as usize > MAX_FRAME {
-            break format!("bad response frame size {size}");
-        }
-        let mut buf = vec![0u8; size as usize];
-        if let Err(e) = read.read_exact(&mut buf).await {
-            break format!("read failed: {e}");
-        }
-        let mut body = Bytes::from(buf);
-        let correlation_id = body.clone().get_i32();
-        let waiter = pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .waiters
-            .remove(&correlation_id);
-        if let Some(tx) = waiter {
-            // The waiter may have timed out and gone: nothing to do then.
-            let _ = tx.send(std::mem::take(&mut body));
-        }
-    };
-    close_pending(&pending, why);
 }
 
 #[cfg(test)]

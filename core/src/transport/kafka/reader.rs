@@ -37,8 +37,8 @@ use tokio::time::Instant;
 use super::config::KafkaConfig;
 use super::{kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
-use crate::transport::Record;
 use crate::transport::ReadBatch;
+use crate::transport::Record;
 
 /// The consumer of one partition and where it stands.
 ///

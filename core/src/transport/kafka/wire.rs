@@ -1,0 +1,292 @@
+//! The wire under the DescribeTransactions client: one TCP connection per
+//! broker carrying concurrent requests, each with its own correlation id; a
+//! writer lock keeps each frame whole on the wire, and a reader task hands
+//! each response to the request that waits for it.
+//!
+//! A connection that may be out of step (a write that failed, timed out or
+//! was abandoned half-way, an undecodable or mismatched response) is closed;
+//! every waiter then fails, and the client connects again.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{
+    encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Mutex as AsyncMutex};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::describe::code_name;
+
+/// The largest response frame accepted (a describe answer is a few hundred bytes).
+const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// Responses waited for, by correlation id, and why the connection closed.
+#[derive(Default)]
+pub(super) struct Pending {
+    waiters: HashMap<i32, oneshot::Sender<Bytes>>,
+    closed: Option<String>,
+}
+
+/// One TCP connection to one broker, shared by concurrent requests.
+pub(super) struct Connection {
+    pub(super) addr: String,
+    client_id: StrBytes,
+    writer: AsyncMutex<OwnedWriteHalf>,
+    pending: Arc<StdMutex<Pending>>,
+    next_correlation: AtomicI32,
+    /// API key → (min, max) version the broker supports.
+    versions: HashMap<i16, (i16, i16)>,
+    requests: Arc<AtomicU64>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Connection {
+    /// Connects to `addr` and asks for its API versions.
+    pub(super) async fn open(
+        addr: &str,
+        client_id: StrBytes,
+        requests: Arc<AtomicU64>,
+        deadline: Instant,
+    ) -> std::io::Result<Connection> {
+        let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+            })??;
+        stream.set_nodelay(true)?;
+        let (read, write) = stream.into_split();
+        let pending = Arc::new(StdMutex::new(Pending::default()));
+        let reader = tokio::spawn(read_loop(read, Arc::clone(&pending)));
+        let mut conn = Connection {
+            addr: addr.to_owned(),
+            client_id,
+            writer: AsyncMutex::new(write),
+            pending,
+            next_correlation: AtomicI32::new(1),
+            versions: HashMap::new(),
+            requests,
+            reader,
+        };
+        conn.versions = conn.api_versions(deadline).await?;
+        Ok(conn)
+    }
+
+    async fn api_versions(&self, deadline: Instant) -> std::io::Result<HashMap<i16, (i16, i16)>> {
+        let mut req = ApiVersionsRequest::default();
+        req.client_software_name = StrBytes::from_static_str("krabka-coordination");
+        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
+        let mut resp: ApiVersionsResponse =
+            self.request(ApiKey::ApiVersions, 3, &req, deadline).await?;
+        if resp.error_code == 35 {
+            // UNSUPPORTED_VERSION: an old broker; v0 has no body fields.
+            resp = self.request(ApiKey::ApiVersions, 0, &req, deadline).await?;
+        }
+        if resp.error_code != 0 {
+            return Err(std::io::Error::other(format!(
+                "ApiVersions answered {}",
+                code_name(resp.error_code)
+            )));
+        }
+        Ok(resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect())
+    }
+
+    /// The highest version of `key` both sides support.
+    pub(super) fn version_for(&self, key: ApiKey, ours: (i16, i16)) -> Option<i16> {
+        let (min, max) = *self.versions.get(&(key as i16))?;
+        let hi = max.min(ours.1);
+        let lo = min.max(ours.0);
+        (lo <= hi).then_some(hi)
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed
+            .is_some()
+    }
+
+    fn close(&self, why: String) {
+        close_pending(&self.pending, why);
+    }
+
+    /// Sends one request and waits for its response.
+    pub(super) async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+        deadline: Instant,
+    ) -> std::io::Result<Resp> {
+        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = correlation_id;
+        header.client_id = Some(self.client_id.clone());
+        let mut frame = BytesMut::with_capacity(128);
+        frame.put_i32(0); // the size, filled in below
+        encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
+        req.encode(&mut frame, version).map_err(protocol_error)?;
+        let size = i32::try_from(frame.len() - 4)
+            .map_err(|_| std::io::Error::other("request too large"))?;
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &p.closed {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    why.clone(),
+                ));
+            }
+            p.waiters.insert(correlation_id, tx);
+        }
+        // A caller that stops waiting mid-write (its future dropped) leaves a
+        // half-written frame: the guard then closes the connection, as the
+        // timeout path does, so no later request shares a corrupt stream.
+        let mut mid_write = CloseUnlessDone {
+            conn: self,
+            done: false,
+        };
+        let written = tokio::time::timeout_at(deadline, async {
+            let mut w = self.writer.lock().await;
+            w.write_all(&frame).await
+        })
+        .await;
+        mid_write.done = true;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.close(format!("write failed: {e}"));
+                return Err(e);
+            }
+            Err(_) => {
+                // A frame may be half written: the connection is unusable.
+                self.close("write timed out".into());
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "write timed out",
+                ));
+            }
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let mut body = match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(_)) => {
+                let why = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .closed
+                    .clone();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    why.unwrap_or_else(|| "connection closed".into()),
+                ));
+            }
+            Err(_) => {
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .waiters
+                    .remove(&correlation_id);
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no response in time",
+                ));
+            }
+        };
+        let header =
+            ResponseHeader::decode(&mut body, Resp::header_version(version)).map_err(|e| {
+                self.close(format!("undecodable response header: {e}"));
+                protocol_error(e)
+            })?;
+        if header.correlation_id != correlation_id {
+            self.close("response correlation id mismatch".into());
+            return Err(std::io::Error::other("response correlation id mismatch"));
+        }
+        Resp::decode(&mut body, version).map_err(|e| {
+            self.close(format!("undecodable {key:?} v{version} response: {e}"));
+            protocol_error(e)
+        })
+    }
+}
+
+/// Closes the connection when dropped before `done` is set.
+struct CloseUnlessDone<'a> {
+    conn: &'a Connection,
+    done: bool,
+}
+
+impl Drop for CloseUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.conn
+                .close("a request was abandoned in the middle of its write".into());
+        }
+    }
+}
+
+pub(super) fn protocol_error(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
+}
+
+fn close_pending(pending: &StdMutex<Pending>, why: String) {
+    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+    if p.closed.is_none() {
+        p.closed = Some(why);
+    }
+    // Dropping the senders wakes every waiter with an error.
+    p.waiters.clear();
+}
+
+/// Reads response frames and hands each to the request waiting for it.
+async fn read_loop(mut read: OwnedReadHalf, pending: Arc<StdMutex<Pending>>) {
+    let why = loop {
+        let size = match read.read_i32().await {
+            Ok(s) => s,
+            Err(e) => break format!("read failed: {e}"),
+        };
+        if size < 4 || size as usize > MAX_FRAME {
+            break format!("bad response frame size {size}");
+        }
+        let mut buf = vec![0u8; size as usize];
+        if let Err(e) = read.read_exact(&mut buf).await {
+            break format!("read failed: {e}");
+        }
+        let mut body = Bytes::from(buf);
+        let correlation_id = body.clone().get_i32();
+        let waiter = pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiters
+            .remove(&correlation_id);
+        if let Some(tx) = waiter {
+            // The waiter may have timed out and gone: nothing to do then.
+            let _ = tx.send(std::mem::take(&mut body));
+        }
+    };
+    close_pending(&pending, why);
+}
