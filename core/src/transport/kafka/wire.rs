@@ -290,3 +290,73 @@ async fn read_loop(mut read: OwnedReadHalf, pending: Arc<StdMutex<Pending>>) {
     };
     close_pending(&pending, why);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A broker that answers one ApiVersions request, then never reads again.
+    async fn stalling_broker() -> (String, JoinHandle<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let size = s.read_i32().await.unwrap();
+            let mut buf = vec![0u8; size as usize];
+            s.read_exact(&mut buf).await.unwrap();
+            let mut req = Bytes::from(buf);
+            let _key = req.get_i16();
+            let _version = req.get_i16();
+            let correlation_id = req.get_i32();
+            let mut body = BytesMut::new();
+            body.put_i32(correlation_id); // response header v0
+            // ApiVersionsResponse v3: no error, no API keys, no throttle,
+            // no tagged fields.
+            body.put_i16(0);
+            body.put_u8(1); // compact array of 0 elements
+            body.put_i32(0);
+            body.put_u8(0);
+            s.write_i32(body.len() as i32).await.unwrap();
+            s.write_all(&body).await.unwrap();
+            s // kept open, never read again
+        });
+        (addr, task)
+    }
+
+    #[tokio::test]
+    async fn a_request_abandoned_mid_write_closes_its_connection() {
+        let (addr, broker) = stalling_broker().await;
+        let far = Instant::now() + Duration::from_secs(60);
+        let conn = Connection::open(
+            &addr,
+            StrBytes::from_static_str("test"),
+            Arc::default(),
+            far,
+        )
+        .await
+        .unwrap();
+        assert!(!conn.is_closed());
+        // Far more than the socket buffers hold: the write cannot finish
+        // while the broker does not read.
+        let mut req = DescribeTransactionsRequest::default();
+        req.transactional_ids = (0..2048)
+            .map(|i| TransactionalId(StrBytes::from_string(format!("{i:0>16384}"))))
+            .collect();
+        let request =
+            conn.request::<_, ApiVersionsResponse>(ApiKey::DescribeTransactions, 0, &req, far);
+        tokio::select! {
+            _ = request => panic!("the write finished although the broker never reads"),
+            _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+        }
+        assert!(
+            conn.is_closed(),
+            "a half-written frame must not stay on a shared connection"
+        );
+        drop(broker);
+    }
+}
