@@ -6,114 +6,17 @@
 //! Every claim about Kafka's own behaviour is tested against a real broker
 //! in the `kafka_*` and `e2e_*` tests; these test our rules.
 
+mod world;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use krabka_coordination::codec::{encode_key, encode_registration, Key, Registration};
-use krabka_coordination::leadership::{
-    acquire_leadership, describe_leadership, describe_role_state, Leadership, LeadershipOptions,
-};
-use krabka_coordination::transport::memory::{MemoryCluster, MemoryTransport};
-use krabka_coordination::transport::{Coordinator, OutRecord, Registrar, Transport};
-use krabka_coordination::{role_partition, Error, FencingToken, ManualClock};
-use tokio::task::JoinHandle;
+use krabka_coordination::codec::{encode_key, Key};
+use krabka_coordination::leadership::{acquire_leadership, describe_leadership};
+use krabka_coordination::transport::{Coordinator, OutRecord, StateRecord, Transport};
+use krabka_coordination::{role_partition, Clock, Error, FencingToken};
 use tokio_util::sync::CancellationToken;
-
-const T0: i64 = 1_700_000_000_000;
-const LEASE: Duration = Duration::from_secs(30);
-const RENEW: Duration = Duration::from_secs(10);
-const STAGGER: Duration = Duration::from_secs(5);
-const ROLE: &str = "billing-export";
-
-struct World {
-    clock: ManualClock,
-    cluster: MemoryCluster,
-}
-
-impl World {
-    fn new() -> Self {
-        let clock = ManualClock::new(T0);
-        let cluster = MemoryCluster::new(Arc::new(clock.clone()));
-        World { clock, cluster }
-    }
-
-    fn options(&self) -> LeadershipOptions {
-        LeadershipOptions::default()
-            .with_partitions(16)
-            .with_lease_duration(LEASE)
-            .with_renew_interval(RENEW)
-            .with_challenge_stagger(STAGGER)
-            .with_clock(Arc::new(self.clock.clone()))
-            .with_poll_wait(Duration::from_secs(1))
-    }
-
-    fn transport(&self) -> Arc<MemoryTransport> {
-        Arc::new(self.cluster.transport())
-    }
-
-    fn spawn(&self, member: &str) -> JoinHandle<Result<Leadership, Error>> {
-        self.spawn_with(member, self.options())
-    }
-
-    fn spawn_with(
-        &self,
-        member: &str,
-        options: LeadershipOptions,
-    ) -> JoinHandle<Result<Leadership, Error>> {
-        let t: Arc<dyn Transport> = self.transport();
-        let member = member.to_owned();
-        tokio::spawn(async move { acquire_leadership(t, ROLE, &member, options).await })
-    }
-
-    /// Registers `member` without running it: a member that died while waiting.
-    async fn ghost(&self, member: &str) {
-        let t = self.transport();
-        let p = role_partition(ROLE, 16).unwrap();
-        let key = encode_key(&Key::registration(ROLE, member)).unwrap();
-        let value = encode_registration(&Registration {
-            member: member.into(),
-            registered_at: T0,
-        })
-        .unwrap();
-        t.append(p, key, Some(value)).await.unwrap();
-    }
-
-    /// Moves the clock to `at` in steps of at most one second (each poll
-    /// waits a second), letting every task run at every step.
-    async fn run_until(&self, at: i64) {
-        settle().await;
-        while self.clock.now_millis() < at {
-            let step = (at - self.clock.now_millis()).min(1_000);
-            self.clock.advance(Duration::from_millis(step as u64));
-            settle().await;
-        }
-    }
-
-    async fn ranks(&self) -> Vec<String> {
-        let t = self.transport();
-        describe_role_state(t.as_ref(), ROLE, 16)
-            .await
-            .unwrap()
-            .roster
-            .into_iter()
-            .map(|e| e.member)
-            .collect()
-    }
-}
-
-use krabka_coordination::Clock;
-
-/// Lets every ready task run to its next wait.
-async fn settle() {
-    for _ in 0..200 {
-        tokio::task::yield_now().await;
-    }
-}
-
-async fn leader(h: JoinHandle<Result<Leadership, Error>>) -> Leadership {
-    assert!(h.is_finished(), "the member should hold the role by now");
-    h.await.unwrap().unwrap()
-}
+use world::*;
 
 #[tokio::test(flavor = "current_thread")]
 async fn rank0_takes_over_at_the_deadline_and_not_before() {
@@ -300,7 +203,7 @@ async fn a_deposed_leaders_guarded_write_fails_with_fenced() {
     a.write(vec![record("one")]).await.unwrap();
     // Another process mints a newer epoch for the role (a take-over).
     let other = w.transport();
-    other.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let _newer = other.acquire_epoch(ROLE, LEASE).await.unwrap();
     let err = a.write(vec![record("two")]).await.unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
     assert!(a.err().unwrap().is_fenced());
@@ -320,7 +223,7 @@ async fn a_fenced_holder_learns_it_at_its_next_renewal() {
     let a = w.spawn("a");
     w.run_until(T0).await;
     let a = leader(a).await;
-    w.transport().acquire_epoch(ROLE, LEASE).await.unwrap();
+    let _newer = w.transport().acquire_epoch(ROLE, LEASE).await.unwrap();
     assert!(a.is_held(), "nothing tells a before it writes");
     w.run_until(T0 + RENEW.as_millis() as i64).await;
     assert!(!a.is_held());
@@ -436,32 +339,62 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     let (a, b) = (w.transport(), w.transport());
     let p = role_partition(ROLE, 16).unwrap();
     let key = encode_key(&Key::lease(ROLE)).unwrap();
+    let lease = |value: Option<&[u8]>| StateRecord {
+        partition: p,
+        key: key.clone(),
+        value: value.map(<[u8]>::to_vec),
+    };
     // Minting: each acquire supersedes the last.
-    let ta = a.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let ea = a.mint(ROLE).unwrap();
+    let ta = ea.token();
+    assert_eq!(ea.role(), ROLE);
+    assert_eq!(a.held(ROLE), [ta], "the live epoch is listed");
     // An aborted write takes an offset but is never read.
-    a.write_lease_aborted(ROLE, p, key.clone(), Some(b"aborted".to_vec()))
-        .unwrap();
-    a.write_lease(ROLE, p, key.clone(), Some(b"committed".to_vec()))
-        .await
-        .unwrap();
+    ea.write_lease_aborted(lease(Some(b"aborted"))).unwrap();
+    ea.write_lease(lease(Some(b"committed"))).await.unwrap();
     let read = a.read_partition(p).await.unwrap();
     assert_eq!(read.len(), 1);
     assert_eq!(
         (read[0].offset, read[0].value.as_deref()),
         (1, Some(&b"committed"[..]))
     );
-    // Fencing: b's mint supersedes a's producer, which is then dropped.
-    let tb = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    // Fencing: b's mint supersedes a's epoch; every write through it fails.
+    let eb = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let tb = eb.token();
     assert!(tb > ta);
-    let err = a.write_lease(ROLE, p, key.clone(), None).await.unwrap_err();
+    let err = ea.write_lease(lease(None)).await.unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
-    assert_eq!(a.held(ROLE), None, "the fenced producer is dropped");
+    let err = ea.write_lease(lease(Some(b"again"))).await.unwrap_err();
+    assert!(matches!(err, Error::Fenced(_)), "a later write: {err:?}");
+    let err = ea.write_lease_aborted(lease(Some(b"again"))).unwrap_err();
+    assert!(matches!(err, Error::Fenced(_)), "{err:?}");
+    let err = ea.write_guarded(vec![order("late")]).await.unwrap_err();
+    assert!(matches!(err, Error::Fenced(_)), "{err:?}");
+    assert!(
+        orders(&w).is_empty(),
+        "the fenced guarded write is not visible"
+    );
+    assert_eq!(
+        a.read_partition(p).await.unwrap(),
+        read,
+        "nothing fenced is read"
+    );
+    // The epoch is released when its handle goes, and only that one.
+    assert_eq!(a.held(ROLE), [ta]);
+    drop(ea);
+    assert!(a.held(ROLE).is_empty(), "dropping the epoch releases it");
+    assert_eq!(b.held(ROLE), [tb]);
     // Per-partition logs: nothing of this role lands in another partition.
     assert!(a.read_partition((p + 1) % 16).await.unwrap().is_empty());
+    // Guarded writes never go to the state topic.
+    let mut forged = order("forged");
+    forged.topic = krabka_coordination::STATE_TOPIC.into();
+    let err = eb.write_guarded(vec![forged]).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     // Producer id rotation at the exhausted epoch.
     w.cluster
         .set_epoch(ROLE, FencingToken::new(tb.producer_id, 32766));
-    let rotated = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let rotated = b.acquire_epoch(ROLE, LEASE).await.unwrap().token();
     assert_eq!(rotated.producer_epoch, 0);
     assert_ne!(rotated.producer_id, tb.producer_id);
     assert!(rotated > FencingToken::new(tb.producer_id, 32766));

@@ -14,7 +14,7 @@
 //!   to a fresh producer id at epoch 32766, as the coordinator does) and
 //!   aborts a transaction the previous holder left open;
 //! * a write through a producer whose epoch is superseded fails with
-//!   [`Error::Fenced`], and the fenced producer is dropped;
+//!   [`Error::Fenced`], and so does every later write of that epoch;
 //! * aborted records take offsets but are never read (read_committed);
 //! * offsets are per partition and grow by one per record.
 //!
@@ -321,13 +321,11 @@ impl Describer for MemoryTransport {
     }
 }
 
-#[async_trait]
-impl Coordinator for MemoryTransport {
-    async fn acquire_epoch(
-        &self,
-        role: &str,
-        _lease_duration: Duration,
-    ) -> Result<Box<dyn LeaseWriter>> {
+impl MemoryTransport {
+    /// Mints the epoch of `role` like [`Coordinator::acquire_epoch`] and
+    /// returns the concrete [`MemoryEpoch`], for tests that need its
+    /// inherent methods ([`MemoryEpoch::write_lease_aborted`]).
+    pub fn mint(&self, role: &str) -> Result<MemoryEpoch> {
         let mut inner = self.cluster.enter("acquire_epoch")?;
         let token = match inner.epochs.get(role).copied() {
             Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
@@ -348,12 +346,23 @@ impl Coordinator for MemoryTransport {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((id, role.to_owned(), token));
-        Ok(Box::new(MemoryEpoch {
+        Ok(MemoryEpoch {
             transport: self.clone(),
             id,
             role: role.to_owned(),
             token,
-        }))
+        })
+    }
+}
+
+#[async_trait]
+impl Coordinator for MemoryTransport {
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        _lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>> {
+        Ok(Box::new(self.mint(role)?))
     }
 
     fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {

@@ -1,0 +1,145 @@
+//! A transport wrapper that runs a test's hook at an exact point of a
+//! member's steps, where the in-memory transport (which never yields in the
+//! middle of a step) leaves no gap for another task to act:
+//!
+//! * right after a mint, before the member writes its first lease (a rival
+//!   minting in between makes the member lose its challenge);
+//! * right after a lease write committed (a cancel that fires in the instant
+//!   the role was won).
+//!
+//! Every trait method is forwarded; the seam has no default bodies, so the
+//! compiler checks that nothing is dropped.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use krabka_coordination::transport::memory::MemoryTransport;
+use krabka_coordination::transport::{
+    Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
+};
+use krabka_coordination::{ElectionOptions, FencingToken, Record, Result};
+
+type Hook = Box<dyn FnOnce() + Send>;
+type Slot = Arc<Mutex<Option<Hook>>>;
+
+fn take(slot: &Slot) -> Option<Hook> {
+    slot.lock().unwrap().take()
+}
+
+/// A [`MemoryTransport`] with one-shot hooks.
+pub struct Hooked {
+    inner: MemoryTransport,
+    after_mint: Slot,
+    after_lease: Slot,
+}
+
+impl Hooked {
+    pub fn new(inner: MemoryTransport) -> Self {
+        Hooked {
+            inner,
+            after_mint: Arc::default(),
+            after_lease: Arc::default(),
+        }
+    }
+
+    /// The wrapped transport.
+    pub fn inner(&self) -> &MemoryTransport {
+        &self.inner
+    }
+
+    /// Runs `hook` once, right after the next mint through this transport.
+    pub fn after_next_mint(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.after_mint.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    /// Runs `hook` once, right after the next lease write that committed
+    /// through an epoch of this transport.
+    pub fn after_next_lease(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.after_lease.lock().unwrap() = Some(Box::new(hook));
+    }
+}
+
+struct HookedEpoch {
+    inner: Box<dyn LeaseWriter>,
+    after_lease: Slot,
+}
+
+#[async_trait]
+impl LeaseWriter for HookedEpoch {
+    fn role(&self) -> &str {
+        self.inner.role()
+    }
+
+    fn token(&self) -> FencingToken {
+        self.inner.token()
+    }
+
+    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+        self.inner.write_lease(record).await?;
+        if let Some(hook) = take(&self.after_lease) {
+            hook();
+        }
+        Ok(())
+    }
+
+    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+        self.inner.write_guarded(records).await
+    }
+}
+
+#[async_trait]
+impl Describer for Hooked {
+    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        self.inner.describe_epoch(role).await
+    }
+}
+
+#[async_trait]
+impl Coordinator for Hooked {
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>> {
+        let epoch = self.inner.acquire_epoch(role, lease_duration).await?;
+        if let Some(hook) = take(&self.after_mint) {
+            hook();
+        }
+        Ok(Box::new(HookedEpoch {
+            inner: epoch,
+            after_lease: Arc::clone(&self.after_lease),
+        }))
+    }
+
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        self.inner.prepare_epoch(role, lease_duration)
+    }
+
+    fn check_options(&self, options: &ElectionOptions) -> Result<()> {
+        self.inner.check_options(options)
+    }
+}
+
+#[async_trait]
+impl StateReader for Hooked {
+    async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        self.inner.read_partition(partition).await
+    }
+
+    async fn poll_partition(
+        &self,
+        partition: i32,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch> {
+        self.inner.poll_partition(partition, from, max_wait).await
+    }
+}
+
+#[async_trait]
+impl Registrar for Hooked {
+    async fn append(&self, record: StateRecord) -> Result<i64> {
+        self.inner.append(record).await
+    }
+}
