@@ -12,7 +12,7 @@ use krabka_coordination::transport::kafka::{
     check_state_topic, ensure_state_topic, KafkaTransport,
 };
 use krabka_coordination::transport::{Coordinator, LeaseWriter, Registrar, StateReader};
-use krabka_coordination::Error;
+use krabka_coordination::{Error, ErrorKind};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use support::*;
@@ -113,6 +113,7 @@ async fn a_topic_of_the_wrong_shape_is_refused() {
     let missing = config(&bootstrap()).with_state_topic(unique("krabka-test-missing"));
     let e = check_state_topic(&missing, 1).await.unwrap_err();
     assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
+    assert_eq!(e.kind(), ErrorKind::Fatal);
     assert!(e.to_string().contains("does not exist"), "{e}");
 
     // A compacted topic with min.insync.replicas=2 on one broker passes the
@@ -143,11 +144,11 @@ async fn client_settings_reach_every_producer_and_consumer() {
     let t = KafkaTransport::new(limited, Some("settings")).unwrap();
     let k = reg_key("r", "m");
     let small = t
-        .append(0, k.clone(), Some(vec![7; 100]))
+        .append(state_record(0, k.clone(), Some(vec![7; 100])))
         .await
         .expect("a small record fits");
     let e = t
-        .append(0, k.clone(), Some(vec![7; 5000]))
+        .append(state_record(0, k.clone(), Some(vec![7; 5000])))
         .await
         .unwrap_err();
     assert!(
@@ -157,36 +158,48 @@ async fn client_settings_reach_every_producer_and_consumer() {
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
 
     let role = unique("settings");
-    let token = t
-        .acquire_epoch(&role, Duration::from_secs(10))
-        .await
-        .unwrap();
-    t.write_lease(&role, 0, lease_key(&role), Some(lease_value("m", token, 1)))
+    let epoch = t.mint_epoch(&role, Duration::from_secs(10)).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(state_record(
+            0,
+            lease_key(&role),
+            Some(lease_value("m", token, 1)),
+        ))
         .await
         .expect("a small lease fits");
-    let e = t
-        .write_lease(&role, 0, lease_key(&role), Some(vec![7; 5000]))
+    let e = epoch
+        .write_lease(state_record(0, lease_key(&role), Some(vec![7; 5000])))
         .await
         .unwrap_err();
     assert!(!e.is_fenced(), "{e:?}");
+    assert!(
+        epoch.has_producer().await,
+        "an oversized lease is not a fence"
+    );
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
 
     // The spare lease producer, built ahead of the next mint, is created
     // with the user settings too.
-    let again = t
+    let next = t
         .acquire_epoch(&role, Duration::from_secs(10))
         .await
         .unwrap();
+    let again = next.token();
     assert!(again > token);
     assert_eq!(t.mint_stats().from_spare, 1, "{:?}", t.mint_stats());
-    let e = t
-        .write_lease(&role, 0, lease_key(&role), Some(vec![7; 5000]))
+    let e = next
+        .write_lease(state_record(0, lease_key(&role), Some(vec![7; 5000])))
         .await
         .unwrap_err();
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
-    t.write_lease(&role, 0, lease_key(&role), Some(lease_value("m", again, 2)))
-        .await
-        .expect("a small lease fits");
+    next.write_lease(state_record(
+        0,
+        lease_key(&role),
+        Some(lease_value("m", again, 2)),
+    ))
+    .await
+    .expect("a small lease fits");
 
     // A consumer setting reaches the state consumers: a user group.id is
     // used instead of the default, and reading still works.
@@ -202,5 +215,6 @@ async fn client_settings_reach_every_producer_and_consumer() {
     // A setting librdkafka rejects is refused by name when the transport is built.
     let e = KafkaTransport::new(cfg.clone().set("queue.buffering.max.ms", "-5"), None).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("queue.buffering.max.ms"), "{e}");
 }

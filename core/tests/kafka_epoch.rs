@@ -9,8 +9,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::transport::kafka::{DescribeClient, KafkaTransport};
-use krabka_coordination::transport::{Coordinator, LeaseWriter, OutRecord, Registrar, StateReader};
-use krabka_coordination::{Error, FencingToken, NO_EPOCH};
+use krabka_coordination::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateReader};
+use krabka_coordination::{Error, ErrorKind, FencingToken, NO_EPOCH};
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(10);
@@ -21,19 +21,32 @@ async fn mint_gives_increasing_tokens_and_describe_names_the_newest() {
     let a = transport("mint-a").await;
     let b = transport("mint-b").await;
 
-    let first = a.acquire_epoch(&role, LEASE).await.expect("first acquire");
+    let first_epoch = a.mint_epoch(&role, LEASE).await.expect("first acquire");
+    let first = first_epoch.token();
     let second = b.acquire_epoch(&role, LEASE).await.expect("second acquire");
+    let second = second.token();
     assert!(
         second > first,
         "tokens must increase: {first} then {second}"
     );
-    // The same transport again: a third, newer token; its earlier producer is replaced.
-    let third = a.acquire_epoch(&role, LEASE).await.expect("third acquire");
+    // The same transport again: a third, newer token, in a handle of its own;
+    // the first handle is superseded, not replaced.
+    let third_epoch = a.acquire_epoch(&role, LEASE).await.expect("third acquire");
+    let third = third_epoch.token();
     assert!(
         third > second,
         "tokens must increase: {second} then {third}"
     );
-    assert_eq!(a.held(&role).await, Some(third));
+    assert_eq!(third_epoch.role(), role);
+    let e = first_epoch
+        .write_lease(lease_record(&role, Some(lease_value("a", first, 1))))
+        .await
+        .unwrap_err();
+    assert!(e.is_fenced(), "the first epoch is superseded: {e:?}");
+    third_epoch
+        .write_lease(lease_record(&role, Some(lease_value("a", third, 2))))
+        .await
+        .expect("the newest epoch writes");
 
     assert_eq!(a.describe_epoch(&role).await.unwrap(), third);
     assert_eq!(b.describe_epoch(&role).await.unwrap(), third);
@@ -60,7 +73,8 @@ async fn describe_costs_one_request_once_the_coordinator_is_known() {
     init_tracing();
     let role = unique("describe");
     let t = transport("describe").await;
-    let token = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let epoch = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
 
     let client = DescribeClient::new(&config(&bootstrap())).unwrap();
     assert_eq!(client.describe_epoch(&role).await.unwrap(), token);
@@ -101,49 +115,47 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
     let p = partition_of(&role);
     let a = transport("fence-a").await;
     let b = transport("fence-b").await;
-    let key = lease_key(&role);
+    let (topic, data) = data_topic("krabka-test-fence-data").await;
 
-    let ta = a.acquire_epoch(&role, LEASE).await.unwrap();
+    let ea = a.mint_epoch(&role, LEASE).await.unwrap();
+    let ta = ea.token();
     let a1 = lease_value("a", ta, 1);
-    a.write_lease(&role, p, key.clone(), Some(a1.clone()))
+    ea.write_lease(lease_record(&role, Some(a1.clone())))
         .await
         .expect("A's first lease");
 
-    let tb = b.acquire_epoch(&role, LEASE).await.unwrap();
+    let eb = b.mint_epoch(&role, LEASE).await.unwrap();
+    let tb = eb.token();
     assert!(tb > ta);
     let a2 = lease_value("a", ta, 2);
-    let e = a
-        .write_lease(&role, p, key.clone(), Some(a2.clone()))
+    let e = ea
+        .write_lease(lease_record(&role, Some(a2.clone())))
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
-    assert_eq!(a.held(&role).await, None, "the fenced producer is dropped");
+    assert_eq!(e.kind(), ErrorKind::Fenced);
+    assert!(!ea.has_producer().await, "the fenced producer is dropped");
 
-    // With no producer left, a write is refused as "no epoch held", not Fenced again.
-    let e = a
-        .write_lease(&role, p, key.clone(), Some(a2.clone()))
+    // With no producer left, every later write is refused as Fenced again,
+    // without reaching the broker.
+    let e = ea
+        .write_lease(lease_record(&role, Some(a2.clone())))
         .await
         .unwrap_err();
-    assert!(
-        matches!(e, Error::Fatal { .. }),
-        "expected Fatal (no epoch held), got {e:?}"
-    );
-    assert!(e.to_string().contains("no epoch"), "{e}");
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
 
     // The guarded write of a deposed holder fails the same way.
-    let guarded = OutRecord {
-        topic: config(&bootstrap()).state_topic().to_owned(),
-        partition: Some(p),
-        key: Some(key.clone()),
-        value: Some(lease_value("a", ta, 3)),
-        headers: vec![("h".into(), b"v".to_vec())],
-    };
-    assert!(a.write_guarded(&role, vec![guarded.clone()]).await.is_err());
+    let guarded = data_record(&topic, 0, b"a-deposed");
+    let e = ea.write_guarded(vec![guarded.clone()]).await.unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
 
     let b1 = lease_value("b", tb, 4);
-    b.write_lease(&role, p, key.clone(), Some(b1.clone()))
+    eb.write_lease(lease_record(&role, Some(b1.clone())))
         .await
         .expect("B's lease");
+    eb.write_guarded(vec![data_record(&topic, 0, b"b-holder")])
+        .await
+        .expect("B's guarded write");
     let records = read_until(&b, p, Duration::from_secs(10), |r| has_value(r, &b1)).await;
     assert!(has_value(&records, &a1), "A's committed lease is visible");
     assert!(has_value(&records, &b1), "B's lease is visible");
@@ -151,49 +163,204 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
         !has_value(&records, &a2),
         "A's fenced lease must never be visible"
     );
+    let written = read_until(&data, 0, Duration::from_secs(10), |r| {
+        has_value(r, b"b-holder")
+    })
+    .await;
+    assert!(has_value(&written, b"b-holder"));
     assert!(
-        !has_value(&records, &lease_value("a", ta, 3)),
+        !has_value(&written, b"a-deposed"),
         "A's fenced guarded write must never be visible"
     );
     assert_eq!(b.describe_epoch(&role).await.unwrap(), tb);
 
-    // A fresh acquire by A fences B in turn.
-    let ta2 = a.acquire_epoch(&role, LEASE).await.unwrap();
-    assert!(ta2 > tb);
-    let e = b.write_guarded(&role, vec![guarded]).await.unwrap_err();
+    // A fresh acquire by A fences B in turn, on its guarded write.
+    let ea2 = a.mint_epoch(&role, LEASE).await.unwrap();
+    assert!(ea2.token() > tb);
+    let e = eb.write_guarded(vec![guarded]).await.unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    assert!(!eb.has_producer().await);
+    assert!(ea2.has_producer().await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_without_an_epoch_is_refused_but_not_as_fenced() {
-    let t = transport("no-epoch").await;
-    let role = unique("no-epoch");
-    let e = t
-        .write_lease(&role, 0, lease_key(&role), None)
+async fn two_epochs_of_one_role_on_one_transport_write_through_their_own_producers() {
+    // Issue 8: two handles of one role on one transport used to renew and
+    // write through the newest producer, and Kafka accepted both. Each epoch
+    // now owns its producer, so the broker fences the older ones.
+    let role = unique("owned");
+    let p = partition_of(&role);
+    let t = transport("owned").await;
+    let (topic, data) = data_topic("krabka-test-owned-data").await;
+
+    let first = t.mint_epoch(&role, LEASE).await.unwrap();
+    let second = t.mint_epoch(&role, LEASE).await.unwrap();
+    let newest = t.acquire_epoch(&role, LEASE).await.unwrap();
+    assert!(first.token() < second.token() && second.token() < newest.token());
+
+    // The broker fences each older epoch, on a lease write and on a guarded
+    // write alike, and every later write of it fails the same way.
+    let first_lease = lease_value("m", first.token(), 1);
+    let e = first
+        .write_lease(lease_record(&role, Some(first_lease.clone())))
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
-    let token = t.acquire_epoch(&role, LEASE).await.unwrap();
-    t.write_lease(
-        &role,
-        partition_of(&role),
-        lease_key(&role),
-        Some(lease_value("m", token, 1)),
-    )
-    .await
-    .unwrap();
-    t.release(&role).await.unwrap();
-    let e = t
-        .write_lease(&role, partition_of(&role), lease_key(&role), None)
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    let e = second
+        .write_guarded(vec![data_record(&topic, 0, b"second")])
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
-    assert!(!e.is_fenced());
-    let e = t
-        .acquire_epoch(&role, Duration::from_millis(500))
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    assert!(!first.has_producer().await && !second.has_producer().await);
+    let e = first
+        .write_guarded(vec![data_record(&topic, 0, b"first")])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    let second_lease = lease_value("m", second.token(), 2);
+    let e = second
+        .write_lease(lease_record(&role, Some(second_lease.clone())))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+
+    // The newest epoch writes, and only its records are visible.
+    let newest_lease = lease_value("m", newest.token(), 3);
+    newest
+        .write_lease(lease_record(&role, Some(newest_lease.clone())))
+        .await
+        .expect("the newest epoch renews");
+    newest
+        .write_guarded(vec![data_record(&topic, 0, b"newest")])
+        .await
+        .expect("the newest epoch writes");
+    let records = read_until(&t, p, Duration::from_secs(10), |r| {
+        has_value(r, &newest_lease)
+    })
+    .await;
+    assert!(has_value(&records, &newest_lease));
+    assert!(!has_value(&records, &first_lease) && !has_value(&records, &second_lease));
+    let written = read_until(&data, 0, Duration::from_secs(10), |r| {
+        has_value(r, b"newest")
+    })
+    .await;
+    assert!(has_value(&written, b"newest"));
+    assert!(
+        !has_value(&written, b"first") && !has_value(&written, b"second"),
+        "a superseded epoch's guarded records must never be visible"
+    );
+    let raw = read_uncommitted(&bootstrap(), &topic, 0).await;
+    assert!(has_value(&raw, b"newest"));
+    assert_eq!(t.describe_epoch(&role).await.unwrap(), newest.token());
+
+    // Dropping the older handles leaves the newest one alone.
+    drop((first, second));
+    newest
+        .write_lease(lease_record(
+            &role,
+            Some(lease_value("m", newest.token(), 4)),
+        ))
+        .await
+        .expect("the newest epoch writes after the older handles went");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_an_epoch_may_not_make_are_refused_and_keep_the_epoch() {
+    let t = transport("refused").await;
+    let role = unique("refused");
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
+    let state_topic = config(&bootstrap()).state_topic().to_owned();
+
+    // A guarded write may not forge records of the state topic, nor name an
+    // empty topic or a negative partition; a lease may not go to a negative
+    // partition. None of it reaches the broker or costs the epoch.
+    let mut forged = data_record(&state_topic, partition_of(&role), b"forged");
+    forged.value = Some(lease_value("forger", token, 1));
+    let e = epoch.write_guarded(vec![forged]).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains(&state_topic), "{e}");
+    let e = epoch
+        .write_guarded(vec![data_record("", 0, b"x")])
         .await
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = epoch
+        .write_guarded(vec![data_record("some-topic", -1, b"x")])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = epoch
+        .write_lease(state_record(-1, lease_key(&role), None))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(epoch.has_producer().await, "a refused write is not a fence");
+    let v = lease_value("m", token, 2);
+    epoch
+        .write_lease(lease_record(&role, Some(v.clone())))
+        .await
+        .unwrap();
+    let records = read_until(&t, partition_of(&role), Duration::from_secs(10), |r| {
+        has_value(r, &v)
+    })
+    .await;
+    assert!(has_value(&records, &v));
+    assert!(
+        !has_value(&records, &lease_value("forger", token, 1)),
+        "the forged record was never written"
+    );
+
+    // A lease below the shortest transaction timeout, and an empty role,
+    // are refused before anything is minted.
+    let e = t
+        .acquire_epoch(&role, Duration::from_millis(500))
+        .await
+        .err()
+        .expect("a 500 ms lease is refused");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = t.mint_epoch("", LEASE).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert_eq!(t.describe_epoch(&role).await.unwrap(), token);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_epoch_aborts_its_open_transaction() {
+    let role = unique("drop");
+    let p = partition_of(&role);
+    let t = transport("drop").await;
+    // A long lease: the coordinator would abort the open transaction only
+    // after a minute; the drop does it at once.
+    let epoch = t.mint_epoch(&role, Duration::from_secs(60)).await.unwrap();
+    let token = epoch.token();
+    let open = lease_value("m", token, 1);
+    epoch
+        .write_lease_uncommitted(lease_record(&role, Some(open.clone())))
+        .await
+        .unwrap();
+    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let d = client.describe_transaction(&role).await.unwrap().unwrap();
+    assert_eq!(d.state, "Ongoing", "the transaction is open");
+    drop(epoch);
+
+    // A record appended behind the open transaction becomes visible once it
+    // is aborted, well before the coordinator's one-minute timeout.
+    let after = reg_value("after-the-drop", 1);
+    let key = reg_key(&role, "after-the-drop");
+    t.append(state_record(p, key.clone(), Some(after.clone())))
+        .await
+        .unwrap();
+    let records = read_until(&t, p, Duration::from_secs(20), |r| {
+        has_record(r, &key, &after)
+    })
+    .await;
+    assert!(
+        has_record(&records, &key, &after),
+        "the dropped epoch's open transaction was aborted"
+    );
+    assert!(!has_value(&records, &open), "its record is never visible");
+    let d = client.describe_transaction(&role).await.unwrap().unwrap();
+    assert_ne!(d.state, "Ongoing", "{d:?}");
 }
 
 /// Child mode of [`aborted_and_crashed_writes_never_appear`]: hold a
@@ -202,24 +369,22 @@ async fn crashed_writer_child(role: &str, marker: i64) {
     init_tracing();
     let t = KafkaTransport::new(config(&bootstrap()), Some("crashed-writer")).unwrap();
     // A short lease: the coordinator aborts the orphaned transaction soon.
-    let token = t.acquire_epoch(role, Duration::from_secs(2)).await.unwrap();
-    let p = partition_of(role);
-    t.write_lease(
-        role,
-        p,
-        lease_key(role),
-        Some(lease_value("child", token, marker)),
-    )
-    .await
-    .unwrap();
-    t.write_lease_uncommitted(
-        role,
-        p,
-        lease_key(role),
-        Some(lease_value("child", token, marker + 1)),
-    )
-    .await
-    .unwrap();
+    let epoch = t.mint_epoch(role, Duration::from_secs(2)).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(lease_record(
+            role,
+            Some(lease_value("child", token, marker)),
+        ))
+        .await
+        .unwrap();
+    epoch
+        .write_lease_uncommitted(lease_record(
+            role,
+            Some(lease_value("child", token, marker + 1)),
+        ))
+        .await
+        .unwrap();
     println!("READY {} {}", token.producer_id, token.producer_epoch);
     tokio::time::sleep(Duration::from_secs(120)).await;
     panic!("the child was not killed");
@@ -236,47 +401,40 @@ async fn aborted_and_crashed_writes_never_appear() {
     }
     let t = transport("aborts").await;
     let cfg = config(&bootstrap());
+    let (topic, data) = data_topic("krabka-test-abort-data").await;
 
-    // 1. A transaction that aborts: its first record is written to the log
-    //    (the open transaction's send is acknowledged), then a record for a
+    // 1. A transaction that aborts: its first records are written to the log
+    //    (the open transaction's sends are acknowledged), then a record for a
     //    partition the topic does not have fails the send and the
     //    transaction is aborted.
     let role = unique("abort");
     let p = partition_of(&role);
-    let token = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
     let doomed = lease_value("m", token, 100);
-    t.write_lease_uncommitted(&role, p, lease_key(&role), Some(doomed.clone()))
+    epoch
+        .write_lease_uncommitted(lease_record(&role, Some(doomed.clone())))
         .await
         .unwrap();
-    let rec = |partition: i32, value: Vec<u8>| OutRecord {
-        topic: cfg.state_topic().to_owned(),
-        partition: Some(partition),
-        key: Some(lease_key(&role)),
-        value: Some(value),
-        headers: Vec::new(),
-    };
-    let e = t
-        .write_guarded(
-            &role,
-            vec![
-                rec(p, lease_value("m", token, 99)),
-                rec(STATE_PARTITIONS + 7, b"x".to_vec()),
-            ],
-        )
+    let e = epoch
+        .write_guarded(vec![
+            data_record(&topic, 0, b"doomed-data"),
+            data_record(&topic, 7, b"x"),
+        ])
         .await;
     let e = e.expect_err("a send to a missing partition must fail the transaction");
     assert!(
         !e.is_fenced(),
         "an aborted transaction is not a fence: {e:?}"
     );
-    assert_eq!(
-        t.held(&role).await,
-        Some(token),
+    assert!(
+        epoch.has_producer().await,
         "an abortable error keeps the producer"
     );
     // The producer goes on: a later lease commits.
     let later = lease_value("m", token, 101);
-    t.write_lease(&role, p, lease_key(&role), Some(later.clone()))
+    epoch
+        .write_lease(lease_record(&role, Some(later.clone())))
         .await
         .expect("a write after the abort");
     let records = read_until(&t, p, Duration::from_secs(10), |r| has_value(r, &later)).await;
@@ -285,7 +443,11 @@ async fn aborted_and_crashed_writes_never_appear() {
         !has_value(&records, &doomed),
         "the aborted lease must never be visible"
     );
-    assert!(!has_value(&records, &lease_value("m", token, 99)));
+    let written = data.read_partition(0).await.unwrap();
+    assert!(
+        !has_value(&written, b"doomed-data"),
+        "the aborted guarded record must never be visible"
+    );
     let raw = read_uncommitted(&bootstrap(), cfg.state_topic(), p).await;
     assert!(
         has_value(&raw, &doomed),
@@ -315,7 +477,11 @@ async fn aborted_and_crashed_writes_never_appear() {
     // coordinator has aborted the orphaned transaction (2 s lease).
     let after = reg_value("after-the-kill", 7);
     let off = t
-        .append(p2, reg_key(&role2, "after-the-kill"), Some(after.clone()))
+        .append(state_record(
+            p2,
+            reg_key(&role2, "after-the-kill"),
+            Some(after.clone()),
+        ))
         .await
         .unwrap();
     let after_key = reg_key(&role2, "after-the-kill");
@@ -357,18 +523,15 @@ async fn one_epoch_per_term_across_renewals() {
     let role = unique("term");
     let p = partition_of(&role);
     let t = transport("term").await;
-    let token = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let epoch = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
     let start = Instant::now();
     const RENEWALS: i64 = 50;
     for i in 0..RENEWALS {
-        t.write_lease(
-            &role,
-            p,
-            lease_key(&role),
-            Some(lease_value("m", token, 1000 + i)),
-        )
-        .await
-        .unwrap();
+        epoch
+            .write_lease(lease_record(&role, Some(lease_value("m", token, 1000 + i))))
+            .await
+            .unwrap();
     }
     let per = start.elapsed() / RENEWALS as u32;
     println!("lease renewal (one committed transaction): {per:?} each");
@@ -406,9 +569,11 @@ async fn a_holder_stalled_past_its_transaction_timeout_is_fenced() {
     let p = partition_of(&role);
     let t = transport("stall").await;
     let lease = Duration::from_secs(2);
-    let token = t.acquire_epoch(&role, lease).await.unwrap();
+    let epoch = t.mint_epoch(&role, lease).await.unwrap();
+    let token = epoch.token();
     let stalled = lease_value("m", token, 1);
-    t.write_lease_uncommitted(&role, p, lease_key(&role), Some(stalled.clone()))
+    epoch
+        .write_lease_uncommitted(lease_record(&role, Some(stalled.clone())))
         .await
         .unwrap();
 
@@ -426,12 +591,15 @@ async fn a_holder_stalled_past_its_transaction_timeout_is_fenced() {
     assert!(bumped > token, "the coordinator must abort the stalled transaction and bump the epoch ({token} -> {bumped})");
 
     let next = lease_value("m", token, 2);
-    let e = t
-        .write_lease(&role, p, lease_key(&role), Some(next.clone()))
+    let e = epoch
+        .write_lease(lease_record(&role, Some(next.clone())))
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
-    assert_eq!(t.held(&role).await, None);
+    assert!(
+        !epoch.has_producer().await,
+        "the fenced producer is dropped"
+    );
     let raw = read_uncommitted(&bootstrap(), config(&bootstrap()).state_topic(), p).await;
     assert!(
         has_value(&raw, &stalled),
@@ -452,15 +620,14 @@ async fn crashed_holder_child(role: &str) {
     let t = KafkaTransport::new(config(&bootstrap()), Some("crashed-holder")).unwrap();
     // A long lease: the coordinator must not abort on its own before the
     // new candidate arrives.
-    let token = t
-        .acquire_epoch(role, Duration::from_secs(60))
+    let epoch = t.mint_epoch(role, Duration::from_secs(60)).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(lease_record(role, Some(lease_value("old", token, 1))))
         .await
         .unwrap();
-    let p = partition_of(role);
-    t.write_lease(role, p, lease_key(role), Some(lease_value("old", token, 1)))
-        .await
-        .unwrap();
-    t.write_lease_uncommitted(role, p, lease_key(role), Some(lease_value("old", token, 2)))
+    epoch
+        .write_lease_uncommitted(lease_record(role, Some(lease_value("old", token, 2))))
         .await
         .unwrap();
     println!("READY {} {}", token.producer_id, token.producer_epoch);
@@ -504,10 +671,11 @@ async fn a_crashed_holder_is_replaced() {
     // would cost librdkafka's fixed 500 ms retry.
     let t = transport("successor").await;
     let start = Instant::now();
-    let new = t
-        .acquire_epoch(&role, LEASE)
+    let epoch = t
+        .mint_epoch(&role, LEASE)
         .await
         .expect("the successor's acquire succeeds");
+    let new = epoch.token();
     let took = start.elapsed();
     println!("take-over acquire after a crash: {took:?}");
     assert!(new > old, "{old} -> {new}");
@@ -524,7 +692,8 @@ async fn a_crashed_holder_is_replaced() {
         "the open transaction is fenced, not waited for: {stats:?}"
     );
     let mine = lease_value("new", new, 3);
-    t.write_lease(&role, p, lease_key(&role), Some(mine.clone()))
+    epoch
+        .write_lease(lease_record(&role, Some(mine.clone())))
         .await
         .unwrap();
     let records = read_until(&t, p, Duration::from_secs(10), |r| has_value(r, &mine)).await;
@@ -554,7 +723,8 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     let b = transport("spare-b").await;
     let key = lease_key(&role);
 
-    let ta = a.acquire_epoch(&role, LEASE).await.unwrap();
+    let ea = a.acquire_epoch(&role, LEASE).await.unwrap();
+    let ta = ea.token();
     assert!(
         a.has_spare_lease_producer(&role),
         "after a mint the transport builds the role's next lease producer"
@@ -562,7 +732,7 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     assert_eq!(a.mint_stats().from_spare, 0, "the first mint had no spare");
     // The lease record says how long the role's leases last (10 s = LEASE).
     let a1 = lease_value("a", ta, 1);
-    a.write_lease(&role, p, key.clone(), Some(a1.clone()))
+    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())))
         .await
         .unwrap();
 
@@ -573,18 +743,19 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     b.prepare_epoch(&role, Some(LEASE));
     assert!(b.has_spare_lease_producer(&role));
 
-    let tb = b.acquire_epoch(&role, LEASE).await.unwrap();
+    let eb = b.acquire_epoch(&role, LEASE).await.unwrap();
+    let tb = eb.token();
     assert!(tb > ta, "{ta} -> {tb}");
     let stats = b.mint_stats();
     assert_eq!((stats.minted, stats.from_spare), (1, 1), "{stats:?}");
     assert_eq!(b.describe_epoch(&role).await.unwrap(), tb);
     // The spare is the producer the epoch binds: it writes, A is fenced.
     let b2 = lease_value("b", tb, 2);
-    b.write_lease(&role, p, key.clone(), Some(b2.clone()))
+    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())))
         .await
         .expect("the spare's epoch writes");
-    let e = a
-        .write_lease(&role, p, key.clone(), Some(lease_value("a", ta, 3)))
+    let e = ea
+        .write_lease(state_record(p, key.clone(), Some(lease_value("a", ta, 3))))
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
@@ -592,7 +763,8 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     // A mint with another lease does not use a spare built for 10 s: the
     // producer's transaction timeout is the lease.
     let short = Duration::from_secs(5);
-    let tb2 = b.acquire_epoch(&role, short).await.unwrap();
+    let eb2 = b.acquire_epoch(&role, short).await.unwrap();
+    let tb2 = eb2.token();
     assert!(tb2 > tb, "{tb} -> {tb2}");
     assert_eq!(b.mint_stats().from_spare, 1, "{:?}", b.mint_stats());
     let d = b
@@ -603,7 +775,7 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
         .expect("the role is known");
     assert_eq!(d.timeout_ms, short.as_millis() as i32);
     let b4 = lease_value("b", tb2, 4);
-    b.write_lease(&role, p, key.clone(), Some(b4.clone()))
+    eb2.write_lease(state_record(p, key.clone(), Some(b4.clone())))
         .await
         .unwrap();
     let records = read_until(&a, p, Duration::from_secs(10), |r| has_value(r, &b4)).await;

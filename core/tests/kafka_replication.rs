@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, KafkaTransport};
-use krabka_coordination::transport::{Coordinator, LeaseWriter};
+use krabka_coordination::transport::{Describer, LeaseWriter};
 use krabka_coordination::Error;
 use support::*;
 
@@ -76,9 +76,10 @@ async fn the_fence_holds_while_a_broker_restarts() {
     let b = KafkaTransport::new(cfg.clone(), Some("repl-b")).unwrap();
     let key = lease_key(&role);
 
-    let ta = a.acquire_epoch(&role, LEASE).await.unwrap();
+    let ea = a.mint_epoch(&role, LEASE).await.unwrap();
+    let ta = ea.token();
     let a1 = lease_value("a", ta, 1);
-    a.write_lease(&role, p, key.clone(), Some(a1.clone()))
+    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())))
         .await
         .unwrap();
 
@@ -88,19 +89,21 @@ async fn the_fence_holds_while_a_broker_restarts() {
     let stopped = StoppedNode::stop(node_of(&coordinator, &boot)).await;
 
     // The coordinator moves; B still mints a newer epoch, and A is fenced.
-    let tb = b
-        .acquire_epoch(&role, LEASE)
+    let eb = b
+        .mint_epoch(&role, LEASE)
         .await
         .expect("acquire with one broker down");
+    let tb = eb.token();
     assert!(tb > ta, "{ta} -> {tb}");
     let a2 = lease_value("a", ta, 2);
-    let e = a
-        .write_lease(&role, p, key.clone(), Some(a2.clone()))
+    let e = ea
+        .write_lease(state_record(p, key.clone(), Some(a2.clone())))
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
+    assert!(!ea.has_producer().await, "the fenced producer is dropped");
     let b1 = lease_value("b", tb, 3);
-    b.write_lease(&role, p, key.clone(), Some(b1.clone()))
+    eb.write_lease(state_record(p, key.clone(), Some(b1.clone())))
         .await
         .expect("two of three replicas are in sync");
     assert_eq!(client.describe_epoch(&role).await.unwrap(), tb);
@@ -108,7 +111,7 @@ async fn the_fence_holds_while_a_broker_restarts() {
     stopped.restart().await;
 
     let b2 = lease_value("b", tb, 4);
-    b.write_lease(&role, p, key.clone(), Some(b2.clone()))
+    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())))
         .await
         .expect("a lease after the restart");
     let reader = KafkaTransport::new(cfg.clone(), Some("repl-reader")).unwrap();

@@ -51,13 +51,13 @@ async fn registrations_come_back_in_append_order_below_the_stable_offset() {
     for i in 0..5 {
         let m = format!("m{i}");
         let off = t
-            .append(p, reg_key(&role, &m), Some(reg_value(&m, i)))
+            .append(state_record(p, reg_key(&role, &m), Some(reg_value(&m, i))))
             .await
             .unwrap();
         mine.push((m, off));
         let o = format!("o{i}");
         let off = t
-            .append(p, reg_key(&other, &o), Some(reg_value(&o, i)))
+            .append(state_record(p, reg_key(&other, &o), Some(reg_value(&o, i))))
             .await
             .unwrap();
         theirs.push((o, off));
@@ -105,15 +105,15 @@ async fn registrations_come_back_in_append_order_below_the_stable_offset() {
     // appended after it.
     let holder_role = neighbour_of(&role, STATE_PARTITIONS);
     let holder = transport("order-holder").await;
-    let token = holder.acquire_epoch(&holder_role, LEASE).await.unwrap();
+    let held = holder.mint_epoch(&holder_role, LEASE).await.unwrap();
+    let token = held.token();
     let open = lease_value("h", token, 1);
-    holder
-        .write_lease_uncommitted(&holder_role, p, lease_key(&holder_role), Some(open.clone()))
+    held.write_lease_uncommitted(lease_record(&holder_role, Some(open.clone())))
         .await
         .unwrap();
     let late = reg_value("late", 9);
     let late_off = t
-        .append(p, reg_key(&role, "late"), Some(late.clone()))
+        .append(state_record(p, reg_key(&role, "late"), Some(late.clone())))
         .await
         .unwrap();
     let start = Instant::now();
@@ -138,13 +138,7 @@ async fn registrations_come_back_in_append_order_below_the_stable_offset() {
     );
 
     // The commit releases both, in offset order.
-    holder
-        .write_lease(
-            &holder_role,
-            p,
-            lease_key(&holder_role),
-            Some(lease_value("h", token, 2)),
-        )
+    held.write_lease(lease_record(&holder_role, Some(lease_value("h", token, 2))))
         .await
         .unwrap();
     let records = read_until(&t, p, Duration::from_secs(10), |r| {
@@ -176,9 +170,15 @@ async fn registrations_come_back_in_append_order_below_the_stable_offset() {
 async fn null_and_empty_values_read_back_as_written() {
     let (t, _) = private_transport("values", 1).await;
     let k = reg_key("r", "m");
-    let a = t.append(0, k.clone(), None).await.unwrap();
-    let b = t.append(0, k.clone(), Some(Vec::new())).await.unwrap();
-    let c = t.append(0, k.clone(), Some(vec![1, 2, 3])).await.unwrap();
+    let a = t.append(state_record(0, k.clone(), None)).await.unwrap();
+    let b = t
+        .append(state_record(0, k.clone(), Some(Vec::new())))
+        .await
+        .unwrap();
+    let c = t
+        .append(state_record(0, k.clone(), Some(vec![1, 2, 3])))
+        .await
+        .unwrap();
     let records = t.read_partition(0).await.unwrap();
     assert_eq!(
         records,
@@ -221,7 +221,7 @@ async fn null_and_empty_values_read_back_as_written() {
     assert_eq!(empty.read_partition(1).await.unwrap(), Vec::new());
     let e = t.read_partition(5).await.unwrap_err();
     assert!(e.to_string().contains('5'), "{e}");
-    let e = t.append(5, k, None).await.unwrap_err();
+    let e = t.append(state_record(5, k, None)).await.unwrap_err();
     assert!(e.to_string().contains('5'), "{e}");
 }
 
@@ -249,7 +249,8 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
 
     // Appends and lease commits wake a waiting poll promptly.
     let role = "poll-role";
-    let token = writer.acquire_epoch(role, LEASE).await.unwrap();
+    let epoch = writer.mint_epoch(role, LEASE).await.unwrap();
+    let token = epoch.token();
     let mut next = batch.next_offset;
     let seeks_before = reader.state_seeks();
     let mut append_wake = Vec::new();
@@ -272,12 +273,16 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
         let value = i.to_be_bytes().to_vec();
         if i % 2 == 0 {
             writer
-                .append(0, k.clone(), Some(value.clone()))
+                .append(state_record(0, k.clone(), Some(value.clone())))
                 .await
                 .unwrap();
         } else {
-            writer
-                .write_lease(role, 0, lease_key(role), Some(lease_value("w", token, i)))
+            epoch
+                .write_lease(state_record(
+                    0,
+                    lease_key(role),
+                    Some(lease_value("w", token, i)),
+                ))
                 .await
                 .unwrap();
         }
@@ -350,15 +355,16 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
 
     // Aborted records never come through poll either.
     let doomed = lease_value("w", token, 99);
-    writer
-        .write_lease_uncommitted(role, 0, lease_key(role), Some(doomed.clone()))
+    epoch
+        .write_lease_uncommitted(state_record(0, lease_key(role), Some(doomed.clone())))
         .await
         .unwrap();
     let other = KafkaTransport::new(cfg.clone(), Some("poll-usurper")).unwrap();
-    other.acquire_epoch(role, LEASE).await.unwrap(); // aborts the open transaction
+    // Aborts the open transaction.
+    let _usurper = other.acquire_epoch(role, LEASE).await.unwrap();
     let marker = b"after-abort".to_vec();
     writer
-        .append(0, k.clone(), Some(marker.clone()))
+        .append(state_record(0, k.clone(), Some(marker.clone())))
         .await
         .unwrap();
     let mut seen = Vec::new();
@@ -387,11 +393,21 @@ async fn records_of_a_role_land_on_its_partition() {
             let role = unique("pin");
             let p = role_partition(&role, n).unwrap();
             let off = t
-                .append(p, reg_key(&role, "m"), Some(reg_value("m", 1)))
+                .append(state_record(
+                    p,
+                    reg_key(&role, "m"),
+                    Some(reg_value("m", 1)),
+                ))
                 .await
                 .unwrap();
-            let token = t.acquire_epoch(&role, LEASE).await.unwrap();
-            t.write_lease(&role, p, lease_key(&role), Some(lease_value("m", token, 1)))
+            let epoch = t.acquire_epoch(&role, LEASE).await.unwrap();
+            let token = epoch.token();
+            epoch
+                .write_lease(state_record(
+                    p,
+                    lease_key(&role),
+                    Some(lease_value("m", token, 1)),
+                ))
                 .await
                 .unwrap();
             roles.push((role, p, off, token));

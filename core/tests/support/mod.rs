@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use krabka_coordination::transport::kafka::{
     ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport,
 };
-use krabka_coordination::transport::StateReader;
+use krabka_coordination::transport::{OutRecord, StateReader, StateRecord};
 use krabka_coordination::Record;
 
 /// The partition count of the shared state topic in the tests.
@@ -314,6 +314,51 @@ pub fn reg_value(member: &str, registered_at: i64) -> Vec<u8> {
         registered_at,
     })
     .expect("registration value")
+}
+
+/// The lease record of `role` with `value` (`None`: a tombstone), to its
+/// partition of the shared state topic.
+pub fn lease_record(role: &str, value: Option<Vec<u8>>) -> StateRecord {
+    StateRecord {
+        partition: partition_of(role),
+        key: lease_key(role),
+        value,
+    }
+}
+
+/// A record of `key` and `value` to `partition` of the state topic.
+pub fn state_record(partition: i32, key: Vec<u8>, value: Option<Vec<u8>>) -> StateRecord {
+    StateRecord {
+        partition,
+        key,
+        value,
+    }
+}
+
+/// A topic for guarded writes (never the state topic, which guarded writes
+/// may not touch), with one partition, and a transport whose "state topic"
+/// it is: its `read_partition(0)` reads the topic read_committed.
+pub async fn data_topic(prefix: &str) -> (String, KafkaTransport) {
+    init_tracing();
+    let topic = unique(prefix);
+    let cfg = config(&bootstrap()).with_state_topic(&topic);
+    ensure_state_topic(&cfg, 1, 1, 1)
+        .await
+        .unwrap_or_else(|e| panic!("creating the data topic {topic}: {e}"));
+    let reader = KafkaTransport::new(cfg, Some("data-reader")).expect("data reader");
+    (topic, reader)
+}
+
+/// A guarded record of `topic`, partition `partition`, whose key and value
+/// are `value`.
+pub fn data_record(topic: &str, partition: i32, value: &[u8]) -> OutRecord {
+    OutRecord {
+        topic: topic.to_owned(),
+        partition: Some(partition),
+        key: Some(value.to_vec()),
+        value: Some(value.to_vec()),
+        headers: vec![("h".into(), b"v".to_vec())],
+    }
 }
 
 /// The partition of `role` in the shared state topic.
