@@ -1,0 +1,130 @@
+//! The member's command line.
+
+use std::time::Duration;
+
+use krabka_coordination::transport::kafka::KafkaConfig;
+use krabka_examples::cli::Flags;
+
+/// `member --help`.
+pub const USAGE: &str = "\
+usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
+
+  --bootstrap HOST:PORT     Kafka bootstrap servers (or KRABKA_BOOTSTRAP)
+  --role ROLE               the role (or KRABKA_ROLE)
+  --member ID               this member's id (or KRABKA_MEMBER)
+  --partitions N            partitions of the state topic (default 16)
+  --lease-ms MS             lease duration (default 3000)
+  --renew-ms MS             renew interval (default 1000)
+  --stagger-ms MS           challenge stagger (default 1000)
+  --poll-wait-ms MS         longest wait of one poll of the state partition (default 1000)
+  --fetch-wait-ms MS        fetch.wait.max.ms of the state consumer (transport default)
+  --state-topic NAME        the state topic (default __coordination_state)
+  --data-topic NAME         write guarded records to partition 0 of NAME while leading
+  --write-every-ms MS       pause between guarded writes (default 150)
+  --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
+  --skip-topic-check        do not check the state topic's partitions and cleanup policy
+  --rejoin                  after a `resign` command, register again and wait for a turn
+  --exit-on-stdin-eof       the end of stdin stops the member like SIGTERM
+
+stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2 usage, 3 fenced.";
+
+/// The parsed command line.
+#[derive(Debug, Clone)]
+pub struct Args {
+    pub bootstrap: String,
+    pub role: String,
+    pub member: String,
+    pub partitions: i32,
+    pub lease: Duration,
+    pub renew: Duration,
+    pub stagger: Duration,
+    pub poll_wait: Duration,
+    pub fetch_wait: Option<Duration>,
+    pub state_topic: Option<String>,
+    pub data_topic: Option<String>,
+    pub write_every: Duration,
+    pub settings: Vec<(String, String)>,
+    pub skip_topic_check: bool,
+    pub rejoin: bool,
+    pub exit_on_stdin_eof: bool,
+}
+
+impl Args {
+    /// Parses `flags`; `Err("")` asks for the usage text.
+    pub fn parse(mut flags: Flags) -> Result<Args, String> {
+        let env = |k: &str| std::env::var(k).unwrap_or_default();
+        let mut a = Args {
+            bootstrap: env("KRABKA_BOOTSTRAP"),
+            role: env("KRABKA_ROLE"),
+            member: env("KRABKA_MEMBER"),
+            partitions: 16,
+            lease: Duration::from_secs(3),
+            renew: Duration::from_secs(1),
+            stagger: Duration::from_secs(1),
+            poll_wait: Duration::from_secs(1),
+            fetch_wait: None,
+            state_topic: None,
+            data_topic: None,
+            write_every: Duration::from_millis(150),
+            settings: Vec::new(),
+            skip_topic_check: false,
+            rejoin: false,
+            exit_on_stdin_eof: false,
+        };
+        while let Some(flag) = flags.next_flag() {
+            let f = flag.as_str();
+            match f {
+                "--bootstrap" => a.bootstrap = flags.value(f)?,
+                "--role" => a.role = flags.value(f)?,
+                "--member" => a.member = flags.value(f)?,
+                "--partitions" => a.partitions = flags.number(f)?,
+                "--lease-ms" => a.lease = flags.millis(f)?,
+                "--renew-ms" => a.renew = flags.millis(f)?,
+                "--stagger-ms" => a.stagger = flags.millis(f)?,
+                "--poll-wait-ms" => a.poll_wait = flags.millis(f)?,
+                "--fetch-wait-ms" => a.fetch_wait = Some(flags.millis(f)?),
+                "--write-every-ms" => a.write_every = flags.millis(f)?,
+                "--state-topic" => a.state_topic = Some(flags.value(f)?),
+                "--data-topic" => a.data_topic = Some(flags.value(f)?),
+                "--kafka-setting" => a.settings.push(flags.setting(f)?),
+                "--skip-topic-check" => a.skip_topic_check = true,
+                "--rejoin" => a.rejoin = true,
+                "--exit-on-stdin-eof" => a.exit_on_stdin_eof = true,
+                "-h" | "--help" => return Err(String::new()),
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        for (name, v) in [
+            ("--bootstrap", &a.bootstrap),
+            ("--role", &a.role),
+            ("--member", &a.member),
+        ] {
+            if v.is_empty() {
+                return Err(format!("{name} is required"));
+            }
+        }
+        if a.write_every.is_zero() {
+            return Err("--write-every-ms must be above zero".into());
+        }
+        Ok(a)
+    }
+
+    /// The Kafka configuration of every client of the member.
+    pub fn kafka_config(&self) -> KafkaConfig {
+        let mut config = KafkaConfig::new(self.bootstrap.clone());
+        for (k, v) in &self.settings {
+            config = config.set(k.clone(), v.clone());
+        }
+        if let Some(t) = &self.state_topic {
+            config = config.with_state_topic(t.clone());
+        }
+        if let Some(w) = self.fetch_wait {
+            config = config.with_fetch_wait(w);
+        }
+        // The member's id in the clients' client.id, where broker logs show it.
+        if config.get("client.id").is_none() {
+            config = config.set("client.id", format!("krabka-{}", self.member));
+        }
+        config
+    }
+}
