@@ -168,7 +168,7 @@ async fn two_roles_on_one_client_are_held_and_resigned_independently() {
         .await
         .unwrap()
         .authoritative(&one.token()));
-    assert_eq!(client.claimed_roles(), [r2.clone()]);
+    assert_eq!(client.claimed_roles(), [r2.as_str()]);
     let written = read_until(&data, 0, Duration::from_secs(10), |r| {
         has_value(r, after.as_bytes())
     })
