@@ -1,0 +1,190 @@
+//! The client a binding builds once from the host's settings: the core
+//! [`Client`] on a Kafka transport, shared by every role, with each
+//! operation's arguments checked before any I/O.
+//!
+//! Every operation returns a `'static` future (it owns clones of what it
+//! needs), so a binding can run it on its runtime from any host thread, as a
+//! blocking call or as the host's promise/awaitable.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use krabka_coordination::client::Client;
+use krabka_coordination::events::EventSender;
+use krabka_coordination::leadership::{Leadership, LeadershipStatus, RoleStateReport};
+use krabka_coordination::transport::kafka::{
+    check_state_topic, ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport, TopicSpec,
+};
+use krabka_coordination::{Error, Result};
+use tokio_util::sync::CancellationToken;
+
+use crate::options::{LeadershipArgs, TopicArgs};
+
+/// A core [`Client`] on Kafka and what it was built from.
+#[derive(Debug, Clone)]
+pub struct KafkaClient {
+    client: Client,
+    transport: Arc<KafkaTransport>,
+    config: KafkaConfig,
+}
+
+impl KafkaClient {
+    /// Builds the shared Kafka clients for `config` and a state topic of
+    /// `partitions` partitions. The core refuses a setting librdkafka rejects
+    /// or a bootstrap address it cannot parse ([`Error::InvalidArgument`]
+    /// naming it); nothing connects yet.
+    pub fn new(config: KafkaConfig, partitions: i32) -> Result<KafkaClient> {
+        let transport = Arc::new(KafkaTransport::new(config.clone(), None)?);
+        let client = Client::from_transport(transport.clone()).with_partitions(partitions)?;
+        Ok(KafkaClient {
+            client,
+            transport,
+            config,
+        })
+    }
+
+    /// The core client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The partition count of the state topic.
+    pub fn partitions(&self) -> i32 {
+        self.client.partitions()
+    }
+
+    /// The Kafka configuration.
+    pub fn config(&self) -> &KafkaConfig {
+        &self.config
+    }
+
+    /// DescribeTransactions requests sent so far by the shared describe
+    /// client (for tests of the request cost).
+    pub fn describe_requests(&self) -> u64 {
+        self.transport.describe_client().requests_sent()
+    }
+
+    /// Acquires `role` as `member` (the core's [`Client::acquire`]): the
+    /// timings are checked now; the future registers, waits and wins. Firing
+    /// `cancel` stops a waiting acquire (the core deregisters the member, and
+    /// resigns a role won in the instant of the cancel). `events` receives the
+    /// member's events from its registration on.
+    pub fn acquire(
+        &self,
+        role: String,
+        member: String,
+        args: &LeadershipArgs,
+        cancel: CancellationToken,
+        events: Option<EventSender>,
+    ) -> Result<impl Future<Output = Result<Leadership>> + Send + 'static> {
+        let mut options = args
+            .apply(self.client.leadership_options())?
+            .with_cancel(cancel);
+        if let Some(tx) = events {
+            options = options.with_events(tx);
+        }
+        let client = self.client.clone();
+        Ok(async move { client.acquire(&role, &member, options).await })
+    }
+
+    /// The role's current token at its transaction coordinator.
+    pub fn describe_leadership(
+        &self,
+        role: String,
+    ) -> impl Future<Output = Result<LeadershipStatus>> + Send + 'static {
+        let client = self.client.clone();
+        async move { client.describe_leadership(&role).await }
+    }
+
+    /// The roster and the lease of `role`.
+    pub fn describe_role_state(
+        &self,
+        role: String,
+    ) -> impl Future<Output = Result<RoleStateReport>> + Send + 'static {
+        let client = self.client.clone();
+        async move { client.describe_role_state(&role).await }
+    }
+
+    /// Creates the state topic (this client's partition count, the shape of
+    /// `args`) unless it exists, then checks it. The shape is checked now.
+    pub fn ensure_state_topic(
+        &self,
+        args: &TopicArgs,
+    ) -> Result<impl Future<Output = Result<TopicReport>> + Send + 'static> {
+        let spec: TopicSpec = args.spec(self.partitions()).map_err(Error::from)?;
+        let config = self.config.clone();
+        Ok(async move {
+            ensure_state_topic(
+                &config,
+                spec.partitions,
+                spec.replication_factor,
+                spec.min_insync_replicas,
+            )
+            .await
+        })
+    }
+
+    /// Checks that the state topic exists, is compacted and has this
+    /// client's partition count.
+    pub fn check_state_topic(&self) -> impl Future<Output = Result<TopicReport>> + Send + 'static {
+        let config = self.config.clone();
+        let partitions = self.partitions();
+        async move { check_state_topic(&config, partitions).await }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::kafka_config;
+
+    #[test]
+    fn settings_are_checked_when_the_client_is_built() {
+        let e = KafkaClient::new(kafka_config(Vec::<(String, String)>::new()), 16).unwrap_err();
+        assert_eq!(e.kind(), krabka_coordination::ErrorKind::InvalidArgument);
+        let e = KafkaClient::new(
+            kafka_config([("bootstrap.servers", "h:1"), ("no.such.setting", "1")]),
+            16,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no.such.setting"), "{e}");
+        let e = KafkaClient::new(kafka_config([("bootstrap.servers", "h:1")]), 0).unwrap_err();
+        assert!(
+            e.to_string().contains("partitions must be at least 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked_before_any_io() {
+        let c = KafkaClient::new(kafka_config([("bootstrap.servers", "127.0.0.1:1")]), 4).unwrap();
+        assert_eq!(c.partitions(), 4);
+        assert_eq!(c.config().bootstrap(), "127.0.0.1:1");
+        assert_eq!(c.describe_requests(), 0);
+        let bad = LeadershipArgs {
+            renew_interval: Some(f64::NAN),
+            ..Default::default()
+        };
+        let e = c
+            .acquire("r".into(), "m".into(), &bad, CancellationToken::new(), None)
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string()
+                .contains("renew_interval must be a positive number of seconds, got NaN"),
+            "{e}"
+        );
+        let e = c
+            .ensure_state_topic(&TopicArgs {
+                min_insync_replicas: Some(0),
+                ..Default::default()
+            })
+            .err()
+            .expect("refused");
+        assert!(
+            e.to_string()
+                .contains("min_insync_replicas must be an integer from 1 to 3, got 0"),
+            "{e}"
+        );
+    }
+}

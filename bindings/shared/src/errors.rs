@@ -1,0 +1,231 @@
+//! The error-kind table every binding maps from: a binding chooses its
+//! exception (class, code, enum value) by [`ErrorKind`], never by message
+//! text, and documents it with the same description.
+//!
+//! * [`KINDS`]: each kind's stable name (`FENCED`), a description for
+//!   documentation and docstrings, and whether retrying may help.
+//! * [`details`]: the structured parts of an error that a binding attaches
+//!   to its exception (the record part and field of a format or encode
+//!   error).
+//! * [`PARTS`]: the record parts, as every binding spells them.
+//! * [`causes`]: the `source()` chain of an error, for bindings that rebuild
+//!   it (Python's `__cause__`).
+
+use krabka_coordination::{Error, ErrorKind, Part};
+
+/// What every binding says about one [`ErrorKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The kind.
+    pub kind: ErrorKind,
+    /// The stable upper-case name ([`ErrorKind::name`]).
+    pub name: &'static str,
+    /// One description for every binding's documentation.
+    pub description: &'static str,
+    /// True when retrying the operation may succeed.
+    pub retryable: bool,
+}
+
+/// Every kind the core has, in value order.
+pub const KINDS: [KindInfo; 8] = [
+    KindInfo {
+        kind: ErrorKind::Format,
+        name: "FORMAT",
+        description: "Malformed record bytes. The error names the record part that failed to \
+                      decode (\"key\", \"registration value\" or \"lease value\"), and its message \
+                      the field, the byte offset and the reason.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::Encode,
+        name: "ENCODE",
+        description: "A value the frozen record layout cannot hold (an empty or over-long role \
+                      or member). The error names the record part and the field; encoding \
+                      refuses rather than truncating.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::InvalidArgument,
+        name: "INVALID_ARGUMENT",
+        description: "An argument, option or setting that is refused; the message names it and \
+                      the value.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::Fenced,
+        name: "FENCED",
+        description: "A newer epoch of the role exists: the broker rejected a write of this \
+                      member's superseded epoch, or the member lost its epoch otherwise. Stop the \
+                      work of the role.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::Transient,
+        name: "TRANSIENT",
+        description: "A transient failure (a broker unreachable, a timeout, a coordinator \
+                      moving); the operation may be retried. The cause is attached.",
+        retryable: true,
+    },
+    KindInfo {
+        kind: ErrorKind::Fatal,
+        name: "FATAL",
+        description: "A failure that retrying will not mend (authorization, configuration, a \
+                      topic of the wrong shape, a handle used in a process that did not make \
+                      it). The cause is attached.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::Resigned,
+        name: "RESIGNED",
+        description: "The leadership was given up by resign.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::Cancelled,
+        name: "CANCELLED",
+        description: "The operation was cancelled before it finished.",
+        retryable: false,
+    },
+];
+
+/// What a binding says about a kind this table does not know yet (a kind
+/// added to the core after the binding was built): the base error.
+pub const UNKNOWN_KIND: &str = "An error of a kind this binding does not know yet.";
+
+/// The table entry of `kind`, or `None` for a kind newer than this table.
+pub fn info(kind: ErrorKind) -> Option<&'static KindInfo> {
+    KINDS.iter().find(|k| k.kind == kind)
+}
+
+/// Every record part and its name, as the golden vectors and every binding
+/// spell it.
+pub const PARTS: [(Part, &str); 3] = [
+    (Part::Key, "key"),
+    (Part::RegistrationValue, "registration value"),
+    (Part::LeaseValue, "lease value"),
+];
+
+/// The name of a record part (`"key"`, `"registration value"`, `"lease value"`).
+pub fn part_name(part: Part) -> &'static str {
+    part.as_str()
+}
+
+/// The structured parts of an error a binding attaches to its exception.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Details {
+    /// The error's kind.
+    pub kind: ErrorKind,
+    /// The record part of a format or encode error.
+    pub part: Option<&'static str>,
+    /// The field of an encode error (`"role"`, `"member"`).
+    pub field: Option<&'static str>,
+}
+
+/// The kind, part and field of `e`.
+pub fn details(e: &Error) -> Details {
+    let (part, field) = match e {
+        Error::Format(f) => (Some(part_name(f.part)), None),
+        Error::Encode(f) => (Some(part_name(f.part)), Some(f.field)),
+        _ => (None, None),
+    };
+    Details {
+        kind: e.kind(),
+        part,
+        field,
+    }
+}
+
+/// The `source()` chain below `e` (not `e` itself), outermost first.
+pub fn causes<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(e.source(), |c| c.source())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use krabka_coordination::{EncodeError, FormatError, SharedError};
+    use std::sync::Arc;
+
+    #[test]
+    fn the_table_covers_every_kind_in_value_order() {
+        assert_eq!(KINDS.len(), ErrorKind::ALL.len());
+        for (info, kind) in KINDS.iter().zip(ErrorKind::ALL) {
+            assert_eq!(info.kind, kind);
+            assert_eq!(info.name, kind.name());
+            assert!(info.description.ends_with('.'), "{}", info.name);
+            assert!(
+                !info.description.contains("  "),
+                "{}: double space",
+                info.name
+            );
+            assert_eq!(super::info(kind), Some(info));
+        }
+        let retryable: Vec<_> = KINDS
+            .iter()
+            .filter(|k| k.retryable)
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(retryable, ["TRANSIENT"]);
+    }
+
+    #[test]
+    fn parts_are_spelled_as_the_core_spells_them() {
+        for (part, name) in PARTS {
+            assert_eq!(part_name(part), name);
+            assert_eq!(Part::from_name(name), Some(part));
+        }
+    }
+
+    #[test]
+    fn details_of_each_kind() {
+        let format: Error = FormatError::new(Part::LeaseValue, "short").into();
+        assert_eq!(
+            details(&format),
+            Details {
+                kind: ErrorKind::Format,
+                part: Some("lease value"),
+                field: None
+            }
+        );
+        let encode: Error = EncodeError {
+            part: Part::Key,
+            field: "role",
+            message: "empty".into(),
+        }
+        .into();
+        assert_eq!(
+            details(&encode),
+            Details {
+                kind: ErrorKind::Encode,
+                part: Some("key"),
+                field: Some("role")
+            }
+        );
+        let fenced = Error::Fenced("newer epoch".into());
+        assert_eq!(
+            details(&fenced),
+            Details {
+                kind: ErrorKind::Fenced,
+                part: None,
+                field: None
+            }
+        );
+    }
+
+    #[test]
+    fn causes_walks_the_whole_chain() {
+        let root = Error::transient("renewing", std::io::Error::other("connection refused"));
+        let outer = Error::fatal("the leadership ended", SharedError(Arc::new(root)));
+        let chain: Vec<String> = causes(&outer).map(|c| c.to_string()).collect();
+        assert_eq!(
+            chain,
+            [
+                "transient renewing: connection refused",
+                "connection refused"
+            ]
+        );
+        assert_eq!(causes(&Error::Cancelled).count(), 0);
+    }
+}
