@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Leadership benchmarks on a real Kafka (core/examples/bench_leadership.rs): hand-over,
+# Leadership benchmarks on a real Kafka (examples/rust/benches/leadership/, the `leadership`
+# bench of the krabka-examples crate, run with cargo bench): hand-over,
 # crash failover and describe_leadership. The numbers are recorded, with the machine and
 # the command, in docs/benchmarks-leadership.md.
 #
@@ -21,7 +22,10 @@ if [[ -z ${KRABKA_BOOTSTRAP:-} ]]; then
     if ! ci/kafka.sh status 1 >/dev/null 2>&1; then started=1; fi
     KRABKA_BOOTSTRAP=$(ci/kafka.sh start 1 | tail -n 1)
 fi
-cargo build --quiet --release -p krabka-coordination --example member --example bench_leadership
+# The bench profile is release with debug info; cargo builds the member binary with it.
+cargo bench --quiet --no-run -p krabka-examples --bench leadership
+# cargo runs a bench in its package's directory: the JSON path must be absolute.
+json_out=$(realpath -m "$target_dir/bench-leadership.jsonl")
 {
     echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "machine:  $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
@@ -30,5 +34,5 @@ cargo build --quiet --release -p krabka-coordination --example member --example 
     echo "command:  ci/bench-leadership.sh $*"
     echo
 } >&2
-"$target_dir/release/examples/bench_leadership" --bootstrap "$KRABKA_BOOTSTRAP" \
-    --member-bin "$target_dir/release/examples/member" --json "$target_dir/bench-leadership.jsonl" "$@"
+cargo bench --quiet -p krabka-examples --bench leadership -- \
+    --bootstrap "$KRABKA_BOOTSTRAP" --json "$json_out" "$@"

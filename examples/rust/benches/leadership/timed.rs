@@ -1,0 +1,219 @@
+//! A transport that times every call of the one it wraps, and the held
+//! epochs it hands out. The seam has no default bodies, so every method is
+//! forwarded here: the spare-producer hint (`prepare_epoch`) and the option
+//! check reach the Kafka transport exactly as without the wrapper, and the
+//! hints are counted so a run shows they were delivered.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use krabka_coordination::election::ElectionOptions;
+use krabka_coordination::transport::{
+    Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
+    Transport,
+};
+use krabka_coordination::{FencingToken, Record, Result};
+use serde_json::{json, Value};
+
+/// One timed transport call.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub who: &'static str,
+    pub op: &'static str,
+    pub start: Instant,
+    pub end: Instant,
+    /// Records a poll returned.
+    pub records: usize,
+    pub ok: bool,
+}
+
+/// The spans of every timed transport of a run.
+pub type Spans = Arc<Mutex<Vec<Span>>>;
+
+/// How many hints and option checks reached the wrapped transports.
+#[derive(Debug, Default)]
+pub struct Hints {
+    prepare: AtomicU64,
+    leave: AtomicU64,
+    check_options: AtomicU64,
+}
+
+impl Hints {
+    /// The counts as JSON: `prepare_epoch(some)`, `prepare_epoch(none)`,
+    /// `check_options`.
+    pub fn json(&self) -> Value {
+        json!({
+            "prepare_epoch(some)": self.prepare.load(Ordering::Relaxed),
+            "prepare_epoch(none)": self.leave.load(Ordering::Relaxed),
+            "check_options": self.check_options.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// Appends spans for one wrapped transport or epoch.
+#[derive(Clone)]
+struct Recorder {
+    who: &'static str,
+    spans: Spans,
+}
+
+impl Recorder {
+    fn record(&self, op: &'static str, start: Instant, records: usize, ok: bool) {
+        let end = Instant::now();
+        self.spans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Span {
+                who: self.who,
+                op,
+                start,
+                end,
+                records,
+                ok,
+            });
+    }
+}
+
+/// A transport that times every call of `inner`.
+pub struct Timed {
+    inner: Arc<dyn Transport>,
+    rec: Recorder,
+    hints: Arc<Hints>,
+}
+
+impl Timed {
+    /// Times the calls of `inner` as `who`.
+    pub fn new(
+        inner: Arc<dyn Transport>,
+        who: &'static str,
+        spans: Spans,
+        hints: Arc<Hints>,
+    ) -> Timed {
+        Timed {
+            inner,
+            rec: Recorder { who, spans },
+            hints,
+        }
+    }
+}
+
+#[async_trait]
+impl Describer for Timed {
+    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        let t = Instant::now();
+        let r = self.inner.describe_epoch(role).await;
+        self.rec.record("describe_epoch", t, 0, r.is_ok());
+        r
+    }
+}
+
+#[async_trait]
+impl Coordinator for Timed {
+    async fn acquire_epoch(
+        &self,
+        role: &str,
+        lease_duration: Duration,
+    ) -> Result<Box<dyn LeaseWriter>> {
+        let t = Instant::now();
+        let r = self.inner.acquire_epoch(role, lease_duration).await;
+        self.rec.record("acquire_epoch", t, 0, r.is_ok());
+        r.map(|inner| {
+            Box::new(TimedEpoch {
+                inner,
+                rec: self.rec.clone(),
+            }) as Box<dyn LeaseWriter>
+        })
+    }
+
+    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        let counter = match lease_duration {
+            Some(_) => &self.hints.prepare,
+            None => &self.hints.leave,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.inner.prepare_epoch(role, lease_duration);
+    }
+
+    fn check_options(&self, options: &ElectionOptions) -> Result<()> {
+        self.hints.check_options.fetch_add(1, Ordering::Relaxed);
+        self.inner.check_options(options)
+    }
+}
+
+#[async_trait]
+impl StateReader for Timed {
+    async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        let t = Instant::now();
+        let r = self.inner.read_partition(partition).await;
+        let n = r.as_ref().map_or(0, Vec::len);
+        self.rec.record("read_partition", t, n, r.is_ok());
+        r
+    }
+
+    async fn poll_partition(
+        &self,
+        partition: i32,
+        from: i64,
+        max_wait: Duration,
+    ) -> Result<ReadBatch> {
+        let t = Instant::now();
+        let r = self.inner.poll_partition(partition, from, max_wait).await;
+        let n = r.as_ref().map_or(0, |b| b.records.len());
+        self.rec.record("poll_partition", t, n, r.is_ok());
+        r
+    }
+}
+
+#[async_trait]
+impl Registrar for Timed {
+    async fn append(&self, record: StateRecord) -> Result<i64> {
+        let t = Instant::now();
+        let op = if record.value.is_some() {
+            "append(register)"
+        } else {
+            "append(deregister)"
+        };
+        let r = self.inner.append(record).await;
+        self.rec.record(op, t, 0, r.is_ok());
+        r
+    }
+}
+
+/// A held epoch whose writes are timed; dropping it drops (releases) the
+/// wrapped one.
+struct TimedEpoch {
+    inner: Box<dyn LeaseWriter>,
+    rec: Recorder,
+}
+
+#[async_trait]
+impl LeaseWriter for TimedEpoch {
+    fn role(&self) -> &str {
+        self.inner.role()
+    }
+
+    fn token(&self) -> FencingToken {
+        self.inner.token()
+    }
+
+    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+        let t = Instant::now();
+        let op = if record.value.is_some() {
+            "write_lease(lease)"
+        } else {
+            "write_lease(tombstone)"
+        };
+        let r = self.inner.write_lease(record).await;
+        self.rec.record(op, t, 0, r.is_ok());
+        r
+    }
+
+    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+        let t = Instant::now();
+        let r = self.inner.write_guarded(records).await;
+        self.rec.record("write_guarded", t, 0, r.is_ok());
+        r
+    }
+}
