@@ -19,11 +19,11 @@
 //! 2. **Fencing is [`Error::Fenced`].** A write that the broker rejects with
 //!    `INVALID_PRODUCER_EPOCH` (47) or `PRODUCER_FENCED` (90), which librdkafka
 //!    raises as the fatal `_FENCED` (-144), fails with [`Error::Fenced`] and
-//!    the fenced producer is dropped. Other fatal errors are [`Error::Fatal`]
-//!    (the producer is dropped too); abortable ones abort the transaction and
-//!    are [`Error::Transient`]. A write for a role this transport holds no
-//!    epoch for (never acquired, released, or dropped after a fence) is
-//!    [`Error::Fatal`], not `Fenced`: fencing is news only once.
+//!    the fenced producer is dropped; every later write through that epoch
+//!    ([`KafkaEpoch`]) fails with `Fenced` again. Other fatal errors are
+//!    [`Error::Fatal`] (the producer is dropped too, and later writes are
+//!    `Fatal`); abortable ones abort the transaction and are
+//!    [`Error::Transient`].
 //! 3. **Reads are read_committed, up to the last stable offset, in offset
 //!    order.** Aborted records (a deposed holder's write, a crashed holder's
 //!    open transaction once the coordinator aborts it) never appear; an open
@@ -148,22 +148,25 @@ type MintLock = Arc<AsyncMutex<()>>;
 type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 
 /// The transport on a real Kafka cluster: implements [`Coordinator`],
-/// [`StateReader`], [`Registrar`] and [`LeaseWriter`].
+/// [`StateReader`] and [`Registrar`]; its epochs ([`KafkaEpoch`]) implement
+/// [`LeaseWriter`].
 ///
-/// One transport per member process. It holds a plain idempotent producer for
-/// registrations, one transactional producer per role whose epoch it holds,
-/// one read_committed consumer per state partition it reads, and a
-/// [`DescribeClient`]. Every producer and consumer is created with the
-/// settings of the [`KafkaConfig`].
+/// One transport per process (a [`crate::client::Client`] holds one). It
+/// holds a plain idempotent producer for registrations, one read_committed
+/// consumer per state partition it reads, a spare lease producer per role it
+/// may mint in, and a [`DescribeClient`]; the transactional producer of a
+/// held epoch belongs to its [`KafkaEpoch`]. Every producer and consumer is
+/// created with the settings of the [`KafkaConfig`].
 ///
 /// ```no_run
 /// # async fn f() -> krabka_coordination::Result<()> {
 /// use std::time::Duration;
 /// use krabka_coordination::transport::kafka::{KafkaConfig, KafkaTransport};
-/// use krabka_coordination::transport::Coordinator;
+/// use krabka_coordination::transport::LeaseWriter;
 /// let transport = KafkaTransport::new(KafkaConfig::new("127.0.0.1:9092"), Some("node-1"))?;
-/// let token = transport.acquire_epoch("billing", Duration::from_secs(30)).await?;
-/// # let _ = token; Ok(()) }
+/// let epoch = transport.mint_epoch("billing", Duration::from_secs(30)).await?;
+/// println!("billing is ours with token {}", epoch.token());
+/// # Ok(()) }
 /// ```
 pub struct KafkaTransport {
     config: KafkaConfig,
