@@ -29,7 +29,7 @@
 //! to waiting.
 //!
 //! The returned [`Leadership`] renews the lease in the background at every
-//! renew interval. Only the broker's fence ([`Error::Fenced`]) ends it; a
+//! renew interval. Only the broker's fence ([`crate::Error::Fenced`]) ends it; a
 //! transient failure (a broker down, a timeout) is retried with backoff and
 //! reported, because a renewal that succeeds later was accepted under the same
 //! epoch and so nobody else took over. A member never calls itself leader
