@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's main job: build and run the failover demo (core/examples/failover.rs).
+# The README's main job: build and run the failover demo (examples/rust/src/bin/failover/,
+# the `failover` binary of the krabka-examples crate).
 #
 #   ci/demo.sh                          start the local 1-node Kafka (ci/kafka.sh) and run it
 #   ci/demo.sh --bootstrap HOST:PORT    run it against an existing cluster
@@ -12,5 +13,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target_dir=${CARGO_TARGET_DIR:-target}
 echo "building the demo (release) ..." >&2
-cargo build --quiet --release -p krabka-coordination --example member --example failover
-exec "$target_dir/release/examples/failover" --member-bin "$target_dir/release/examples/member" "$@"
+cargo build --quiet --release -p krabka-examples --bin member --bin failover
+exec "$target_dir/release/failover" --member-bin "$target_dir/release/member" "$@"
