@@ -69,18 +69,31 @@ const KINDS: [&str; 4] = ["handover", "crash", "crash-inproc", "describe"];
 /// The parsed command line.
 #[derive(Clone, Debug)]
 pub struct Args {
+    /// The cluster.
     pub bootstrap: String,
+    /// The benchmarks to run, in order.
     pub only: Vec<String>,
+    /// Hand-over trials.
     pub handover_trials: usize,
+    /// Crash failover trials.
     pub crash_trials: usize,
+    /// Sequential describe calls.
     pub describe_requests: usize,
+    /// Describe calls in flight for the throughput run.
     pub describe_concurrency: usize,
+    /// Lease duration (ms).
     pub lease_ms: u64,
+    /// Renew interval (ms).
     pub renew_ms: u64,
+    /// Challenge stagger (ms).
     pub stagger_ms: u64,
+    /// Partitions of the state topic.
     pub partitions: i32,
+    /// The member binary.
     pub member_bin: PathBuf,
+    /// Where to append the JSON line of results.
     pub json: Option<PathBuf>,
+    /// Print every trial.
     pub verbose: bool,
     /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,

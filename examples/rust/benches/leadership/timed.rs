@@ -20,12 +20,17 @@ use serde_json::{json, Value};
 /// One timed transport call.
 #[derive(Debug, Clone)]
 pub struct Span {
+    /// The member whose transport it is.
     pub who: &'static str,
+    /// The call.
     pub op: &'static str,
+    /// When it started.
     pub start: Instant,
+    /// When it returned.
     pub end: Instant,
     /// Records a poll returned.
     pub records: usize,
+    /// Whether it succeeded.
     pub ok: bool,
 }
 

@@ -22,14 +22,23 @@ usage: failover [--bootstrap HOST:PORT] [options]
 /// The parsed command line.
 #[derive(Clone, Debug)]
 pub struct Args {
+    /// An existing cluster, else the local one.
     pub bootstrap: Option<String>,
+    /// Partitions of the state topic.
     pub partitions: i32,
+    /// Lease duration (ms).
     pub lease_ms: u64,
+    /// Renew interval (ms).
     pub renew_ms: u64,
+    /// Challenge stagger (ms).
     pub stagger_ms: u64,
+    /// How often the view refreshes.
     pub refresh: Duration,
+    /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,
+    /// The member binary, if not the one next to this binary.
     pub member_bin: Option<PathBuf>,
+    /// No terminal redrawing.
     pub plain: bool,
 }
 

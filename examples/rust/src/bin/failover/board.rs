@@ -9,21 +9,29 @@ use serde_json::Value;
 /// One member as the view shows it.
 #[derive(Debug, Clone, Default)]
 pub struct MemberView {
+    /// The process id while it runs.
     pub pid: Option<u32>,
     /// starting, registered, standby, challenging, LEADER, resigned, killed,
     /// fenced, exited (code)
     pub state: String,
+    /// The token of its term while it leads.
     pub token: Option<FencingToken>,
+    /// Guarded writes that committed.
     pub writes_ok: u64,
+    /// When it was last elected (epoch ms).
     pub elected_at: Option<i64>,
+    /// How many terms it led.
     pub terms: u32,
 }
 
 /// Every member's view and the log of what happened.
 #[derive(Default)]
 pub struct Board {
+    /// Each member by id.
     pub members: BTreeMap<&'static str, MemberView>,
+    /// What happened, stamped (epoch ms).
     pub log: Vec<(i64, String)>,
+    /// When the demo started (epoch ms).
     pub started: i64,
 }
 

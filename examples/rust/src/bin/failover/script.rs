@@ -19,21 +19,32 @@ use crate::{DATA_TOPIC, MEMBERS};
 
 /// A member process of the demo and how many of its lines the board has.
 pub struct Proc {
+    /// The member id.
     pub id: &'static str,
+    /// The process.
     pub process: MemberProcess,
     seen: usize,
 }
 
 /// The demo's state.
 pub struct Demo {
+    /// The command line.
     pub args: Args,
+    /// The cluster.
     pub bootstrap: String,
+    /// The demo's role.
     pub role: String,
+    /// The member binary.
     pub bin: PathBuf,
+    /// What the members printed.
     pub board: Board,
+    /// The member processes.
     pub procs: Vec<Proc>,
+    /// The third party's client.
     pub observer: Client,
+    /// The view.
     pub view: View,
+    /// The runtime of the observer.
     pub rt: tokio::runtime::Runtime,
     /// Where the members' stderr goes.
     pub logs: PathBuf,
@@ -46,26 +57,38 @@ pub struct Interrupted;
 
 /// The measured failover.
 pub struct Failover {
+    /// From the kill to the next lease read back.
     pub total_ms: i64,
+    /// Of that, the dead leader's lease still running.
     pub lease_left_ms: i64,
+    /// The new lease granted after deadline + rank x stagger.
     pub beyond_ms: i64,
+    /// Who took over.
     pub new_leader: String,
+    /// The new token.
     pub token: FencingToken,
 }
 
 /// The measured hand-over.
 pub struct Handover {
+    /// From the resign command to the next lease read back.
     pub seen_ms: i64,
+    /// From the resign command to the next member's `elected`.
     pub elected_ms: Option<i64>,
+    /// Who resigned.
     pub from: String,
+    /// Who took over.
     pub to: String,
+    /// The new token.
     pub token: FencingToken,
 }
 
 /// What the demo measured.
 #[derive(Default)]
 pub struct Summary {
+    /// The failover, if observed.
     pub failover: Option<Failover>,
+    /// The hand-over, if observed.
     pub handover: Option<Handover>,
 }
 

@@ -13,11 +13,17 @@ use crate::MEMBERS;
 
 /// The view and what it drew last.
 pub struct View {
+    /// The role.
     pub role: String,
+    /// The role's partition.
     pub partition: i32,
+    /// The command line.
     pub args: Args,
+    /// Redraw in place (a terminal).
     pub tty: bool,
+    /// Lines drawn (terminal) or log lines printed (plain).
     pub drawn_lines: usize,
+    /// The last status line printed (plain).
     pub last_plain: String,
     /// What the demo is doing now.
     pub phase: String,

@@ -31,21 +31,37 @@ stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2
 /// The parsed command line.
 #[derive(Debug, Clone)]
 pub struct Args {
+    /// Kafka bootstrap servers.
     pub bootstrap: String,
+    /// The role.
     pub role: String,
+    /// This member's id.
     pub member: String,
+    /// Partitions of the state topic.
     pub partitions: i32,
+    /// Lease duration.
     pub lease: Duration,
+    /// Renew interval.
     pub renew: Duration,
+    /// Challenge stagger.
     pub stagger: Duration,
+    /// Longest wait of one poll of the state partition.
     pub poll_wait: Duration,
+    /// `fetch.wait.max.ms` of the state consumer, if not the default.
     pub fetch_wait: Option<Duration>,
+    /// The state topic, if not the default.
     pub state_topic: Option<String>,
+    /// Where guarded records go while leading.
     pub data_topic: Option<String>,
+    /// Pause between guarded writes.
     pub write_every: Duration,
+    /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,
+    /// Skip the state topic's check.
     pub skip_topic_check: bool,
+    /// Register again after a `resign` command.
     pub rejoin: bool,
+    /// Stop like on SIGTERM when stdin ends.
     pub exit_on_stdin_eof: bool,
 }
 
