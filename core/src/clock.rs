@@ -1,8 +1,12 @@
-//! Clocks: the wall clock the lease deadlines are written in, and a manual
-//! clock that tests drive by hand.
+//! Clocks: the wall clock the lease deadlines are written in, the monotonic
+//! clock every local wait runs on, and a manual clock that tests drive by
+//! hand.
 //!
 //! Lease instants are wall-clock epoch milliseconds (`i64`), because the holder
 //! writes a deadline that another process compares against its own clock.
+//! Everything local (the holder's own lease deadline, the renewal schedule,
+//! back-offs) uses the monotonic clock ([`Clock::elapsed_millis`],
+//! [`Clock::sleep`]), so a stepped wall clock moves none of it.
 //!
 //! * [`SystemClock`] reads [`SystemTime`] and sleeps with tokio timers. Tokio
 //!   timers run on a monotonic clock, so a sleep wakes at least once a second
@@ -25,20 +29,23 @@ use tokio::sync::Notify;
 /// A boxed, `'static` timer future.
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// A source of wall-clock time and timers.
+/// A source of wall-clock time, monotonic time and timers.
 pub trait Clock: Send + Sync + 'static {
-    /// Now, in epoch milliseconds.
+    /// Now, in epoch milliseconds (the wall clock; it may step).
     fn now_millis(&self) -> i64;
 
+    /// Milliseconds of monotonic time since an arbitrary origin of this clock:
+    /// never goes back, and a step of the wall clock does not move it.
+    fn elapsed_millis(&self) -> i64;
+
     /// A future that completes once [`Clock::now_millis`] is at or past
-    /// `at_millis`. The future does not borrow the clock.
+    /// `at_millis` (a wall-clock instant, such as a lease deadline another
+    /// member wrote). The future does not borrow the clock.
     fn sleep_until(&self, at_millis: i64) -> Sleep;
 
-    /// A future that completes after `d` of this clock's time.
-    fn sleep(&self, d: Duration) -> Sleep {
-        let at = self.now_millis().saturating_add(duration_millis(d));
-        self.sleep_until(at)
-    }
+    /// A future that completes after `d` of monotonic time. The future does
+    /// not borrow the clock.
+    fn sleep(&self, d: Duration) -> Sleep;
 }
 
 /// `d` in whole milliseconds, saturating at `i64::MAX`.
@@ -69,9 +76,28 @@ fn system_now_millis() -> i64 {
     }
 }
 
+/// The origin of [`SystemClock`]'s monotonic time: its first use.
+fn monotonic_origin() -> std::time::Instant {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
 impl Clock for SystemClock {
     fn now_millis(&self) -> i64 {
         system_now_millis()
+    }
+
+    fn elapsed_millis(&self) -> i64 {
+        duration_millis(monotonic_origin().elapsed())
+    }
+
+    fn sleep(&self, d: Duration) -> Sleep {
+        // tokio's timers are monotonic; a far-off instant saturates instead
+        // of overflowing.
+        let at = tokio::time::Instant::now()
+            .checked_add(d)
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30));
+        Box::pin(tokio::time::sleep_until(at))
     }
 
     fn sleep_until(&self, at_millis: i64) -> Sleep {
@@ -94,8 +120,11 @@ impl Clock for SystemClock {
 
 /// A clock that only moves when a test moves it.
 ///
-/// Clones share one time and one set of timers. Time may be set backwards; that
-/// fires nothing, and a timer that already fired stays fired.
+/// Clones share one time and one set of timers. It keeps a wall clock and a
+/// monotonic clock: [`ManualClock::advance`] and a forward
+/// [`ManualClock::set`] move both (time passes), [`ManualClock::step_wall`]
+/// and a backward `set` move the wall clock alone (a clock step). Stepping
+/// back fires nothing, and a timer that already fired stays fired.
 ///
 /// ```
 /// # use krabka_coordination::{Clock, ManualClock};
@@ -125,10 +154,35 @@ struct ManualInner {
 
 struct ManualState {
     now: i64,
+    /// Monotonic milliseconds.
+    mono: i64,
     next_id: u64,
-    /// Pending timers by (deadline, registration order). A timer is removed
-    /// when it fires or when its future is dropped.
+    /// Pending wall-clock timers by (deadline, registration order). A timer
+    /// is removed when it fires or when its future is dropped.
     timers: BTreeMap<(i64, u64), Waker>,
+    /// Pending monotonic timers by (monotonic deadline, registration order).
+    mono_timers: BTreeMap<(i64, u64), Waker>,
+}
+
+impl ManualState {
+    /// The earliest pending deadline, as a wall-clock instant (a monotonic
+    /// timer's deadline seen from the wall clock as it reads now).
+    fn next_deadline(&self) -> Option<i64> {
+        let wall = self.timers.keys().next().map(|k| k.0);
+        let mono = self
+            .mono_timers
+            .keys()
+            .next()
+            .map(|k| self.now.saturating_add(k.0.saturating_sub(self.mono)));
+        match (wall, mono) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.timers.len() + self.mono_timers.len()
+    }
 }
 
 impl ManualClock {
@@ -138,8 +192,10 @@ impl ManualClock {
             inner: Arc::new(ManualInner {
                 state: Mutex::new(ManualState {
                     now: start_millis,
+                    mono: 0,
                     next_id: 0,
                     timers: BTreeMap::new(),
+                    mono_timers: BTreeMap::new(),
                 }),
                 sleepers_changed: Notify::new(),
             }),
@@ -150,15 +206,35 @@ impl ManualClock {
         lock_state(&self.inner)
     }
 
-    /// Sets the time to `millis` and fires every timer due at or before it, in
-    /// deadline order (ties in registration order). Setting the time backwards
-    /// fires nothing.
+    /// Sets the wall time to `millis` and fires every timer due at or before
+    /// it, in deadline order (ties in registration order). Setting it forward
+    /// moves the monotonic time by as much (time passed); setting it
+    /// backwards is a wall-clock step and fires nothing.
     pub fn set(&self, millis: i64) {
         let due = {
             let mut st = self.lock();
+            if millis > st.now {
+                st.mono = st.mono.saturating_add(millis.saturating_sub(st.now));
+            }
             st.now = millis;
             take_due(&mut st)
         };
+        self.wake(due);
+    }
+
+    /// Steps the wall clock by `delta_millis` (forward or back) without any
+    /// time passing: the monotonic clock stays, so only wall-clock timers
+    /// (those of [`Clock::sleep_until`]) may fire.
+    pub fn step_wall(&self, delta_millis: i64) {
+        let due = {
+            let mut st = self.lock();
+            st.now = st.now.saturating_add(delta_millis);
+            take_due(&mut st)
+        };
+        self.wake(due);
+    }
+
+    fn wake(&self, due: Vec<Waker>) {
         // The lock is released: a woken task may read or use the clock at once.
         let fired = !due.is_empty();
         for w in due {
@@ -169,7 +245,8 @@ impl ManualClock {
         }
     }
 
-    /// Moves the time forward by `d` (saturating) and fires the due timers.
+    /// Moves the wall and the monotonic time forward by `d` (saturating) and
+    /// fires the due timers.
     pub fn advance(&self, d: Duration) {
         let now = self.now_millis();
         self.set(now.saturating_add(duration_millis(d)));
@@ -181,7 +258,7 @@ impl ManualClock {
     pub fn advance_to_next_deadline(&self) -> Option<i64> {
         let (now, next) = {
             let st = self.lock();
-            (st.now, st.timers.keys().next().map(|k| k.0))
+            (st.now, st.next_deadline())
         };
         let next = next?;
         let to = next.max(now);
@@ -190,14 +267,15 @@ impl ManualClock {
     }
 
     /// The number of timers that are registered and have not fired: every
-    /// polled, pending [`Clock::sleep_until`] future that is still alive.
+    /// polled, pending [`Clock::sleep_until`] or [`Clock::sleep`] future that
+    /// is still alive.
     pub fn pending_timers(&self) -> usize {
-        self.lock().timers.len()
+        self.lock().pending()
     }
 
-    /// The earliest deadline of a pending timer.
+    /// The earliest deadline of a pending timer, as a wall-clock instant.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.lock().timers.keys().next().map(|k| k.0)
+        self.lock().next_deadline()
     }
 
     /// Resolves once at least `n` timers are pending, that is once the code
@@ -225,14 +303,26 @@ fn lock_state(inner: &ManualInner) -> MutexGuard<'_, ManualState> {
 }
 
 fn take_due(st: &mut ManualState) -> Vec<Waker> {
-    let mut due = Vec::new();
+    // Both timelines fire in deadline order; a wall-clock timer and a
+    // monotonic one are ordered by the wall-clock instant each stands for.
+    let mut due: Vec<(i64, u64, Waker)> = Vec::new();
     while let Some(entry) = st.timers.first_entry() {
         if entry.key().0 > st.now {
             break;
         }
-        due.push(entry.remove());
+        let (at, id) = *entry.key();
+        due.push((at, id, entry.remove()));
     }
-    due
+    while let Some(entry) = st.mono_timers.first_entry() {
+        if entry.key().0 > st.mono {
+            break;
+        }
+        let (at, id) = *entry.key();
+        let wall = st.now.saturating_add(at.saturating_sub(st.mono));
+        due.push((wall, id, entry.remove()));
+    }
+    due.sort_by_key(|(at, id, _)| (*at, *id));
+    due.into_iter().map(|(_, _, w)| w).collect()
 }
 
 impl Default for ManualClock {
@@ -247,7 +337,8 @@ impl std::fmt::Debug for ManualClock {
         let st = self.lock();
         f.debug_struct("ManualClock")
             .field("now", &st.now)
-            .field("pending_timers", &st.timers.len())
+            .field("elapsed", &st.mono)
+            .field("pending_timers", &st.pending())
             .finish()
     }
 }
@@ -257,10 +348,25 @@ impl Clock for ManualClock {
         self.lock().now
     }
 
+    fn elapsed_millis(&self) -> i64 {
+        self.lock().mono
+    }
+
     fn sleep_until(&self, at_millis: i64) -> Sleep {
         Box::pin(ManualSleep {
             inner: Arc::clone(&self.inner),
             at: at_millis,
+            monotonic: false,
+            id: None,
+        })
+    }
+
+    fn sleep(&self, d: Duration) -> Sleep {
+        let at = self.elapsed_millis().saturating_add(duration_millis(d));
+        Box::pin(ManualSleep {
+            inner: Arc::clone(&self.inner),
+            at,
+            monotonic: true,
             id: None,
         })
     }
@@ -270,6 +376,8 @@ impl Clock for ManualClock {
 struct ManualSleep {
     inner: Arc<ManualInner>,
     at: i64,
+    /// `at` is monotonic time (else wall-clock time).
+    monotonic: bool,
     /// Set once the timer is registered.
     id: Option<u64>,
 }
@@ -279,9 +387,15 @@ impl Future for ManualSleep {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        let mut st = lock_state(&this.inner);
+        let mut guard = lock_state(&this.inner);
+        let st = &mut *guard;
+        let (now, timers) = if this.monotonic {
+            (st.mono, &mut st.mono_timers)
+        } else {
+            (st.now, &mut st.timers)
+        };
         match this.id {
-            Some(id) => match st.timers.get_mut(&(this.at, id)) {
+            Some(id) => match timers.get_mut(&(this.at, id)) {
                 // Fired (removed by `set`): done, even if time went back since.
                 None => {
                     this.id = None;
@@ -292,19 +406,24 @@ impl Future for ManualSleep {
                         let old = std::mem::replace(w, cx.waker().clone());
                         // Drop the old waker outside the lock: dropping it may run
                         // code that uses this clock.
-                        drop(st);
+                        drop(guard);
                         drop(old);
                     }
                     Poll::Pending
                 }
             },
-            None if st.now >= this.at => Poll::Ready(()),
+            None if now >= this.at => Poll::Ready(()),
             None => {
                 let id = st.next_id;
                 st.next_id += 1;
-                st.timers.insert((this.at, id), cx.waker().clone());
+                let timers = if this.monotonic {
+                    &mut st.mono_timers
+                } else {
+                    &mut st.timers
+                };
+                timers.insert((this.at, id), cx.waker().clone());
                 this.id = Some(id);
-                drop(st);
+                drop(guard);
                 this.inner.sleepers_changed.notify_waiters();
                 Poll::Pending
             }
@@ -315,7 +434,14 @@ impl Future for ManualSleep {
 impl Drop for ManualSleep {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let removed = lock_state(&self.inner).timers.remove(&(self.at, id));
+            let mut st = lock_state(&self.inner);
+            let timers = if self.monotonic {
+                &mut st.mono_timers
+            } else {
+                &mut st.timers
+            };
+            let removed = timers.remove(&(self.at, id));
+            drop(st);
             if removed.is_some() {
                 self.inner.sleepers_changed.notify_waiters();
             }

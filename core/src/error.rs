@@ -116,6 +116,23 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// The leader's own lease ran out: no renewal committed within the lease
+    /// duration (measured on the monotonic clock from the send time of the
+    /// last committed renewal), so a standby may have taken over. Work done
+    /// outside Kafka must stop.
+    #[error("the lease expired: {0}")]
+    LeaseExpired(String),
+    /// A write whose commit was sent but not confirmed (a timeout, a fence
+    /// raised at the commit): it may or may not have committed. Distinct
+    /// from an error before the commit, where nothing was written.
+    #[error("outcome unknown {context}: {source}")]
+    OutcomeUnknown {
+        /// What was being done.
+        context: String,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A failure that retrying will not mend (authorization, bad
     /// configuration, a topic of the wrong shape).
     #[error("fatal {context}: {source}")]
@@ -155,11 +172,15 @@ pub enum ErrorKind {
     Resigned = 7,
     /// The operation was cancelled ([`Error::Cancelled`]).
     Cancelled = 8,
+    /// The leader's own lease ran out ([`Error::LeaseExpired`]).
+    LeaseExpired = 9,
+    /// A write's commit was sent but not confirmed ([`Error::OutcomeUnknown`]).
+    OutcomeUnknown = 10,
 }
 
 impl ErrorKind {
     /// Every kind, in value order (for bindings that build a mapping table).
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Format,
         ErrorKind::Encode,
         ErrorKind::InvalidArgument,
@@ -168,10 +189,13 @@ impl ErrorKind {
         ErrorKind::Fatal,
         ErrorKind::Resigned,
         ErrorKind::Cancelled,
+        ErrorKind::LeaseExpired,
+        ErrorKind::OutcomeUnknown,
     ];
 
     /// The stable upper-case name: `FORMAT`, `ENCODE`, `INVALID_ARGUMENT`,
-    /// `FENCED`, `TRANSIENT`, `FATAL`, `RESIGNED`, `CANCELLED`.
+    /// `FENCED`, `TRANSIENT`, `FATAL`, `RESIGNED`, `CANCELLED`, `LEASE_EXPIRED`,
+    /// `OUTCOME_UNKNOWN`.
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Format => "FORMAT",
@@ -182,6 +206,8 @@ impl ErrorKind {
             ErrorKind::Fatal => "FATAL",
             ErrorKind::Resigned => "RESIGNED",
             ErrorKind::Cancelled => "CANCELLED",
+            ErrorKind::LeaseExpired => "LEASE_EXPIRED",
+            ErrorKind::OutcomeUnknown => "OUTCOME_UNKNOWN",
         }
     }
 
@@ -242,12 +268,26 @@ impl Error {
             Error::Cancelled => ErrorKind::Cancelled,
             Error::Transient { .. } => ErrorKind::Transient,
             Error::Fatal { .. } => ErrorKind::Fatal,
+            Error::LeaseExpired(_) => ErrorKind::LeaseExpired,
+            Error::OutcomeUnknown { .. } => ErrorKind::OutcomeUnknown,
         }
     }
 
     /// True for [`Error::Fenced`].
     pub fn is_fenced(&self) -> bool {
         matches!(self, Error::Fenced(_))
+    }
+
+    /// True when a newer epoch exists: [`Error::Fenced`], or an
+    /// [`Error::OutcomeUnknown`] whose commit the broker fenced.
+    pub fn means_fenced(&self) -> bool {
+        match self {
+            Error::Fenced(_) => true,
+            Error::OutcomeUnknown { source, .. } => source
+                .downcast_ref::<Error>()
+                .is_some_and(Error::means_fenced),
+            _ => false,
+        }
     }
 
     /// True when retrying the operation may succeed.
@@ -293,6 +333,8 @@ mod tests {
             (6, "FATAL"),
             (7, "RESIGNED"),
             (8, "CANCELLED"),
+            (9, "LEASE_EXPIRED"),
+            (10, "OUTCOME_UNKNOWN"),
         ];
         assert_eq!(ErrorKind::ALL.len(), expected.len());
         for (kind, (value, name)) in ErrorKind::ALL.into_iter().zip(expected) {
@@ -327,6 +369,14 @@ mod tests {
             (Error::fatal("x", "y"), ErrorKind::Fatal),
             (Error::Resigned, ErrorKind::Resigned),
             (Error::Cancelled, ErrorKind::Cancelled),
+            (Error::LeaseExpired("x".into()), ErrorKind::LeaseExpired),
+            (
+                Error::OutcomeUnknown {
+                    context: "x".into(),
+                    source: "y".into(),
+                },
+                ErrorKind::OutcomeUnknown,
+            ),
         ];
         for (e, kind) in cases {
             assert_eq!(e.kind(), kind, "{e}");

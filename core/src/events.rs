@@ -100,8 +100,11 @@ pub enum EventKind {
         /// The broker's answer.
         error: Arc<Error>,
     },
-    /// The term ended for another reason than a fence or a resign (a fatal
-    /// error).
+    /// No renewal committed within the lease (on the member's monotonic
+    /// clock): the term ended, a standby may have taken over.
+    LeaseExpired,
+    /// The term ended for another reason than a fence, an expired lease or a
+    /// resign (a fatal error).
     Ended {
         /// Why.
         error: Arc<Error>,
@@ -121,7 +124,7 @@ pub enum EventKind {
 impl EventKind {
     /// A short stable name (`registered`, `waiting`, `challenging`,
     /// `lost_challenge`, `elected`, `renewed`, `renewal_failing`, `fenced`,
-    /// `ended`, `resigned`, `deregistered`), for JSON lines and bindings.
+    /// `lease_expired`, `ended`, `resigned`, `deregistered`), for JSON lines and bindings.
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::Registered { .. } => "registered",
@@ -132,6 +135,7 @@ impl EventKind {
             EventKind::Renewed { .. } => "renewed",
             EventKind::RenewalFailing { .. } => "renewal_failing",
             EventKind::Fenced { .. } => "fenced",
+            EventKind::LeaseExpired => "lease_expired",
             EventKind::Ended { .. } => "ended",
             EventKind::Resigned { .. } => "resigned",
             EventKind::Deregistered => "deregistered",

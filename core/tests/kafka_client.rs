@@ -17,6 +17,7 @@ use krabka_coordination::client::Client;
 use krabka_coordination::events::{self, EventKind, EventReceiver};
 use krabka_coordination::leadership::{acquire_leadership, LeadershipOptions};
 use krabka_coordination::transport::kafka::TopicSpec;
+use krabka_coordination::transport::LeaseWriter;
 use krabka_coordination::{Error, ErrorKind};
 use support::*;
 use tokio_util::sync::CancellationToken;
@@ -241,4 +242,48 @@ async fn a_cancelled_candidate_on_the_holders_transport_leaves_the_holder_writin
         ["a"]
     );
     a.resign().await.unwrap();
+}
+
+/// A leader deposed without noticing (here: a successor minted and wrote its
+/// lease while the leader went on) resigns: its tombstone is fenced and no
+/// epoch is bumped, so the successor's lease and epoch stand (issue 9, item 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_leaders_resign_leaves_the_successor_in_place() {
+    let role = unique("deposed-resign");
+    let a = client().await;
+    let leadership = a.acquire(&role, "a", options(&a)).await.expect("a leads");
+    let successor = transport("deposed-resign-b").await;
+    let b = successor
+        .mint_epoch(&role, Duration::from_secs(10))
+        .await
+        .unwrap();
+    b.write_lease(
+        lease_record(&role, Some(lease_value("b", b.token(), 1))),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+
+    leadership
+        .resign()
+        .await
+        .expect("the resign itself succeeds");
+    assert!(!leadership.is_held());
+    assert_eq!(
+        a.describe_leadership(&role).await.unwrap().token,
+        b.token(),
+        "the resign minted nothing above the successor"
+    );
+    let state = a.describe_role_state(&role).await.unwrap();
+    assert_eq!(
+        state.lease.map(|l| (l.member, l.token)),
+        Some(("b".to_owned(), b.token())),
+        "the successor's lease stands"
+    );
+    b.write_lease(
+        lease_record(&role, Some(lease_value("b", b.token(), 2))),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("the successor renews");
 }

@@ -17,6 +17,9 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use support::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Creates `topic` with plain Kafka defaults plus `settings`, bypassing the helpers.
 async fn create_raw(topic: &str, partitions: i32, settings: &[(&str, &str)]) {
     let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
@@ -161,15 +164,17 @@ async fn client_settings_reach_every_producer_and_consumer() {
     let epoch = t.mint_epoch(&role, Duration::from_secs(10)).await.unwrap();
     let token = epoch.token();
     epoch
-        .write_lease(state_record(
-            0,
-            lease_key(&role),
-            Some(lease_value("m", token, 1)),
-        ))
+        .write_lease(
+            state_record(0, lease_key(&role), Some(lease_value("m", token, 1))),
+            WITHIN,
+        )
         .await
         .expect("a small lease fits");
     let e = epoch
-        .write_lease(state_record(0, lease_key(&role), Some(vec![7; 5000])))
+        .write_lease(
+            state_record(0, lease_key(&role), Some(vec![7; 5000])),
+            WITHIN,
+        )
         .await
         .unwrap_err();
     assert!(!e.is_fenced(), "{e:?}");
@@ -189,15 +194,17 @@ async fn client_settings_reach_every_producer_and_consumer() {
     assert!(again > token);
     assert_eq!(t.mint_stats().from_spare, 1, "{:?}", t.mint_stats());
     let e = next
-        .write_lease(state_record(0, lease_key(&role), Some(vec![7; 5000])))
+        .write_lease(
+            state_record(0, lease_key(&role), Some(vec![7; 5000])),
+            WITHIN,
+        )
         .await
         .unwrap_err();
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
-    next.write_lease(state_record(
-        0,
-        lease_key(&role),
-        Some(lease_value("m", again, 2)),
-    ))
+    next.write_lease(
+        state_record(0, lease_key(&role), Some(lease_value("m", again, 2))),
+        WITHIN,
+    )
     .await
     .expect("a small lease fits");
 

@@ -13,6 +13,9 @@ use krabka_coordination::transport::{Coordinator, Describer, LeaseWriter, Regist
 use krabka_coordination::{Error, ErrorKind, FencingToken, NO_EPOCH};
 use support::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 const LEASE: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,12 +42,18 @@ async fn mint_gives_increasing_tokens_and_describe_names_the_newest() {
     );
     assert_eq!(third_epoch.role(), role);
     let e = first_epoch
-        .write_lease(lease_record(&role, Some(lease_value("a", first, 1))))
+        .write_lease(
+            lease_record(&role, Some(lease_value("a", first, 1))),
+            WITHIN,
+        )
         .await
         .unwrap_err();
     assert!(e.is_fenced(), "the first epoch is superseded: {e:?}");
     third_epoch
-        .write_lease(lease_record(&role, Some(lease_value("a", third, 2))))
+        .write_lease(
+            lease_record(&role, Some(lease_value("a", third, 2))),
+            WITHIN,
+        )
         .await
         .expect("the newest epoch writes");
 
@@ -120,7 +129,7 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
     let ea = a.mint_epoch(&role, LEASE).await.unwrap();
     let ta = ea.token();
     let a1 = lease_value("a", ta, 1);
-    ea.write_lease(lease_record(&role, Some(a1.clone())))
+    ea.write_lease(lease_record(&role, Some(a1.clone())), WITHIN)
         .await
         .expect("A's first lease");
 
@@ -129,7 +138,7 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
     assert!(tb > ta);
     let a2 = lease_value("a", ta, 2);
     let e = ea
-        .write_lease(lease_record(&role, Some(a2.clone())))
+        .write_lease(lease_record(&role, Some(a2.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
@@ -139,21 +148,24 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
     // With no producer left, every later write is refused as Fenced again,
     // without reaching the broker.
     let e = ea
-        .write_lease(lease_record(&role, Some(a2.clone())))
+        .write_lease(lease_record(&role, Some(a2.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
 
     // The guarded write of a deposed holder fails the same way.
     let guarded = data_record(&topic, 0, b"a-deposed");
-    let e = ea.write_guarded(vec![guarded.clone()]).await.unwrap_err();
+    let e = ea
+        .write_guarded(vec![guarded.clone()], WITHIN)
+        .await
+        .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
 
     let b1 = lease_value("b", tb, 4);
-    eb.write_lease(lease_record(&role, Some(b1.clone())))
+    eb.write_lease(lease_record(&role, Some(b1.clone())), WITHIN)
         .await
         .expect("B's lease");
-    eb.write_guarded(vec![data_record(&topic, 0, b"b-holder")])
+    eb.write_guarded(vec![data_record(&topic, 0, b"b-holder")], WITHIN)
         .await
         .expect("B's guarded write");
     let records = read_until(&b, p, Duration::from_secs(10), |r| has_value(r, &b1)).await;
@@ -177,7 +189,7 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
     // A fresh acquire by A fences B in turn, on its guarded write.
     let ea2 = a.mint_epoch(&role, LEASE).await.unwrap();
     assert!(ea2.token() > tb);
-    let e = eb.write_guarded(vec![guarded]).await.unwrap_err();
+    let e = eb.write_guarded(vec![guarded], WITHIN).await.unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     assert!(!eb.has_producer().await);
     assert!(ea2.has_producer().await);
@@ -202,24 +214,24 @@ async fn two_epochs_of_one_role_on_one_transport_write_through_their_own_produce
     // write alike, and every later write of it fails the same way.
     let first_lease = lease_value("m", first.token(), 1);
     let e = first
-        .write_lease(lease_record(&role, Some(first_lease.clone())))
+        .write_lease(lease_record(&role, Some(first_lease.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     let e = second
-        .write_guarded(vec![data_record(&topic, 0, b"second")])
+        .write_guarded(vec![data_record(&topic, 0, b"second")], WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     assert!(!first.has_producer().await && !second.has_producer().await);
     let e = first
-        .write_guarded(vec![data_record(&topic, 0, b"first")])
+        .write_guarded(vec![data_record(&topic, 0, b"first")], WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     let second_lease = lease_value("m", second.token(), 2);
     let e = second
-        .write_lease(lease_record(&role, Some(second_lease.clone())))
+        .write_lease(lease_record(&role, Some(second_lease.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
@@ -227,11 +239,11 @@ async fn two_epochs_of_one_role_on_one_transport_write_through_their_own_produce
     // The newest epoch writes, and only its records are visible.
     let newest_lease = lease_value("m", newest.token(), 3);
     newest
-        .write_lease(lease_record(&role, Some(newest_lease.clone())))
+        .write_lease(lease_record(&role, Some(newest_lease.clone())), WITHIN)
         .await
         .expect("the newest epoch renews");
     newest
-        .write_guarded(vec![data_record(&topic, 0, b"newest")])
+        .write_guarded(vec![data_record(&topic, 0, b"newest")], WITHIN)
         .await
         .expect("the newest epoch writes");
     let records = read_until(&t, p, Duration::from_secs(10), |r| {
@@ -256,10 +268,10 @@ async fn two_epochs_of_one_role_on_one_transport_write_through_their_own_produce
     // Dropping the older handles leaves the newest one alone.
     drop((first, second));
     newest
-        .write_lease(lease_record(
-            &role,
-            Some(lease_value("m", newest.token(), 4)),
-        ))
+        .write_lease(
+            lease_record(&role, Some(lease_value("m", newest.token(), 4))),
+            WITHIN,
+        )
         .await
         .expect("the newest epoch writes after the older handles went");
 }
@@ -277,28 +289,28 @@ async fn writes_an_epoch_may_not_make_are_refused_and_keep_the_epoch() {
     // partition. None of it reaches the broker or costs the epoch.
     let mut forged = data_record(&state_topic, partition_of(&role), b"forged");
     forged.value = Some(lease_value("forger", token, 1));
-    let e = epoch.write_guarded(vec![forged]).await.unwrap_err();
+    let e = epoch.write_guarded(vec![forged], WITHIN).await.unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     assert!(e.to_string().contains(&state_topic), "{e}");
     let e = epoch
-        .write_guarded(vec![data_record("", 0, b"x")])
+        .write_guarded(vec![data_record("", 0, b"x")], WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     let e = epoch
-        .write_guarded(vec![data_record("some-topic", -1, b"x")])
+        .write_guarded(vec![data_record("some-topic", -1, b"x")], WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     let e = epoch
-        .write_lease(state_record(-1, lease_key(&role), None))
+        .write_lease(state_record(-1, lease_key(&role), None), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     assert!(epoch.has_producer().await, "a refused write is not a fence");
     let v = lease_value("m", token, 2);
     epoch
-        .write_lease(lease_record(&role, Some(v.clone())))
+        .write_lease(lease_record(&role, Some(v.clone())), WITHIN)
         .await
         .unwrap();
     let records = read_until(&t, partition_of(&role), Duration::from_secs(10), |r| {
@@ -372,10 +384,10 @@ async fn crashed_writer_child(role: &str, marker: i64) {
     let epoch = t.mint_epoch(role, Duration::from_secs(2)).await.unwrap();
     let token = epoch.token();
     epoch
-        .write_lease(lease_record(
-            role,
-            Some(lease_value("child", token, marker)),
-        ))
+        .write_lease(
+            lease_record(role, Some(lease_value("child", token, marker))),
+            WITHIN,
+        )
         .await
         .unwrap();
     epoch
@@ -417,10 +429,13 @@ async fn aborted_and_crashed_writes_never_appear() {
         .await
         .unwrap();
     let e = epoch
-        .write_guarded(vec![
-            data_record(&topic, 0, b"doomed-data"),
-            data_record(&topic, 7, b"x"),
-        ])
+        .write_guarded(
+            vec![
+                data_record(&topic, 0, b"doomed-data"),
+                data_record(&topic, 7, b"x"),
+            ],
+            WITHIN,
+        )
         .await;
     let e = e.expect_err("a send to a missing partition must fail the transaction");
     assert!(
@@ -434,7 +449,7 @@ async fn aborted_and_crashed_writes_never_appear() {
     // The producer goes on: a later lease commits.
     let later = lease_value("m", token, 101);
     epoch
-        .write_lease(lease_record(&role, Some(later.clone())))
+        .write_lease(lease_record(&role, Some(later.clone())), WITHIN)
         .await
         .expect("a write after the abort");
     let records = read_until(&t, p, Duration::from_secs(10), |r| has_value(r, &later)).await;
@@ -529,7 +544,10 @@ async fn one_epoch_per_term_across_renewals() {
     const RENEWALS: i64 = 50;
     for i in 0..RENEWALS {
         epoch
-            .write_lease(lease_record(&role, Some(lease_value("m", token, 1000 + i))))
+            .write_lease(
+                lease_record(&role, Some(lease_value("m", token, 1000 + i))),
+                WITHIN,
+            )
             .await
             .unwrap();
     }
@@ -592,7 +610,7 @@ async fn a_holder_stalled_past_its_transaction_timeout_is_fenced() {
 
     let next = lease_value("m", token, 2);
     let e = epoch
-        .write_lease(lease_record(&role, Some(next.clone())))
+        .write_lease(lease_record(&role, Some(next.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
@@ -623,7 +641,10 @@ async fn crashed_holder_child(role: &str) {
     let epoch = t.mint_epoch(role, Duration::from_secs(60)).await.unwrap();
     let token = epoch.token();
     epoch
-        .write_lease(lease_record(role, Some(lease_value("old", token, 1))))
+        .write_lease(
+            lease_record(role, Some(lease_value("old", token, 1))),
+            WITHIN,
+        )
         .await
         .unwrap();
     epoch
@@ -693,7 +714,7 @@ async fn a_crashed_holder_is_replaced() {
     );
     let mine = lease_value("new", new, 3);
     epoch
-        .write_lease(lease_record(&role, Some(mine.clone())))
+        .write_lease(lease_record(&role, Some(mine.clone())), WITHIN)
         .await
         .unwrap();
     let records = read_until(&t, p, Duration::from_secs(10), |r| has_value(r, &mine)).await;
@@ -732,7 +753,7 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     assert_eq!(a.mint_stats().from_spare, 0, "the first mint had no spare");
     // The lease record says how long the role's leases last (10 s = LEASE).
     let a1 = lease_value("a", ta, 1);
-    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())))
+    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())), WITHIN)
         .await
         .unwrap();
 
@@ -751,11 +772,14 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     assert_eq!(b.describe_epoch(&role).await.unwrap(), tb);
     // The spare is the producer the epoch binds: it writes, A is fenced.
     let b2 = lease_value("b", tb, 2);
-    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())))
+    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())), WITHIN)
         .await
         .expect("the spare's epoch writes");
     let e = ea
-        .write_lease(state_record(p, key.clone(), Some(lease_value("a", ta, 3))))
+        .write_lease(
+            state_record(p, key.clone(), Some(lease_value("a", ta, 3))),
+            WITHIN,
+        )
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
@@ -775,7 +799,7 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
         .expect("the role is known");
     assert_eq!(d.timeout_ms, short.as_millis() as i32);
     let b4 = lease_value("b", tb2, 4);
-    eb2.write_lease(state_record(p, key.clone(), Some(b4.clone())))
+    eb2.write_lease(state_record(p, key.clone(), Some(b4.clone())), WITHIN)
         .await
         .unwrap();
     let records = read_until(&a, p, Duration::from_secs(10), |r| has_value(r, &b4)).await;
@@ -785,4 +809,48 @@ async fn a_registered_member_mints_with_a_spare_lease_producer() {
     // B leaves the role (the member's hint): the role's spare goes.
     b.prepare_epoch(&role, None);
     assert!(!b.has_spare_lease_producer(&role));
+}
+
+/// The conditional bump a resign relies on (issue 9, item 3), checked on the
+/// broker: InitProducerId with the caller's producer id and epoch (KIP-360)
+/// bumps only the current epoch and is refused for a superseded one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
+    let role = unique("supersede");
+    let a = transport("supersede-a").await;
+    let b = transport("supersede-b").await;
+    let old = a.mint_epoch(&role, LEASE).await.unwrap();
+    let new = b.mint_epoch(&role, LEASE).await.unwrap();
+    assert!(new.token() > old.token());
+
+    // The deposed epoch asks: refused, nothing bumped.
+    assert_eq!(
+        old.supersede(WITHIN).await.unwrap(),
+        krabka_coordination::transport::Superseded::AlreadySuperseded
+    );
+    assert_eq!(a.describe_epoch(&role).await.unwrap(), new.token());
+    new.write_lease(
+        lease_record(&role, Some(lease_value("b", new.token(), 1))),
+        WITHIN,
+    )
+    .await
+    .expect("the current epoch still writes");
+
+    // The current epoch asks: bumped by one, and its own writes are fenced.
+    let krabka_coordination::transport::Superseded::Bumped(next) =
+        new.supersede(WITHIN).await.unwrap()
+    else {
+        panic!("the current epoch must be bumped");
+    };
+    assert_eq!(next.producer_id, new.token().producer_id);
+    assert_eq!(next.producer_epoch, new.token().producer_epoch + 1);
+    assert_eq!(a.describe_epoch(&role).await.unwrap(), next);
+    let e = new
+        .write_lease(
+            lease_record(&role, Some(lease_value("b", new.token(), 2))),
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
+    assert!(e.means_fenced(), "{e}");
 }

@@ -15,6 +15,9 @@ use krabka_coordination::transport::{Describer, LeaseWriter};
 use krabka_coordination::Error;
 use support::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 const LEASE: Duration = Duration::from_secs(10);
 
 /// Restarts a stopped node when dropped, so a failing test leaves the
@@ -79,7 +82,7 @@ async fn the_fence_holds_while_a_broker_restarts() {
     let ea = a.mint_epoch(&role, LEASE).await.unwrap();
     let ta = ea.token();
     let a1 = lease_value("a", ta, 1);
-    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())))
+    ea.write_lease(state_record(p, key.clone(), Some(a1.clone())), WITHIN)
         .await
         .unwrap();
 
@@ -97,13 +100,13 @@ async fn the_fence_holds_while_a_broker_restarts() {
     assert!(tb > ta, "{ta} -> {tb}");
     let a2 = lease_value("a", ta, 2);
     let e = ea
-        .write_lease(state_record(p, key.clone(), Some(a2.clone())))
+        .write_lease(state_record(p, key.clone(), Some(a2.clone())), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "expected Fenced, got {e:?}");
     assert!(!ea.has_producer().await, "the fenced producer is dropped");
     let b1 = lease_value("b", tb, 3);
-    eb.write_lease(state_record(p, key.clone(), Some(b1.clone())))
+    eb.write_lease(state_record(p, key.clone(), Some(b1.clone())), WITHIN)
         .await
         .expect("two of three replicas are in sync");
     assert_eq!(client.describe_epoch(&role).await.unwrap(), tb);
@@ -111,7 +114,7 @@ async fn the_fence_holds_while_a_broker_restarts() {
     stopped.restart().await;
 
     let b2 = lease_value("b", tb, 4);
-    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())))
+    eb.write_lease(state_record(p, key.clone(), Some(b2.clone())), WITHIN)
         .await
         .expect("a lease after the restart");
     let reader = KafkaTransport::new(cfg.clone(), Some("repl-reader")).unwrap();

@@ -14,6 +14,9 @@ use krabka_coordination::{role_partition, Record, RoleState};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 const LEASE: Duration = Duration::from_secs(10);
 
 /// A role other than `role` with the same partition.
@@ -138,9 +141,12 @@ async fn registrations_come_back_in_append_order_below_the_stable_offset() {
     );
 
     // The commit releases both, in offset order.
-    held.write_lease(lease_record(&holder_role, Some(lease_value("h", token, 2))))
-        .await
-        .unwrap();
+    held.write_lease(
+        lease_record(&holder_role, Some(lease_value("h", token, 2))),
+        WITHIN,
+    )
+    .await
+    .unwrap();
     let records = read_until(&t, p, Duration::from_secs(10), |r| {
         has_record(r, &reg_key(&role, "late"), &late)
     })
@@ -278,11 +284,10 @@ async fn poll_wakes_promptly_on_commits_and_continues_where_it_ended() {
                 .unwrap();
         } else {
             epoch
-                .write_lease(state_record(
-                    0,
-                    lease_key(role),
-                    Some(lease_value("w", token, i)),
-                ))
+                .write_lease(
+                    state_record(0, lease_key(role), Some(lease_value("w", token, i))),
+                    WITHIN,
+                )
                 .await
                 .unwrap();
         }
@@ -403,11 +408,10 @@ async fn records_of_a_role_land_on_its_partition() {
             let epoch = t.acquire_epoch(&role, LEASE).await.unwrap();
             let token = epoch.token();
             epoch
-                .write_lease(state_record(
-                    p,
-                    lease_key(&role),
-                    Some(lease_value("m", token, 1)),
-                ))
+                .write_lease(
+                    state_record(p, lease_key(&role), Some(lease_value("m", token, 1))),
+                    WITHIN,
+                )
                 .await
                 .unwrap();
             roles.push((role, p, off, token));

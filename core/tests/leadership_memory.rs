@@ -18,6 +18,9 @@ use krabka_coordination::{role_partition, Clock, Error, FencingToken};
 use tokio_util::sync::CancellationToken;
 use world::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[tokio::test(flavor = "current_thread")]
 async fn rank0_takes_over_at_the_deadline_and_not_before() {
     let w = World::new();
@@ -351,7 +354,9 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     assert_eq!(a.held(ROLE), [ta], "the live epoch is listed");
     // An aborted write takes an offset but is never read.
     ea.write_lease_aborted(lease(Some(b"aborted"))).unwrap();
-    ea.write_lease(lease(Some(b"committed"))).await.unwrap();
+    ea.write_lease(lease(Some(b"committed")), WITHIN)
+        .await
+        .unwrap();
     let read = a.read_partition(p).await.unwrap();
     assert_eq!(read.len(), 1);
     assert_eq!(
@@ -362,13 +367,19 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     let eb = b.acquire_epoch(ROLE, LEASE).await.unwrap();
     let tb = eb.token();
     assert!(tb > ta);
-    let err = ea.write_lease(lease(None)).await.unwrap_err();
+    let err = ea.write_lease(lease(None), WITHIN).await.unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
-    let err = ea.write_lease(lease(Some(b"again"))).await.unwrap_err();
+    let err = ea
+        .write_lease(lease(Some(b"again")), WITHIN)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "a later write: {err:?}");
     let err = ea.write_lease_aborted(lease(Some(b"again"))).unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
-    let err = ea.write_guarded(vec![order("late")]).await.unwrap_err();
+    let err = ea
+        .write_guarded(vec![order("late")], WITHIN)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
     assert!(
         orders(&w).is_empty(),
@@ -389,7 +400,7 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     // Guarded writes never go to the state topic.
     let mut forged = order("forged");
     forged.topic = krabka_coordination::STATE_TOPIC.into();
-    let err = eb.write_guarded(vec![forged]).await.unwrap_err();
+    let err = eb.write_guarded(vec![forged], WITHIN).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     // Producer id rotation at the exhausted epoch.
     w.cluster

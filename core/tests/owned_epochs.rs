@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 use world::hooked::Hooked;
 use world::*;
 
+/// How long one write of an epoch may take in these tests.
+const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The lease record of [`ROLE`] for `member` with `token`, granted at `at`.
 fn lease_record(w: &World, member: &str, token: FencingToken, at: i64) -> StateRecord {
     let lease = Lease {
@@ -59,21 +62,27 @@ async fn two_epochs_of_one_role_on_one_transport_are_fenced_by_age() {
 
     // The older handle is fenced on every write; the newer one writes.
     let err = older
-        .write_lease(lease_record(&w, "m", older.token(), T0))
+        .write_lease(lease_record(&w, "m", older.token(), T0), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
-    let err = older.write_guarded(vec![order("older")]).await.unwrap_err();
+    let err = older
+        .write_guarded(vec![order("older")], WITHIN)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
     newer
-        .write_lease(lease_record(&w, "m", newer.token(), T0 + 1))
+        .write_lease(lease_record(&w, "m", newer.token(), T0 + 1), WITHIN)
         .await
         .unwrap();
-    newer.write_guarded(vec![order("newer")]).await.unwrap();
+    newer
+        .write_guarded(vec![order("newer")], WITHIN)
+        .await
+        .unwrap();
     // Still fenced after the newer one wrote: nothing routes the older
     // handle's writes through the newer epoch.
     let err = older
-        .write_lease(lease_record(&w, "m", older.token(), T0 + 2))
+        .write_lease(lease_record(&w, "m", older.token(), T0 + 2), WITHIN)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
@@ -94,7 +103,7 @@ async fn two_epochs_of_one_role_on_one_transport_are_fenced_by_age() {
     drop(older);
     assert_eq!(t.held(ROLE), [newer_token]);
     newer
-        .write_lease(lease_record(&w, "m", newer_token, T0 + 3))
+        .write_lease(lease_record(&w, "m", newer_token, T0 + 3), WITHIN)
         .await
         .unwrap();
 }
@@ -113,7 +122,10 @@ async fn a_holder_whose_transport_mints_a_newer_epoch_is_fenced_not_renewed() {
     assert!(a.err().unwrap().is_fenced());
     let err = a.write(vec![order("a")]).await.unwrap_err();
     assert!(matches!(err, Error::Fenced(_)), "{err:?}");
-    newer.write_guarded(vec![order("newer")]).await.unwrap();
+    newer
+        .write_guarded(vec![order("newer")], WITHIN)
+        .await
+        .unwrap();
     assert_eq!(orders(&w), ["newer"]);
     let leases = visible_leases(&w).await;
     assert!(

@@ -96,9 +96,9 @@ pub(crate) async fn acquire_with(
     let span = m.span.clone();
     let won = acquire_loop(&m, &cancel).instrument(span).await;
     match won {
-        Ok((epoch, lease)) => {
+        Ok(won) => {
             guard.disarm();
-            let leadership = Leadership::start(m, epoch, lease, claim);
+            let leadership = Leadership::start(m, won, claim);
             if cancel.is_cancelled() {
                 // The caller stopped waiting in the instant the role was won:
                 // hand it over rather than hold it until the lease runs out.
@@ -114,10 +114,15 @@ pub(crate) async fn acquire_with(
     }
 }
 
-async fn acquire_loop(
-    m: &Member,
-    cancel: &CancellationToken,
-) -> Result<(Box<dyn LeaseWriter>, Lease)> {
+/// A won challenge: the epoch, its first lease, and when (monotonic ms) that
+/// lease was sent.
+pub(super) struct Won {
+    pub(super) epoch: Box<dyn LeaseWriter>,
+    pub(super) lease: Lease,
+    pub(super) sent: i64,
+}
+
+async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
     m.transport
@@ -198,22 +203,31 @@ async fn acquire_loop(
                 // late must not publish an already expired deadline.
                 let written = m
                     .retry("writing the first lease", cancel, || async {
+                        let sent = m.mono();
                         let (record, lease) = m.lease_record(token)?;
-                        epoch.write_lease(record).await.map(|()| lease)
+                        match epoch.write_lease(record, lease_duration).await {
+                            Ok(()) => Ok((lease, sent)),
+                            // A commit that may not have happened: write a
+                            // fresh lease (the pending commit completes first).
+                            Err(e @ Error::OutcomeUnknown { .. }) if !e.means_fenced() => {
+                                Err(Error::transient("writing the first lease", e))
+                            }
+                            Err(e) => Err(e),
+                        }
                     })
                     .await;
                 match written {
-                    Ok(lease) => {
+                    Ok((lease, sent)) => {
                         tracing::info!(%token, deadline = lease.deadline, "elected");
                         m.emit(EventKind::Elected {
                             token,
                             granted_at: lease.granted_at,
                             deadline: lease.deadline,
                         });
-                        return Ok((epoch, lease));
+                        return Ok(Won { epoch, lease, sent });
                     }
-                    Err(Error::Fenced(why)) => {
-                        tracing::info!(%token, %why, "lost the challenge to a newer epoch");
+                    Err(e) if e.means_fenced() => {
+                        tracing::info!(%token, why = %e, "lost the challenge to a newer epoch");
                         m.emit(EventKind::LostChallenge { token });
                         drop(epoch);
                         lost = Some((token, m.now().saturating_add(millis(lease_duration))));

@@ -2,18 +2,21 @@
 //! through the epoch the member minted and owns.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::acquire::Won;
 use super::member::{millis, Backoff, Member};
 use crate::codec::Lease;
 use crate::error::{Error, Result, SharedError};
 use crate::events::{EventKind, EventSender};
 use crate::token::FencingToken;
-use crate::transport::{LeaseWriter, OutRecord};
+use crate::transport::{LeaseWriter, OutRecord, Superseded};
 
 /// Why a [`Leadership`] ended, shared by every clone of its error.
 pub type EndReason = Arc<Error>;
@@ -29,10 +32,16 @@ struct Held {
     epoch: Box<dyn LeaseWriter>,
     token: FencingToken,
     lease: Mutex<Lease>,
+    /// The monotonic time (ms) the last committed lease write was sent: the
+    /// local lease deadline is this plus the lease duration.
+    sent: Mutex<i64>,
     ended: watch::Sender<Option<EndReason>>,
     /// Serialises renewals, guarded writes and resign on the epoch.
     writes: tokio::sync::Mutex<()>,
-    resigned: tokio::sync::Mutex<bool>,
+    /// Set once a resign started; the resign runs in its own task and
+    /// publishes its result in `resigned`.
+    resign_started: AtomicBool,
+    resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
     renewal_failures: Mutex<u32>,
     claim: Mutex<Option<Claim>>,
@@ -54,7 +63,8 @@ impl Held {
         });
         if first {
             match &*reason {
-                Error::Fenced(_) => self.member.emit(EventKind::Fenced { error: reason }),
+                e if e.means_fenced() => self.member.emit(EventKind::Fenced { error: reason }),
+                Error::LeaseExpired(_) => self.member.emit(EventKind::LeaseExpired),
                 Error::Resigned => {}
                 _ => self.member.emit(EventKind::Ended { error: reason }),
             }
@@ -70,14 +80,39 @@ impl Held {
     fn is_ended(&self) -> bool {
         self.ended.borrow().is_some()
     }
+
+    /// The local lease deadline, monotonic ms.
+    fn deadline(&self) -> i64 {
+        let sent = *self.sent.lock().unwrap_or_else(|e| e.into_inner());
+        sent.saturating_add(millis(self.member.options.election.lease_duration))
+    }
+
+    /// The lease time left on the monotonic clock (zero once it ran out).
+    fn left(&self) -> Duration {
+        let left = self.deadline().saturating_sub(self.member.mono());
+        Duration::from_millis(left.max(0) as u64)
+    }
+
+    /// Ends the term because the local lease deadline passed.
+    fn expire(&self) {
+        let lease = self.member.options.election.lease_duration;
+        tracing::warn!(?lease, "no renewal committed within the lease; the term ends");
+        self.end(Error::LeaseExpired(format!(
+            "no renewal of role {} committed within the lease ({lease:?}); a standby may have taken over",
+            crate::error::quote(&self.member.role)
+        )));
+    }
 }
 
 /// The held leadership of a role.
 ///
 /// Renews the lease in the background. [`Leadership::done`] resolves when the
 /// role ends and [`Leadership::err`] then says why: [`Error::Fenced`] (a newer
-/// epoch exists), [`Error::Resigned`], or a fatal error. Stop the role's work
-/// when it resolves.
+/// epoch exists), [`Error::LeaseExpired`] (no renewal committed within the
+/// lease, measured on the monotonic clock from the send time of the last
+/// committed one: a standby may have taken over), [`Error::Resigned`], or a
+/// fatal error. Stop the role's work when it resolves; work outside Kafka
+/// should also stop when [`Leadership::lease_left`] reaches zero.
 ///
 /// Dropping a `Leadership` stops the renewals without resigning: standbys take
 /// over once the lease expires. Call [`Leadership::resign`] to hand over at
@@ -108,12 +143,8 @@ impl Drop for Leadership {
 }
 
 impl Leadership {
-    pub(super) fn start(
-        member: Arc<Member>,
-        epoch: Box<dyn LeaseWriter>,
-        lease: Lease,
-        claim: Option<Claim>,
-    ) -> Leadership {
+    pub(super) fn start(member: Arc<Member>, won: Won, claim: Option<Claim>) -> Leadership {
+        let Won { epoch, lease, sent } = won;
         let (ended, _) = watch::channel(None);
         let span = member.span.clone();
         let held = Arc::new(Held {
@@ -121,9 +152,11 @@ impl Leadership {
             epoch,
             member,
             lease: Mutex::new(lease),
+            sent: Mutex::new(sent),
             ended,
             writes: tokio::sync::Mutex::new(()),
-            resigned: tokio::sync::Mutex::new(false),
+            resign_started: AtomicBool::new(false),
+            resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
             claim: Mutex::new(claim),
@@ -159,6 +192,16 @@ impl Leadership {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The lease time left on this member's monotonic clock: the lease
+    /// duration since the send time of the last committed renewal. Zero once
+    /// it ran out (the term then ends with [`Error::LeaseExpired`]).
+    pub fn lease_left(&self) -> Duration {
+        if self.held.is_ended() {
+            return Duration::ZERO;
+        }
+        self.held.left()
     }
 
     /// How many renewals in a row have failed with a transient error.
@@ -198,81 +241,157 @@ impl Leadership {
     /// with the renewals. The broker fences a deposed leader's write: it
     /// fails with [`Error::Fenced`], none of its records become visible, and
     /// the leadership ends.
+    ///
+    /// A write may take at most one renew interval (and never past the local
+    /// lease deadline), so it never starves the renewals: one not
+    /// acknowledged by then is aborted and fails with [`Error::Transient`]
+    /// (nothing written). A failure after its commit was sent is
+    /// [`Error::OutcomeUnknown`]: the records may or may not be visible.
     pub async fn write(&self, records: Vec<OutRecord>) -> Result<()> {
-        let _w = self.held.writes.lock().await;
+        let held = &self.held;
+        let renew = held.member.options.election.renew_interval;
+        let _w = tokio::select! {
+            biased;
+            w = held.writes.lock() => w,
+            _ = held.member.options.clock.sleep(held.left()) => {
+                return Err(self.err().map_or_else(
+                    || Error::transient("a guarded write", "the lease ran out while waiting for the producer"),
+                    |e| ended_error(&e),
+                ));
+            }
+        };
         if let Some(e) = self.err() {
             return Err(ended_error(&e));
         }
-        match self.held.epoch.write_guarded(records).await {
-            Err(Error::Fenced(why)) => {
-                let _span = self.held.member.span.enter();
-                tracing::warn!(token = %self.held.token, %why, "fenced");
-                self.held.end(Error::Fenced(why.clone()));
-                Err(Error::Fenced(why))
+        let within = held.left().min(renew);
+        if within.is_zero() {
+            return Err(Error::LeaseExpired(
+                "the lease ran out before the guarded write".into(),
+            ));
+        }
+        match held.epoch.write_guarded(records, within).await {
+            Err(e) if e.means_fenced() => {
+                let _span = held.member.span.enter();
+                tracing::warn!(token = %held.token, why = %e, "fenced");
+                held.end(Error::Fenced(e.to_string()));
+                Err(e)
             }
             other => other,
         }
     }
 
-    /// Gives the role up: stops renewing, mints one more epoch (so the
-    /// resigned token is superseded), clears the lease with a tombstone
-    /// written through that epoch, deregisters and lets go of both epochs.
-    /// The next standby in rank takes over without waiting for the old
-    /// deadline.
+    /// Gives the role up, in a way that can never fence a successor: stops
+    /// renewing, clears the lease with a tombstone written through this
+    /// term's own epoch (fenced harmlessly if the member was deposed without
+    /// noticing), then bumps the epoch only if it is still this term's
+    /// (InitProducerId with this producer id and epoch, KIP-360), so the
+    /// resigned token is superseded and any write of the term still in
+    /// flight is fenced. It deregisters and lets go of the epoch. The next
+    /// standby in rank takes over without waiting for the old deadline.
     ///
-    /// Idempotent: a second call returns `Ok(())`. After a fence it only
-    /// deregisters.
+    /// Bounded: each step gets at most the lease duration, and the whole
+    /// resign ends the handle ([`Leadership::done`] fires, `is_held` is false)
+    /// whatever happens. It runs in its own task, so a caller that stops
+    /// waiting (a dropped future, a cancelled task) leaves no half-state.
+    /// Idempotent: a second call waits for the first and returns `Ok(())`.
     pub async fn resign(&self) -> Result<()> {
-        let span = self.held.member.span.clone();
-        self.resign_inner().instrument(span).await
-    }
-
-    async fn resign_inner(&self) -> Result<()> {
-        let mut resigned = self.held.resigned.lock().await;
-        if *resigned {
+        let first = !self.held.resign_started.swap(true, Ordering::SeqCst);
+        let mut outcome = self.held.resigned.subscribe();
+        if first {
+            let held = Arc::clone(&self.held);
+            let span = held.member.span.clone();
+            let task = tokio::spawn(
+                async move { resign_task(&held).await.map_err(Arc::new) }.instrument(span),
+            );
+            let held = Arc::clone(&self.held);
+            tokio::spawn(async move {
+                let r = match task.await {
+                    Ok(r) => r,
+                    // A panic in the resign: the term ends all the same.
+                    Err(e) => {
+                        held.end(Error::Resigned);
+                        Err(Arc::new(Error::fatal("the resign task", e)))
+                    }
+                };
+                held.resigned.send_replace(Some(r));
+            });
+        }
+        // The sender lives in `held`, which this handle keeps alive.
+        let result = match outcome.wait_for(Option::is_some).await {
+            Ok(r) => r.clone().unwrap_or(Ok(())),
+            Err(_) => Ok(()),
+        };
+        if !first {
             return Ok(());
         }
-        *resigned = true;
-        self.held.stop.cancel();
-        let _w = self.held.writes.lock().await;
-        let m = &self.held.member;
-        let never = CancellationToken::new();
-        let mut result = Ok(());
-        if !self.held.is_ended() {
-            let lease_duration = m.options.election.lease_duration;
-            let cleared = async {
-                let successor = m
-                    .retry("minting the resign epoch", &never, || {
-                        m.transport.acquire_epoch(&m.role, lease_duration)
-                    })
-                    .await?;
-                m.retry("clearing the lease", &never, || {
-                    successor.write_lease(m.lease_tombstone())
-                })
-                .await?;
-                Ok::<_, Error>(successor.token())
-            };
-            match cleared.await {
-                Ok(successor) => {
-                    tracing::info!(token = %self.held.token, superseded_by = %successor, "resigned");
-                    m.emit(EventKind::Resigned { cleared: true });
+        result.map_err(|e| match Arc::try_unwrap(e) {
+            Ok(e) => e,
+            Err(shared) => Error::fatal("resigning", SharedError(shared)),
+        })
+    }
+}
+
+/// The steps of a resign (see [`Leadership::resign`]).
+async fn resign_task(held: &Held) -> Result<()> {
+    held.stop.cancel();
+    let m = &held.member;
+    let bound = m.options.election.lease_duration;
+    let mut result = Ok(());
+    // Waits for a renewal or guarded write in flight, at most the bound.
+    let writes = tokio::time::timeout(bound, held.writes.lock()).await;
+    if writes.is_ok() && !held.is_ended() {
+        let deadline = tokio::time::Instant::now() + bound;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        match held.epoch.write_lease(m.lease_tombstone(), left()).await {
+            Ok(()) => {
+                match held.epoch.supersede(left()).await {
+                    Ok(Superseded::Bumped(next)) => {
+                        tracing::info!(token = %held.token, superseded_by = %next, "resigned");
+                    }
+                    Ok(Superseded::AlreadySuperseded) => {
+                        tracing::info!(token = %held.token, "resigned; a newer epoch already existed");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "resigned, but the epoch could not be superseded");
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "resign could not clear the lease; standbys take over at the deadline");
-                    m.emit(EventKind::Resigned { cleared: false });
-                    result = Err(e);
-                }
+                m.emit(EventKind::Resigned { cleared: true });
+            }
+            Err(e) if e.means_fenced() => {
+                // Deposed without noticing: the successor's lease stands.
+                tracing::info!(why = %e, "resigning: already fenced; the successor's lease stands");
+                m.emit(EventKind::Resigned { cleared: false });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "resign could not clear the lease; standbys take over at the deadline");
+                m.emit(EventKind::Resigned { cleared: false });
+                result = Err(e);
             }
         }
-        m.transport.prepare_epoch(&m.role, None);
-        if let Err(e) = m.retry("deregistering", &never, || m.deregister()).await {
+    }
+    m.transport.prepare_epoch(&m.role, None);
+    let never = CancellationToken::new();
+    let deregistered =
+        tokio::time::timeout(bound, m.retry("deregistering", &never, || m.deregister())).await;
+    match deregistered {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
             if result.is_ok() {
                 result = Err(e);
             }
         }
-        self.held.end(Error::Resigned);
-        result
+        Err(_) => {
+            tracing::warn!(?bound, "could not deregister within the bound; the registration stays");
+            if result.is_ok() {
+                result = Err(Error::transient(
+                    "deregistering",
+                    format!("not done within {bound:?}"),
+                ));
+            }
+        }
     }
+    held.end(Error::Resigned);
+    result
 }
 
 /// The error to return for an operation on an ended leadership; the reason
@@ -281,6 +400,7 @@ fn ended_error(reason: &EndReason) -> Error {
     match &**reason {
         Error::Fenced(why) => Error::Fenced(why.clone()),
         Error::Resigned => Error::Resigned,
+        Error::LeaseExpired(why) => Error::LeaseExpired(why.clone()),
         _ => Error::fatal("the leadership ended", SharedError(Arc::clone(reason))),
     }
 }
@@ -299,25 +419,35 @@ async fn renew_task(held: Arc<Held>) {
 
 async fn renew_loop(held: Arc<Held>) {
     let m = &held.member;
+    let clock = &m.options.clock;
     let renew = millis(m.options.election.renew_interval);
     let mut backoff = Backoff::new(&m.options);
-    let mut next_at = held
-        .lease
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .granted_at
-        .saturating_add(renew);
+    let mut next_at = held.deadline() - millis(m.options.election.lease_duration) + renew;
     loop {
+        let until = |at: i64| Duration::from_millis(at.saturating_sub(m.mono()).max(0) as u64);
         tokio::select! {
             biased;
             _ = held.stop.cancelled() => return,
-            _ = m.options.clock.sleep_until(next_at) => {}
+            _ = clock.sleep(held.left()) => { held.expire(); return; }
+            _ = clock.sleep(until(next_at)) => {}
         }
-        let _w = held.writes.lock().await;
+        // A guarded write in flight holds the producer for at most one renew
+        // interval; the lease deadline bounds the wait all the same.
+        let _w = tokio::select! {
+            biased;
+            _ = held.stop.cancelled() => return,
+            w = held.writes.lock() => w,
+            _ = clock.sleep(held.left()) => { held.expire(); return; }
+        };
         if held.stop.is_cancelled() {
             return;
         }
-        let now = m.now();
+        let within = held.left();
+        if within.is_zero() {
+            held.expire();
+            return;
+        }
+        let sent = m.mono();
         let (record, lease) = match m.lease_record(held.token) {
             Ok(v) => v,
             Err(e) => {
@@ -325,25 +455,27 @@ async fn renew_loop(held: Arc<Held>) {
                 return;
             }
         };
-        match held.epoch.write_lease(record).await {
+        // The write is bounded by the lease time left: past it the term ends.
+        match held.epoch.write_lease(record, within).await {
             Ok(()) => {
                 tracing::debug!(deadline = lease.deadline, "renewed");
                 let deadline = lease.deadline;
                 *held.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
+                *held.sent.lock().unwrap_or_else(|e| e.into_inner()) = sent;
                 *held
                     .renewal_failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = 0;
                 backoff.reset();
                 m.emit(EventKind::Renewed { deadline });
-                next_at = now.saturating_add(renew);
+                next_at = sent.saturating_add(renew);
             }
-            Err(Error::Fenced(why)) => {
-                tracing::warn!(token = %held.token, %why, "fenced");
-                held.end(Error::Fenced(why));
+            Err(e) if e.means_fenced() => {
+                tracing::warn!(token = %held.token, why = %e, "fenced");
+                held.end(Error::Fenced(e.to_string()));
                 return;
             }
-            Err(e) if e.is_transient() => {
+            Err(e) if e.is_transient() || matches!(e, Error::OutcomeUnknown { .. }) => {
                 let failures = {
                     let mut f = held
                         .renewal_failures
@@ -358,7 +490,7 @@ async fn renew_loop(held: Arc<Held>) {
                     failures,
                     error: Arc::new(e),
                 });
-                next_at = now.saturating_add(millis(d));
+                next_at = m.mono().saturating_add(millis(d));
             }
             Err(e) => {
                 tracing::error!(error = %e, "renewal failed fatally");

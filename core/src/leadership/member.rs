@@ -100,8 +100,14 @@ impl Member {
         })
     }
 
+    /// The wall clock (epoch ms): what lease records carry.
     pub(super) fn now(&self) -> i64 {
         self.options.clock.now_millis()
+    }
+
+    /// The monotonic clock (ms): what every local deadline uses.
+    pub(super) fn mono(&self) -> i64 {
+        self.options.clock.elapsed_millis()
     }
 
     /// Sends `kind` to the member's subscribers, stamped with the member's

@@ -29,11 +29,16 @@
 //! to waiting.
 //!
 //! The returned [`Leadership`] renews the lease in the background at every
-//! renew interval. Only the broker's fence ([`crate::Error::Fenced`]) ends it; a
+//! renew interval. The broker's fence ([`crate::Error::Fenced`]) ends it. A
 //! transient failure (a broker down, a timeout) is retried with backoff and
-//! reported, because a renewal that succeeds later was accepted under the same
-//! epoch and so nobody else took over. A member never calls itself leader
-//! again without minting a newer epoch.
+//! reported (`renewal_failing`), because a renewal that succeeds later was
+//! accepted under the same epoch, but only until the member's own lease
+//! deadline: the lease duration after the send time of the last committed
+//! renewal, on the monotonic clock. Past it a standby may have taken over, so
+//! the term ends with [`crate::Error::LeaseExpired`]. Every renewal attempt is
+//! bounded by the lease time left, and a guarded write by one renew interval,
+//! so no write starves the renewals. A member never calls itself leader again
+//! without minting a newer epoch.
 //!
 //! Events: every step is delivered as a typed [`crate::events::Event`] to the
 //! subscribers of the member ([`LeadershipOptions::with_events`],
@@ -42,17 +47,20 @@
 //!
 //! # Resign
 //!
-//! [`Leadership::resign`] stops renewing, then **mints one more epoch** with a
-//! producer of its own and clears the lease with a tombstone written by
-//! that producer, deregisters, and drops the producer. Minting before the
-//! tombstone is the choice that makes the hand-over both fast and clean:
+//! [`Leadership::resign`] stops renewing, clears the lease with a tombstone
+//! written **through the term's own epoch**, then bumps the epoch **only if it
+//! is still the term's** (InitProducerId carrying this producer id and epoch,
+//! KIP-360: the coordinator refuses when a newer epoch exists), deregisters
+//! and drops the producer. So:
 //!
-//! * the resigned token is superseded at the coordinator before any standby
-//!   can see the lease cleared, so a third party's [`describe_leadership`]
-//!   stops reporting it as authoritative at once, and any write of the old
-//!   term still in flight is fenced by the broker;
-//! * the standby that takes over mints after the tombstone is visible, so its
-//!   epoch is newer still: the resigning member can never fence its successor.
+//! * a member deposed without noticing (paused, cut off, its clock behind)
+//!   that resigns writes a tombstone the broker fences, and bumps nothing:
+//!   it can never erase its successor's lease or mint above its epoch;
+//! * a current holder's tombstone commits, and the bump supersedes the
+//!   resigned token right after, so any write of the old term still in
+//!   flight is fenced and [`describe_leadership`] stops reporting it; a
+//!   standby that mints in between is newer still, and then the bump is
+//!   refused.
 //!
 //! # Guarantees and non-guarantees
 //!

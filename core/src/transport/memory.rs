@@ -19,7 +19,9 @@
 //! * offsets are per partition and grow by one per record.
 //!
 //! Failure injection: [`MemoryCluster::set_unavailable`] makes every call fail
-//! with a transient error, to test retries.
+//! with a transient error, to test retries; [`MemoryCluster::set_stalled`]
+//! makes writes to a topic hang (a partition below min ISR, a dead leader)
+//! until their time is up, when they abort.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
 use crate::transport::{
     check_guarded, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Record, Registrar,
-    StateReader, StateRecord,
+    StateReader, StateRecord, Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.
@@ -52,6 +54,8 @@ struct Inner {
     epochs: HashMap<String, FencingToken>,
     next_producer_id: i64,
     unavailable: bool,
+    /// Topics whose writes hang.
+    stalled: std::collections::HashSet<String>,
     requests: u64,
     min_lease_duration: Option<Duration>,
 }
@@ -102,6 +106,43 @@ impl MemoryCluster {
     pub fn set_unavailable(&self, unavailable: bool) {
         self.lock().unavailable = unavailable;
         self.changed.notify_waiters();
+    }
+
+    /// Makes writes of an epoch to `topic` (the state topic included) hang
+    /// until set back to `false`, or until the write's `within` runs out on
+    /// the cluster's clock: it then aborts (nothing written) and fails with a
+    /// transient error, as the Kafka transport does.
+    pub fn set_stalled(&self, topic: &str, stalled: bool) {
+        {
+            let mut inner = self.lock();
+            if stalled {
+                inner.stalled.insert(topic.to_owned());
+            } else {
+                inner.stalled.remove(topic);
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Waits while a write to any of `topics` is stalled, at most `within`.
+    async fn wait_unstalled(&self, topics: &[&str], within: Duration, what: &str) -> Result<()> {
+        let deadline = self.clock.sleep(within);
+        tokio::pin!(deadline);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !topics.iter().any(|t| self.lock().stalled.contains(*t)) {
+                return Ok(());
+            }
+            tokio::select! {
+                _ = &mut changed => {}
+                _ = &mut deadline => return Err(Error::transient(
+                    what.to_owned(),
+                    "the records were not acknowledged in time; the transaction was aborted",
+                )),
+            }
+        }
     }
 
     /// Makes [`Coordinator::check_options`] refuse leases shorter than `d`, as
@@ -287,13 +328,21 @@ impl LeaseWriter for MemoryEpoch {
         self.token
     }
 
-    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+    async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
+        let cluster = &self.transport.cluster;
+        cluster
+            .wait_unstalled(&[cluster.state_topic.as_str()], within, "write_lease")
+            .await?;
         self.write_state(record, true)
     }
 
-    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+    async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         let cluster = &self.transport.cluster;
         check_guarded(&records, &cluster.state_topic)?;
+        let topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        cluster
+            .wait_unstalled(&topics, within, "write_guarded")
+            .await?;
         let mut inner = cluster.enter("write_guarded")?;
         self.check_epoch(&inner)?;
         for r in records {
@@ -311,6 +360,33 @@ impl LeaseWriter for MemoryEpoch {
         cluster.changed.notify_waiters();
         Ok(())
     }
+
+    async fn supersede(&self, _within: Duration) -> Result<Superseded> {
+        let mut inner = self.transport.cluster.enter("supersede")?;
+        if self.check_epoch(&inner).is_err() {
+            return Ok(Superseded::AlreadySuperseded);
+        }
+        Ok(Superseded::Bumped(MemoryCluster::bump(&mut inner, &self.role)))
+    }
+}
+
+impl MemoryCluster {
+    /// The coordinator's next token of `role`: the epoch bumped, or a new
+    /// producer id at epoch 0 once the epoch is exhausted (or for a new id).
+    fn bump(inner: &mut Inner, role: &str) -> FencingToken {
+        let token = match inner.epochs.get(role).copied() {
+            Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
+                FencingToken::new(t.producer_id, t.producer_epoch + 1)
+            }
+            _ => {
+                let id = inner.next_producer_id;
+                inner.next_producer_id += 1;
+                FencingToken::new(id, 0)
+            }
+        };
+        inner.epochs.insert(role.to_owned(), token);
+        token
+    }
 }
 
 #[async_trait]
@@ -327,17 +403,7 @@ impl MemoryTransport {
     /// inherent methods ([`MemoryEpoch::write_lease_aborted`]).
     pub fn mint(&self, role: &str) -> Result<MemoryEpoch> {
         let mut inner = self.cluster.enter("acquire_epoch")?;
-        let token = match inner.epochs.get(role).copied() {
-            Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
-                FencingToken::new(t.producer_id, t.producer_epoch + 1)
-            }
-            _ => {
-                let id = inner.next_producer_id;
-                inner.next_producer_id += 1;
-                FencingToken::new(id, 0)
-            }
-        };
-        inner.epochs.insert(role.to_owned(), token);
+        let token = MemoryCluster::bump(&mut inner, role);
         drop(inner);
         let id = self
             .next_epoch_id

@@ -155,15 +155,37 @@ pub trait LeaseWriter: Send + Sync {
     fn token(&self) -> FencingToken;
 
     /// Writes one lease record of the role inside a transaction of the
-    /// epoch-bound producer, acks=all. Fails with [`crate::Error::Fenced`]
-    /// when the broker answers INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED
-    /// (90), and on every write after that.
-    async fn write_lease(&self, record: StateRecord) -> Result<()>;
+    /// epoch-bound producer, acks=all, within `within` (see below). Fails
+    /// with [`crate::Error::Fenced`] when the broker answers
+    /// INVALID_PRODUCER_EPOCH (47) or PRODUCER_FENCED (90), and on every write
+    /// after that.
+    ///
+    /// A write not acknowledged within `within` is aborted and fails with
+    /// [`crate::Error::Transient`]: nothing of it is written. A failure once
+    /// the commit was sent (a timeout, a fence at the commit) is
+    /// [`crate::Error::OutcomeUnknown`], with the cause as its source.
+    async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()>;
 
-    /// Writes `records` in one transaction of the epoch-bound producer. A
-    /// deposed holder's write fails with [`crate::Error::Fenced`] and none of
-    /// its records become visible.
-    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()>;
+    /// Writes `records` in one transaction of the epoch-bound producer,
+    /// within `within` (as [`LeaseWriter::write_lease`]). A deposed holder's
+    /// write fails with [`crate::Error::Fenced`] and none of its records
+    /// become visible.
+    async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()>;
+
+    /// Ends this epoch's term at the coordinator: bumps the role's epoch
+    /// only if this epoch is still the current one (so a member deposed
+    /// without noticing can never fence its successor), within `within`.
+    /// Afterwards this epoch's writes are fenced.
+    async fn supersede(&self, within: Duration) -> Result<Superseded>;
+}
+
+/// What [`LeaseWriter::supersede`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Superseded {
+    /// The epoch was current; the coordinator now holds this newer token.
+    Bumped(FencingToken),
+    /// A newer epoch existed already; nothing was bumped.
+    AlreadySuperseded,
 }
 
 /// All four traits: what a member needs.

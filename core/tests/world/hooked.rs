@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use krabka_coordination::transport::memory::MemoryTransport;
 use krabka_coordination::transport::{
     Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
+    Superseded,
 };
 use krabka_coordination::{ElectionOptions, FencingToken, Record, Result};
 
@@ -75,16 +76,20 @@ impl LeaseWriter for HookedEpoch {
         self.inner.token()
     }
 
-    async fn write_lease(&self, record: StateRecord) -> Result<()> {
-        self.inner.write_lease(record).await?;
+    async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
+        self.inner.write_lease(record, within).await?;
         if let Some(hook) = take(&self.after_lease) {
             hook();
         }
         Ok(())
     }
 
-    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
-        self.inner.write_guarded(records).await
+    async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
+        self.inner.write_guarded(records, within).await
+    }
+
+    async fn supersede(&self, within: Duration) -> Result<Superseded> {
+        self.inner.supersede(within).await
     }
 }
 

@@ -102,6 +102,16 @@ pub(crate) enum FenceAnswer {
     Refused(String),
 }
 
+/// The answer to [`DescribeClient::bump_if_current`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BumpAnswer {
+    /// The token was current; the coordinator bumped it to this one.
+    Bumped(FencingToken),
+    /// A newer epoch already exists (the coordinator's error code is given):
+    /// nothing was bumped.
+    NotCurrent(String),
+}
+
 /// A DescribeTransactions client: who holds the newest epoch of a role.
 ///
 /// Cheap to clone; clones share the cached coordinators and connections.
@@ -314,6 +324,80 @@ impl DescribeClient {
                 Ok(FenceAnswer::Refused(r))
             }
             Err(Attempt::Backoff(r)) => Ok(FenceAnswer::Refused(r)),
+        }
+    }
+
+    /// Bumps the epoch of `transactional_id` only if `token` is still its
+    /// current (producer id, epoch): InitProducerId v3+ carries the caller's
+    /// producer id and epoch (KIP-360), and the coordinator answers
+    /// `PRODUCER_FENCED` / `INVALID_PRODUCER_EPOCH` instead of bumping when a
+    /// newer epoch exists. A resigning member supersedes its own term this
+    /// way and can never fence a successor.
+    pub async fn bump_if_current(
+        &self,
+        transactional_id: &str,
+        token: FencingToken,
+        transaction_timeout_ms: i32,
+        within: Duration,
+    ) -> Result<BumpAnswer> {
+        let deadline = Instant::now() + within.min(self.inner.timeout);
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = async {
+                let addr = self.coordinator(transactional_id, deadline).await?;
+                let conn = self.connection(&addr, deadline).await?;
+                let version = conn
+                    .version_for(
+                        ApiKey::InitProducerId,
+                        InitProducerIdRequest::VERSIONS_RANGE,
+                    )
+                    .filter(|v| *v >= 3)
+                    .ok_or_else(|| {
+                        Attempt::Fail(Error::fatal(
+                            format!("InitProducerId at {addr}"),
+                            "the broker does not speak InitProducerId v3+ (Kafka 2.5 or newer), which a conditional epoch bump needs",
+                        ))
+                    })?;
+                let mut req = InitProducerIdRequest::default();
+                req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+                    transactional_id.to_owned(),
+                )));
+                req.transaction_timeout_ms = transaction_timeout_ms;
+                req.producer_id = ProducerId(token.producer_id);
+                req.producer_epoch = token.producer_epoch;
+                let resp: InitProducerIdResponse = self
+                    .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+                    .await?;
+                match resp.error_code {
+                    0 => Ok(BumpAnswer::Bumped(FencingToken::new(
+                        resp.producer_id.0,
+                        resp.producer_epoch,
+                    ))),
+                    // INVALID_PRODUCER_EPOCH, PRODUCER_FENCED,
+                    // INVALID_PRODUCER_ID_MAPPING: not current any more.
+                    47 | 90 | 49 => Ok(BumpAnswer::NotCurrent(code_name(resp.error_code))),
+                    // CONCURRENT_TRANSACTIONS: a transaction is completing.
+                    51 => Err(Attempt::Backoff(code_name(51))),
+                    code => Err(classify_code(code, format!("InitProducerId at {addr}"))),
+                }
+            };
+            let why = match attempt.await {
+                Ok(answer) => return Ok(answer),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Refind(r)) => {
+                    self.forget_coordinator(transactional_id);
+                    r
+                }
+                Err(Attempt::Backoff(r)) => r,
+            };
+            if Instant::now() + backoff >= deadline {
+                return Err(Error::transient(
+                    format!("conditional epoch bump of {transactional_id:?}"),
+                    why,
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 

@@ -15,10 +15,11 @@ use rdkafka::producer::Producer as _;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::lease::{LeaseProducer, Outcome, TxnState};
-use super::{drop_off_thread, KafkaConfig};
+use super::describe::BumpAnswer;
+use super::{drop_off_thread, DescribeClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
-use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord};
+use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Superseded};
 
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
@@ -32,6 +33,9 @@ type Slot = Arc<AsyncMutex<Option<LeaseProducer>>>;
 pub struct KafkaEpoch {
     role: String,
     token: FencingToken,
+    /// The lease (the transaction timeout) in milliseconds.
+    lease_ms: u64,
+    describe: DescribeClient,
     state_topic: String,
     timeout: Duration,
     slot: Slot,
@@ -56,10 +60,18 @@ impl std::fmt::Debug for KafkaEpoch {
 }
 
 impl KafkaEpoch {
-    pub(super) fn new(config: &KafkaConfig, role: String, producer: LeaseProducer) -> KafkaEpoch {
+    pub(super) fn new(
+        config: &KafkaConfig,
+        describe: DescribeClient,
+        role: String,
+        lease_ms: u64,
+        producer: LeaseProducer,
+    ) -> KafkaEpoch {
         KafkaEpoch {
             role,
             token: producer.token,
+            lease_ms,
+            describe,
             state_topic: config.state_topic().to_owned(),
             timeout: config.operation_timeout(),
             slot: Arc::new(AsyncMutex::new(Some(producer))),
@@ -84,7 +96,7 @@ impl KafkaEpoch {
     #[doc(hidden)]
     pub async fn write_lease_uncommitted(&self, record: StateRecord) -> Result<()> {
         let record = self.state_record(record);
-        self.transact("write_lease_uncommitted", vec![record], true)
+        self.transact("write_lease_uncommitted", vec![record], true, self.timeout)
             .await
     }
 
@@ -109,8 +121,15 @@ impl KafkaEpoch {
         })
     }
 
-    /// One transaction of the producer, with the error handling of rule 2.
-    async fn transact(&self, what: &str, records: Vec<OutRecord>, leave_open: bool) -> Result<()> {
+    /// One transaction of the producer within `within` (bounded by the
+    /// operation timeout too), with the error handling of rule 2.
+    async fn transact(
+        &self,
+        what: &str,
+        records: Vec<OutRecord>,
+        leave_open: bool,
+        within: Duration,
+    ) -> Result<()> {
         if let Some(e) = self.gone_error(what) {
             return Err(e);
         }
@@ -120,7 +139,8 @@ impl KafkaEpoch {
                 Error::fatal(format!("{what} for role {:?}", self.role), "released")
             }));
         }
-        let (role, what, timeout) = (self.role.clone(), what.to_owned(), self.timeout);
+        let deadline = tokio::time::Instant::now() + within.min(self.timeout);
+        let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: librdkafka's
@@ -128,15 +148,16 @@ impl KafkaEpoch {
         let task = tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
             match producer
-                .transact(&role, &what, records, leave_open, timeout)
+                .transact(&role, &what, records, leave_open, deadline)
                 .await
             {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
                 Err(Outcome::Drop(e)) => {
-                    let reason = match &e {
-                        Error::Fenced(why) => Gone::Fenced(why.clone()),
-                        other => Gone::Fatal(other.to_string()),
+                    let reason = if e.means_fenced() {
+                        Gone::Fenced(e.to_string())
+                    } else {
+                        Gone::Fatal(e.to_string())
                     };
                     *gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
                     if let Some(p) = guard.take() {
@@ -216,14 +237,31 @@ impl LeaseWriter for KafkaEpoch {
         self.token
     }
 
-    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+    async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         super::check_partition(record.partition)?;
         let record = self.state_record(record);
-        self.transact("write_lease", vec![record], false).await
+        self.transact("write_lease", vec![record], false, within)
+            .await
     }
 
-    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+    async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, false).await
+        self.transact("write_guarded", records, false, within)
+            .await
+    }
+
+    async fn supersede(&self, within: Duration) -> Result<Superseded> {
+        let timeout_ms = i32::try_from(self.lease_ms).unwrap_or(i32::MAX);
+        match self
+            .describe
+            .bump_if_current(&self.role, self.token, timeout_ms, within)
+            .await?
+        {
+            BumpAnswer::Bumped(t) => Ok(Superseded::Bumped(t)),
+            BumpAnswer::NotCurrent(why) => {
+                tracing::debug!(token = %self.token, %why, "not bumped: a newer epoch exists");
+                Ok(Superseded::AlreadySuperseded)
+            }
+        }
     }
 }

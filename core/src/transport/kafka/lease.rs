@@ -22,6 +22,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureRecord, Producer as _};
@@ -60,6 +62,29 @@ pub(crate) enum Outcome {
     Drop(Error),
     /// The producer stays; return this error.
     Keep(Error),
+}
+
+/// The least time an abort gets, even past the caller's deadline.
+const MIN_ABORT_TIME: Duration = Duration::from_millis(500);
+
+/// The time left until `deadline`, at least a millisecond.
+fn left(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// A failure after the commit was sent: the records may or may not be
+/// committed. The cause (a fence included) stays the source.
+fn outcome_unknown(role: &str, what: &str, outcome: Outcome) -> Outcome {
+    let wrap = |e: Error| Error::OutcomeUnknown {
+        context: format!("{what} for role {role:?}: commit"),
+        source: Box::new(e),
+    };
+    match outcome {
+        Outcome::Keep(e) => Outcome::Keep(wrap(e)),
+        Outcome::Drop(e) => Outcome::Drop(wrap(e)),
+    }
 }
 
 /// The longest [`wait_for_empty_queue`] waits.
@@ -122,16 +147,16 @@ impl LeaseProducer {
         what: &str,
         records: Vec<OutRecord>,
         leave_open: bool,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<(), Outcome> {
-        self.finish_pending(role, what, timeout).await?;
+        self.finish_pending(role, what, deadline).await?;
         if self.state == TxnState::Idle {
             let p = self.producer.clone();
             let r = run_blocking(move || p.begin_transaction())
                 .await
                 .map_err(Outcome::Keep)?;
             if let Err(e) = r {
-                return Err(self.on_error(role, what, "begin", e, timeout).await);
+                return Err(self.on_error(role, what, "begin", e, deadline).await);
             }
             self.state = TxnState::Open;
         }
@@ -159,14 +184,25 @@ impl LeaseProducer {
             }
             match self.producer.send_result(fr) {
                 Ok(d) => deliveries.push(d),
-                Err((e, _)) => return Err(self.on_error(role, what, "send", e, timeout).await),
+                Err((e, _)) => return Err(self.on_error(role, what, "send", e, deadline).await),
             }
         }
         for d in deliveries {
-            match d.await {
+            let Ok(delivered) = tokio::time::timeout_at(deadline, d).await else {
+                // Not acknowledged in time: abort (librdkafka purges what is
+                // still queued); nothing of this transaction is written.
+                return Err(match self.abort(role, what, deadline).await {
+                    None => Outcome::Keep(Error::transient(
+                        format!("{what} for role {role:?}"),
+                        "the records were not acknowledged in time; the transaction was aborted",
+                    )),
+                    Some(o) => o,
+                });
+            };
+            match delivered {
                 Ok(Ok(_)) => {}
                 Ok(Err((e, _))) => {
-                    return Err(self.on_error(role, what, "delivery", e, timeout).await)
+                    return Err(self.on_error(role, what, "delivery", e, deadline).await)
                 }
                 Err(_) => {
                     return Err(Outcome::Drop(Error::fatal(
@@ -179,11 +215,15 @@ impl LeaseProducer {
         if leave_open {
             return Ok(());
         }
-        self.commit(role, what, timeout).await
+        self.commit(role, what, deadline).await
     }
 
-    async fn commit(&mut self, role: &str, what: &str, timeout: Duration) -> Result<(), Outcome> {
+    /// Commits. A failure after the commit was sent (a timeout, a fence
+    /// raised at EndTxn) leaves the outcome unknown and says so; an abortable
+    /// one is aborted and certain.
+    async fn commit(&mut self, role: &str, what: &str, deadline: Instant) -> Result<(), Outcome> {
         let p = self.producer.clone();
+        let timeout = left(deadline);
         let r = run_blocking(move || {
             wait_for_empty_queue(&p);
             p.commit_transaction(timeout)
@@ -196,11 +236,17 @@ impl LeaseProducer {
                 Ok(())
             }
             Err(e) => {
+                let aborts = matches!(&e, KafkaError::Transaction(t) if t.txn_requires_abort() && !t.is_fatal());
                 if matches!(&e, KafkaError::Transaction(t) if t.is_retriable() && !t.is_fatal() && !t.txn_requires_abort())
                 {
                     self.state = TxnState::CommitPending;
                 }
-                Err(self.on_error(role, what, "commit", e, timeout).await)
+                let outcome = self.on_error(role, what, "commit", e, deadline).await;
+                Err(if aborts {
+                    outcome
+                } else {
+                    outcome_unknown(role, what, outcome)
+                })
             }
         }
     }
@@ -210,12 +256,22 @@ impl LeaseProducer {
         &mut self,
         role: &str,
         what: &str,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<(), Outcome> {
         match self.state {
             TxnState::Idle | TxnState::Open => Ok(()),
-            TxnState::CommitPending => self.commit(role, what, timeout).await,
-            TxnState::AbortPending => match self.abort(role, what, timeout).await {
+            TxnState::CommitPending => {
+                // librdkafka allows only the commit to go on. Its records
+                // were reported with an unknown outcome; say how it ended.
+                let r = self.commit(role, what, deadline).await;
+                tracing::warn!(
+                    role,
+                    committed = r.is_ok(),
+                    "an earlier transaction whose outcome was reported unknown was completed before {what}"
+                );
+                r
+            }
+            TxnState::AbortPending => match self.abort(role, what, deadline).await {
                 None => Ok(()),
                 Some(o) => Err(o),
             },
@@ -223,8 +279,11 @@ impl LeaseProducer {
     }
 
     /// Aborts the open transaction. `None` when it is aborted.
-    async fn abort(&mut self, role: &str, what: &str, timeout: Duration) -> Option<Outcome> {
+    async fn abort(&mut self, role: &str, what: &str, deadline: Instant) -> Option<Outcome> {
         let p = self.producer.clone();
+        // An abort may run a little past the caller's deadline: it only ever
+        // makes the transaction's records certain not to commit.
+        let timeout = left(deadline).max(MIN_ABORT_TIME);
         let r = match run_blocking(move || p.abort_transaction(timeout)).await {
             Ok(r) => r,
             Err(e) => return Some(Outcome::Keep(e)),
@@ -268,7 +327,7 @@ impl LeaseProducer {
         what: &str,
         step: &str,
         e: KafkaError,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Outcome {
         // A fatal error (fencing included) is raised on the instance; a failed
         // delivery or send may only show it there.
@@ -281,7 +340,7 @@ impl LeaseProducer {
                 fatal_outcome(role, what, t.code(), t.string())
             }
             KafkaError::Transaction(t) if t.txn_requires_abort() => {
-                match self.abort(role, what, timeout).await {
+                match self.abort(role, what, deadline).await {
                     None => Outcome::Keep(Error::transient(
                         context,
                         format!("{e}; the transaction was aborted"),
@@ -302,7 +361,7 @@ impl LeaseProducer {
                 // A failed send or delivery inside a transaction: the
                 // transaction cannot commit any more, so abort it.
                 if self.state == TxnState::Open {
-                    if let Some(o) = self.abort(role, what, timeout).await {
+                    if let Some(o) = self.abort(role, what, deadline).await {
                         return o;
                     }
                 }

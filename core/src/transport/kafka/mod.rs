@@ -128,7 +128,7 @@ mod topic;
 mod wire;
 
 pub use config::KafkaConfig;
-pub use describe::{DescribeClient, TransactionDescription};
+pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
@@ -311,7 +311,9 @@ impl KafkaTransport {
                 counters.minted.fetch_add(1, Ordering::Relaxed);
                 KafkaEpoch::new(
                     &config,
+                    describe.clone(),
                     role.clone(),
+                    lease_ms,
                     LeaseProducer {
                         producer,
                         token,

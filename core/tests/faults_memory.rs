@@ -1,0 +1,259 @@
+//! Faults a leader must survive or notice (issue 9, items 1 to 3), on the
+//! in-memory transport and a manual clock, where the fault can be made
+//! exactly: a cluster that stops answering, a write that hangs, a wall clock
+//! that steps, a member deposed without noticing.
+
+mod world;
+
+use std::time::Duration;
+
+use krabka_coordination::events::{self, EventKind};
+use krabka_coordination::transport::{Coordinator, StateRecord, Superseded};
+use krabka_coordination::{Clock, Error, ErrorKind, STATE_TOPIC};
+use world::*;
+
+/// How long one write of an epoch may take in these tests.
+const WITHIN: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_cut_off_from_the_cluster_ends_its_term_when_its_own_lease_runs_out() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    // One renewal commits at T0 + RENEW; the local deadline is LEASE after
+    // its send time.
+    w.run_until(T0 + ms(RENEW)).await;
+    assert!(names(&drain(&mut rx)).contains(&"renewed"));
+    let last_renewal = T0 + ms(RENEW);
+    w.cluster.set_unavailable(true);
+    w.run_until(last_renewal + ms(LEASE) - 1_000).await;
+    assert!(a.is_held(), "the lease has not run out yet");
+    assert!(a.renewal_failures() > 0, "renewals are failing");
+    assert!(a.lease_left() > Duration::ZERO && a.lease_left() <= Duration::from_secs(1));
+    let failing: Vec<u32> = drain(&mut rx)
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RenewalFailing { failures, .. } => Some(failures),
+            _ => None,
+        })
+        .collect();
+    assert!(!failing.is_empty(), "renewal_failing is reported");
+    assert!(failing.windows(2).all(|p| p[1] == p[0] + 1), "{failing:?}");
+
+    w.run_until(last_renewal + ms(LEASE)).await;
+    assert!(!a.is_held(), "the term ends at the local deadline");
+    assert_eq!(a.lease_left(), Duration::ZERO);
+    let why = a.err().expect("ended");
+    assert_eq!(why.kind(), ErrorKind::LeaseExpired, "{why}");
+    let tail = names(&drain(&mut rx));
+    assert_eq!(tail.last(), Some(&"lease_expired"), "{tail:?}");
+    // done() has resolved.
+    tokio::time::timeout(Duration::from_secs(1), a.done())
+        .await
+        .expect("done fires");
+    // A guarded write afterwards says why the term ended.
+    let e = a.write(vec![order("late")]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stepped_wall_clock_moves_no_local_deadline() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    // The wall clock jumps an hour ahead, then two hours back: no time
+    // passes, so no renewal is due and the lease is not over.
+    w.clock.step_wall(3_600_000);
+    settle().await;
+    w.clock.step_wall(-7_200_000);
+    settle().await;
+    assert!(a.is_held());
+    assert_eq!(a.lease_left(), LEASE, "no monotonic time passed");
+    // Renewals go on every RENEW of monotonic time and stamp the wall time.
+    let start = w.clock.now_millis();
+    w.run_until(start + 3 * ms(RENEW)).await;
+    let renewed: Vec<i64> = drain(&mut rx)
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Renewed { deadline } => Some(deadline),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(renewed.len(), 3, "{renewed:?}");
+    assert_eq!(renewed[0], start + ms(RENEW) + ms(LEASE), "wall deadlines");
+    assert!(a.is_held());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stuck_guarded_write_never_starves_the_renewals() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = std::sync::Arc::new(leader(a).await);
+    drain(&mut rx);
+    // The data topic's partition is unavailable: the write hangs.
+    w.cluster.set_stalled("orders", true);
+    let writer = std::sync::Arc::clone(&a);
+    let write = tokio::spawn(async move { writer.write(vec![order("stuck")]).await });
+    // The write holds the producer for at most one renew interval; the
+    // renewal due at T0 + RENEW goes right after.
+    w.run_until(T0 + ms(RENEW) + 1_000).await;
+    assert!(
+        write.is_finished(),
+        "the write gave up after one renew interval"
+    );
+    let e = write.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
+    assert!(e.to_string().contains("aborted"), "{e}");
+    assert!(
+        w.cluster.committed("orders", 0).is_empty(),
+        "nothing of the aborted write is visible"
+    );
+    w.run_until(T0 + 5 * ms(RENEW)).await;
+    let n = names(&drain(&mut rx));
+    assert!(
+        n.iter().filter(|n| **n == "renewed").count() >= 4,
+        "renewals went on: {n:?}"
+    );
+    assert!(a.is_held());
+    assert_eq!(a.renewal_failures(), 0);
+    // Once the partition is back, writes go through again.
+    w.cluster.set_stalled("orders", false);
+    a.write(vec![order("after")]).await.unwrap();
+    assert_eq!(w.cluster.committed("orders", 0).len(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stuck_state_partition_ends_the_term_at_the_local_deadline_not_later() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.cluster.set_stalled(STATE_TOPIC, true);
+    w.run_until(T0 + ms(LEASE) - 1_000).await;
+    assert!(a.is_held(), "renewals hang but the lease has time left");
+    w.run_until(T0 + ms(LEASE)).await;
+    assert!(!a.is_held());
+    assert_eq!(a.err().unwrap().kind(), ErrorKind::LeaseExpired);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_deposed_member_that_resigns_never_fences_its_successor() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let old = a.token();
+    // Unknown to a (paused, cut off), b took over: a newer epoch and its
+    // lease.
+    let b = w.transport();
+    let b_epoch = b.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let lease_key =
+        krabka_coordination::codec::encode_key(&krabka_coordination::Key::lease(ROLE)).unwrap();
+    let b_lease = krabka_coordination::codec::encode_lease(&krabka_coordination::Lease {
+        member: "b".into(),
+        token: b_epoch.token(),
+        granted_at: T0,
+        deadline: T0 + ms(LEASE),
+    })
+    .unwrap();
+    b_epoch
+        .write_lease(
+            StateRecord {
+                partition: w.partition(),
+                key: lease_key,
+                value: Some(b_lease),
+            },
+            WITHIN,
+        )
+        .await
+        .unwrap();
+    assert!(b_epoch.token() > old);
+
+    a.resign().await.unwrap();
+    assert!(!a.is_held());
+    assert_eq!(a.err().unwrap().kind(), ErrorKind::Resigned);
+    // The coordinator still holds b's epoch, b's lease stands, b writes on.
+    let described = krabka_coordination::leadership::describe_leadership(b.as_ref(), ROLE)
+        .await
+        .unwrap();
+    assert_eq!(described.token, b_epoch.token(), "a minted nothing above b");
+    let state = krabka_coordination::leadership::describe_role_state(b.as_ref(), ROLE, PARTITIONS)
+        .await
+        .unwrap();
+    assert_eq!(
+        state.lease.map(|l| (l.member, l.token)),
+        Some(("b".to_owned(), b_epoch.token())),
+        "a's tombstone was fenced, b's lease stands"
+    );
+    b_epoch
+        .write_guarded(vec![order("b-after")], WITHIN)
+        .await
+        .unwrap();
+    let tail = drain(&mut rx);
+    assert_eq!(
+        names(&tail[tail.len() - 2..]),
+        ["resigned", "deregistered"],
+        "{tail:?}"
+    );
+    assert!(
+        tail.iter()
+            .any(|e| matches!(e.kind, EventKind::Resigned { cleared: false })),
+        "the resign reports that it cleared nothing: {tail:?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_current_holder_that_resigns_supersedes_its_own_epoch_exactly_once() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let t = w.transport();
+    a.resign().await.unwrap();
+    let after = krabka_coordination::leadership::describe_leadership(t.as_ref(), ROLE)
+        .await
+        .unwrap()
+        .token;
+    assert!(after > a.token(), "the resigned token is superseded");
+    assert_eq!(after.producer_id, a.token().producer_id);
+    assert_eq!(
+        after.producer_epoch,
+        a.token().producer_epoch + 1,
+        "one bump"
+    );
+    // A second resign waits for nothing and bumps nothing.
+    a.resign().await.unwrap();
+    let again = krabka_coordination::leadership::describe_leadership(t.as_ref(), ROLE)
+        .await
+        .unwrap()
+        .token;
+    assert_eq!(again, after);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn supersede_bumps_only_the_current_epoch() {
+    let w = World::new();
+    let t = w.transport();
+    let first = t.acquire_epoch(ROLE, LEASE).await.unwrap();
+    let second = t.acquire_epoch(ROLE, LEASE).await.unwrap();
+    assert_eq!(
+        first.supersede(WITHIN).await.unwrap(),
+        Superseded::AlreadySuperseded
+    );
+    let Superseded::Bumped(next) = second.supersede(WITHIN).await.unwrap() else {
+        panic!("the current epoch is bumped");
+    };
+    assert!(next > second.token());
+    let e = second
+        .write_guarded(vec![order("x")], WITHIN)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Fenced(_)), "{e}");
+}
