@@ -106,7 +106,7 @@ async fn taken(
 struct Parts {
     total: f64,
     resign_call: f64,
-    resign_mint: f64,
+    resign_supersede: f64,
     resign_tombstone: f64,
     resign_deregister: f64,
     standby_wake: f64,
@@ -137,7 +137,7 @@ fn parts(
         ..Parts::default()
     };
     let span = |who, op| first(spans, who, op, t0).map(|s| d(s.start, s.end));
-    p.resign_mint = span(resigner, "acquire_epoch").unwrap_or_default();
+    p.resign_supersede = span(resigner, "supersede").unwrap_or_default();
     p.resign_tombstone = span(resigner, "write_lease(tombstone)").unwrap_or_default();
     p.resign_deregister = span(resigner, "append(deregister)").unwrap_or_default();
     p.standby_lease = span(standby, "write_lease(lease)").unwrap_or_default();
@@ -249,8 +249,8 @@ pub async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         ("total (resign -> next lease committed)", col(|p| p.total)),
         ("resign call", col(|p| p.resign_call)),
         (
-            "  resign: mint (InitProducerId+describe)",
-            col(|p| p.resign_mint),
+            "  resign: supersede (InitProducerId of the term's epoch)",
+            col(|p| p.resign_supersede),
         ),
         ("  resign: tombstone txn", col(|p| p.resign_tombstone)),
         ("  resign: deregister", col(|p| p.resign_deregister)),

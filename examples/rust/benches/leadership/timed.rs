@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use krabka_coordination::election::ElectionOptions;
 use krabka_coordination::transport::{
     Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
-    Transport,
+    Superseded, Transport,
 };
 use krabka_coordination::{FencingToken, Record, Result};
 use serde_json::{json, Value};
@@ -203,22 +203,29 @@ impl LeaseWriter for TimedEpoch {
         self.inner.token()
     }
 
-    async fn write_lease(&self, record: StateRecord) -> Result<()> {
+    async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         let t = Instant::now();
         let op = if record.value.is_some() {
             "write_lease(lease)"
         } else {
             "write_lease(tombstone)"
         };
-        let r = self.inner.write_lease(record).await;
+        let r = self.inner.write_lease(record, within).await;
         self.rec.record(op, t, 0, r.is_ok());
         r
     }
 
-    async fn write_guarded(&self, records: Vec<OutRecord>) -> Result<()> {
+    async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         let t = Instant::now();
-        let r = self.inner.write_guarded(records).await;
+        let r = self.inner.write_guarded(records, within).await;
         self.rec.record("write_guarded", t, 0, r.is_ok());
+        r
+    }
+
+    async fn supersede(&self, within: Duration) -> Result<Superseded> {
+        let t = Instant::now();
+        let r = self.inner.supersede(within).await;
+        self.rec.record("supersede", t, 0, r.is_ok());
         r
     }
 }
