@@ -42,6 +42,10 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// Fenced: a newer epoch took the role; the member deregistered first.
     pub const FENCED: i32 = 3;
+    /// The member's own lease ran out (no renewal committed within it, for
+    /// example while the process was stopped); the member deregistered
+    /// first.
+    pub const LEASE_EXPIRED: i32 = 4;
 }
 
 /// The wall clock in epoch milliseconds (the `t_ms` of every line).

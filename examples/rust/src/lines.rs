@@ -37,7 +37,7 @@ pub fn error_fields(error: &Error) -> Map<String, Value> {
 /// `challenge_at`), `challenging`, `lost_challenge` (token fields),
 /// `elected` (token fields, `granted_at`, `deadline`), `renewed`
 /// (`deadline`), `renewal_failing` (`failures`, error fields), `fenced`
-/// (error fields), `ended` (error fields), `resigned` (`cleared`),
+/// (error fields), `lease_expired`, `ended` (error fields), `resigned` (`cleared`),
 /// `deregistered`. A kind this version does not know keeps its name and has
 /// no fields.
 pub fn event_line(kind: &EventKind) -> (&'static str, Map<String, Value>) {
@@ -195,6 +195,7 @@ mod tests {
                 "fenced",
                 vec!["error", "kind"],
             ),
+            (EventKind::LeaseExpired, "lease_expired", vec![]),
             (
                 EventKind::Resigned { cleared: true },
                 "resigned",

@@ -26,7 +26,7 @@ usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
   --rejoin                  after a `resign` command, register again and wait for a turn
   --exit-on-stdin-eof       the end of stdin stops the member like SIGTERM
 
-stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2 usage, 3 fenced.";
+stdin commands: resign, status, quit. stdout: JSON lines. exit: 0 ok, 1 error, 2 usage, 3 fenced, 4 lease expired.";
 
 /// The parsed command line.
 #[derive(Debug, Clone)]

@@ -26,7 +26,7 @@
 //! `lost_challenge` (`producer_id`, `epoch`, `token`), `elected`
 //! (`producer_id`, `epoch`, `token`, `granted_at`, `deadline`), `renewed`
 //! (`deadline`), `renewal_failing` (`failures`, `error`, `kind`), `fenced`
-//! (`error`, `kind`), `ended` (`error`, `kind`), `resigned` (`cleared`, and
+//! (`error`, `kind`), `lease_expired`, `ended` (`error`, `kind`), `resigned` (`cleared`, and
 //! `took_ms` from the start of the resign to the lease cleared),
 //! `deregistered`. The member's own: `start` (`pid`, `lease_ms`),
 //! `guarded_write` (`seq`, `result` = `ok`, `fenced` or `error`),
@@ -48,8 +48,10 @@
 //! # Exit codes
 //!
 //! 0 stopped cleanly, 1 an error, 2 bad arguments, 3 fenced (a newer epoch
-//! took the role; the broker refused this member's renewal or write; the
-//! member deregisters before it exits).
+//! took the role; the broker refused this member's renewal or write), 4 the
+//! lease expired (no renewal committed within the member's own lease, as
+//! when the process was stopped: a standby may have taken over). After 3 or 4
+//! the member deregisters before it exits.
 
 mod args;
 mod run;

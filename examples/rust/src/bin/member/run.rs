@@ -265,19 +265,24 @@ impl Member {
             tokio::select! {
                 _ = leadership.done() => {
                     self.printer.drain();
-                    match leadership.err().map(|e| e.kind()) {
-                        Some(ErrorKind::Fenced) => {
-                            // After a fence, resign only deregisters: a deposed
-                            // member must not stay in the roster ahead of live
-                            // standbys.
+                    let lost = match leadership.err() {
+                        Some(e) if e.means_fenced() => Some(exit::FENCED),
+                        Some(e) if e.kind() == ErrorKind::LeaseExpired => Some(exit::LEASE_EXPIRED),
+                        Some(e) if e.kind() == ErrorKind::Resigned => break TermEnd::Exit(exit::OK),
+                        // The `ended` line (a fatal error) came with the events.
+                        _ => None,
+                    };
+                    match lost {
+                        Some(code) => {
+                            // After the term ended, resign only deregisters: a
+                            // member that lost the role must not stay in the
+                            // roster ahead of live standbys.
                             if let Err(e) = leadership.resign().await {
                                 self.lines.emit("deregister_failed", Value::Object(error_fields(&e)));
                             }
-                            break TermEnd::Exit(exit::FENCED);
+                            break TermEnd::Exit(code);
                         }
-                        Some(ErrorKind::Resigned) => break TermEnd::Exit(exit::OK),
-                        // The `ended` line (a fatal error) came with the events.
-                        _ => break TermEnd::Exit(exit::ERROR),
+                        None => break TermEnd::Exit(exit::ERROR),
                     }
                 }
                 Some(e) = self.printer.events.recv() => self.printer.print(&e),
