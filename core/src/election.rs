@@ -27,18 +27,18 @@
 //! When the member holds no token, in this order:
 //!
 //! 1. not in the roster → `Register`;
-//! 2. the lease names this member (a previous incarnation held it; its
-//!    producer is gone) → `Challenge`;
-//! 3. a lease whose holder is in the roster: rank `n` challenges at
-//!    `deadline + n × stagger`;
-//! 4. a lease whose holder is not in the roster (it deregistered): the role is
-//!    vacant; rank 0 challenges now, rank `n ≥ 1` at `deadline + n × stagger`;
-//! 5. no lease: rank 0 challenges now; rank `n ≥ 1` at `base + n × stagger`,
+//! 2. a lease (whoever it names: a member in the roster, one that
+//!    deregistered, or this member's own id, written by a previous
+//!    incarnation or by another live process using the same id): rank `n`
+//!    challenges at `deadline + n × stagger`. A holder is never challenged
+//!    before its lease could have expired, and a restarted member waits at
+//!    the tail like any recovered one (no failback);
+//! 3. no lease: rank 0 challenges now; rank `n ≥ 1` at `base + n × stagger`,
 //!    where `base` is [`RoleState::last_cleared_deadline`] if a lease was
 //!    cleared, else the `registered_at` of this member's own registration (so a
 //!    rank-0 member that registered and died never blocks the role forever).
 //!
-//! In 3 to 5 the step is `WaitUntil { at, rank }` while `now < at` and
+//! In 2 and 3 the step is `WaitUntil { at, rank }` while `now < at` and
 //! `Challenge` once `now >= at`.
 //!
 //! # Clocks
@@ -222,10 +222,9 @@ pub fn evaluate(
         return Step::Register;
     };
     let stagger = duration_millis(options.challenge_stagger);
+    // A lease under this member's own id does not make it the holder (it
+    // holds no token): it ranks behind every member registered before it.
     let holder = lease.map(|l| l.member.as_str());
-    if holder == Some(member) {
-        return Step::Challenge;
-    }
     let rank = state
         .roster()
         .take_while(|e| e.offset < own.offset)
@@ -233,8 +232,6 @@ pub fn evaluate(
         .count();
     let staggered = |base: i64| base.saturating_add(stagger.saturating_mul(rank as i64));
     let at = match lease {
-        Some(l) if state.is_registered(&l.member) => staggered(l.deadline),
-        Some(_) if rank == 0 => now_millis,
         Some(l) => staggered(l.deadline),
         None if rank == 0 => now_millis,
         None => staggered(state.last_cleared_deadline().unwrap_or(own.registered_at)),

@@ -67,6 +67,10 @@ pub enum EventKind {
         /// When the member challenges if nothing changes (epoch ms).
         challenge_at: i64,
     },
+    /// The member's turn came, but an open transaction holds the partition's
+    /// last stable offset back (renewals may be hidden behind it): it does not
+    /// challenge until the transaction ends.
+    HeldBack,
     /// The member's turn came: it mints the epoch.
     Challenging,
     /// Another member minted a newer epoch first; back to waiting.
@@ -122,13 +126,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// A short stable name (`registered`, `waiting`, `challenging`,
+    /// A short stable name (`registered`, `waiting`, `held_back`, `challenging`,
     /// `lost_challenge`, `elected`, `renewed`, `renewal_failing`, `fenced`,
     /// `lease_expired`, `ended`, `resigned`, `deregistered`), for JSON lines and bindings.
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::Registered { .. } => "registered",
             EventKind::Waiting { .. } => "waiting",
+            EventKind::HeldBack => "held_back",
             EventKind::Challenging => "challenging",
             EventKind::LostChallenge { .. } => "lost_challenge",
             EventKind::Elected { .. } => "elected",

@@ -500,3 +500,101 @@ async fn kafkas_keyed_partitioning_agrees_with_role_partition() {
     }
     assert!(checked >= 500);
 }
+
+/// A neighbour role's transaction left open on the shared partition hides
+/// every later record, the leader's renewals included. `held_back` says so
+/// (the high watermark is above the last stable offset), and a standby of
+/// the other role does not take over while it lasts (issue 9, item 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody_over() {
+    use krabka_coordination::client::Client;
+    init_tracing();
+    // A state topic of one partition of its own: every role shares it.
+    let topic = unique("held-back-state");
+    let cfg = config(&bootstrap()).with_state_topic(topic.clone());
+    ensure_state_topic(&cfg, 1, 1, 1).await.unwrap();
+    let client = Client::new(cfg.clone())
+        .unwrap()
+        .with_partitions(1)
+        .unwrap();
+    let options = client
+        .leadership_options()
+        .with_lease_duration(Duration::from_secs(3))
+        .with_renew_interval(Duration::from_secs(1))
+        .with_challenge_stagger(Duration::from_secs(1));
+    let role = unique("held-back-role");
+    let leader = client.acquire(&role, "a", options.clone()).await.unwrap();
+    let standby_client = Client::new(cfg.clone())
+        .unwrap()
+        .with_partitions(1)
+        .unwrap();
+    let (tx, mut rx) = krabka_coordination::events::channel();
+    let standby = tokio::spawn({
+        let role = role.clone();
+        let options = options.clone().with_events(tx);
+        async move { standby_client.acquire(&role, "b", options).await }
+    });
+    let mut names = Vec::new();
+    let waiting = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(e) = rx.recv().await {
+            names.push(e.kind.name());
+            if e.kind.name() == "waiting" {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(waiting.is_ok(), "the standby waits behind the leader: {names:?}");
+    let probe = KafkaTransport::new(cfg.clone(), Some("held-back-probe")).unwrap();
+    assert!(!probe.held_back(0).await.unwrap(), "nothing is open yet");
+
+    // The neighbour stalls mid-transaction for longer than the lease.
+    let stall = KafkaTransport::new(cfg.clone(), Some("held-back-stall")).unwrap();
+    let neighbour = unique("held-back-neighbour");
+    let epoch = stall
+        .mint_epoch(&neighbour, Duration::from_secs(60))
+        .await
+        .unwrap();
+    epoch
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&neighbour),
+            Some(b"open".to_vec()),
+        ))
+        .await
+        .unwrap();
+    assert!(
+        probe.held_back(0).await.unwrap(),
+        "the open transaction holds it back"
+    );
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(!standby.is_finished(), "the standby did not take over");
+    assert!(leader.is_held(), "the leader renewed all along");
+    names.clear();
+    while let Ok(e) = rx.try_recv() {
+        names.push(e.kind.name());
+    }
+    assert!(names.contains(&"held_back"), "{names:?}");
+    assert!(!names.contains(&"challenging"), "{names:?}");
+
+    // The stall ends (the epoch is dropped, which aborts it): the renewals
+    // show, and still nobody takes over.
+    drop(epoch);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while probe.held_back(0).await.unwrap() {
+        assert!(
+            Instant::now() < deadline,
+            "the aborted transaction should end the stall"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!standby.is_finished());
+    assert!(leader.is_held());
+    assert_eq!(
+        client.describe_leadership(&role).await.unwrap().token,
+        leader.token()
+    );
+    standby.abort();
+    leader.resign().await.unwrap();
+}

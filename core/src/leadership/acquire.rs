@@ -9,12 +9,13 @@ use tracing::Instrument;
 
 use super::member::{millis, Backoff, Follower, Member};
 use super::{Leadership, LeadershipOptions};
-use crate::codec::Lease;
+use crate::codec::{encode_key, Key, Lease};
 use crate::election::{evaluate, Step};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::token::FencingToken;
-use crate::transport::{LeaseWriter, Transport};
+use crate::state::RoleState;
+use crate::transport::{LeaseWriter, StateRecord, Transport};
 
 /// Deregisters a member whose acquire was abandoned (cancelled, dropped, or
 /// failed) so that nothing is left half done. An epoch the candidate minted
@@ -88,7 +89,7 @@ pub(crate) async fn acquire_with(
     claim: Option<Box<dyn std::any::Any + Send + Sync>>,
 ) -> Result<Leadership> {
     let m = Arc::new(Member::new(transport, role, member, options)?);
-    m.transport.check_options(&m.options.election)?;
+    m.transport.check_member(&m.role, &m.options.election).await?;
     let cancel = m.options.cancel.clone();
     let mut guard = AcquireGuard {
         member: Some(Arc::clone(&m)),
@@ -114,6 +115,26 @@ pub(crate) async fn acquire_with(
     }
 }
 
+/// Removes the registrations of `members` (see [`passed_over`]); best
+/// effort, reported.
+async fn heal(m: &Member, members: &[String]) {
+    for other in members {
+        let key = match encode_key(&Key::registration(&m.role, other)) {
+            Ok(k) => k,
+            Err(_) => continue,
+        };
+        let tombstone = StateRecord {
+            partition: m.partition,
+            key,
+            value: None,
+        };
+        match m.transport.append(tombstone).await {
+            Ok(_) => tracing::info!(member = %other, "removed the registration of a member that did not take its turn"),
+            Err(e) => tracing::warn!(member = %other, error = %e, "could not remove a stale registration"),
+        }
+    }
+}
+
 /// A won challenge: the epoch, its first lease, and when (monotonic ms) that
 /// lease was sent.
 pub(super) struct Won {
@@ -122,9 +143,63 @@ pub(super) struct Won {
     pub(super) sent: i64,
 }
 
+/// A second live process under this member's id: it registered after this
+/// member did (a registration of this id at an offset this member did not
+/// write), or it renews a lease under this id that this member never
+/// minted. Two such processes would only fence each other.
+fn check_unique(m: &Member, state: &RoleState, own: &[i64], started: i64) -> Result<()> {
+    let twin = match (state.entry(&m.member), own.first()) {
+        (Some(e), Some(first)) if e.offset > *first && !own.contains(&e.offset) => {
+            Some(format!("registered at offset {}", e.offset))
+        }
+        _ => state
+            .lease()
+            .filter(|l| l.member == m.member && l.granted_at > started)
+            .map(|l| format!("renews a lease under it with token {}", l.token)),
+    };
+    match twin {
+        Some(what) => Err(Error::fatal(
+            format!(
+                "member {} of role {}",
+                crate::error::quote(&m.member),
+                crate::error::quote(&m.role)
+            ),
+            format!("another live process uses this member id (it {what}); member ids must be unique within a role"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The members whose turn came before this member's and who did not take
+/// it: the challengers ranked ahead, and a holder whose lease ran out. The
+/// winner removes their registrations, so the dead (crashed members that
+/// came back under another id, say) add no stagger to later failovers. A
+/// live one among them sees its registration gone and registers again, at
+/// the tail.
+fn passed_over(m: &Member, state: &RoleState, now: i64) -> Vec<String> {
+    let Some(own) = state.entry(&m.member) else {
+        return Vec::new();
+    };
+    let holder = state.lease();
+    let mut out: Vec<String> = state
+        .roster()
+        .take_while(|e| e.offset < own.offset)
+        .filter(|e| holder.is_none_or(|l| l.member != e.member))
+        .map(|e| e.member.clone())
+        .collect();
+    if let Some(l) = holder {
+        if l.member != m.member && l.deadline <= now && state.is_registered(&l.member) {
+            out.push(l.member.clone());
+        }
+    }
+    out
+}
+
 async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
+    let started = m.now();
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
+    let mut own = vec![offset];
     m.transport
         .prepare_epoch(&m.role, Some(m.options.election.lease_duration));
     follower.catch_up(m, offset, cancel).await?;
@@ -134,9 +209,38 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     // hold off until its lease shows up or until `until` passes (its holder
     // may have died between minting and writing).
     let mut lost: Option<(FencingToken, i64)> = None;
+    // The lease seen last and when (monotonic ms) it was first seen: a
+    // holder's deadline is trusted at most one lease duration (this
+    // member's) past that, so a clock hours ahead or a corrupt deadline
+    // cannot stall the role.
+    let mut seen: Option<(FencingToken, i64, i64)> = None;
+    let mut held_back_reported = false;
     loop {
+        check_unique(m, &follower.state, &own, started)?;
         let now = m.now();
         let mut step = evaluate(&follower.state, &m.member, None, now, &m.options.election);
+        if let Some(l) = follower.state.lease() {
+            if seen.is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at)) {
+                seen = Some((l.token, l.granted_at, m.mono()));
+            }
+            let (_, _, first_seen) = seen.expect("set above");
+            let lease_ms = millis(m.options.election.lease_duration);
+            let cap = now.saturating_add(first_seen.saturating_add(lease_ms) - m.mono());
+            if let Step::WaitUntil { at, rank } = step {
+                let stagger = millis(m.options.election.challenge_stagger);
+                let capped = cap.saturating_add(stagger.saturating_mul(rank as i64));
+                if capped < at {
+                    tracing::warn!(deadline = l.deadline, capped, "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
+                    step = if now >= capped {
+                        Step::Challenge
+                    } else {
+                        Step::WaitUntil { at: capped, rank }
+                    };
+                }
+            }
+        } else {
+            seen = None;
+        }
         if let Some((token, until)) = lost {
             let superseded = follower.state.lease().is_some_and(|l| l.token > token);
             if superseded || now >= until {
@@ -148,6 +252,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
         match step {
             Step::Register => {
                 let offset = m.retry("registering", cancel, || m.register()).await?;
+                own.push(offset);
                 follower.catch_up(m, offset, cancel).await?;
             }
             Step::WaitUntil { at, rank } => {
@@ -190,6 +295,31 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Err(e) => return Err(e),
                 }
+                // An open transaction on the partition hides renewals (of
+                // this role's holder too): no visible renewal is then no
+                // sign of an expired lease. Wait until it ends.
+                match m.transport.held_back(m.partition).await {
+                    Ok(false) => held_back_reported = false,
+                    Ok(true) => {
+                        if !held_back_reported {
+                            tracing::info!("an open transaction holds the partition back; not challenging until it ends");
+                            m.emit(EventKind::HeldBack);
+                            held_back_reported = true;
+                        }
+                        follower
+                            .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                            .await?;
+                        continue;
+                    }
+                    Err(e) if e.is_transient() => {
+                        let d = backoff.take();
+                        tracing::warn!(error = %e, retry_in = ?d, "checking the partition before the challenge failed; retrying");
+                        m.pause(d, cancel).await?;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+                let stale = passed_over(m, &follower.state, now);
                 tracing::info!("challenging");
                 m.emit(EventKind::Challenging);
                 let lease_duration = m.options.election.lease_duration;
@@ -224,6 +354,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                             granted_at: lease.granted_at,
                             deadline: lease.deadline,
                         });
+                        heal(m, &stale).await;
                         return Ok(Won { epoch, lease, sent });
                     }
                     Err(e) if e.means_fenced() => {

@@ -16,6 +16,10 @@
 //! * a write through a producer whose epoch is superseded fails with
 //!   [`Error::Fenced`], and so does every later write of that epoch;
 //! * aborted records take offsets but are never read (read_committed);
+//! * a transaction left open ([`MemoryEpoch::write_lease_open`]) holds the
+//!   partition's last stable offset back: nothing at or after it is read
+//!   until the epoch's next write commits it or a newer mint of the role
+//!   aborts it;
 //! * offsets are per partition and grow by one per record.
 //!
 //! Failure injection: [`MemoryCluster::set_unavailable`] makes every call fail
@@ -44,7 +48,23 @@ const MAX_EPOCH_BEFORE_ROTATION: i16 = i16::MAX - 1;
 #[derive(Debug)]
 struct Entry {
     record: Record,
-    committed: bool,
+    state: EntryState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum EntryState {
+    Committed,
+    Aborted,
+    /// In a transaction of this role's epoch that is still open.
+    Open(String, FencingToken),
+}
+
+/// The offset below which every entry of `log` is decided: the first open
+/// entry, or the end of the log.
+fn last_stable(log: &[Entry]) -> usize {
+    log.iter()
+        .position(|e| matches!(e.state, EntryState::Open(..)))
+        .unwrap_or(log.len())
 }
 
 #[derive(Debug, Default)]
@@ -145,7 +165,7 @@ impl MemoryCluster {
         }
     }
 
-    /// Makes [`Coordinator::check_options`] refuse leases shorter than `d`, as
+    /// Makes [`Coordinator::check_member`] refuse leases shorter than `d`, as
     /// the Kafka transport refuses leases below the shortest transaction
     /// timeout.
     pub fn set_min_lease_duration(&self, d: Duration) {
@@ -165,8 +185,9 @@ impl MemoryCluster {
             .partitions
             .get(&(topic.to_owned(), partition))
             .map(|log| {
-                log.iter()
-                    .filter(|e| e.committed)
+                log[..last_stable(log)]
+                    .iter()
+                    .filter(|e| e.state == EntryState::Committed)
                     .map(|e| e.record.clone())
                     .collect()
             })
@@ -201,7 +222,7 @@ impl MemoryCluster {
         partition: i32,
         key: Vec<u8>,
         value: Option<Vec<u8>>,
-        committed: bool,
+        state: EntryState,
     ) -> i64 {
         let log = inner
             .partitions
@@ -210,7 +231,7 @@ impl MemoryCluster {
         let offset = log.len() as i64;
         log.push(Entry {
             record: Record { offset, key, value },
-            committed,
+            state,
         });
         offset
     }
@@ -271,22 +292,35 @@ impl MemoryEpoch {
     /// Writes a lease record inside a transaction that then aborts: the record
     /// takes an offset but is never read.
     pub fn write_lease_aborted(&self, record: StateRecord) -> Result<()> {
-        self.write_state(record, false)
+        self.write_state(record, EntryState::Aborted)
     }
 
-    /// Appends one state record through this epoch, committed or aborted;
-    /// wakes pollers for a committed one.
-    fn write_state(&self, record: StateRecord, committed: bool) -> Result<()> {
+    /// Writes a lease record inside a transaction left **open**, as a holder
+    /// that stalls mid-transaction: it holds the partition's last stable
+    /// offset back until this epoch's next write commits it or a newer mint
+    /// of the role aborts it.
+    pub fn write_lease_open(&self, record: StateRecord) -> Result<()> {
+        self.write_state(
+            record,
+            EntryState::Open(self.role.clone(), self.token),
+        )
+    }
+
+    /// Appends one state record through this epoch; wakes pollers for a
+    /// committed one. Commits what this epoch left open first.
+    fn write_state(&self, record: StateRecord, state: EntryState) -> Result<()> {
         let cluster = &self.transport.cluster;
         let mut inner = cluster.enter("write_lease")?;
         self.check_epoch(&inner)?;
+        MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
+        let committed = state == EntryState::Committed;
         let topic = cluster.state_topic.clone();
         let StateRecord {
             partition,
             key,
             value,
         } = record;
-        MemoryCluster::append(&mut inner, &topic, partition, key, value, committed);
+        MemoryCluster::append(&mut inner, &topic, partition, key, value, state);
         drop(inner);
         if committed {
             cluster.changed.notify_waiters();
@@ -333,7 +367,7 @@ impl LeaseWriter for MemoryEpoch {
         cluster
             .wait_unstalled(&[cluster.state_topic.as_str()], within, "write_lease")
             .await?;
-        self.write_state(record, true)
+        self.write_state(record, EntryState::Committed)
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
@@ -345,6 +379,7 @@ impl LeaseWriter for MemoryEpoch {
             .await?;
         let mut inner = cluster.enter("write_guarded")?;
         self.check_epoch(&inner)?;
+        MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
         for r in records {
             let partition = r.partition.unwrap_or(0);
             MemoryCluster::append(
@@ -353,7 +388,7 @@ impl LeaseWriter for MemoryEpoch {
                 partition,
                 r.key.unwrap_or_default(),
                 r.value,
-                true,
+                EntryState::Committed,
             );
         }
         drop(inner);
@@ -373,7 +408,21 @@ impl LeaseWriter for MemoryEpoch {
 impl MemoryCluster {
     /// The coordinator's next token of `role`: the epoch bumped, or a new
     /// producer id at epoch 0 once the epoch is exhausted (or for a new id).
+    /// Commits or aborts (`to`) every entry a transaction of `role` left open.
+    fn decide_open(inner: &mut Inner, role: &str, to: EntryState) {
+        for log in inner.partitions.values_mut() {
+            for e in log.iter_mut() {
+                if matches!(&e.state, EntryState::Open(r, _) if r == role) {
+                    e.state = to.clone();
+                }
+            }
+        }
+    }
+
+    /// The coordinator's mint of `role`: aborts what the previous epoch left
+    /// open, then bumps.
     fn bump(inner: &mut Inner, role: &str) -> FencingToken {
+        MemoryCluster::decide_open(inner, role, EntryState::Aborted);
         let token = match inner.epochs.get(role).copied() {
             Some(t) if t.producer_epoch < MAX_EPOCH_BEFORE_ROTATION => {
                 FencingToken::new(t.producer_id, t.producer_epoch + 1)
@@ -439,7 +488,12 @@ impl Coordinator for MemoryTransport {
         };
     }
 
-    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+    async fn check_member(
+        &self,
+        _role: &str,
+        options: &crate::election::ElectionOptions,
+    ) -> Result<()> {
+        drop(self.cluster.enter("check_member")?);
         match self.cluster.lock().min_lease_duration {
             Some(min) if options.lease_duration < min => Err(Error::InvalidArgument(format!(
                 "lease duration {:?} is below this transport's minimum {min:?}",
@@ -475,15 +529,16 @@ impl StateReader for MemoryTransport {
                 let key = (self.cluster.state_topic.clone(), partition);
                 if let Some(log) = inner.partitions.get(&key) {
                     let start = from.max(0) as usize;
-                    if start < log.len() {
-                        let records = log[start..]
+                    let stable = last_stable(log);
+                    if start < stable {
+                        let records = log[start..stable]
                             .iter()
-                            .filter(|e| e.committed)
+                            .filter(|e| e.state == EntryState::Committed)
                             .map(|e| e.record.clone())
                             .collect();
                         return Ok(ReadBatch {
                             records,
-                            next_offset: log.len() as i64,
+                            next_offset: stable as i64,
                         });
                     }
                 }
@@ -493,6 +548,21 @@ impl StateReader for MemoryTransport {
                 _ = &mut deadline => return Ok(ReadBatch { records: Vec::new(), next_offset: from }),
             }
         }
+    }
+
+    async fn held_back(&self, partition: i32) -> Result<bool> {
+        self.held_back_now(partition).await
+    }
+}
+
+impl MemoryTransport {
+    async fn held_back_now(&self, partition: i32) -> Result<bool> {
+        let inner = self.cluster.enter("held_back")?;
+        let key = (self.cluster.state_topic.clone(), partition);
+        Ok(inner
+            .partitions
+            .get(&key)
+            .is_some_and(|log| last_stable(log) < log.len()))
     }
 }
 
@@ -506,7 +576,14 @@ impl Registrar for MemoryTransport {
             key,
             value,
         } = record;
-        let offset = MemoryCluster::append(&mut inner, &topic, partition, key, value, true);
+        let offset = MemoryCluster::append(
+            &mut inner,
+            &topic,
+            partition,
+            key,
+            value,
+            EntryState::Committed,
+        );
         drop(inner);
         self.cluster.changed.notify_waiters();
         Ok(offset)

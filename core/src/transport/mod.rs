@@ -82,11 +82,17 @@ pub trait Coordinator: Describer {
     /// transport keeps a pre-connected lease producer) or do nothing.
     fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>);
 
-    /// Refuses election options this transport cannot honour (for Kafka, a
-    /// lease shorter than the shortest transaction timeout), so a member
-    /// learns it before it registers rather than when its turn comes. The
-    /// error names the values.
-    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()>;
+    /// Refuses, before a member of `role` registers, what this transport
+    /// cannot honour, so the member learns it at once rather than when its
+    /// turn comes: options (for Kafka, a lease outside the transaction
+    /// timeouts the client and the broker allow), a state topic that is
+    /// missing or of another shape than the options say, a cluster that does
+    /// not answer within a bounded time. The error names the values.
+    async fn check_member(
+        &self,
+        role: &str,
+        options: &crate::election::ElectionOptions,
+    ) -> Result<()>;
 }
 
 /// A batch of committed records of one partition.
@@ -115,6 +121,12 @@ pub trait StateReader: Send + Sync {
         from: i64,
         max_wait: Duration,
     ) -> Result<ReadBatch>;
+
+    /// True when an open transaction holds the last stable offset of
+    /// `partition` back: records beyond it (renewals of other roles of the
+    /// partition included) are written but not yet visible. A standby must
+    /// not read the missing renewals of such a stall as an expired lease.
+    async fn held_back(&self, partition: i32) -> Result<bool>;
 }
 
 /// Appends registration records.

@@ -121,8 +121,8 @@ impl Coordinator for Hooked {
         self.inner.prepare_epoch(role, lease_duration)
     }
 
-    fn check_options(&self, options: &ElectionOptions) -> Result<()> {
-        self.inner.check_options(options)
+    async fn check_member(&self, role: &str, options: &ElectionOptions) -> Result<()> {
+        self.inner.check_member(role, options).await
     }
 }
 
@@ -139,6 +139,10 @@ impl StateReader for Hooked {
         max_wait: Duration,
     ) -> Result<ReadBatch> {
         self.inner.poll_partition(partition, from, max_wait).await
+    }
+
+    async fn held_back(&self, partition: i32) -> Result<bool> {
+        self.inner.held_back(partition).await
     }
 }
 

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use rdkafka::producer::Producer as _;
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::lease::{LeaseProducer, Outcome, TxnState};
 use super::describe::BumpAnswer;
+use super::lease::{LeaseProducer, Outcome, TxnState};
 use super::{drop_off_thread, DescribeClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
@@ -246,8 +246,7 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, false, within)
-            .await
+        self.transact("write_guarded", records, false, within).await
     }
 
     async fn supersede(&self, within: Duration) -> Result<Superseded> {

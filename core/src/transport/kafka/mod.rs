@@ -146,6 +146,7 @@ pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
 /// Serialises the mints of one role on one transport.
 type MintLock = Arc<AsyncMutex<()>>;
 type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
+type HwProbe = rdkafka::consumer::BaseConsumer<TransportContext>;
 
 /// The transport on a real Kafka cluster: implements [`Coordinator`],
 /// [`StateReader`] and [`Registrar`]; its epochs ([`KafkaEpoch`]) implement
@@ -176,6 +177,9 @@ pub struct KafkaTransport {
     mint_locks: StdMutex<HashMap<String, MintLock>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
     seeks: Arc<AtomicU64>,
+    /// A read_uncommitted consumer that only asks for high watermarks, made
+    /// on first use (see [`StateReader::held_back`]).
+    hw_probe: std::sync::OnceLock<Arc<HwProbe>>,
     spares: Spares,
     mints: Arc<Counters>,
 }
@@ -232,6 +236,7 @@ impl KafkaTransport {
             mint_locks: StdMutex::new(HashMap::new()),
             readers: StdMutex::new(HashMap::new()),
             seeks: Arc::new(AtomicU64::new(0)),
+            hw_probe: std::sync::OnceLock::new(),
             mints: Arc::default(),
         })
     }
@@ -268,6 +273,35 @@ impl KafkaTransport {
     #[doc(hidden)]
     pub fn has_spare_lease_producer(&self, role: &str) -> bool {
         self.spares.has_spare(role)
+    }
+
+    /// The high-watermark probe, made on first use.
+    fn hw_probe(&self) -> Result<Arc<HwProbe>> {
+        if let Some(p) = self.hw_probe.get() {
+            return Ok(Arc::clone(p));
+        }
+        let mut cc = self
+            .config
+            .client_config(&format!("{}-hw", self.client_suffix));
+        cc.set("isolation.level", "read_uncommitted");
+        cc.set("enable.auto.commit", "false");
+        if self.config.get("group.id").is_none() {
+            cc.set("group.id", "krabka-coordination-reader");
+        }
+        let probe: HwProbe = cc
+            .create_with_context(TransportContext)
+            .map_err(|e| kafka_error("creating the high-watermark probe", e))?;
+        let probe = Arc::new(probe);
+        match self.hw_probe.set(Arc::clone(&probe)) {
+            Ok(()) => Ok(probe),
+            // Another call made one first: use that one.
+            Err(_) => {
+                drop_off_thread(probe);
+                Ok(Arc::clone(
+                    self.hw_probe.get().expect("set by the other call"),
+                ))
+            }
+        }
     }
 
     fn mint_lock(&self, role: &str) -> MintLock {
@@ -445,6 +479,9 @@ impl Drop for KafkaTransport {
         if let Some(p) = self.registrar.take() {
             drop_off_thread(p);
         }
+        if let Some(p) = self.hw_probe.take() {
+            drop_off_thread(p);
+        }
     }
 }
 
@@ -505,7 +542,12 @@ impl Coordinator for KafkaTransport {
     }
 
     /// The lease is the transaction timeout: refuse what librdkafka would.
-    fn check_options(&self, options: &crate::election::ElectionOptions) -> Result<()> {
+    async fn check_member(
+        &self,
+        role: &str,
+        options: &crate::election::ElectionOptions,
+    ) -> Result<()> {
+        check_role(role)?;
         lease_millis(options.lease_duration).map(|_| ())
     }
 }
@@ -533,6 +575,36 @@ impl StateReader for KafkaTransport {
             .expect("reader() creates it")
             .poll(from, max_wait)
             .await
+    }
+
+    async fn held_back(&self, partition: i32) -> Result<bool> {
+        self.held_back_now(partition).await
+    }
+}
+
+impl KafkaTransport {
+    /// The high watermark first, then the last stable offset: a transaction
+    /// that commits between the two reads counts as decided.
+    async fn held_back_now(&self, partition: i32) -> Result<bool> {
+        check_partition(partition)?;
+        let probe = self.hw_probe()?;
+        let (topic, timeout) = (
+            self.config.state_topic().to_owned(),
+            self.config.operation_timeout(),
+        );
+        let context = format!("reading the high watermark of {topic}/{partition}");
+        let (_, high) = run_blocking(move || {
+            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+        })
+        .await?
+        .map_err(|e| kafka_error(&context, e))?;
+        let reader = self.reader(partition).await?;
+        let (_, stable) = reader
+            .as_ref()
+            .expect("reader() creates it")
+            .watermarks()
+            .await?;
+        Ok(stable < high)
     }
 }
 
@@ -595,10 +667,13 @@ mod tests {
         let short = crate::ElectionOptions::default()
             .with_lease_duration(Duration::from_millis(500))
             .with_renew_interval(Duration::from_millis(100));
-        let e = t.check_options(&short).unwrap_err();
+        let e = t.check_member("r", &short).await.unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert!(e.to_string().contains("500ms"), "{e}");
-        assert!(t.check_options(&crate::ElectionOptions::default()).is_ok());
+        assert!(t
+            .check_member("r", &crate::ElectionOptions::default())
+            .await
+            .is_ok());
     }
 
     #[test]

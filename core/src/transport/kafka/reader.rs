@@ -130,7 +130,7 @@ impl PartitionReader {
     }
 
     /// The (first offset, last stable offset) of the partition.
-    async fn watermarks(&self) -> Result<(i64, i64)> {
+    pub(crate) async fn watermarks(&self) -> Result<(i64, i64)> {
         let c = Arc::clone(&self.consumer);
         let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
         run_blocking(move || c.fetch_watermarks(&topic, partition, timeout))

@@ -315,8 +315,8 @@ mod tests {
             let correlation_id = req.get_i32();
             let mut body = BytesMut::new();
             body.put_i32(correlation_id); // response header v0
-            // ApiVersionsResponse v3: no error, no API keys, no throttle,
-            // no tagged fields.
+                                          // ApiVersionsResponse v3: no error, no API keys, no throttle,
+                                          // no tagged fields.
             body.put_i16(0);
             body.put_u8(1); // compact array of 0 elements
             body.put_i32(0);

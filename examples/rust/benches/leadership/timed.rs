@@ -141,9 +141,9 @@ impl Coordinator for Timed {
         self.inner.prepare_epoch(role, lease_duration);
     }
 
-    fn check_options(&self, options: &ElectionOptions) -> Result<()> {
+    async fn check_member(&self, role: &str, options: &ElectionOptions) -> Result<()> {
         self.hints.check_options.fetch_add(1, Ordering::Relaxed);
-        self.inner.check_options(options)
+        self.inner.check_member(role, options).await
     }
 }
 
@@ -167,6 +167,13 @@ impl StateReader for Timed {
         let r = self.inner.poll_partition(partition, from, max_wait).await;
         let n = r.as_ref().map_or(0, |b| b.records.len());
         self.rec.record("poll_partition", t, n, r.is_ok());
+        r
+    }
+
+    async fn held_back(&self, partition: i32) -> Result<bool> {
+        let t = Instant::now();
+        let r = self.inner.held_back(partition).await;
+        self.rec.record("held_back", t, 0, r.is_ok());
         r
     }
 }
