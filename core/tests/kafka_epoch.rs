@@ -854,3 +854,33 @@ async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
         .unwrap_err();
     assert!(e.means_fenced(), "{e}");
 }
+
+/// A guarded write that cannot be acknowledged in time (a topic that does
+/// not exist) is aborted, nothing of it is visible, and the epoch re-learns
+/// its token after the abort: unchanged, so the epoch writes on (issue 9,
+/// items 2 and 6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unacknowledged_write_is_aborted_and_the_epoch_writes_on() {
+    let role = unique("abort-relearn");
+    let t = transport("abort-relearn").await;
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let missing = data_record(&unique("no-such-topic"), 0, b"lost");
+    let e = epoch
+        .write_guarded(vec![missing], Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
+    assert!(e.to_string().contains("aborted"), "{e}");
+    assert!(
+        epoch.has_producer().await,
+        "an aborted write keeps the producer"
+    );
+    epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("a", epoch.token(), 1))),
+            WITHIN,
+        )
+        .await
+        .expect("the same epoch writes on after the abort");
+    assert_eq!(t.describe_epoch(&role).await.unwrap(), epoch.token());
+}

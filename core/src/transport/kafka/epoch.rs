@@ -142,15 +142,39 @@ impl KafkaEpoch {
         let deadline = tokio::time::Instant::now() + within.min(self.timeout);
         let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
+        let (describe, token) = (self.describe.clone(), self.token);
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: librdkafka's
         // transaction state and ours stay in step.
         let task = tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
-            match producer
+            let result = producer
                 .transact(&role, &what, records, leave_open, deadline)
-                .await
-            {
+                .await;
+            // After an abort librdkafka may have bumped the epoch itself
+            // (KIP-360): re-learn the token. If it moved, this epoch's token
+            // is no longer the truth; the term ends (a fence), so one term
+            // never carries two tokens.
+            let moved = if std::mem::take(&mut producer.aborted) {
+                match describe.describe_transaction(&role).await {
+                    Ok(Some(d)) if d.token != token => Some(d.token),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not re-learn the token after an abort; checking again after the next one");
+                        producer.aborted = true;
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let result = match (result, moved) {
+                (r, None) => r,
+                (_, Some(now)) => Err(Outcome::Drop(Error::Fenced(format!(
+                    "{what} for role {role:?}: after an abort the role's token is {now}, not this epoch's {token}"
+                )))),
+            };
+            match result {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
                 Err(Outcome::Drop(e)) => {

@@ -54,6 +54,10 @@ pub(crate) struct LeaseProducer {
     pub(crate) producer: Producer,
     pub(crate) token: FencingToken,
     pub(crate) state: TxnState,
+    /// Set when a transaction was aborted: librdkafka may then have bumped
+    /// the producer's epoch itself (KIP-360), so the token must be
+    /// re-learned before the next write counts on it.
+    pub(crate) aborted: bool,
 }
 
 /// How one failed step ends the write.
@@ -291,6 +295,7 @@ impl LeaseProducer {
         match r {
             Ok(()) => {
                 self.state = TxnState::Idle;
+                self.aborted = true;
                 None
             }
             Err(e) => {

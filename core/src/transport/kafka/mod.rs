@@ -352,6 +352,7 @@ impl KafkaTransport {
                         producer,
                         token,
                         state: TxnState::Idle,
+                        aborted: false,
                     },
                 )
             });
