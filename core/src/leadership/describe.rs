@@ -9,6 +9,14 @@ use crate::token::FencingToken;
 use crate::transport::{Describer, StateReader};
 
 /// The authority of a role as its transaction coordinator reports it.
+///
+/// This is a **read** of the coordinator at one instant, not a fence: a
+/// writer that was authoritative when asked may be superseded a moment
+/// later. The fence is the broker's, on every write that carries the epoch.
+/// Use [`LeadershipStatus::authoritative`] (equality with the current token)
+/// to check a writer; comparing tokens by order is meaningful within one
+/// producer id (the epoch grows), and across producer ids only because Kafka
+/// hands out new ids in increasing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeadershipStatus {
     /// The newest token the coordinator minted for the role, or
@@ -17,8 +25,9 @@ pub struct LeadershipStatus {
 }
 
 impl LeadershipStatus {
-    /// True when `token` is the role's current token: a writer holding it is
-    /// authoritative. [`crate::NO_EPOCH`] is never authoritative.
+    /// True when `token` is the role's current token (equality, not order):
+    /// a writer holding it was authoritative when the coordinator answered.
+    /// [`crate::NO_EPOCH`] is never authoritative.
     pub fn authoritative(&self, token: &FencingToken) -> bool {
         !token.is_no_epoch() && *token == self.token
     }
