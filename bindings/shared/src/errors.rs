@@ -27,7 +27,7 @@ pub struct KindInfo {
 }
 
 /// Every kind the core has, in value order.
-pub const KINDS: [KindInfo; 8] = [
+pub const KINDS: [KindInfo; 10] = [
     KindInfo {
         kind: ErrorKind::Format,
         name: "FORMAT",
@@ -84,6 +84,22 @@ pub const KINDS: [KindInfo; 8] = [
         kind: ErrorKind::Cancelled,
         name: "CANCELLED",
         description: "The operation was cancelled before it finished.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::LeaseExpired,
+        name: "LEASE_EXPIRED",
+        description: "The leader's own lease ran out: no renewal committed within the lease \
+                      duration (on the monotonic clock), so a standby may have taken over. The \
+                      term is over; stop the work of the role, including work done outside Kafka.",
+        retryable: false,
+    },
+    KindInfo {
+        kind: ErrorKind::OutcomeUnknown,
+        name: "OUTCOME_UNKNOWN",
+        description: "A write whose commit was sent but not confirmed (a timeout, a fence at \
+                      the commit): it may or may not have committed. The cause is attached; a \
+                      fenced cause means a newer epoch exists.",
         retryable: false,
     },
 ];

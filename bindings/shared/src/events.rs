@@ -46,10 +46,14 @@ impl std::fmt::Debug for EventStream {
     }
 }
 
-/// True for the events that end a term by themselves (a resign ends it
-/// after its `resigned` and `deregistered`).
+/// True for the events that the core emits as it ends a term for any reason
+/// but a resign (a resign ends it after its `resigned` and `deregistered`).
+/// A new reason to end a term needs its event here.
 fn ends_term(kind: &EventKind) -> bool {
-    matches!(kind, EventKind::Fenced { .. } | EventKind::Ended { .. })
+    matches!(
+        kind,
+        EventKind::Fenced { .. } | EventKind::LeaseExpired | EventKind::Ended { .. }
+    )
 }
 
 impl EventStream {
@@ -232,8 +236,8 @@ impl From<&Event> for EventView {
                 v.error = Some(Arc::clone(error))
             }
             EventKind::Resigned { cleared } => v.cleared = Some(*cleared),
-            // Challenging, Deregistered, and kinds newer than this binding:
-            // the name alone.
+            // Challenging, LeaseExpired, Deregistered, and kinds newer than
+            // this binding: the name alone.
             _ => {}
         }
         v
@@ -315,6 +319,23 @@ mod tests {
         assert_eq!(kinds.last(), Some(&"fenced"), "{kinds:?}");
         assert!(l.err().is_some_and(|e| e.is_fenced()));
         drop(newer);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_that_runs_out_ends_the_stream_with_lease_expired() {
+        let cluster = cluster();
+        let l = leader(&cluster, "a").await;
+        let mut stream = EventStream::subscribe(&l);
+        // Every renewal fails from now on: the lease runs out.
+        cluster.set_unavailable(true);
+        let kinds = kinds_until_end(&mut stream).await;
+        assert_eq!(kinds.last(), Some(&"lease_expired"), "{kinds:?}");
+        assert!(kinds.contains(&"renewal_failing"), "{kinds:?}");
+        assert_eq!(
+            l.err().map(|e| e.kind()),
+            Some(krabka_coordination::ErrorKind::LeaseExpired)
+        );
+        cluster.set_unavailable(false);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,6 +33,10 @@ pub struct LogRecord {
     pub level: Level,
     /// The module (or `librdkafka`) that logged it.
     pub target: String,
+    /// The source file of the log statement, when known.
+    pub file: Option<String>,
+    /// Its line, when known.
+    pub line: Option<u32>,
     /// The message.
     pub message: String,
     /// The event's other fields, in the order they were recorded.
@@ -67,6 +71,8 @@ impl LogRecord {
             level: Level::WARN,
             target: module_path!().to_owned(),
             message: format!("{n} log records were dropped: the host did not take them in time"),
+            file: None,
+            line: None,
             fields: Vec::new(),
             context: Vec::new(),
         }
@@ -213,6 +219,8 @@ where
         (self.sink)(LogRecord {
             level: *metadata.level(),
             target: metadata.target().to_owned(),
+            file: metadata.file().map(str::to_owned),
+            line: metadata.line(),
             message,
             fields,
             context,
@@ -344,6 +352,12 @@ mod tests {
             "role=billing member=host-a: renewal failing failures=2 error=refused"
         );
         assert!(r.target.ends_with("log::tests"), "{}", r.target);
+        assert!(
+            r.file.as_deref().is_some_and(|f| f.ends_with("log.rs")),
+            "{:?}",
+            r.file
+        );
+        assert!(r.line.is_some());
         assert_eq!(
             (seen[1].level, seen[1].target.as_str()),
             (Level::DEBUG, "librdkafka")
@@ -377,6 +391,8 @@ mod tests {
         LogRecord {
             level: Level::INFO,
             target: "t".into(),
+            file: None,
+            line: None,
             message: message.into(),
             fields: vec![],
             context: vec![],
