@@ -1,27 +1,24 @@
-//! Argument conversion with messages that name the field.
+//! Argument conversion: Python values in, checked Rust values out, with the
+//! messages of the shared crate (`krabka_coordination_bindings::args`), so an
+//! argument error reads the same in every binding.
 //!
-//! PyO3's own integer extraction says "out of range integral type conversion
-//! attempted" without naming the argument; the layouts have fields of three
-//! widths, so every integer argument goes through [`int_field`], which names
-//! the field and its range. Decoder inputs go through [`with_bytes`], which
-//! accepts `bytes` (without copying), `bytearray` and `memoryview`.
-//!
-//! For the leadership API: [`kafka_config`] turns the `kafka` dict into the
-//! core's `KafkaConfig` (every entry passed through unchanged), [`seconds`]
-//! turns a number of seconds into a `Duration`, and [`opt_bytes`] and
-//! [`headers`] take the parts of a guarded record.
-
-use std::time::Duration;
+//! This module only knows Python's types (which object is an `int`, a
+//! `float`, `bytes`...); what a value may be and how a refusal is worded is
+//! the shared crate's. Refusals are raised through [`crate::error::arg_error`]:
+//! a wrong type is a `TypeError`, a value the argument does not allow an
+//! `InvalidArgumentError` (a `ValueError`), an integer too wide for a record
+//! field an `OverflowError`.
 
 use krabka_coordination::transport::kafka::KafkaConfig;
-use krabka_coordination::Error;
-use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use krabka_coordination_bindings::args::{self, ArgError, SecondsBound, SECONDS_TYPE};
+use krabka_coordination_bindings::options;
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyMemoryView, PyString,
 };
 
-use crate::error::to_py_err;
+use crate::error::arg_error;
 
 /// An integer width of the record layouts.
 pub trait IntField: Sized {
@@ -51,9 +48,31 @@ impl IntField for i64 {
     const MAX: i64 = i64::MAX;
 }
 
-/// Extracts the integer argument `field`: a `TypeError` for a non-integer, an
-/// `OverflowError` naming the field and its range for a value out of range
-/// (the original error is kept as `__cause__`).
+/// The name of a value's type, as messages say it (`str`, `float`).
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "an object".to_owned())
+}
+
+/// `str(value)`, for messages.
+pub fn display(value: &Bound<'_, PyAny>) -> String {
+    value
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| "a value of no printable form".to_owned())
+}
+
+/// True for a Python `int` that is not a `bool`.
+fn is_int(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>()
+}
+
+/// The integer record field `field`: a `TypeError` for a non-integer, an
+/// `OverflowError` naming the field and the layout's range for a value out
+/// of it (Python's own error kept as `__cause__`).
 pub fn int_field<'py, T>(value: &Bound<'py, PyAny>, field: &str) -> PyResult<T>
 where
     T: IntField + for<'a> FromPyObject<'a, 'py>,
@@ -61,37 +80,92 @@ where
     let py = value.py();
     match value.extract::<T>().map_err(Into::into) {
         Ok(v) => Ok(v),
-        Err(e) if e.is_instance_of::<PyOverflowError>(py) => {
-            let err = PyOverflowError::new_err(format!(
-                "{field} does not fit the layout's {} ({}..={}): got {}",
-                T::WIDTH,
-                T::MIN,
-                T::MAX,
-                display(value)
-            ));
-            err.set_cause(py, Some(e));
-            Err(err)
-        }
         Err(e) => {
-            let err =
-                PyTypeError::new_err(format!("{field} must be an int, got {}", type_name(value)));
+            let refusal = if e.is_instance_of::<PyOverflowError>(py) {
+                ArgError::does_not_fit(field, T::WIDTH, T::MIN, T::MAX, display(value))
+            } else {
+                ArgError::wrong_type(field, "an int", &type_name(value))
+            };
+            let err = arg_error(py, refusal);
             err.set_cause(py, Some(e));
             Err(err)
         }
     }
 }
 
-/// Extracts the string argument `field` with a message naming it.
+/// The string argument `field`.
 pub fn str_field(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
     match value.extract::<String>() {
         Ok(s) => Ok(s),
-        Err(e) if value.is_instance_of::<pyo3::types::PyString>() => Err(e),
+        // A str that is not valid UTF-8 (a lone surrogate): Python's error.
+        Err(e) if value.is_instance_of::<PyString>() => Err(e),
         Err(e) => {
-            let err =
-                PyTypeError::new_err(format!("{field} must be a str, got {}", type_name(value)));
+            let err = arg_error(
+                value.py(),
+                ArgError::wrong_type(field, "a str", &type_name(value)),
+            );
             err.set_cause(value.py(), Some(e));
             Err(err)
         }
+    }
+}
+
+/// A duration argument in seconds (an `int` or a `float`; `None` or left
+/// out: the default). Only the type is checked here; the value is the shared
+/// crate's to check ([`args::seconds`]).
+pub fn seconds_value(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<f64>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if !(is_int(value) || value.is_instance_of::<PyFloat>()) {
+        return Err(arg_error(
+            value.py(),
+            ArgError::wrong_type(field, SECONDS_TYPE, &type_name(value)),
+        ));
+    }
+    // An int too large for a float is certainly out of range.
+    Ok(Some(value.extract().unwrap_or(f64::INFINITY)))
+}
+
+/// [`seconds_value`], then checked against `bound`.
+pub fn seconds_arg(
+    value: Option<&Bound<'_, PyAny>>,
+    field: &str,
+    bound: SecondsBound,
+) -> PyResult<Option<std::time::Duration>> {
+    match seconds_value(value, field)? {
+        None => Ok(None),
+        Some(secs) => args::seconds(field, secs, bound)
+            .map(Some)
+            .map_err(|e| arg_error(value.expect("given").py(), e)),
+    }
+}
+
+/// An integer argument (`None` or left out: `None`): a `TypeError` for
+/// another type; an integer beyond `i64` is refused as outside
+/// `min..=max`. The range itself is checked by the caller or the shared
+/// crate.
+pub fn int_value(
+    value: Option<&Bound<'_, PyAny>>,
+    field: &str,
+    min: i64,
+    max: i64,
+) -> PyResult<Option<i64>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if !is_int(value) {
+        return Err(arg_error(
+            value.py(),
+            ArgError::wrong_type(field, "an int", &type_name(value)),
+        ));
+    }
+    match value.extract::<i64>() {
+        Ok(v) => Ok(Some(v)),
+        Err(_) => Err(arg_error(
+            value.py(),
+            args::out_of_range(field, min, max, display(value)),
+        )),
     }
 }
 
@@ -117,73 +191,105 @@ pub fn with_bytes<R>(
         let b = copy.cast::<PyBytes>()?;
         return Ok(f(b.as_bytes()));
     }
-    Err(PyTypeError::new_err(format!(
-        "{field} must be bytes, bytearray or memoryview, got {}",
-        type_name(data)
-    )))
+    Err(arg_error(
+        data.py(),
+        ArgError::wrong_type(field, "bytes, bytearray or memoryview", &type_name(data)),
+    ))
 }
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "an object".to_owned())
+/// An optional bytes argument (`None`, `bytes`, `bytearray`, `memoryview`).
+pub fn opt_bytes(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Vec<u8>>> {
+    match value {
+        Some(v) if !v.is_none() => with_bytes(v, field, <[u8]>::to_vec).map(Some),
+        _ => Ok(None),
+    }
 }
 
-fn display(value: &Bound<'_, PyAny>) -> String {
-    value
-        .str()
-        .map(|s| s.to_string())
-        .unwrap_or_else(|_| "a value of no printable form".to_owned())
+/// Record headers: `None`, a dict of `str` to bytes, or an iterable of
+/// `(str, bytes)` pairs (Kafka allows a name more than once).
+pub fn headers(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<u8>)>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let py = value.py();
+    let pairs = match value.cast::<PyDict>() {
+        Ok(d) => d.items().into_any(),
+        Err(_) => value.clone(),
+    };
+    let iter = pairs.try_iter().map_err(|_| {
+        arg_error(
+            py,
+            ArgError::wrong_type(
+                "headers",
+                "a dict or an iterable of (str, bytes) pairs",
+                &type_name(value),
+            ),
+        )
+    })?;
+    let mut out = Vec::new();
+    for item in iter {
+        let item = item?;
+        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract().ok();
+        let Some((name, data)) = pair else {
+            return Err(arg_error(
+                py,
+                ArgError::wrong_type("a header", "a (str, bytes) pair", &type_name(&item)),
+            ));
+        };
+        let name = str_field(&name, "header name")?;
+        let data = with_bytes(&data, "header value", <[u8]>::to_vec)?;
+        out.push((name, data));
+    }
+    Ok(out)
 }
 
 /// The `kafka` argument: a dict (or other mapping) of librdkafka client
-/// settings, handed to the core as they are. `"bootstrap.servers"` is the
-/// bootstrap address of `KafkaConfig::new`; every other entry goes through
-/// `KafkaConfig::set`.
-/// The core checks the values (a missing or empty bootstrap address, a
-/// setting librdkafka refuses, security settings the describe client cannot
-/// honour) and names them.
-///
-/// Keys must be `str`. A value may be a `str`, an `int`, a `float` or a
-/// `bool`: librdkafka reads every setting as a string, so a number is written
-/// in decimal and a bool as `"true"` / `"false"`.
+/// settings, handed to the core as they are (`"bootstrap.servers"` is the
+/// bootstrap address). Keys must be `str`; a value may be a `str`, an `int`,
+/// a `float` or a `bool` (librdkafka reads every setting as a string, so a
+/// number is written in decimal and a bool as `"true"` / `"false"`). The
+/// core checks the values when the client is built.
 pub fn kafka_config(kafka: &Bound<'_, PyAny>) -> PyResult<KafkaConfig> {
+    let py = kafka.py();
     let items = match kafka.cast::<PyDict>() {
         Ok(dict) => dict.items(),
         Err(_) => match kafka.cast::<PyMapping>() {
             Ok(mapping) => mapping.items()?,
-            Err(_) => {
-                return Err(PyTypeError::new_err(format!(
-                    "kafka must be a dict of librdkafka settings (e.g. {{\"bootstrap.servers\": \"host:9092\"}}), got {}",
-                    type_name(kafka)
-                )))
-            }
+            Err(_) => return Err(arg_error(
+                py,
+                ArgError::wrong_type(
+                    "kafka",
+                    "a dict of librdkafka settings (e.g. {\"bootstrap.servers\": \"host:9092\"})",
+                    &type_name(kafka),
+                ),
+            )),
         },
     };
-    let mut config = KafkaConfig::new("");
+    let mut settings = Vec::with_capacity(items.len());
     for item in items.iter() {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let key = match key.cast::<PyString>() {
             Ok(k) => k.to_cow()?.into_owned(),
             Err(_) => {
-                return Err(PyTypeError::new_err(format!(
-                    "kafka setting names must be str, got {}",
-                    type_name(&key)
-                )))
+                return Err(arg_error(
+                    py,
+                    ArgError::wrong_type("a kafka setting name", "a str", &type_name(&key)),
+                ))
             }
         };
-        let value = setting_value(&value).ok_or_else(|| {
-            PyTypeError::new_err(format!(
-                "kafka setting {key:?} must be a str, int, float or bool, got {}",
-                type_name(&value)
-            ))
-        })??;
-        // `set` maps "bootstrap.servers" to the bootstrap address itself.
-        config = config.set(key, value);
+        let Some(value) = setting_value(&value) else {
+            return Err(arg_error(
+                py,
+                ArgError::wrong_type(
+                    &format!("kafka setting {key:?}"),
+                    "a str, int, float or bool",
+                    &type_name(&value),
+                ),
+            ));
+        };
+        settings.push((key, value?));
     }
-    Ok(config)
+    Ok(options::kafka_config(settings))
 }
 
 fn setting_value(value: &Bound<'_, PyAny>) -> Option<PyResult<String>> {
@@ -197,102 +303,4 @@ fn setting_value(value: &Bound<'_, PyAny>) -> Option<PyResult<String>> {
         return Some(value.str().map(|s| s.to_string()));
     }
     None
-}
-
-/// A duration argument `field` given in seconds (an `int` or a `float`),
-/// or `default` when it was left out. A wrong type is a `TypeError` naming
-/// the field; a negative, infinite or NaN value an `InvalidArgumentError`
-/// naming the field and the value. The core checks the rest (zero, and how
-/// the options relate) with its own messages.
-pub fn seconds_arg(
-    value: Option<&Bound<'_, PyAny>>,
-    field: &str,
-    default: Duration,
-) -> PyResult<Duration> {
-    let Some(value) = value else {
-        return Ok(default);
-    };
-    if value.is_instance_of::<PyBool>()
-        || !(value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>())
-    {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be a number of seconds (int or float), got {}",
-            type_name(value)
-        )));
-    }
-    let secs: f64 = value.extract()?;
-    Duration::try_from_secs_f64(secs).map_err(|_| {
-        to_py_err(
-            value.py(),
-            Error::InvalidArgument(format!(
-                "{field} must be a finite, non-negative number of seconds, got {}",
-                display(value)
-            )),
-        )
-    })
-}
-
-/// An `i32` argument `field` (a Python `int`), or `default` when it was left
-/// out: a `TypeError` naming the field for another type, an `OverflowError`
-/// naming the field and the range for a value out of range.
-pub fn i32_arg(value: Option<&Bound<'_, PyAny>>, field: &str, default: i32) -> PyResult<i32> {
-    let Some(value) = value else {
-        return Ok(default);
-    };
-    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be an int, got {}",
-            type_name(value)
-        )));
-    }
-    value.extract::<i32>().map_err(|_| {
-        PyOverflowError::new_err(format!(
-            "{field} does not fit an i32 ({}..={}): got {}",
-            i32::MIN,
-            i32::MAX,
-            display(value)
-        ))
-    })
-}
-
-/// An optional bytes argument (`None`, `bytes`, `bytearray`, `memoryview`).
-pub fn opt_bytes(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Vec<u8>>> {
-    match value {
-        None => Ok(None),
-        Some(v) if v.is_none() => Ok(None),
-        Some(v) => with_bytes(v, field, <[u8]>::to_vec).map(Some),
-    }
-}
-
-/// Record headers: `None`, a dict of `str` to bytes, or an iterable of
-/// `(str, bytes)` pairs (Kafka allows a name more than once).
-pub fn headers(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, Vec<u8>)>> {
-    let Some(value) = value.filter(|v| !v.is_none()) else {
-        return Ok(Vec::new());
-    };
-    let pairs = match value.cast::<PyDict>() {
-        Ok(d) => d.items().into_any(),
-        Err(_) => value.clone(),
-    };
-    let mut out = Vec::new();
-    let iter = pairs.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "headers must be a dict or an iterable of (str, bytes) pairs, got {}",
-            type_name(value)
-        ))
-    })?;
-    for item in iter {
-        let item = item?;
-        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = item.extract().ok();
-        let Some((name, data)) = pair else {
-            return Err(PyTypeError::new_err(format!(
-                "a header must be a (str, bytes) pair, got {}",
-                type_name(&item)
-            )));
-        };
-        let name = str_field(&name, "header name")?;
-        let data = with_bytes(&data, "header value", <[u8]>::to_vec)?;
-        out.push((name, data));
-    }
-    Ok(out)
 }

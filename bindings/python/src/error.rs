@@ -1,41 +1,48 @@
-//! The one place where errors of the core become Python exceptions.
+//! The one place where errors become Python exceptions.
 //!
 //! # The hierarchy
 //!
 //! ```text
 //! KrabkaError(Exception)                 base of everything this package raises
-//! ├── FormatError(KrabkaError, ValueError)          malformed bytes; .part
-//! ├── EncodeError(KrabkaError, ValueError)          the layout cannot hold a value; .part, .field
-//! ├── InvalidArgumentError(KrabkaError, ValueError) an argument the core refuses
-//! ├── Fenced(KrabkaError)                           the broker fenced this member's epoch
-//! ├── TransientError(KrabkaError)                   retrying may succeed
-//! ├── FatalError(KrabkaError)                       retrying will not succeed
-//! ├── Resigned(KrabkaError)                         the leadership was given up
-//! └── Cancelled(KrabkaError)                        the operation was cancelled
+//! ├── FormatError(KrabkaError, ValueError)          FORMAT; .part
+//! ├── EncodeError(KrabkaError, ValueError)          ENCODE; .part, .field
+//! ├── InvalidArgumentError(KrabkaError, ValueError) INVALID_ARGUMENT
+//! ├── Fenced(KrabkaError)                           FENCED
+//! ├── TransientError(KrabkaError)                   TRANSIENT
+//! ├── FatalError(KrabkaError)                       FATAL
+//! ├── Resigned(KrabkaError)                         RESIGNED
+//! ├── Cancelled(KrabkaError)                        CANCELLED
+//! ├── LeaseExpired(KrabkaError)                     LEASE_EXPIRED
+//! └── OutcomeUnknown(KrabkaError)                   OUTCOME_UNKNOWN
 //! ```
 //!
-//! The classes are made once per interpreter (with `type(name, bases, ns)`,
-//! because two of them have two bases) and live in [`PyOnceLock`]s; the module
-//! exports them under `krabka_coordination`.
+//! Each class but the base stands for one core `ErrorKind`: its docstring is
+//! the kind's description in the shared table
+//! (`krabka_coordination_bindings::errors::KINDS`) and its class attribute
+//! `kind` the kind's stable name. The classes are made once per interpreter
+//! (with `type(name, bases, ns)`, because three of them have two bases).
 //!
 //! # Mapping
 //!
-//! [`to_py_err`] maps every variant of [`Error`]; [`format_error`] and
-//! [`encode_error`] map the codec's own error types. The Rust `source()`
-//! chain of a transient or fatal error becomes the `__cause__` chain of the
-//! Python exception. A link that is itself a Python exception (a [`PyErr`], as
-//! a callback written in Python will produce once the leadership API exists)
-//! is attached as it is, so its type and traceback survive the trip through
-//! the core.
+//! [`error_to_py`] chooses the class by `Error::kind()`, never by message
+//! text; a kind this binding does not know yet becomes the base class. The
+//! part and field of a format or encode error become attributes. The Rust
+//! `source()` chain becomes the `__cause__` chain: a link that is itself a
+//! Python exception is attached as it is (type and traceback survive the
+//! trip through the core), a link that is a core error is mapped by its own
+//! kind, and any other link becomes a `KrabkaError` carrying its message.
 //!
-//! Integer arguments that do not fit their field are refused by
-//! [`crate::convert`] with an `OverflowError` that names the field; that is
-//! argument checking, not a core error, and is not mapped here.
+//! Argument refusals of the shared crate ([`arg_error`]) map by their
+//! `ArgErrorKind`: `TypeError`, `InvalidArgumentError`, `OverflowError`.
 
 use std::error::Error as StdError;
 
-use krabka_coordination::{EncodeError as CoreEncodeError, Error, FormatError as CoreFormatError};
-use pyo3::exceptions::{PyException, PyValueError};
+use krabka_coordination::{
+    EncodeError as CoreEncodeError, Error, ErrorKind, FormatError as CoreFormatError, SharedError,
+};
+use krabka_coordination_bindings::errors::{self, details};
+use krabka_coordination_bindings::{ArgError, ArgErrorKind};
+use pyo3::exceptions::{PyException, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
@@ -49,27 +56,31 @@ const PUBLIC_MODULE: &str = "krabka_coordination";
 pub enum Exc {
     /// `KrabkaError(Exception)`: the base class.
     Krabka,
-    /// `FormatError(KrabkaError, ValueError)`: malformed record bytes.
+    /// `FormatError(KrabkaError, ValueError)`.
     Format,
-    /// `EncodeError(KrabkaError, ValueError)`: a value the layout cannot hold.
+    /// `EncodeError(KrabkaError, ValueError)`.
     Encode,
-    /// `InvalidArgumentError(KrabkaError, ValueError)`: an argument the core refuses.
+    /// `InvalidArgumentError(KrabkaError, ValueError)`.
     InvalidArgument,
-    /// `Fenced(KrabkaError)`: this member's epoch was superseded.
+    /// `Fenced(KrabkaError)`.
     Fenced,
-    /// `TransientError(KrabkaError)`: a failure that retrying may mend.
+    /// `TransientError(KrabkaError)`.
     Transient,
-    /// `FatalError(KrabkaError)`: a failure that retrying will not mend.
+    /// `FatalError(KrabkaError)`.
     Fatal,
-    /// `Resigned(KrabkaError)`: the leadership was given up.
+    /// `Resigned(KrabkaError)`.
     Resigned,
-    /// `Cancelled(KrabkaError)`: the operation was cancelled before it finished.
+    /// `Cancelled(KrabkaError)`.
     Cancelled,
+    /// `LeaseExpired(KrabkaError)`.
+    LeaseExpired,
+    /// `OutcomeUnknown(KrabkaError)`.
+    OutcomeUnknown,
 }
 
 impl Exc {
     /// Every class, base first (the order they are created in).
-    pub const ALL: [Exc; 9] = [
+    pub const ALL: [Exc; 11] = [
         Exc::Krabka,
         Exc::Format,
         Exc::Encode,
@@ -79,7 +90,37 @@ impl Exc {
         Exc::Fatal,
         Exc::Resigned,
         Exc::Cancelled,
+        Exc::LeaseExpired,
+        Exc::OutcomeUnknown,
     ];
+
+    /// The class of a core error kind (the base for a kind newer than this
+    /// binding).
+    pub fn of_kind(kind: ErrorKind) -> Exc {
+        match kind {
+            ErrorKind::Format => Exc::Format,
+            ErrorKind::Encode => Exc::Encode,
+            ErrorKind::InvalidArgument => Exc::InvalidArgument,
+            ErrorKind::Fenced => Exc::Fenced,
+            ErrorKind::Transient => Exc::Transient,
+            ErrorKind::Fatal => Exc::Fatal,
+            ErrorKind::Resigned => Exc::Resigned,
+            ErrorKind::Cancelled => Exc::Cancelled,
+            ErrorKind::LeaseExpired => Exc::LeaseExpired,
+            ErrorKind::OutcomeUnknown => Exc::OutcomeUnknown,
+            _ => Exc::Krabka,
+        }
+    }
+
+    /// The core kind this class stands for (`None` for the base).
+    pub fn kind(self) -> Option<ErrorKind> {
+        if self == Exc::Krabka {
+            return None;
+        }
+        ErrorKind::ALL
+            .into_iter()
+            .find(|k| Exc::of_kind(*k) == self)
+    }
 
     /// The class name in Python.
     pub fn name(self) -> &'static str {
@@ -93,42 +134,25 @@ impl Exc {
             Exc::Fatal => "FatalError",
             Exc::Resigned => "Resigned",
             Exc::Cancelled => "Cancelled",
+            Exc::LeaseExpired => "LeaseExpired",
+            Exc::OutcomeUnknown => "OutcomeUnknown",
         }
     }
 
     fn doc(self) -> &'static str {
-        match self {
-            Exc::Krabka => "Base class of every exception krabka_coordination raises.",
-            Exc::Format => {
-                "Malformed record bytes.\n\n`part` names the record part that failed to decode: \
-                 \"key\", \"registration value\" or \"lease value\". The message says which \
-                 field failed, at which byte offset, and why."
+        match self.kind().and_then(errors::info) {
+            Some(info) => info.description,
+            None => {
+                "Base class of every exception krabka_coordination raises. `kind` is the \
+                     stable name of the core error kind of a subclass (None here)."
             }
-            Exc::Encode => {
-                "A value the frozen record layout cannot hold (an empty or over-long role or \
-                 member).\n\n`part` names the record part being encoded and `field` the field \
-                 that cannot be encoded. Encoding refuses rather than truncating."
-            }
-            Exc::InvalidArgument => "An argument the core refuses; the message names the value.",
-            Exc::Fenced => {
-                "The broker rejected a write of a superseded epoch (INVALID_PRODUCER_EPOCH, \
-                 PRODUCER_FENCED), or the member otherwise lost its epoch. Stop the work of the role."
-            }
-            Exc::Transient => {
-                "A transient failure (broker unreachable, timeout, coordinator moving); the \
-                 operation may be retried. `__cause__` holds the underlying error."
-            }
-            Exc::Fatal => {
-                "A failure that retrying will not mend (authorization, bad configuration, a \
-                 topic of the wrong shape). `__cause__` holds the underlying error."
-            }
-            Exc::Resigned => "The leadership was given up by resign().",
-            Exc::Cancelled => "The operation was cancelled before it finished.",
         }
     }
 
     fn cell(self) -> &'static PyOnceLock<Py<PyType>> {
-        static CELLS: [PyOnceLock<Py<PyType>>; 9] = [
+        static CELLS: [PyOnceLock<Py<PyType>>; 11] = [
+            PyOnceLock::new(),
+            PyOnceLock::new(),
             PyOnceLock::new(),
             PyOnceLock::new(),
             PyOnceLock::new(),
@@ -160,6 +184,7 @@ impl Exc {
         let namespace = PyDict::new(py);
         namespace.set_item("__module__", PUBLIC_MODULE)?;
         namespace.set_item("__doc__", self.doc())?;
+        namespace.set_item("kind", self.kind().map(ErrorKind::name))?;
         let ty = py
             .get_type::<PyType>()
             .call1((self.name(), bases, namespace))?;
@@ -185,8 +210,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// Sets an attribute on the exception instance of `err`, keeping `err` when
-/// that fails (it cannot for these plain classes, but an error here must not
-/// replace the one being reported).
+/// that fails (an error here must not replace the one being reported).
 fn with_attr(py: Python<'_>, err: PyErr, name: &str, value: &str) -> PyErr {
     match err.value(py).setattr(name, PyString::new(py, value)) {
         Ok(()) => err,
@@ -194,88 +218,69 @@ fn with_attr(py: Python<'_>, err: PyErr, name: &str, value: &str) -> PyErr {
     }
 }
 
-/// `FormatError` with `.part` for a core format error.
-pub fn format_error(py: Python<'_>, e: &CoreFormatError) -> PyErr {
-    let err = Exc::Format.new_err(py, e.to_string());
-    with_attr(py, err, "part", e.part.as_str())
+/// The Python exception of a core error: the class of its kind, the part
+/// and field of a format or encode error, and the cause chain.
+pub fn error_to_py(py: Python<'_>, e: &Error) -> PyErr {
+    let d = details(e);
+    let mut err = Exc::of_kind(d.kind).new_err(py, e.to_string());
+    if let Some(part) = d.part {
+        err = with_attr(py, err, "part", part);
+    }
+    if let Some(field) = d.field {
+        err = with_attr(py, err, "field", field);
+    }
+    if let Some(source) = e.source() {
+        err.set_cause(py, Some(cause_to_py(py, source)));
+    }
+    err
 }
 
-/// `EncodeError` with `.part` and `.field` for a core encode error.
-pub fn encode_error(py: Python<'_>, e: &CoreEncodeError) -> PyErr {
-    let err = Exc::Encode.new_err(py, e.to_string());
-    let err = with_attr(py, err, "part", e.part.as_str());
-    with_attr(py, err, "field", e.field)
-}
-
-/// Maps an error of the core to its Python exception, with the cause chain.
+/// [`error_to_py`] for an owned error.
 pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
     error_to_py(py, &e)
 }
 
-/// [`to_py_err`] for an error the caller keeps (a shared one, such as the
-/// reason a leadership ended): the same mapping, by reference.
-pub fn error_to_py(py: Python<'_>, e: &Error) -> PyErr {
-    match e {
-        Error::Format(f) => format_error(py, f),
-        Error::Encode(f) => encode_error(py, f),
-        Error::InvalidArgument(_) => Exc::InvalidArgument.new_err(py, e.to_string()),
-        Error::Fenced(_) => Exc::Fenced.new_err(py, e.to_string()),
-        Error::Resigned => Exc::Resigned.new_err(py, e.to_string()),
-        Error::Cancelled => Exc::Cancelled.new_err(py, e.to_string()),
-        Error::Transient { source, .. } => {
-            with_cause(py, Exc::Transient.new_err(py, e.to_string()), &**source)
-        }
-        Error::Fatal { source, .. } => {
-            with_cause(py, Exc::Fatal.new_err(py, e.to_string()), &**source)
-        }
-        // `Error` is non-exhaustive: a variant added later still surfaces as
-        // the base class rather than failing to compile or panicking.
-        #[allow(unreachable_patterns)]
-        _ => Exc::Krabka.new_err(py, e.to_string()),
-    }
-}
-
-/// Sets `cause` (and its own `source()` chain) as the `__cause__` chain of `err`.
-fn with_cause(py: Python<'_>, err: PyErr, cause: &(dyn StdError + 'static)) -> PyErr {
-    err.set_cause(py, Some(cause_to_py(py, cause)));
-    err
-}
-
-/// One link of a cause chain as a Python exception: a Python exception that
-/// travelled through the core is itself; anything else becomes a
-/// `KrabkaError` carrying its message, linked on to its own source.
+/// One link of a cause chain as a Python exception (see the module
+/// documentation).
 fn cause_to_py(py: Python<'_>, cause: &(dyn StdError + 'static)) -> PyErr {
     if let Some(pyerr) = cause.downcast_ref::<PyErr>() {
         return pyerr.clone_ref(py);
     }
+    if let Some(core) = cause.downcast_ref::<Error>() {
+        return error_to_py(py, core);
+    }
+    if let Some(SharedError(core)) = cause.downcast_ref::<SharedError>() {
+        return error_to_py(py, core);
+    }
     let err = Exc::Krabka.new_err(py, cause.to_string());
-    match cause.source() {
-        Some(next) => with_cause(py, err, next),
-        None => err,
+    if let Some(next) = cause.source() {
+        err.set_cause(py, Some(cause_to_py(py, next)));
+    }
+    err
+}
+
+/// The Python exception of an argument refusal of the shared crate: a
+/// value refusal is the core's `INVALID_ARGUMENT` (worded like every other,
+/// `invalid argument: ...`).
+pub fn arg_error(py: Python<'_>, e: ArgError) -> PyErr {
+    match e.kind {
+        ArgErrorKind::Type => PyTypeError::new_err(e.message),
+        ArgErrorKind::Overflow => PyOverflowError::new_err(e.message),
+        ArgErrorKind::Value => error_to_py(py, &Error::from(e)),
     }
 }
 
-/// An error that becomes a Python exception once the interpreter is at hand:
-/// the error type of a future run by [`crate::runtime::future_into_py`]
-/// (whose result is delivered on a runtime thread, later attached).
-pub trait IntoPyErr: Send + 'static {
-    /// The Python exception of this error.
-    fn into_py_err(self, py: Python<'_>) -> PyErr;
+/// `FormatError` with `.part` for a core format error.
+pub fn format_error(py: Python<'_>, e: &CoreFormatError) -> PyErr {
+    error_to_py(py, &Error::Format(e.clone()))
 }
 
-impl IntoPyErr for PyErr {
-    fn into_py_err(self, _py: Python<'_>) -> PyErr {
-        self
-    }
+/// `EncodeError` with `.part` and `.field` for a core encode error.
+pub fn encode_error(py: Python<'_>, e: &CoreEncodeError) -> PyErr {
+    error_to_py(py, &Error::Encode(e.clone()))
 }
 
-impl IntoPyErr for Error {
-    fn into_py_err(self, py: Python<'_>) -> PyErr {
-        to_py_err(py, self)
-    }
-}
-
-/// Turns a core `Result` into a `PyResult` through [`to_py_err`].
+/// Turns a core `Result` into a `PyResult` through the one mapping.
 pub trait IntoPyResult<T> {
     /// The result with a core error mapped to its Python exception.
     fn into_py_result(self, py: Python<'_>) -> PyResult<T>;
@@ -283,7 +288,7 @@ pub trait IntoPyResult<T> {
 
 impl<T> IntoPyResult<T> for Result<T, Error> {
     fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py_err(py, e))
+        self.map_err(|e| error_to_py(py, &e))
     }
 }
 
@@ -296,6 +301,12 @@ impl<T> IntoPyResult<T> for Result<T, CoreFormatError> {
 impl<T> IntoPyResult<T> for Result<T, CoreEncodeError> {
     fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| encode_error(py, &e))
+    }
+}
+
+impl<T> IntoPyResult<T> for Result<T, ArgError> {
+    fn into_py_result(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| arg_error(py, e))
     }
 }
 
@@ -321,13 +332,14 @@ impl StdError for Chained {
     }
 }
 
-/// Raises the Python exception that [`to_py_err`] makes of a core error
+/// Raises the Python exception the mapping makes of a core error of
 /// `variant`; `cause`, if given, is an exception set as the root of the
 /// error's source chain (through a plain Rust error in between for
 /// `"fatal"`), to check that a Python exception travels through the core.
+/// `"shared"` is a fatal error whose cause is a shared transient error (the
+/// reason a leadership ended), to check a core cause keeps its class.
 ///
-/// Internal: it exists to test the one mapping before the leadership API
-/// raises these errors for real.
+/// Internal: tests the mapping of every kind.
 #[pyfunction]
 #[pyo3(signature = (variant, message, cause=None))]
 pub fn _raise_core_error(
@@ -357,11 +369,20 @@ pub fn _raise_core_error(
             context: message.to_owned(),
             source: Box::new(Chained { message: "the topic has the wrong shape".to_owned(), source: root }),
         },
+        "lease_expired" => Error::LeaseExpired(message.to_owned()),
+        "outcome_unknown" => Error::OutcomeUnknown {
+            context: message.to_owned(),
+            source: Box::new(Error::Fenced("newer epoch".to_owned())),
+        },
+        "shared" => Error::fatal(
+            message,
+            SharedError(std::sync::Arc::new(Error::transient("renewing", "the broker did not answer"))),
+        ),
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown variant {other:?}: format, encode, invalid_argument, fenced, resigned, cancelled, transient, fatal"
+                "unknown variant {other:?}: format, encode, invalid_argument, fenced, resigned, cancelled, transient, fatal, lease_expired, outcome_unknown, shared"
             )))
         }
     };
-    Err(to_py_err(py, err))
+    Err(error_to_py(py, &err))
 }

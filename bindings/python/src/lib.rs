@@ -2,22 +2,37 @@
 //! `krabka-coordination` core.
 //!
 //! The binding translates; it never re-implements. Every encode, decode,
-//! partition and comparison calls the core crate. The Python package
-//! `krabka_coordination` (python/krabka_coordination) re-exports these names.
+//! partition and comparison calls the core crate, every leadership operation
+//! is the core `Client`'s, and everything a binding of any language needs
+//! (the fork-aware runtime, process-bound handles, interruptible blocking,
+//! argument wording, the error-kind table, the event stream, log
+//! forwarding) is the shared crate's (`krabka_coordination_bindings`). What
+//! is left here is about Python: the GIL, signals, asyncio, exception
+//! classes and `logging`. The package `krabka_coordination`
+//! (python/krabka_coordination) re-exports the public names and adds the
+//! thin blocking and asyncio classes (`Client`, `AsyncClient`, ...).
 //!
-//! * [`values`]: the value classes (`Key`, `Registration`, `Lease`, `FencingToken`).
-//! * [`functions`]: the codec and partitioning functions.
-//! * [`error`]: the exception classes and the one mapping of core errors.
-//! * [`leadership`]: acquire, hold, write, resign and describe a role's
-//!   leadership on Kafka (asyncio and blocking forms).
-//! * [`runtime`]: the fork-safe tokio runtime for asynchronous calls.
-//! * [`convert`]: argument conversion with messages that name the field.
+//! * [`values`], [`functions`]: the conformance surface (records, tokens,
+//!   partitions).
+//! * [`client`], [`leadership`], [`events`], [`records`], [`reports`]: the
+//!   leadership API, each operation once, as a [`pending::PyPending`].
+//! * [`pending`], [`asyncio`]: waiting for an operation, blocking or awaited.
+//! * [`runtime`]: the runtime holder and the fork hook.
+//! * [`error`], [`convert`]: exceptions and argument conversion.
+//! * [`logging`]: the core's log events in Python's `logging`.
 #![warn(missing_docs)]
 
+pub mod asyncio;
+pub mod client;
 pub mod convert;
 pub mod error;
+pub mod events;
 pub mod functions;
 pub mod leadership;
+pub mod logging;
+pub mod pending;
+pub mod records;
+pub mod reports;
 pub mod runtime;
 pub mod values;
 
@@ -39,20 +54,31 @@ mod native {
     };
 
     #[pymodule_export]
-    use crate::leadership::{
-        _describe_requests, acquire_leadership, acquire_leadership_blocking, describe_leadership,
-        describe_leadership_blocking, describe_role_state, describe_role_state_blocking,
-        ensure_state_topic, ensure_state_topic_blocking, PyLeadership, PyLeadershipStatus,
-        PyOutRecord, PyRoleStateReport, PyRosterEntry, PyTopicReport,
-    };
+    use crate::client::PyClient;
 
     #[pymodule_export]
-    use crate::runtime::{
-        _reset_runtime_after_fork, _runtime_alive_tasks, _runtime_ping, _runtime_ping_async,
-    };
+    use crate::leadership::PyLeadership;
+
+    #[pymodule_export]
+    use crate::events::{PyEvent, PyEventStream};
+
+    #[pymodule_export]
+    use crate::pending::PyPending;
+
+    #[pymodule_export]
+    use crate::records::PyOutRecord;
+
+    #[pymodule_export]
+    use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyRosterEntry, PyTopicReport};
+
+    #[pymodule_export]
+    use crate::runtime::{_reset_runtime_after_fork, _runtime_alive_tasks, _runtime_ping};
 
     #[pymodule_export]
     use crate::error::_raise_core_error;
+
+    #[pymodule_export]
+    use crate::logging::{_log_from_core, _sync_log_level};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -61,7 +87,8 @@ mod native {
 }
 
 /// Adds what the declarative module cannot: the exception classes (made at
-/// run time), the `NO_EPOCH` constant, and the fork hook of the runtime.
+/// run time), the `NO_EPOCH` constant, the fork hook of the runtime, and the
+/// log bridge.
 fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     m.add(
@@ -69,5 +96,6 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         values::PyFencingToken(krabka_coordination::NO_EPOCH),
     )?;
     runtime::install_fork_hook(m)?;
+    logging::install(m.py())?;
     Ok(())
 }

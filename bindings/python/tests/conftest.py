@@ -6,7 +6,8 @@ the location (for a test run outside the repository).
 The leadership tests run on a real Kafka (see ``kafka_support``): the
 ``kafka`` fixture is the settings dict of the cluster at ``KRABKA_BOOTSTRAP``,
 or of the local one-node cluster that ``ci/kafka.sh start 1`` starts (or
-finds running). A Kafka that cannot be reached fails those tests.
+finds running), and ``client`` a blocking client of it shared by the session.
+A Kafka that cannot be reached fails those tests.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any, Dict, Iterator
 
 import pytest
 from hypothesis import settings
+
+import krabka_coordination as kc
 
 # No per-example deadline: the machines are small and shared, and a slow
 # example is not a wrong one. 300 examples a property.
@@ -60,6 +63,16 @@ def kafka() -> Dict[str, str]:
     from kafka_support import kafka_settings
 
     return kafka_settings()
+
+
+@pytest.fixture(scope="session")
+def client(kafka: Dict[str, str]) -> "kc.Client":
+    """A blocking client of the test cluster, shared by the session (one
+    client acquires a role at most once: tests with two members in this
+    process make a second client)."""
+    from kafka_support import shared_client
+
+    return shared_client()
 
 
 @pytest.fixture(scope="session")

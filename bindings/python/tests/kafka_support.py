@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, TypedDict, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Set, TypedDict, TypeVar
 
 import pytest
 
@@ -56,6 +56,7 @@ START_TIMEOUT_S = 300.0
 T = TypeVar("T")
 
 _settings: Optional[Dict[str, str]] = None
+_client: Optional[kc.Client] = None
 
 
 def bootstrap_address() -> str:
@@ -85,16 +86,26 @@ def bootstrap_address() -> str:
 
 def kafka_settings() -> Dict[str, str]:
     """The settings dict of the test cluster, checked once: the state topic
-    is created or checked (16 partitions), which needs the cluster to answer."""
-    global _settings
+    is created or checked (16 partitions; one replica, the development
+    shape, on a one-node cluster), which needs the cluster to answer."""
+    global _settings, _client
     if _settings is None:
         settings = {"bootstrap.servers": bootstrap_address()}
         try:
-            kc.ensure_state_topic_blocking(settings, 16, 1, 1)
+            client = kc.Client(settings)
+            client.ensure_state_topic(development=True)
         except kc.KrabkaError as e:
             pytest.fail(f"Kafka at {settings['bootstrap.servers']} cannot be reached or used: {e!r}")
-        _settings = settings
+        _settings, _client = settings, client
     return _settings
+
+
+def shared_client() -> kc.Client:
+    """One blocking client of the test cluster for the whole session (the
+    describe calls of every test share its Kafka clients)."""
+    kafka_settings()
+    assert _client is not None
+    return _client
 
 
 def ensure_data_topic(bootstrap: str, topic: str) -> str:
@@ -153,9 +164,9 @@ def wait_until(probe: Callable[[], Optional[T]], timeout: float, what: str, ever
         time.sleep(every)
 
 
-def members(kafka: Dict[str, str], role: str) -> List[str]:
+def members(role: str) -> List[str]:
     """The roster of ``role`` in rank order."""
-    return kc.describe_role_state_blocking(kafka, role).members
+    return shared_client().describe_role_state(role).members
 
 
 class Member:
@@ -204,6 +215,11 @@ class Member:
 
     def expect(self, event: str, timeout: float) -> Dict[str, Any]:
         """The next event named ``event`` (skipping others), within ``timeout`` s."""
+        return self.expect_any({event}, timeout)
+
+    def expect_any(self, events: Set[str], timeout: float) -> Dict[str, Any]:
+        """The next event named one of ``events`` (skipping others), within ``timeout`` s."""
+        event = " or ".join(sorted(events))
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -215,8 +231,17 @@ class Member:
                     f"events so far: {self.seen}; exit code {self.proc.poll()}; stderr:\n{''.join(self.stderr)[-3000:]}"
                 )
             self.seen.append(got)
-            if got["event"] == event:
+            if got["event"] in events:
                 return got
+
+    def drain(self) -> List[Dict[str, Any]]:
+        """The events received and not yet read (without waiting)."""
+        out: List[Dict[str, Any]] = []
+        while True:
+            try:
+                out.append(self.events.get_nowait())
+            except queue.Empty:
+                return out
 
     def send(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)

@@ -15,7 +15,7 @@ def test_hierarchy() -> None:
     assert issubclass(kc.KrabkaError, Exception)
     for cls in (kc.FormatError, kc.EncodeError, kc.InvalidArgumentError):
         assert issubclass(cls, kc.KrabkaError) and issubclass(cls, ValueError), cls
-    for other in (kc.Fenced, kc.TransientError, kc.FatalError, kc.Resigned, kc.Cancelled):
+    for other in (kc.Fenced, kc.TransientError, kc.FatalError, kc.Resigned, kc.Cancelled, kc.LeaseExpired, kc.OutcomeUnknown):
         assert issubclass(other, kc.KrabkaError) and not issubclass(other, ValueError), other
     assert kc.FormatError.__doc__ and "part" in kc.FormatError.__doc__
 
@@ -92,29 +92,62 @@ def test_role_partition_refusals_are_invalid_argument_errors() -> None:
         kc.role_partition("r", -1)
 
 
-# The one mapping in error.rs, for every variant of the core's Error, before
-# the leadership API raises them for real (_raise_core_error builds a core
-# error and raises what the mapping makes of it).
+# The one mapping in error.rs, by the core's error kind (_raise_core_error
+# builds a core error and raises what the mapping makes of it).
 MAPPING = [
-    ("format", kc.FormatError, "malformed lease value: m"),
-    ("encode", kc.EncodeError, "cannot encode key: role m"),
-    ("invalid_argument", kc.InvalidArgumentError, "invalid argument: m"),
-    ("fenced", kc.Fenced, "fenced: m"),
-    ("resigned", kc.Resigned, "the leadership was resigned"),
-    ("cancelled", kc.Cancelled, "cancelled"),
-    ("transient", kc.TransientError, "transient m: the broker did not answer"),
-    ("fatal", kc.FatalError, "fatal m: the topic has the wrong shape"),
+    ("format", kc.FormatError, "FORMAT", "malformed lease value: m"),
+    ("encode", kc.EncodeError, "ENCODE", "cannot encode key: role m"),
+    ("invalid_argument", kc.InvalidArgumentError, "INVALID_ARGUMENT", "invalid argument: m"),
+    ("fenced", kc.Fenced, "FENCED", "fenced: m"),
+    ("resigned", kc.Resigned, "RESIGNED", "the leadership was resigned"),
+    ("cancelled", kc.Cancelled, "CANCELLED", "cancelled"),
+    ("transient", kc.TransientError, "TRANSIENT", "transient m: the broker did not answer"),
+    ("fatal", kc.FatalError, "FATAL", "fatal m: the topic has the wrong shape"),
+    ("lease_expired", kc.LeaseExpired, "LEASE_EXPIRED", "the lease expired: m"),
+    ("outcome_unknown", kc.OutcomeUnknown, "OUTCOME_UNKNOWN", "outcome unknown m: fenced: newer epoch"),
 ]
 
 
-@pytest.mark.parametrize("variant, cls, message", MAPPING, ids=[m[0] for m in MAPPING])
-def test_every_core_error_variant_maps_to_its_class(variant: str, cls: type, message: str) -> None:
+@pytest.mark.parametrize("variant, cls, kind, message", MAPPING, ids=[m[0] for m in MAPPING])
+def test_every_core_error_kind_maps_to_its_class(variant: str, cls: type, kind: str, message: str) -> None:
     from krabka_coordination import _native
 
     with pytest.raises(kc.KrabkaError) as info:
         _native._raise_core_error(variant, "m")
     assert type(info.value) is cls
     assert str(info.value) == message
+    # The class carries the kind's stable name, and its docstring is the
+    # kind's description from the table every binding shares.
+    assert info.value.kind == cls.kind == kind
+    assert cls.__doc__ and cls.__doc__.endswith(".")
+
+
+def test_the_base_class_has_no_kind() -> None:
+    assert kc.KrabkaError.kind is None
+    classes = [m[1] for m in MAPPING]
+    kinds = [c.kind for c in classes]
+    assert len(set(kinds)) == len(kinds) == 10
+
+
+def test_an_unknown_outcome_keeps_its_fenced_cause() -> None:
+    from krabka_coordination import _native
+
+    with pytest.raises(kc.OutcomeUnknown) as info:
+        _native._raise_core_error("outcome_unknown", "committing")
+    assert type(info.value.__cause__) is kc.Fenced
+
+
+def test_a_core_error_in_the_cause_chain_keeps_its_class() -> None:
+    from krabka_coordination import _native
+
+    # The reason a leadership ended travels as a cause: its class is its
+    # kind's, not a bare KrabkaError.
+    with pytest.raises(kc.FatalError) as info:
+        _native._raise_core_error("shared", "the leadership ended")
+    cause = info.value.__cause__
+    assert type(cause) is kc.TransientError, type(cause)
+    assert str(cause) == "transient renewing: the broker did not answer"
+    assert isinstance(cause.__cause__, kc.KrabkaError) and str(cause.__cause__) == "the broker did not answer"
 
 
 def test_format_and_encode_errors_from_the_mapping_carry_their_parts() -> None:

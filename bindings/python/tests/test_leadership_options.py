@@ -1,110 +1,134 @@
-"""Arguments of the leadership API: options the core refuses (raised at the
-call, with the values named), bad ``kafka`` dicts, and ``OutRecord``."""
+"""Arguments of the clients: options refused at the call (before any I/O,
+before any await) with a message naming the argument and the value, bad
+``kafka`` dicts, the state topic's shape, and ``OutRecord``."""
 
 from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Dict, List
+import os
+from typing import Any, Dict
 
 import pytest
 
 import krabka_coordination as kc
-from kafka_support import members
+from kafka_support import members, unique_role
 
 BOOT = {"bootstrap.servers": "127.0.0.1:1"}  # never contacted by these checks
 
 
+@pytest.fixture(scope="module")
+def offline() -> kc.Client:
+    """A client of a cluster nobody listens on (it connects lazily)."""
+    return kc.Client(BOOT)
+
+
 @pytest.mark.parametrize(
-    "options, words",
+    "options, message",
     [
-        ({"lease_duration": 3.0, "renew_interval": 10.0}, ["lease duration (3s)", "renew interval (10s)"]),
-        ({"lease_duration": 5.0, "renew_interval": 5.0}, ["lease duration (5s)", "renew interval (5s)"]),
-        ({"partitions": 0}, ["partitions must be at least 1, got 0"]),
-        ({"partitions": -3}, ["partitions must be at least 1, got -3"]),
-        ({"lease_duration": 0}, ["lease duration must be above zero, got 0ns"]),
-        ({"renew_interval": 0.0}, ["renew interval must be above zero, got 0ns"]),
-        ({"lease_duration": -1.5}, ["lease_duration", "got -1.5"]),
-        ({"renew_interval": math.nan}, ["renew_interval", "got nan"]),
-        ({"challenge_stagger": -0.1}, ["challenge_stagger", "got -0.1"]),
-        ({"challenge_stagger": math.inf}, ["challenge_stagger", "got inf"]),
+        ({"lease_duration": -1}, "lease_duration must be a positive number of seconds, got -1"),
+        ({"lease_duration": -1.5}, "lease_duration must be a positive number of seconds, got -1.5"),
+        ({"lease_duration": 0}, "lease_duration must be a positive number of seconds, got 0"),
+        ({"renew_interval": 0.0}, "renew_interval must be a positive number of seconds, got 0"),
+        ({"renew_interval": math.nan}, "renew_interval must be a positive number of seconds, got NaN"),
+        ({"challenge_stagger": -0.1}, "challenge_stagger must be a non-negative number of seconds, got -0.1"),
+        ({"challenge_stagger": math.inf}, "challenge_stagger must be at most 31536000 seconds (a year), got inf"),
+        ({"lease_duration": 10**30}, "lease_duration must be at most 31536000 seconds (a year), got"),
+        ({"lease_duration": 3.0, "renew_interval": 10.0}, "lease duration (3s)"),
+        ({"lease_duration": 5.0, "renew_interval": 5.0}, "renew interval (5s)"),
     ],
 )
-def test_invalid_options_raise_at_the_call_naming_the_values(options: Dict[str, Any], words: List[str]) -> None:
-    with pytest.raises(kc.InvalidArgumentError) as blocking:
-        kc.acquire_leadership_blocking(BOOT, "r", "m", **options)
-    # The asyncio form checks before it needs an event loop.
-    with pytest.raises(kc.InvalidArgumentError) as awaitable:
-        kc.acquire_leadership(BOOT, "r", "m", **options)
-    for info in (blocking, awaitable):
-        assert isinstance(info.value, ValueError)
-        message = str(info.value)
-        for word in words:
-            assert word in message, message
+def test_invalid_timings_raise_at_the_call_naming_the_argument(
+    offline: kc.Client, options: Dict[str, Any], message: str
+) -> None:
+    with pytest.raises(kc.InvalidArgumentError) as info:
+        offline.acquire_leadership("r", "m", **options)
+    assert isinstance(info.value, ValueError)
+    assert message in str(info.value), str(info.value)
+    assert info.value.kind == "INVALID_ARGUMENT"
+
+    # The asyncio client refuses the same, with the same words, before any
+    # I/O.
+    async def main() -> None:
+        async with kc.AsyncClient(BOOT) as client:
+            await client.acquire_leadership("r", "m", **options)
+
+    with pytest.raises(kc.InvalidArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        asyncio.run(main())
 
 
-def test_a_zero_stagger_is_allowed() -> None:
-    # Zero stagger passes the core's checks; the call then fails on the empty
+def test_a_zero_stagger_is_allowed(offline: kc.Client) -> None:
+    # Zero stagger passes the checks; the call then fails on the empty
     # member, which the core checks before any I/O.
     with pytest.raises(kc.InvalidArgumentError, match="member must not be empty"):
-        kc.acquire_leadership_blocking(BOOT, "r", "", challenge_stagger=0)
+        offline.acquire_leadership("r", "", challenge_stagger=0)
 
 
-def test_empty_role_or_member_is_refused_by_the_core() -> None:
+def test_empty_role_or_member_is_refused_by_the_core(offline: kc.Client) -> None:
     with pytest.raises(kc.InvalidArgumentError, match="role must not be empty"):
-        kc.acquire_leadership_blocking(BOOT, "", "m")
+        offline.acquire_leadership("", "m")
 
     async def main() -> None:
-        await kc.acquire_leadership(BOOT, "r", "")
+        async with kc.AsyncClient(BOOT) as client:
+            await client.acquire_leadership("r", "")
 
     with pytest.raises(kc.InvalidArgumentError, match="member must not be empty"):
         asyncio.run(main())
 
 
-def test_partitions_out_of_i32_range_name_the_argument() -> None:
-    with pytest.raises(OverflowError, match="partitions does not fit an i32"):
-        kc.acquire_leadership_blocking(BOOT, "r", "m", partitions=2**40)
-    with pytest.raises(OverflowError, match="replication_factor does not fit an i32"):
-        kc.ensure_state_topic_blocking(BOOT, 1, 2**33)
+def test_integer_ranges_name_the_argument(offline: kc.Client) -> None:
+    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: partitions must be an integer from 1 to 2147483647, got 0$"):
+        kc.Client(BOOT, partitions=0)
+    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: partitions must be an integer from 1 to 2147483647, got 1099511627776$"):
+        kc.Client(BOOT, partitions=2**40)
+    with pytest.raises(kc.InvalidArgumentError, match=f"got {2**70}$"):
+        kc.Client(BOOT, partitions=2**70)
+    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: replication_factor must be an integer from 1 to 32767, got 0$"):
+        offline.ensure_state_topic(replication_factor=0)
+    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: min_insync_replicas must be an integer from 1 to 3, got 4$"):
+        offline.ensure_state_topic(min_insync_replicas=4)
+    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: min_insync_replicas must be an integer from 1 to 1, got 2$"):
+        offline.ensure_state_topic(development=True, min_insync_replicas=2)
 
 
-def test_wrong_types_name_the_argument() -> None:
-    with pytest.raises(TypeError, match=r"^lease_duration must be a number of seconds \(int or float\), got str$"):
-        kc.acquire_leadership_blocking(BOOT, "r", "m", lease_duration="30")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^renew_interval must be a number of seconds \(int or float\), got bool$"):
-        kc.acquire_leadership_blocking(BOOT, "r", "m", renew_interval=True)
+def test_wrong_types_name_the_argument(offline: kc.Client) -> None:
+    with pytest.raises(TypeError, match="^lease_duration must be a number of seconds, got str$"):
+        offline.acquire_leadership("r", "m", lease_duration="30")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^renew_interval must be a number of seconds, got bool$"):
+        offline.acquire_leadership("r", "m", renew_interval=True)
     with pytest.raises(TypeError, match="^partitions must be an int, got float$"):
-        kc.acquire_leadership_blocking(BOOT, "r", "m", partitions=16.0)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="^partitions must be an int, got str$"):
-        kc.describe_role_state_blocking(BOOT, "r", "16")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="role must be a str, got int"):
-        kc.acquire_leadership_blocking(BOOT, 5, "m")  # type: ignore[arg-type]
+        kc.Client(BOOT, partitions=16.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^replication_factor must be an int, got str$"):
+        offline.ensure_state_topic(replication_factor="3")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^role must be a str, got int$"):
+        offline.acquire_leadership(5, "m")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^role must be a str, got bytes$"):
+        offline.describe_leadership(b"r")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        kc.acquire_leadership_blocking(BOOT, "r", "m", 16)  # type: ignore[call-arg]
+        offline.acquire_leadership("r", "m", 30.0)  # type: ignore[call-arg]
 
 
 def test_kafka_must_be_a_mapping_of_settings() -> None:
-    with pytest.raises(TypeError, match="kafka must be a dict of librdkafka settings"):
-        kc.describe_leadership_blocking("127.0.0.1:9092", "r")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match='kafka setting "socket.timeout.ms" must be a str, int, float or bool, got list'):
-        kc.describe_leadership_blocking({"bootstrap.servers": "h:1", "socket.timeout.ms": [1]}, "r")  # type: ignore[dict-item]
-    with pytest.raises(TypeError, match="kafka setting names must be str"):
-        kc.describe_leadership_blocking({1: "x"}, "r")  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="^kafka must be a dict of librdkafka settings"):
+        kc.Client("127.0.0.1:9092")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match='^kafka setting "socket.timeout.ms" must be a str, int, float or bool, got list$'):
+        kc.Client({"bootstrap.servers": "h:1", "socket.timeout.ms": [1]})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="^a kafka setting name must be a str, got int$"):
+        kc.Client({1: "x"})  # type: ignore[dict-item]
 
 
-def test_the_core_checks_the_kafka_settings() -> None:
+def test_the_core_checks_the_kafka_settings_when_the_client_is_made() -> None:
     # No bootstrap address: the core's KafkaConfig refuses it.
     with pytest.raises(kc.InvalidArgumentError, match="bootstrap address is empty"):
-        kc.describe_leadership_blocking({}, "r")
-    # A setting librdkafka does not know: refused when the client is made.
+        kc.Client({})
+    # A setting librdkafka does not know.
     with pytest.raises(kc.InvalidArgumentError, match="librdkafka refused the setting no.such.setting=1"):
-        kc.describe_role_state_blocking({"bootstrap.servers": "h:1", "no.such.setting": 1}, "r")
+        kc.Client({"bootstrap.servers": "h:1", "no.such.setting": 1})
     # Numbers and bools are handed over as librdkafka's strings, which it
-    # accepts; the call then fails on the partition count, before any I/O.
-    with pytest.raises(kc.InvalidArgumentError, match="partitions must be at least 1"):
-        kc.describe_role_state_blocking(
-            {"bootstrap.servers": "h:1", "socket.keepalive.enable": True, "socket.timeout.ms": 5000}, "r", 0
-        )
+    # accepts.
+    client = kc.Client({"bootstrap.servers": "h:1", "socket.keepalive.enable": True, "socket.timeout.ms": 5000})
+    assert client.partitions == 16 and not client.closed
+    assert repr(client) == "<Client partitions=16>"
 
 
 def test_security_settings_reach_the_core_which_names_what_it_cannot_honour() -> None:
@@ -116,18 +140,67 @@ def test_security_settings_reach_the_core_which_names_what_it_cannot_honour() ->
         "sasl.password": "p",
     }
     with pytest.raises(kc.InvalidArgumentError) as info:
-        kc.describe_leadership_blocking(settings, "r")
+        kc.Client(settings)
     message = str(info.value)
     assert "PLAINTEXT only" in message and "security.protocol=SASL_SSL" in message and "sasl.mechanism" in message
 
 
-def test_a_lease_kafka_cannot_use_fails_after_registering_and_deregisters(kafka: Dict[str, str], role: str) -> None:
+def test_a_closed_client_refuses_every_operation() -> None:
+    client = kc.Client(BOOT)
+    client.close()
+    client.close()  # idempotent
+    assert client.closed and repr(client) == "<Client closed>"
+    for call in (
+        lambda: client.describe_leadership("r"),
+        lambda: client.acquire_leadership("r", "m"),
+        lambda: client.ensure_state_topic(),
+    ):
+        with pytest.raises(kc.InvalidArgumentError, match="the client is closed"):
+            call()
+
+
+def test_a_lease_kafka_cannot_use_fails_before_registering(client: kc.Client, role: str) -> None:
     # 0.5 s passes the election's checks, but Kafka's transaction timeout
-    # (the lease) is at least 1 s: the transport refuses it when the member
-    # challenges, and the member is deregistered.
+    # (the lease) is at least 1 s: the transport refuses it before the
+    # member registers.
     with pytest.raises(kc.InvalidArgumentError, match="lease duration 500ms is outside 1 s"):
-        kc.acquire_leadership_blocking(kafka, role, "m", lease_duration=0.5, renew_interval=0.1)
-    assert members(kafka, role) == []
+        client.acquire_leadership(role, "m", lease_duration=0.5, renew_interval=0.1)
+    assert members(role) == []
+
+
+def test_the_state_topic_is_created_for_production_unless_development_is_asked(
+    kafka: Dict[str, str], request: pytest.FixtureRequest
+) -> None:
+    # A topic of this test alone, on the one-broker test cluster.
+    topic = unique_role(request.node.name)
+    client = kc.Client(kafka, partitions=2, state_topic=topic)
+    assert client.state_topic == topic
+    # The defaults are a production cluster's (3 replicas, min ISR 2), which
+    # one broker cannot host: Kafka refuses, and the error says the shape.
+    with pytest.raises(kc.InvalidArgumentError, match="replication factor 3"):
+        client.ensure_state_topic()
+    report = client.ensure_state_topic(development=True)
+    assert report.created and report.topic == topic
+    assert (report.partitions, report.replication_factor, report.min_insync_replicas) == (2, 1, 1)
+    assert report.cleanup_policy == "compact"
+    assert any("min.insync.replicas" in w for w in report.warnings), report.warnings
+    # Idempotent: the existing topic is checked, not changed.
+    again = client.ensure_state_topic(development=True)
+    assert not again.created and again.partitions == 2
+    assert client.check_state_topic().partitions == 2
+    # Another partition count is refused, naming both counts.
+    with pytest.raises(kc.FatalError) as info:
+        kc.Client(kafka, partitions=3, state_topic=topic).check_state_topic()
+    assert "2" in str(info.value) and "3" in str(info.value), str(info.value)
+
+
+@pytest.mark.skipif(not os.environ.get("KRABKA_BOOTSTRAP_3"), reason="needs KRABKA_BOOTSTRAP_3 (a three-node cluster)")
+def test_the_production_defaults_on_a_three_node_cluster(request: pytest.FixtureRequest) -> None:
+    topic = unique_role(request.node.name)
+    client = kc.Client({"bootstrap.servers": os.environ["KRABKA_BOOTSTRAP_3"]}, partitions=2, state_topic=topic)
+    report = client.ensure_state_topic()
+    assert report.created
+    assert (report.replication_factor, report.min_insync_replicas, report.warnings) == (3, 2, [])
 
 
 def test_out_record() -> None:
@@ -138,9 +211,21 @@ def test_out_record() -> None:
     assert repr(r) == "OutRecord(topic='t', value=b'v', key=b'k', partition=2, headers=[('a', b'1')])"
     tomb = kc.OutRecord("t", None)
     assert tomb.value is None and tomb.key is None and tomb.partition is None and tomb.headers == []
-    with pytest.raises(TypeError, match="value must be bytes, bytearray or memoryview, got str"):
+    with pytest.raises(TypeError, match="^value must be bytes, bytearray or memoryview, got str$"):
         kc.OutRecord("t", "text")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="a header must be a"):
+    with pytest.raises(TypeError, match="^a header must be a"):
         kc.OutRecord("t", b"v", headers=[b"x"])  # type: ignore[list-item]
-    with pytest.raises(OverflowError, match="partition"):
+    with pytest.raises(OverflowError, match="^partition does not fit the layout's i32"):
         kc.OutRecord("t", b"v", partition=2**31)
+
+
+def test_wait_timeout_names_the_argument(client: kc.Client, role: str) -> None:
+    with client.acquire_leadership(role, "m", lease_duration=3.0, renew_interval=1.0) as leadership:
+        with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: timeout must be a non-negative number of seconds, got -1$"):
+            leadership.wait(-1)
+        with pytest.raises(TypeError, match="^timeout must be a number of seconds, got str$"):
+            leadership.wait("1")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="^records must be an iterable of OutRecord, got int$"):
+            leadership.write_records(5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="^a record must be an OutRecord, got bytes$"):
+            leadership.write_records([b"x"])  # type: ignore[list-item]

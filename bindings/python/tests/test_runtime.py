@@ -1,7 +1,8 @@
-"""The tokio runtime behind asynchronous calls: it runs tasks, and a forked
+"""The tokio runtime behind every operation: it runs tasks, and a forked
 child (through ``os.fork`` with its hook, through ``multiprocessing``, and
 through a bare ``fork()`` that skips Python's hooks) builds its own runtime
-and can use the package."""
+and can use the package. An operation is run once: a second wait is
+refused."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ CHILD_TIMEOUT_S = 60.0
 
 def _ping_ok() -> bool:
     """A runtime-backed call, then a codec call, in this process."""
-    pid, thread = _native._runtime_ping()
+    pid, thread = _native._runtime_ping().wait()
     lease = kc.Lease("child", kc.FencingToken(9, 1), 2, 3)
     return pid == os.getpid() and thread == THREAD_NAME and kc.decode_lease(kc.encode_lease(lease)) == lease
 
@@ -71,9 +72,23 @@ def _in_child(fork: Callable[[], int], body: Callable[[], bool]) -> int:
 
 
 def test_ping_runs_a_task_on_a_runtime_thread() -> None:
-    pid, thread = _native._runtime_ping()
+    pid, thread = _native._runtime_ping().wait()
     assert pid == os.getpid()
     assert thread == THREAD_NAME
+
+
+def test_an_operation_runs_once() -> None:
+    pending = _native._runtime_ping()
+    assert repr(pending) == "<_Pending operation, not started>"
+    assert pending.wait() == (os.getpid(), THREAD_NAME)
+    assert repr(pending) == "<_Pending operation, started>"
+    with pytest.raises(RuntimeError, match="waited for or awaited already"):
+        pending.wait()
+
+
+def test_an_operation_error_maps_through_the_one_mapping() -> None:
+    with pytest.raises(kc.InvalidArgumentError, match="delay_ms must not be negative, got -1"):
+        _native._runtime_ping(-1).wait()
 
 
 def test_ping_from_many_python_threads() -> None:
@@ -82,7 +97,7 @@ def test_ping_from_many_python_threads() -> None:
 
     def work() -> None:
         for _ in range(20):
-            r = _native._runtime_ping()
+            r = _native._runtime_ping().wait()
             with lock:
                 results.append(r)
 
@@ -97,14 +112,14 @@ def test_ping_from_many_python_threads() -> None:
 def test_forked_child_builds_its_own_runtime() -> None:
     # The parent's runtime exists before the fork: the child inherits a
     # runtime whose threads it does not have.
-    assert _native._runtime_ping()[0] == os.getpid()
+    assert _native._runtime_ping().wait()[0] == os.getpid()
     assert _in_child(os.fork, _ping_ok) == 0
     # The parent's runtime is untouched by the child.
-    assert _native._runtime_ping() == (os.getpid(), THREAD_NAME)
+    assert _native._runtime_ping().wait() == (os.getpid(), THREAD_NAME)
 
 
 def test_grandchild_after_child_used_the_runtime() -> None:
-    _native._runtime_ping()
+    _native._runtime_ping().wait()
 
     def child() -> bool:
         return _ping_ok() and _in_child(os.fork, _ping_ok) == 0 and _ping_ok()
@@ -113,7 +128,7 @@ def test_grandchild_after_child_used_the_runtime() -> None:
 
 
 def test_fork_hook_retires_the_inherited_runtime_before_any_call() -> None:
-    _native._runtime_ping()
+    _native._runtime_ping().wait()
 
     def child() -> bool:
         # os.register_at_fork(after_in_child=...) ran already; calling the hook
@@ -125,7 +140,7 @@ def test_fork_hook_retires_the_inherited_runtime_before_any_call() -> None:
 
 
 def test_bare_fork_without_python_hooks_is_caught_by_the_pid_check() -> None:
-    _native._runtime_ping()
+    _native._runtime_ping().wait()
     # libc's fork() through ctypes.PyDLL (which keeps the GIL held) skips
     # os.register_at_fork hooks entirely: only the pid check can notice.
     libc = ctypes.PyDLL(None)
@@ -138,7 +153,7 @@ def _mp_child(queue: "multiprocessing.Queue[bool]") -> None:
 
 
 def test_multiprocessing_fork_context() -> None:
-    _native._runtime_ping()
+    _native._runtime_ping().wait()
     ctx = multiprocessing.get_context("fork")
     queue: "multiprocessing.Queue[bool]" = ctx.Queue()
     procs = [ctx.Process(target=_mp_child, args=(queue,), daemon=True) for _ in range(3)]

@@ -1,33 +1,43 @@
 """Leader election, leases and fencing tokens for active/standby processes on
 Apache Kafka: the Python binding of the ``krabka-coordination`` Rust core.
 
-Everything here is the core's own code, reached through the native module
-``krabka_coordination._native``: the record layouts of ``__coordination_state``
-(byte-exact with the other ports), the partition of a role, and the fencing
-token and its order.
+Leadership, in the style of httpx, redis-py and psycopg: build one
+:class:`Client` (blocking) or :class:`AsyncClient` (asyncio) from a dict of
+Kafka settings and use it for every role::
 
-Values (:class:`Key`, :class:`Registration`, :class:`Lease`,
-:class:`FencingToken`) are immutable, comparable with ``==`` and hashable;
-:class:`FencingToken` also orders (producer id first, then epoch).
+    client = kc.Client({"bootstrap.servers": "127.0.0.1:19092"})
+    with client.acquire_leadership("nightly-report", "host-a") as leadership:
+        while not leadership.wait(timeout=1.0):
+            leadership.write("report-results", b"...")   # raises Fenced if deposed
 
-Leadership on Kafka: :func:`acquire_leadership` (asyncio) and
-:func:`acquire_leadership_blocking` register a member of a role, wait for its
-turn and return the held :class:`Leadership` (a context manager whose exit
-resigns); :func:`describe_leadership` asks who is authoritative and
-:func:`describe_role_state` reads a role's roster and lease. The ``kafka``
-argument is a dict of librdkafka settings passed through to the core's Kafka
-transport. A deposed member's guarded write raises :class:`Fenced`.
+:meth:`Client.acquire_leadership` registers a member, waits for its turn and
+returns the held :class:`Leadership` (:class:`AsyncLeadership` from the
+asyncio client), a context manager whose exit resigns; its
+:meth:`~Leadership.events` yields the member's :class:`Event`\\ s. The
+clients also describe who is authoritative (:class:`LeadershipStatus`) and a
+role's roster and lease (:class:`RoleStateReport`), and create the state
+topic (:class:`TopicReport`).
 
-Errors derive from :class:`KrabkaError`. Malformed bytes raise
-:class:`FormatError` (a ``ValueError``) whose ``part`` is ``"key"``,
-``"registration value"`` or ``"lease value"``; a value the layout cannot hold
-raises :class:`EncodeError` (a ``ValueError``).
+Underneath, the conformance surface: the record layouts of
+``__coordination_state`` (:class:`Key`, :class:`Registration`,
+:class:`Lease`, ``encode_*``/``decode_*``, byte-exact with the other ports),
+the partition of a role (:func:`role_partition`), and the fencing token and
+its order (:class:`FencingToken`, :data:`NO_EPOCH`).
+
+Errors derive from :class:`KrabkaError`, one class per core error kind
+(``kind`` is its stable name). Malformed bytes raise :class:`FormatError` (a
+``ValueError``) whose ``part`` is ``"key"``, ``"registration value"`` or
+``"lease value"``. The core's log events go to the ``logging`` logger
+``krabka_coordination``.
 """
 
+from ._client import AsyncClient, Client, KafkaSettings
+from ._leadership import AsyncEvents, AsyncLeadership, Events, Leadership
 from ._native import (
     NO_EPOCH,
     Cancelled,
     EncodeError,
+    Event,
     FatalError,
     Fenced,
     FencingToken,
@@ -36,8 +46,9 @@ from ._native import (
     Key,
     KrabkaError,
     Lease,
-    Leadership,
+    LeaseExpired,
     LeadershipStatus,
+    OutcomeUnknown,
     OutRecord,
     Registration,
     Resigned,
@@ -45,59 +56,52 @@ from ._native import (
     RosterEntry,
     TopicReport,
     TransientError,
-    acquire_leadership,
-    acquire_leadership_blocking,
     decode_key,
     decode_lease,
     decode_registration,
-    describe_leadership,
-    describe_leadership_blocking,
-    describe_role_state,
-    describe_role_state_blocking,
     encode_key,
     encode_lease,
     encode_registration,
-    ensure_state_topic,
-    ensure_state_topic_blocking,
     murmur2,
     role_partition,
 )
 
 __all__ = [
     "NO_EPOCH",
+    "AsyncClient",
+    "AsyncEvents",
+    "AsyncLeadership",
     "Cancelled",
+    "Client",
     "EncodeError",
+    "Event",
+    "Events",
     "FatalError",
     "Fenced",
     "FencingToken",
     "FormatError",
     "InvalidArgumentError",
+    "KafkaSettings",
     "Key",
     "KrabkaError",
     "Lease",
+    "LeaseExpired",
     "Leadership",
     "LeadershipStatus",
     "OutRecord",
+    "OutcomeUnknown",
     "Registration",
     "Resigned",
     "RoleStateReport",
     "RosterEntry",
     "TopicReport",
     "TransientError",
-    "acquire_leadership",
-    "acquire_leadership_blocking",
     "decode_key",
     "decode_lease",
     "decode_registration",
-    "describe_leadership",
-    "describe_leadership_blocking",
-    "describe_role_state",
-    "describe_role_state_blocking",
     "encode_key",
     "encode_lease",
     "encode_registration",
-    "ensure_state_topic",
-    "ensure_state_topic_blocking",
     "murmur2",
     "role_partition",
 ]

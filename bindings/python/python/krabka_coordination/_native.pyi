@@ -1,12 +1,17 @@
 """Type stubs of the native module ``krabka_coordination._native``.
 
 Checked against the built module by ``python -m mypy.stubtest`` (ci/python.sh).
+The public names are re-exported by the package; the names with a leading
+underscore are what the package's ``Client`` / ``AsyncClient`` classes are
+built on (each operation returns an ``_Pending`` that they wait for or await).
 """
 
-import asyncio
-from types import TracebackType
 from typing import (
+    Any,
+    ClassVar,
     Final,
+    Generator,
+    Generic,
     Iterable,
     List,
     Literal,
@@ -14,7 +19,7 @@ from typing import (
     NoReturn,
     Optional,
     Tuple,
-    Type,
+    TypeVar,
     Union,
     final,
 )
@@ -32,26 +37,22 @@ __all__ = [
     "encode_registration",
     "murmur2",
     "role_partition",
-    "Leadership",
+    "Event",
     "LeadershipStatus",
     "OutRecord",
     "RoleStateReport",
     "RosterEntry",
     "TopicReport",
-    "acquire_leadership",
-    "acquire_leadership_blocking",
-    "describe_leadership",
-    "describe_leadership_blocking",
-    "describe_role_state",
-    "describe_role_state_blocking",
-    "ensure_state_topic",
-    "ensure_state_topic_blocking",
+    "_Client",
+    "_EventStream",
+    "_Leadership",
+    "_Pending",
     "_reset_runtime_after_fork",
     "_runtime_alive_tasks",
     "_runtime_ping",
-    "_runtime_ping_async",
     "_raise_core_error",
-    "_describe_requests",
+    "_log_from_core",
+    "_sync_log_level",
     "KrabkaError",
     "FormatError",
     "EncodeError",
@@ -61,8 +62,12 @@ __all__ = [
     "FatalError",
     "Resigned",
     "Cancelled",
+    "LeaseExpired",
+    "OutcomeUnknown",
     "NO_EPOCH",
 ]
+
+_T = TypeVar("_T", covariant=True)
 
 _BytesLike = Union[bytes, bytearray, memoryview]
 
@@ -199,6 +204,198 @@ def murmur2(data: _BytesLike) -> int:
 # ---------------------------------------------------------------- leadership
 
 @final
+class _Pending(Generic[_T]):
+    """An operation of the core, not yet started: ``wait()`` runs it as a
+    blocking call, ``await`` runs it on the asyncio loop. Once."""
+
+    def wait(self) -> _T:
+        """Runs the operation, blocking (GIL released, Ctrl-C interrupting)."""
+
+    def __await__(self) -> Generator[Any, None, _T]: ...
+
+@final
+class _Client:
+    """The core client of one ``kafka`` settings dict, shared by every role."""
+
+    def __new__(
+        cls, kafka: _KafkaSettings, partitions: Optional[int] = None, state_topic: Optional[str] = None
+    ) -> _Client: ...
+    @property
+    def partitions(self) -> int:
+        """The partition count of the state topic."""
+
+    @property
+    def state_topic(self) -> str:
+        """The name of the state topic."""
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+
+    def acquire(
+        self,
+        role: str,
+        member: str,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+    ) -> _Pending[_Leadership]:
+        """Registers, waits for the turn and takes the role."""
+
+    def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
+        """The role's current token at its transaction coordinator."""
+
+    def describe_role_state(self, role: str) -> _Pending[RoleStateReport]:
+        """The roster and the lease of ``role``."""
+
+    def ensure_state_topic(
+        self,
+        development: bool = False,
+        replication_factor: Optional[int] = None,
+        min_insync_replicas: Optional[int] = None,
+    ) -> _Pending[TopicReport]:
+        """Creates the state topic unless it exists, then checks it."""
+
+    def check_state_topic(self) -> _Pending[TopicReport]:
+        """Checks the state topic."""
+
+    def _describe_requests(self) -> int:
+        """DescribeTransactions requests sent so far by this client."""
+
+    def close(self) -> None:
+        """Lets go of the shared Kafka clients; idempotent."""
+
+@final
+class _Leadership:
+    """The held leadership of a role (the core's handle)."""
+
+    @property
+    def token(self) -> FencingToken:
+        """The fencing token of this term."""
+
+    @property
+    def role(self) -> str:
+        """The role."""
+
+    @property
+    def member(self) -> str:
+        """The member id."""
+
+    @property
+    def partition(self) -> int:
+        """The partition of ``__coordination_state`` that holds the role."""
+
+    @property
+    def lease(self) -> Lease:
+        """The last lease this member wrote."""
+
+    @property
+    def renewal_failures(self) -> int:
+        """How many renewals in a row have failed with a transient error."""
+
+    @property
+    def is_held(self) -> bool:
+        """True until the role ends."""
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """Why the role ended, or ``None``."""
+
+    def wait(self, timeout: Optional[float] = None) -> _Pending[bool]:
+        """Waits until the role ends (True) or ``timeout`` seconds pass (False)."""
+
+    def write(
+        self,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> _Pending[None]:
+        """A guarded write of one record."""
+
+    def write_records(self, records: Iterable[OutRecord]) -> _Pending[None]:
+        """A guarded write of several records in one transaction."""
+
+    def resign(self) -> _Pending[None]:
+        """Gives the role up."""
+
+    def events(self) -> _EventStream:
+        """The member's events from now on, ending with the term."""
+
+@final
+class _EventStream:
+    """The event stream of one leadership."""
+
+    def next(self) -> _Pending[Optional[Event]]:
+        """The next event, or None once the stream ended."""
+
+@final
+class Event:
+    """One step of a member of a role: ``kind`` says what happened; the
+    kind's own fields are set, the others are ``None``."""
+
+    @property
+    def kind(self) -> str:
+        """What happened, the core's stable name: ``"registered"``,
+        ``"waiting"``, ``"challenging"``, ``"lost_challenge"``, ``"elected"``,
+        ``"renewed"``, ``"renewal_failing"``, ``"fenced"``, ``"lease_expired"``,
+        ``"ended"``, ``"resigned"``, ``"deregistered"`` (the core may add
+        kinds)."""
+
+    @property
+    def role(self) -> str:
+        """The role."""
+
+    @property
+    def member(self) -> str:
+        """The member id."""
+
+    @property
+    def at(self) -> int:
+        """When the step was taken, in epoch milliseconds of the member's clock."""
+
+    @property
+    def partition(self) -> Optional[int]:
+        """``registered``: the partition of ``__coordination_state``."""
+
+    @property
+    def offset(self) -> Optional[int]:
+        """``registered``: the offset of the registration record."""
+
+    @property
+    def rank(self) -> Optional[int]:
+        """``waiting``: the member's place among the challengers."""
+
+    @property
+    def challenge_at(self) -> Optional[int]:
+        """``waiting``: when the member challenges if nothing changes."""
+
+    @property
+    def token(self) -> Optional[FencingToken]:
+        """``elected``, ``lost_challenge``: the token."""
+
+    @property
+    def granted_at(self) -> Optional[int]:
+        """``elected``: when the lease was granted."""
+
+    @property
+    def deadline(self) -> Optional[int]:
+        """``elected``, ``renewed``: the lease deadline."""
+
+    @property
+    def failures(self) -> Optional[int]:
+        """``renewal_failing``: failed renewals in a row."""
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """``renewal_failing``, ``fenced``, ``ended``: the cause."""
+
+    @property
+    def cleared(self) -> Optional[bool]:
+        """``resigned``: True when the lease was cleared."""
+
+@final
 class OutRecord:
     """One record of a guarded write."""
 
@@ -233,95 +430,6 @@ class OutRecord:
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
-
-@final
-class Leadership:
-    """The held leadership of a role (the core's handle; renews in the background)."""
-
-    @property
-    def token(self) -> FencingToken:
-        """The fencing token of this term."""
-
-    @property
-    def role(self) -> str:
-        """The role."""
-
-    @property
-    def member(self) -> str:
-        """The member id."""
-
-    @property
-    def partition(self) -> int:
-        """The partition of ``__coordination_state`` that holds the role."""
-
-    @property
-    def lease(self) -> Lease:
-        """The last lease this member wrote."""
-
-    @property
-    def renewal_failures(self) -> int:
-        """How many renewals in a row have failed with a transient error."""
-
-    @property
-    def is_held(self) -> bool:
-        """True until the role ends."""
-
-    @property
-    def error(self) -> Optional[KrabkaError]:
-        """Why the role ended (``Fenced``, ``Resigned``, ``FatalError``...), or ``None``."""
-
-    def done(self) -> asyncio.Future[None]:
-        """Completes when the role ends."""
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Blocks until the role ends or ``timeout`` seconds pass; True when it ended."""
-
-    def write(
-        self,
-        topic: str,
-        value: Optional[_BytesLike],
-        key: Optional[_BytesLike] = None,
-        partition: Optional[int] = None,
-        headers: Optional[_Headers] = None,
-    ) -> asyncio.Future[None]:
-        """A guarded write of one record; ``Fenced`` when the member was deposed."""
-
-    def write_blocking(
-        self,
-        topic: str,
-        value: Optional[_BytesLike],
-        key: Optional[_BytesLike] = None,
-        partition: Optional[int] = None,
-        headers: Optional[_Headers] = None,
-    ) -> None:
-        """A guarded write of one record (blocking)."""
-
-    def write_records(self, records: Iterable[OutRecord]) -> asyncio.Future[None]:
-        """A guarded write of several records in one transaction."""
-
-    def write_records_blocking(self, records: Iterable[OutRecord]) -> None:
-        """A guarded write of several records in one transaction (blocking)."""
-
-    def resign(self) -> asyncio.Future[None]:
-        """Gives the role up: supersedes the token, clears the lease, deregisters."""
-
-    def resign_blocking(self) -> None:
-        """Gives the role up (blocking)."""
-
-    def __enter__(self) -> Leadership: ...
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None: ...
-    def __aenter__(self) -> asyncio.Future[Leadership]: ...
-    def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> asyncio.Future[None]: ...
 
 @final
 class LeadershipStatus:
@@ -388,7 +496,7 @@ class RoleStateReport:
 
 @final
 class TopicReport:
-    """What ``ensure_state_topic`` found or made."""
+    """What ``ensure_state_topic`` or ``check_state_topic`` found or made."""
 
     @property
     def topic(self) -> str:
@@ -418,56 +526,13 @@ class TopicReport:
     def warnings(self) -> List[str]:
         """Advice for the operator."""
 
-def acquire_leadership(
-    kafka: _KafkaSettings,
-    role: str,
-    member: str,
-    *,
-    partitions: int = 16,
-    lease_duration: float = 30.0,
-    renew_interval: float = 10.0,
-    challenge_stagger: float = 5.0,
-) -> asyncio.Future[Leadership]:
-    """Registers, waits for the member's turn and takes the role; cancelling deregisters."""
-
-def acquire_leadership_blocking(
-    kafka: _KafkaSettings,
-    role: str,
-    member: str,
-    *,
-    partitions: int = 16,
-    lease_duration: float = 30.0,
-    renew_interval: float = 10.0,
-    challenge_stagger: float = 5.0,
-) -> Leadership:
-    """The blocking form of ``acquire_leadership``; Ctrl-C deregisters, then raises."""
-
-def describe_leadership(kafka: _KafkaSettings, role: str) -> asyncio.Future[LeadershipStatus]:
-    """The role's current token from its transaction coordinator."""
-
-def describe_leadership_blocking(kafka: _KafkaSettings, role: str) -> LeadershipStatus:
-    """The blocking form of ``describe_leadership``."""
-
-def describe_role_state(kafka: _KafkaSettings, role: str, partitions: int = 16) -> asyncio.Future[RoleStateReport]:
-    """The roster and the lease of ``role``, read from its partition."""
-
-def describe_role_state_blocking(kafka: _KafkaSettings, role: str, partitions: int = 16) -> RoleStateReport:
-    """The blocking form of ``describe_role_state``."""
-
-def ensure_state_topic(
-    kafka: _KafkaSettings, partitions: int = 16, replication_factor: int = 1, min_insync_replicas: int = 1
-) -> asyncio.Future[TopicReport]:
-    """Creates ``__coordination_state`` if missing, then checks its shape."""
-
-def ensure_state_topic_blocking(
-    kafka: _KafkaSettings, partitions: int = 16, replication_factor: int = 1, min_insync_replicas: int = 1
-) -> TopicReport:
-    """The blocking form of ``ensure_state_topic``."""
-
 # ---------------------------------------------------------------- exceptions
 
 class KrabkaError(Exception):
     """Base class of every exception krabka_coordination raises."""
+
+    kind: ClassVar[Optional[str]]
+    """The stable name of the core error kind (``"FENCED"``...); ``None`` here."""
 
 class FormatError(KrabkaError, ValueError):
     """Malformed record bytes; ``part`` names the record part."""
@@ -498,22 +563,31 @@ class Resigned(KrabkaError):
 class Cancelled(KrabkaError):
     """The operation was cancelled before it finished."""
 
+class LeaseExpired(KrabkaError):
+    """The leader's own lease ran out (no renewal committed within the lease
+    duration): the term is over; stop the work of the role."""
+
+class OutcomeUnknown(KrabkaError):
+    """A write whose commit was sent but not confirmed: it may or may not have
+    committed; ``__cause__`` holds the cause (a :class:`Fenced` one means a
+    newer epoch exists)."""
+
 # ---------------------------------------------------------------- internal
 
-def _runtime_ping() -> Tuple[int, str]:
-    """Runs a task on the runtime; returns (pid that built it, worker thread name)."""
+def _runtime_ping(delay_ms: int = 1) -> _Pending[Tuple[int, str]]:
+    """Runs a task on the runtime: (this pid, the runtime thread that ran it)."""
 
 def _reset_runtime_after_fork() -> None:
-    """Retires a runtime inherited through fork (the os.register_at_fork hook)."""
-
-def _runtime_ping_async(delay_ms: int = 1) -> asyncio.Future[Tuple[int, str]]:
-    """The awaitable twin of ``_runtime_ping``; needs a running event loop."""
+    """Forgets a runtime inherited through fork (the os.register_at_fork hook)."""
 
 def _runtime_alive_tasks() -> int:
     """Tasks alive on this process's runtime (0 before it is built)."""
 
 def _raise_core_error(variant: str, message: str, cause: Optional[BaseException] = None) -> NoReturn:
-    """Raises what error.rs makes of a core error ``variant`` (tests the mapping)."""
+    """Raises what the mapping makes of a core error ``variant`` (tests the mapping)."""
 
-def _describe_requests(kafka: _KafkaSettings) -> int:
-    """Requests sent so far by the describe client kept for ``kafka``."""
+def _log_from_core(level: str, message: str, role: str, member: str) -> None:
+    """Logs ``message`` through the core's tracing, inside a member span."""
+
+def _sync_log_level() -> None:
+    """Reads the ``krabka_coordination`` logger's effective level again."""

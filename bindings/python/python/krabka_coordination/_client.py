@@ -1,0 +1,199 @@
+"""The clients: :class:`Client` (blocking) and :class:`AsyncClient`
+(asyncio), each built once from a dict of Kafka settings.
+
+Both wrap one native client (``_native._Client``): one set of Kafka clients
+shared by every role the client acquires or describes. Each operation is
+implemented once in Rust and returns an operation that :class:`Client`
+waits for and :class:`AsyncClient` awaits; arguments are checked when the
+method is called, before any I/O.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Mapping, Optional, Type, Union
+
+from . import _native
+from ._leadership import AsyncLeadership, Leadership
+from ._native import LeadershipStatus, RoleStateReport, TopicReport
+
+KafkaSettings = Mapping[str, Union[str, int, float, bool]]
+"""librdkafka client settings: ``"bootstrap.servers"`` at least; values are
+``str``, or numbers and bools written as librdkafka's strings."""
+
+__all__ = ["AsyncClient", "Client", "KafkaSettings"]
+
+
+class _ClientBase:
+    """What both clients share: construction, the partition count, closing."""
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        *,
+        partitions: Optional[int] = None,
+        state_topic: Optional[str] = None,
+    ) -> None:
+        """Builds the shared Kafka clients from ``kafka`` (librdkafka
+        settings, passed through) for a state topic of ``partitions``
+        partitions (16 when left out) named ``state_topic``
+        (``__coordination_state`` when left out). Every member of a
+        coordination domain must use the same topic and its real partition
+        count. A setting librdkafka refuses raises
+        :class:`InvalidArgumentError` here; nothing connects yet."""
+        self._native = _native._Client(kafka, partitions, state_topic)
+
+    @property
+    def partitions(self) -> int:
+        """The partition count of the state topic."""
+        return self._native.partitions
+
+    @property
+    def state_topic(self) -> str:
+        """The name of the state topic."""
+        return self._native.state_topic
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._native.closed
+
+    def close(self) -> None:
+        """Lets go of the shared Kafka clients. Leaderships already held go
+        on; further calls on this client raise :class:`InvalidArgumentError`.
+        Idempotent."""
+        self._native.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"partitions={self.partitions}"
+        return f"<{type(self).__name__} {state}>"
+
+
+class Client(_ClientBase):
+    """A blocking client of a coordination cluster (see the package
+    documentation). Blocking calls release the GIL and let Ctrl-C
+    interrupt. Usable from any thread; ``with`` closes it."""
+
+    __slots__ = ()
+
+    def acquire_leadership(
+        self,
+        role: str,
+        member: str,
+        *,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+    ) -> Leadership:
+        """Registers ``member`` in ``role``, waits for its turn, mints the
+        epoch, writes the first lease, and returns the held
+        :class:`Leadership`. Durations are seconds (the core's defaults: a 30
+        s lease renewed every 10 s, 5 s between challenger ranks).
+
+        Ctrl-C stops a waiting acquire: the member is deregistered (within 10
+        s) before ``KeyboardInterrupt`` is raised, and a role won in that
+        instant is resigned. A second acquire of a role this client is
+        acquiring or holds raises :class:`InvalidArgumentError`."""
+        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger)
+        return Leadership(pending.wait())
+
+    def describe_leadership(self, role: str) -> LeadershipStatus:
+        """The role's current token at its transaction coordinator: one
+        DescribeTransactions request once the coordinator is known."""
+        return self._native.describe_leadership(role).wait()
+
+    def describe_role_state(self, role: str) -> RoleStateReport:
+        """The roster (in rank order) and the lease of ``role``."""
+        return self._native.describe_role_state(role).wait()
+
+    def ensure_state_topic(
+        self,
+        *,
+        development: bool = False,
+        replication_factor: Optional[int] = None,
+        min_insync_replicas: Optional[int] = None,
+    ) -> TopicReport:
+        """Creates ``__coordination_state`` (compacted, this client's
+        partition count) unless it exists, then checks it. The defaults are
+        what a production cluster needs: replication factor 3 and
+        ``min.insync.replicas`` 2. ``development=True`` makes them 1 and 1
+        for a single-broker development cluster; explicit values win over
+        either. An existing topic is left as it is; one of another partition
+        count or cleanup policy is refused."""
+        return self._native.ensure_state_topic(development, replication_factor, min_insync_replicas).wait()
+
+    def check_state_topic(self) -> TopicReport:
+        """Checks that the state topic exists, is compacted and has this
+        client's partition count."""
+        return self._native.check_state_topic().wait()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+class AsyncClient(_ClientBase):
+    """An asyncio client of a coordination cluster (see the package
+    documentation). The work runs on the package's runtime, off the event
+    loop; ``async with`` closes it."""
+
+    __slots__ = ()
+
+    async def acquire_leadership(
+        self,
+        role: str,
+        member: str,
+        *,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+    ) -> AsyncLeadership:
+        """Registers, waits for the turn and takes the role (see
+        :meth:`Client.acquire_leadership`). Cancelling the awaiting task (or
+        ``asyncio.wait_for`` running out) deregisters the member; a role won
+        in that instant is resigned."""
+        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger)
+        return AsyncLeadership(await pending)
+
+    async def describe_leadership(self, role: str) -> LeadershipStatus:
+        """The role's current token at its transaction coordinator."""
+        return await self._native.describe_leadership(role)
+
+    async def describe_role_state(self, role: str) -> RoleStateReport:
+        """The roster (in rank order) and the lease of ``role``."""
+        return await self._native.describe_role_state(role)
+
+    async def ensure_state_topic(
+        self,
+        *,
+        development: bool = False,
+        replication_factor: Optional[int] = None,
+        min_insync_replicas: Optional[int] = None,
+    ) -> TopicReport:
+        """Creates and checks the state topic (see
+        :meth:`Client.ensure_state_topic`)."""
+        return await self._native.ensure_state_topic(development, replication_factor, min_insync_replicas)
+
+    async def check_state_topic(self) -> TopicReport:
+        """Checks the state topic (see :meth:`Client.check_state_topic`)."""
+        return await self._native.check_state_topic()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()

@@ -1,0 +1,231 @@
+"""The held leadership of a role, blocking (:class:`Leadership`) and
+asyncio (:class:`AsyncLeadership`), and its event stream (:class:`Events`,
+:class:`AsyncEvents`).
+
+Both classes wrap one native handle (``_native._Leadership``); each
+operation is implemented once in Rust and returns an operation that the
+blocking class waits for and the asyncio class awaits. Nothing else
+happens here.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Iterable, Mapping, Optional, Tuple, Type, Union
+
+from . import _native
+from ._native import Event, FencingToken, KrabkaError, Lease, OutRecord
+
+_BytesLike = Union[bytes, bytearray, memoryview]
+_Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
+
+__all__ = ["AsyncEvents", "AsyncLeadership", "Events", "Leadership"]
+
+
+class _LeadershipBase:
+    """What the blocking and the asyncio leadership share: the properties."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native._Leadership) -> None:
+        self._native = native
+
+    @property
+    def token(self) -> FencingToken:
+        """The fencing token of this term: pass it with every write that a
+        downstream system must be able to refuse from a deposed leader."""
+        return self._native.token
+
+    @property
+    def role(self) -> str:
+        """The role."""
+        return self._native.role
+
+    @property
+    def member(self) -> str:
+        """The member id."""
+        return self._native.member
+
+    @property
+    def partition(self) -> int:
+        """The partition of ``__coordination_state`` that holds the role."""
+        return self._native.partition
+
+    @property
+    def lease(self) -> Lease:
+        """The last lease this member wrote (``granted_at``, ``deadline``)."""
+        return self._native.lease
+
+    @property
+    def renewal_failures(self) -> int:
+        """How many renewals in a row have failed with a transient error."""
+        return self._native.renewal_failures
+
+    @property
+    def is_held(self) -> bool:
+        """True until the role ends (fenced, resigned, or a fatal error)."""
+        return self._native.is_held
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """Why the role ended, as the exception instance (:class:`Fenced`,
+        :class:`Resigned`, :class:`FatalError`...), or ``None`` while held."""
+        return self._native.error
+
+    def done(self) -> bool:
+        """True once the role has ended (``not is_held``), without waiting."""
+        return not self._native.is_held
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._native!r}>"
+
+
+class Leadership(_LeadershipBase):
+    """The held leadership of a role, for blocking code (from
+    :meth:`Client.acquire_leadership`).
+
+    The core renews the lease in the background. A ``with`` block resigns on
+    exit (and never suppresses the block's exception). Blocking calls release
+    the GIL and let Ctrl-C interrupt; an interrupted write or resign is left
+    to finish (within 10 s) before ``KeyboardInterrupt`` is raised.
+    """
+
+    __slots__ = ()
+
+    def write(
+        self,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> None:
+        """A guarded write of one record: one transaction of the producer the
+        epoch binds. A deposed leader's write raises :class:`Fenced` and none
+        of it becomes visible; the leadership then ends."""
+        self._native.write(topic, value, key, partition, headers).wait()
+
+    def write_records(self, records: Iterable[OutRecord]) -> None:
+        """A guarded write of several records in one transaction: all of them
+        become visible, or (fenced) none."""
+        self._native.write_records(records).wait()
+
+    def resign(self) -> None:
+        """Gives the role up: stops renewing, supersedes the token, clears the
+        lease and deregisters, so the next standby takes over at once.
+        Idempotent; after a fence it only deregisters."""
+        self._native.resign().wait()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the role ends (``True``) or ``timeout`` seconds pass
+        (``False``; ``None``: no limit)."""
+        return self._native.wait(timeout).wait()
+
+    def events(self) -> Events:
+        """The member's events from now on (renewals, a failing renewal, the
+        fence or the resign...); the iteration ends with the term."""
+        return Events(self._native.events())
+
+    def __enter__(self) -> Leadership:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.resign()
+
+
+class AsyncLeadership(_LeadershipBase):
+    """The held leadership of a role, for asyncio code (from
+    :meth:`AsyncClient.acquire_leadership`).
+
+    The core renews the lease in the background, off the event loop. An
+    ``async with`` block resigns on exit (and never suppresses the block's
+    exception). A cancelled write or resign is left to finish on the
+    runtime.
+    """
+
+    __slots__ = ()
+
+    async def write(
+        self,
+        topic: str,
+        value: Optional[_BytesLike],
+        key: Optional[_BytesLike] = None,
+        partition: Optional[int] = None,
+        headers: Optional[_Headers] = None,
+    ) -> None:
+        """A guarded write of one record (see :meth:`Leadership.write`)."""
+        await self._native.write(topic, value, key, partition, headers)
+
+    async def write_records(self, records: Iterable[OutRecord]) -> None:
+        """A guarded write of several records in one transaction."""
+        await self._native.write_records(records)
+
+    async def resign(self) -> None:
+        """Gives the role up (see :meth:`Leadership.resign`)."""
+        await self._native.resign()
+
+    async def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the role ends (``True``) or ``timeout`` seconds pass
+        (``False``; ``None``: no limit)."""
+        return await self._native.wait(timeout)
+
+    def events(self) -> AsyncEvents:
+        """The member's events from now on, for ``async for``; the iteration
+        ends with the term."""
+        return AsyncEvents(self._native.events())
+
+    async def __aenter__(self) -> AsyncLeadership:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.resign()
+
+
+class Events:
+    """The events of a :class:`Leadership`: ``for event in
+    leadership.events()``. Each step blocks (the GIL released, Ctrl-C
+    interrupting) until the next event; the iteration ends after the event
+    that ended the term and the member's last events."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: _native._EventStream) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Events:
+        return self
+
+    def __next__(self) -> Event:
+        event = self._stream.next().wait()
+        if event is None:
+            raise StopIteration
+        return event
+
+
+class AsyncEvents:
+    """The events of an :class:`AsyncLeadership`: ``async for event in
+    leadership.events()``; ends with the term."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: _native._EventStream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> AsyncEvents:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self._stream.next()
+        if event is None:
+            raise StopAsyncIteration
+        return event

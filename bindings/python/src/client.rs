@@ -1,0 +1,216 @@
+//! `_Client`: the core client, built once from the `kafka` settings dict,
+//! behind the package's `Client` and `AsyncClient`.
+//!
+//! One `_Client` owns one set of Kafka clients (the state-partition reader,
+//! the registration producer, the DescribeTransactions connections), shared
+//! by every role it acquires or describes; only a held role's epoch-bound
+//! producer is per role. Every operation checks its arguments when called
+//! and returns a [`PyPending`].
+//!
+//! An acquire is stopped through the core's cancellation token, not by
+//! dropping its future: Ctrl-C (blocking) or cancelling the awaiting task
+//! fires the token, and the core deregisters the member (the blocking form
+//! waits up to [`ACQUIRE_GRACE`] for that before it raises). A leadership
+//! won in the instant of the cancel is resigned, by the core or, when the
+//! win had already been delivered, by the binding ([`crate::leadership::Acquired`]).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use krabka_coordination::Error;
+use krabka_coordination_bindings::{
+    options, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound, TopicArgs,
+};
+use pyo3::prelude::*;
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::{int_value, kafka_config, seconds_value, str_field};
+use crate::error::{error_to_py, IntoPyResult};
+use crate::leadership::Acquired;
+use crate::pending::PyPending;
+use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyTopicReport};
+use crate::runtime::runtime;
+
+/// How long an interrupted blocking acquire waits for the core to
+/// deregister the member before it raises anyway.
+pub const ACQUIRE_GRACE: Duration = Duration::from_secs(10);
+
+/// The core client of one `kafka` settings dict (see the module
+/// documentation).
+#[pyclass(module = "krabka_coordination._native", name = "_Client", frozen)]
+pub struct PyClient {
+    /// `None` once closed.
+    inner: Mutex<Option<ProcessBound<KafkaClient>>>,
+    partitions: i32,
+}
+
+impl PyClient {
+    /// The core client (a cheap clone), or an error when closed or used in
+    /// a forked child.
+    fn client(&self, py: Python<'_>) -> PyResult<KafkaClient> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(bound) => bound.get().cloned().into_py_result(py),
+            None => Err(error_to_py(
+                py,
+                &Error::InvalidArgument("the client is closed".into()),
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl PyClient {
+    /// Builds the shared Kafka clients from `kafka` (librdkafka settings)
+    /// for a state topic of `partitions` partitions, named `state_topic`
+    /// (`__coordination_state` by default). The core refuses a setting
+    /// librdkafka rejects; nothing connects yet.
+    #[new]
+    #[pyo3(signature = (kafka, partitions=None, state_topic=None))]
+    fn new(
+        py: Python<'_>,
+        kafka: &Bound<'_, PyAny>,
+        partitions: Option<&Bound<'_, PyAny>>,
+        state_topic: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let partitions = int_value(partitions, "partitions", 1, i32::MAX.into())?
+            .map(options::partitions)
+            .transpose()
+            .into_py_result(py)?
+            .unwrap_or(krabka_coordination::ElectionOptions::DEFAULT_PARTITIONS);
+        let mut config = kafka_config(kafka)?;
+        if let Some(topic) = state_topic.filter(|t| !t.is_none()) {
+            config = config.with_state_topic(str_field(topic, "state_topic")?);
+        }
+        crate::logging::sync_level(py)?;
+        let handle = runtime()?.handle().clone();
+        let client = py
+            .detach(|| KafkaClient::new(config, partitions))
+            .into_py_result(py)?;
+        Ok(PyClient {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        })
+    }
+
+    /// The partition count of the state topic.
+    #[getter]
+    fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// The name of the state topic.
+    #[getter]
+    fn state_topic(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.client(py)?.config().state_topic().to_owned())
+    }
+
+    /// Acquires `role` as `member`: registers, waits for the turn, mints the
+    /// epoch, writes the first lease. `None` timings keep the core's
+    /// defaults.
+    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        role: &Bound<'_, PyAny>,
+        member: &Bound<'_, PyAny>,
+        lease_duration: Option<&Bound<'_, PyAny>>,
+        renew_interval: Option<&Bound<'_, PyAny>>,
+        challenge_stagger: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPending> {
+        let role = str_field(role, "role")?;
+        let member = str_field(member, "member")?;
+        let args = LeadershipArgs {
+            lease_duration: seconds_value(lease_duration, "lease_duration")?,
+            renew_interval: seconds_value(renew_interval, "renew_interval")?,
+            challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
+        };
+        let cancel = CancellationToken::new();
+        let acquire = self
+            .client(py)?
+            .acquire(role, member, &args, cancel.clone(), None)
+            .into_py_result(py)?;
+        Ok(PyPending::new(
+            async move { acquire.await.map(Acquired) },
+            OnInterrupt::Cancel(cancel, ACQUIRE_GRACE),
+        ))
+    }
+
+    /// The role's current token at its transaction coordinator.
+    fn describe_leadership(&self, py: Python<'_>, role: &Bound<'_, PyAny>) -> PyResult<PyPending> {
+        let role = str_field(role, "role")?;
+        let fut = self.client(py)?.describe_leadership(role);
+        Ok(PyPending::plain(
+            async move { fut.await.map(PyLeadershipStatus) },
+            OnInterrupt::Abort,
+        ))
+    }
+
+    /// The roster and the lease of `role`.
+    fn describe_role_state(&self, py: Python<'_>, role: &Bound<'_, PyAny>) -> PyResult<PyPending> {
+        let role = str_field(role, "role")?;
+        let fut = self.client(py)?.describe_role_state(role);
+        Ok(PyPending::plain(
+            async move { fut.await.map(PyRoleStateReport) },
+            OnInterrupt::Abort,
+        ))
+    }
+
+    /// Creates the state topic unless it exists, then checks it.
+    #[pyo3(signature = (development=false, replication_factor=None, min_insync_replicas=None))]
+    fn ensure_state_topic(
+        &self,
+        py: Python<'_>,
+        development: bool,
+        replication_factor: Option<&Bound<'_, PyAny>>,
+        min_insync_replicas: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyPending> {
+        let max = i64::from(i16::MAX);
+        let args = TopicArgs {
+            development,
+            replication_factor: int_value(replication_factor, "replication_factor", 1, max)?,
+            min_insync_replicas: int_value(min_insync_replicas, "min_insync_replicas", 1, max)?,
+        };
+        let fut = self
+            .client(py)?
+            .ensure_state_topic(&args)
+            .into_py_result(py)?;
+        Ok(PyPending::plain(
+            async move { fut.await.map(PyTopicReport) },
+            OnInterrupt::Abort,
+        ))
+    }
+
+    /// Checks the state topic: it exists, is compacted and has this
+    /// client's partition count.
+    fn check_state_topic(&self, py: Python<'_>) -> PyResult<PyPending> {
+        let fut = self.client(py)?.check_state_topic();
+        Ok(PyPending::plain(
+            async move { fut.await.map(PyTopicReport) },
+            OnInterrupt::Abort,
+        ))
+    }
+
+    /// DescribeTransactions requests sent so far by this client (for tests
+    /// of the request cost).
+    fn _describe_requests(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.client(py)?.describe_requests())
+    }
+
+    /// Lets go of the shared Kafka clients. Held leaderships keep what they
+    /// need and go on; further operations on this client raise
+    /// `InvalidArgumentError`. Idempotent.
+    fn close(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(taken);
+    }
+
+    /// True once closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
