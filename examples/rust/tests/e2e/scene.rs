@@ -228,6 +228,24 @@ impl Scene {
         self.state().roster.into_iter().map(|e| e.member).collect()
     }
 
+    /// Reads the roster until it is `expected` (in rank order); fails the
+    /// test if it is not within `within`.
+    pub fn wait_roster(&self, expected: &[&str], within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let roster = self.roster();
+            if roster == expected {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the roster is {roster:?}, not {expected:?}, after {within:?} (member logs in {})",
+                self.logs.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The role's token at its transaction coordinator.
     pub fn described(&self) -> FencingToken {
         self.rt
