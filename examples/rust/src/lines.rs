@@ -34,7 +34,7 @@ pub fn error_fields(error: &Error) -> Map<String, Value> {
 /// The line name and fields of one core event.
 ///
 /// `registered` (`partition`, `offset`), `waiting` (`rank`,
-/// `challenge_at`), `challenging`, `lost_challenge` (token fields),
+/// `challenge_at`), `held_back`, `challenging`, `lost_challenge` (token fields),
 /// `elected` (token fields, `granted_at`, `deadline`), `renewed`
 /// (`deadline`), `renewal_failing` (`failures`, error fields), `fenced`
 /// (error fields), `lease_expired`, `ended` (error fields), `resigned` (`cleared`),
@@ -160,6 +160,7 @@ mod tests {
                 "waiting",
                 vec!["rank", "challenge_at"],
             ),
+            (EventKind::HeldBack, "held_back", vec![]),
             (EventKind::Challenging, "challenging", vec![]),
             (
                 EventKind::LostChallenge { token: t },

@@ -22,7 +22,7 @@
 //! `role` and `t_ms` (epoch milliseconds). The core's events, subscribed with
 //! `LeadershipOptions::with_events` and stamped with the member's clock at
 //! the step (see `krabka_examples::lines`): `registered` (`partition`,
-//! `offset`), `waiting` (`rank`, `challenge_at`), `challenging`,
+//! `offset`), `waiting` (`rank`, `challenge_at`), `held_back`, `challenging`,
 //! `lost_challenge` (`producer_id`, `epoch`, `token`), `elected`
 //! (`producer_id`, `epoch`, `token`, `granted_at`, `deadline`), `renewed`
 //! (`deadline`), `renewal_failing` (`failures`, `error`, `kind`), `fenced`
