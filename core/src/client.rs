@@ -22,6 +22,27 @@
 //! role while the first is acquiring or held is refused
 //! ([`crate::Error::InvalidArgument`]), because two members of one process
 //! in one role would only fence each other.
+//!
+//! # Before a member registers
+//!
+//! [`Client::acquire`] refuses, before anything is written:
+//!
+//! * a role or member id the record layout cannot hold: empty, over 32767
+//!   bytes of UTF-8, or with a NUL byte ([`crate::codec::check_role`],
+//!   [`crate::codec::check_member_id`]; [`crate::Error::InvalidArgument`],
+//!   the value quoted only in part);
+//! * what the transport cannot honour
+//!   ([`crate::transport::Coordinator::check_member`]). On Kafka: a lease
+//!   outside what the transaction timeout allows (librdkafka's 1 s ..=
+//!   `i32::MAX` ms, the brokers' `transaction.max.timeout.ms`), producer
+//!   timeouts in the settings longer than the lease, a state topic that is
+//!   missing, of another partition count or not compacted, and a cluster
+//!   that does not answer within the connect timeout
+//!   (`KafkaConfig::with_connect_timeout`, 10 s by default;
+//!   [`crate::Error::Transient`] naming the bootstrap address).
+//!
+//! [`Client::describe_leadership`] refuses the same roles, and fails within
+//! the connect timeout too when no broker was ever reached.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -159,16 +180,21 @@ impl Client {
     /// Acquires `role` as `member` (see [`crate::leadership::acquire_leadership`]
     /// for what a member does, cancellation and errors).
     ///
-    /// Refused with [`Error::InvalidArgument`] before any I/O when this client
-    /// is already acquiring or holding `role`, or when the options' partition
-    /// count is not the client's. The claim on the role ends when the
-    /// returned [`Leadership`] ends or is dropped, or when the acquire fails.
+    /// Refused with [`Error::InvalidArgument`] before any I/O when `role` or
+    /// `member` cannot be held by the record layout (see the module docs),
+    /// when this client is already acquiring or holding `role`, or when the
+    /// options' partition count is not the client's. Then the transport
+    /// checks the member before it registers (module docs, "Before a member
+    /// registers"). The claim on the role ends when the returned
+    /// [`Leadership`] ends or is dropped, or when the acquire fails.
     pub async fn acquire(
         &self,
         role: &str,
         member: &str,
         options: LeadershipOptions,
     ) -> Result<Leadership> {
+        crate::codec::check_role(role)?;
+        crate::codec::check_member_id(member)?;
         if options.election.partitions != self.inner.partitions {
             return Err(Error::InvalidArgument(format!(
                 "the options' partition count ({}) is not the client's ({}); build them with client.leadership_options()",
@@ -200,13 +226,20 @@ impl Client {
 
     /// The role's current token at its transaction coordinator: one
     /// DescribeTransactions request once the coordinator is known.
+    ///
+    /// A role no member can take is refused at once
+    /// ([`Error::InvalidArgument`]). On Kafka, while no broker has ever
+    /// answered, the call fails within the connect timeout with an error
+    /// naming the bootstrap address.
     pub async fn describe_leadership(&self, role: &str) -> Result<LeadershipStatus> {
+        crate::codec::check_role(role)?;
         describe_leadership(self.inner.transport.as_ref(), role).await
     }
 
     /// The roster (in rank order) and the lease of `role`, read from its
     /// state partition.
     pub async fn describe_role_state(&self, role: &str) -> Result<RoleStateReport> {
+        crate::codec::check_role(role)?;
         describe_role_state(self.inner.transport.as_ref(), role, self.inner.partitions).await
     }
 

@@ -67,6 +67,43 @@ pub const MAX_STRING_LEN: usize = i16::MAX as usize;
 /// The only layout version this crate reads and writes.
 pub const VERSION: i16 = 0;
 
+/// Refuses a role name no member can take: empty, over
+/// [`MAX_STRING_LEN`] bytes of UTF-8 (the layout's and Kafka's string
+/// limit), or containing a NUL byte (the role is the producer's
+/// `transactional.id`, which librdkafka takes as a C string).
+///
+/// The error is [`crate::Error::InvalidArgument`] and quotes the role only
+/// in part ([`crate::error::quote`]). Members, the client and the Kafka
+/// transport check every role with it before anything is written.
+pub fn check_role(role: &str) -> crate::Result<()> {
+    check_name("role", role)
+}
+
+/// Refuses a member id the layout cannot hold, like [`check_role`] does a
+/// role: empty, over [`MAX_STRING_LEN`] bytes, or containing a NUL byte.
+pub fn check_member_id(member: &str) -> crate::Result<()> {
+    check_name("member id", member)
+}
+
+fn check_name(what: &str, value: &str) -> crate::Result<()> {
+    let why = if value.is_empty() {
+        "must not be empty".to_owned()
+    } else if value.len() > MAX_STRING_LEN {
+        format!(
+            "is {} bytes of UTF-8, over the limit of {MAX_STRING_LEN}",
+            value.len()
+        )
+    } else if let Some(at) = value.find('\0') {
+        format!("contains a NUL byte (at byte {at})")
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::InvalidArgument(format!(
+        "{what} {} {why}",
+        crate::error::quote(value)
+    )))
+}
+
 /// The kind of a record, from its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KeyKind {
