@@ -28,6 +28,7 @@
 //! that stops reading is dropped from the list once its receiver is gone.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -123,12 +124,29 @@ pub enum EventKind {
     /// The member's registration was removed (after a resign, a fence, or an
     /// abandoned acquire).
     Deregistered,
+    /// A step of the member failed with a transient error (the cluster
+    /// unreachable, a coordinator or partition leader moving) and is tried
+    /// again after a pause. A member that loses the cluster keeps retrying
+    /// and reports every try, so a standby cut off from Kafka is visible.
+    /// Renewals of a held lease report [`EventKind::RenewalFailing`] instead.
+    Retrying {
+        /// What failed (`"registering"`, `"following the state partition"`,
+        /// `"minting the epoch"`, ...).
+        what: Arc<str>,
+        /// How many times in a row it failed (1 at the first failure).
+        attempt: u32,
+        /// The pause before the next try.
+        retry_in: Duration,
+        /// The cause.
+        error: Arc<Error>,
+    },
 }
 
 impl EventKind {
     /// A short stable name (`registered`, `waiting`, `held_back`, `challenging`,
     /// `lost_challenge`, `elected`, `renewed`, `renewal_failing`, `fenced`,
-    /// `lease_expired`, `ended`, `resigned`, `deregistered`), for JSON lines and bindings.
+    /// `lease_expired`, `ended`, `resigned`, `deregistered`, `retrying`), for
+    /// JSON lines and bindings.
     pub fn name(&self) -> &'static str {
         match self {
             EventKind::Registered { .. } => "registered",
@@ -144,6 +162,7 @@ impl EventKind {
             EventKind::Ended { .. } => "ended",
             EventKind::Resigned { .. } => "resigned",
             EventKind::Deregistered => "deregistered",
+            EventKind::Retrying { .. } => "retrying",
         }
     }
 }

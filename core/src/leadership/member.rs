@@ -195,6 +195,8 @@ impl Member {
         Fut: Future<Output = Result<T>>,
     {
         let mut backoff = Backoff::new(&self.options);
+        // [issue 9, item 10: retries are reported as events] counts failures in a row.
+        let mut attempt: u32 = 0;
         loop {
             let r = tokio::select! {
                 biased;
@@ -205,6 +207,14 @@ impl Member {
                 Err(e) if e.is_transient() => {
                     let d = backoff.take();
                     tracing::warn!(error = %e, retry_in = ?d, "{what} failed; retrying");
+                    // [issue 9, item 10] every retry is an event too.
+                    attempt = attempt.saturating_add(1);
+                    self.emit(EventKind::Retrying {
+                        what: Arc::from(what),
+                        attempt,
+                        retry_in: d,
+                        error: Arc::new(e),
+                    });
                     self.pause(d, cancel).await?;
                 }
                 other => return other,
@@ -226,6 +236,8 @@ impl Member {
 pub(super) struct Follower {
     pub(super) state: RoleState,
     next_offset: i64,
+    /// [issue 9, item 10] Polls failed in a row (for `EventKind::Retrying`).
+    failures: u32,
 }
 
 impl Follower {
@@ -237,7 +249,11 @@ impl Follower {
             .await?;
         let next_offset = records.last().map_or(0, |r| r.offset + 1);
         let state = RoleState::build(m.role.clone(), &records)?;
-        Ok(Follower { state, next_offset })
+        Ok(Follower {
+            state,
+            next_offset,
+            failures: 0,
+        })
     }
 
     /// One poll: waits up to `wait` for new committed records and applies them.
@@ -274,11 +290,21 @@ impl Follower {
         match r {
             Ok(n) => {
                 backoff.reset();
+                // [issue 9, item 10] the failures in a row end.
+                self.failures = 0;
                 Ok(n)
             }
             Err(e) if e.is_transient() => {
                 let d = backoff.take();
                 tracing::warn!(error = %e, retry_in = ?d, "following the state partition failed; retrying");
+                // [issue 9, item 10: retries are reported as events]
+                self.failures = self.failures.saturating_add(1);
+                m.emit(EventKind::Retrying {
+                    what: Arc::from("following the state partition"),
+                    attempt: self.failures,
+                    retry_in: d,
+                    error: Arc::new(e),
+                });
                 m.pause(d, cancel).await.map(|()| 0)
             }
             Err(e) => Err(e),
