@@ -35,6 +35,29 @@ use crate::error::{Error, Result};
 /// partitioner, used only for guarded writes that leave the partition open)
 /// and `client.id`.
 ///
+/// Two settings are refused ([`KafkaConfig::validate`]):
+/// `transactional.id` (the transport sets it to each role: the role *is*
+/// the transactional id) and a `client.id` longer than a Kafka request
+/// header holds (32767 bytes). Producer timeouts longer than a member's
+/// lease (`message.timeout.ms`, its alias `delivery.timeout.ms`,
+/// `socket.timeout.ms`) and a `transaction.timeout.ms` other than the lease
+/// are refused when the member starts, before it registers (see
+/// [`crate::transport::Coordinator::check_member`]).
+///
+/// # Timeouts
+///
+/// * The **connect timeout** ([`KafkaConfig::with_connect_timeout`], 10 s)
+///   bounds the first contact with the cluster: when no broker of the
+///   bootstrap address answers within it, a member's acquire and a describe
+///   fail with [`Error::Transient`] naming the bootstrap address, instead of
+///   waiting. It also bounds each connect of the DescribeTransactions client.
+///   Once a broker has answered, a member that loses the cluster keeps
+///   retrying (and reports each retry as an event).
+/// * The **operation timeout** ([`KafkaConfig::with_operation_timeout`],
+///   30 s) bounds each blocking client operation once the cluster answered.
+///
+/// Both are at most `i32::MAX` milliseconds (librdkafka's limit).
+///
 /// The DescribeTransactions client ([`super::DescribeClient`]) speaks
 /// PLAINTEXT only; a configuration with any other `security.protocol`, or
 /// with `sasl.*` / `ssl.*` settings, is refused by
@@ -56,6 +79,7 @@ pub struct KafkaConfig {
     state_topic: String,
     fetch_wait: Duration,
     operation_timeout: Duration,
+    connect_timeout: Duration,
 }
 
 impl KafkaConfig {
@@ -63,6 +87,13 @@ impl KafkaConfig {
     pub const DEFAULT_FETCH_WAIT: Duration = Duration::from_millis(25);
     /// The default [`KafkaConfig::operation_timeout`]: 30 s.
     pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default [`KafkaConfig::connect_timeout`]: 10 s.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The longest timeout librdkafka takes: `i32::MAX` milliseconds (about
+    /// 24.8 days).
+    pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+    /// The longest `client.id` a Kafka request header holds, in bytes.
+    pub const MAX_CLIENT_ID_LEN: usize = i16::MAX as usize;
 
     /// A configuration for the cluster at `bootstrap` (`host:port[,host:port...]`),
     /// with the state topic [`crate::STATE_TOPIC`] and no other settings.
@@ -73,6 +104,7 @@ impl KafkaConfig {
             state_topic: crate::STATE_TOPIC.to_owned(),
             fetch_wait: Self::DEFAULT_FETCH_WAIT,
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
         }
     }
 
@@ -120,6 +152,19 @@ impl KafkaConfig {
         self
     }
 
+    /// Sets how long the first contact with the cluster may take (default
+    /// 10 s): when no broker of the bootstrap address answers within it, a
+    /// member's acquire ([`crate::client::Client::acquire`]) and a describe
+    /// ([`crate::client::Client::describe_leadership`]) fail with
+    /// [`Error::Transient`] naming the bootstrap address, and nothing is
+    /// registered. It also bounds each connect of the DescribeTransactions
+    /// client. A member that reached the cluster once and loses it later
+    /// keeps retrying instead (see [`crate::events::EventKind::Retrying`]).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
     /// The bootstrap address.
     pub fn bootstrap(&self) -> &str {
         &self.bootstrap
@@ -150,9 +195,18 @@ impl KafkaConfig {
         self.operation_timeout
     }
 
+    /// The bound of the first contact with the cluster (see
+    /// [`KafkaConfig::with_connect_timeout`]).
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
     /// Checks the values the transport relies on: a non-empty bootstrap
-    /// address and state topic, a fetch wait within librdkafka's bounds and a
-    /// positive operation timeout.
+    /// address and state topic, a fetch wait within librdkafka's bounds,
+    /// positive operation and connect timeouts of at most
+    /// [`KafkaConfig::MAX_TIMEOUT`], no `transactional.id` (the transport
+    /// sets it to each role) and a `client.id` a request header holds.
+    /// Every error is [`Error::InvalidArgument`] naming the value.
     pub fn validate(&self) -> Result<()> {
         if self.bootstrap.trim().is_empty() {
             return Err(Error::InvalidArgument(
@@ -171,10 +225,32 @@ impl KafkaConfig {
                 self.fetch_wait
             )));
         }
-        if self.operation_timeout.is_zero() {
-            return Err(Error::InvalidArgument(
-                "the operation timeout must be positive, got 0".into(),
-            ));
+        for (what, d) in [
+            ("operation timeout", self.operation_timeout),
+            ("connect timeout", self.connect_timeout),
+        ] {
+            if d.is_zero() || d > Self::MAX_TIMEOUT {
+                return Err(Error::InvalidArgument(format!(
+                    "the {what} must be above zero and at most {} ms (librdkafka's limit), got {d:?}",
+                    i32::MAX
+                )));
+            }
+        }
+        if let Some(role) = self.get("transactional.id") {
+            return Err(Error::InvalidArgument(format!(
+                "the setting transactional.id={} is refused: the transport sets it to each role (the role is \
+                 the transactional id); remove it",
+                crate::error::quote(role)
+            )));
+        }
+        if let Some(id) = self.get("client.id") {
+            if id.len() > Self::MAX_CLIENT_ID_LEN {
+                return Err(Error::InvalidArgument(format!(
+                    "the setting client.id={} is over the {} bytes a Kafka request header holds",
+                    crate::error::quote(id),
+                    Self::MAX_CLIENT_ID_LEN
+                )));
+            }
         }
         Ok(())
     }
@@ -211,6 +287,9 @@ impl KafkaConfig {
 
     /// An rdkafka configuration with the bootstrap address, the transport's
     /// overridable defaults and then every user setting.
+    ///
+    /// `client_id_suffix` must come from [`client_id_part`] (plus a fixed
+    /// client name), so the default `client.id` stays short.
     pub(crate) fn client_config(&self, client_id_suffix: &str) -> ClientConfig {
         let mut cc = ClientConfig::new();
         cc.set("bootstrap.servers", &self.bootstrap);
@@ -237,8 +316,35 @@ impl fmt::Debug for KafkaConfig {
             .field("state_topic", &self.state_topic)
             .field("fetch_wait", &self.fetch_wait)
             .field("operation_timeout", &self.operation_timeout)
+            .field("connect_timeout", &self.connect_timeout)
             .finish()
     }
+}
+
+/// The longest member id used verbatim in a default `client.id`.
+const CLIENT_ID_PART_MAX: usize = 48;
+
+/// A member id as it goes into the default `client.id`
+/// (`krabka-<part>-<client>`): the id itself when it is short and plain
+/// (ASCII letters, digits, `.`, `_`, `-`), otherwise its first characters
+/// (others replaced by `_`) and a hash of the whole id. A member id may be
+/// 32767 bytes long; a request header's `client.id` must stay far below
+/// that, and librdkafka takes no NUL byte.
+pub(crate) fn client_id_part(member: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if member.len() <= CLIENT_ID_PART_MAX && member.chars().all(plain) {
+        return member.to_owned();
+    }
+    // FNV-1a, 64 bits: stable across runs and platforms.
+    let hash = member.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let head: String = member
+        .chars()
+        .take(32)
+        .map(|c| if plain(c) { c } else { '_' })
+        .collect();
+    format!("{head}-{hash:016x}")
 }
 
 fn is_secret(key: &str) -> bool {
@@ -328,5 +434,66 @@ mod tests {
             .validate()
             .is_err());
         assert!(KafkaConfig::new("h:1").validate().is_ok());
+    }
+
+    #[test]
+    fn validate_refuses_absurd_timeouts_by_value() {
+        for d in [
+            Duration::ZERO,
+            Duration::MAX,
+            KafkaConfig::MAX_TIMEOUT + Duration::from_millis(1),
+        ] {
+            let e = KafkaConfig::new("h:1")
+                .with_connect_timeout(d)
+                .validate()
+                .unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            assert!(e.to_string().contains("connect timeout"), "{e}");
+            assert!(e.to_string().contains(&format!("{d:?}")), "{e}");
+            let e = KafkaConfig::new("h:1")
+                .with_operation_timeout(d)
+                .validate()
+                .unwrap_err();
+            assert!(e.to_string().contains("operation timeout"), "{e}");
+        }
+        assert!(KafkaConfig::new("h:1")
+            .with_connect_timeout(KafkaConfig::MAX_TIMEOUT)
+            .with_operation_timeout(KafkaConfig::MAX_TIMEOUT)
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn validate_refuses_a_transactional_id_and_an_overlong_client_id() {
+        let e = KafkaConfig::new("h:1")
+            .set("transactional.id", "mine")
+            .validate()
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains("transactional.id=\"mine\""), "{e}");
+        let long = "c".repeat(KafkaConfig::MAX_CLIENT_ID_LEN + 1);
+        let e = KafkaConfig::new("h:1")
+            .set("client.id", long)
+            .validate()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("client.id") && msg.contains("32768 bytes"),
+            "{msg}"
+        );
+        assert!(msg.len() < 300, "the value is quoted only in part: {msg}");
+    }
+
+    #[test]
+    fn member_ids_in_client_ids_stay_short_and_plain() {
+        assert_eq!(client_id_part("node-1.a_b"), "node-1.a_b");
+        let long = "m".repeat(32_767);
+        let part = client_id_part(&long);
+        assert!(part.len() < 64, "{part}");
+        assert_ne!(client_id_part(&long), client_id_part(&"m".repeat(32_766)));
+        let odd = client_id_part("a b\0c\u{e9}");
+        assert!(odd.starts_with("a_b_c_-"), "{odd}");
+        assert!(!odd.contains('\0'));
+        assert_eq!(odd, client_id_part("a b\0c\u{e9}"), "stable");
     }
 }

@@ -23,7 +23,10 @@
 //! request. The client finds the coordinator again on `NOT_COORDINATOR`,
 //! `COORDINATOR_NOT_AVAILABLE` and on a connection error, and waits and
 //! retries on `COORDINATOR_LOAD_IN_PROGRESS`, all within the operation
-//! timeout of the [`KafkaConfig`].
+//! timeout of the [`KafkaConfig`]. Until a broker has answered once, a
+//! request gets the connect timeout
+//! ([`KafkaConfig::with_connect_timeout`]) instead, and an unreachable
+//! cluster fails with [`Error::Transient`] naming the bootstrap address.
 //!
 //! One connection per broker carries concurrent requests (the `wire`
 //! module).
@@ -32,15 +35,18 @@
 //!
 //! `TRANSACTIONAL_ID_NOT_FOUND` (a role no member has taken, or whose id the
 //! coordinator expired after `transactional.id.expiration.ms`) is
-//! [`NO_EPOCH`]. Authorization failures are [`Error::Fatal`]; everything that
-//! may pass is [`Error::Transient`].
+//! [`NO_EPOCH`]. Authorization failures are [`Error::Fatal`] naming the
+//! resource (the transactional id, or the cluster) and never retried;
+//! everything that may pass is [`Error::Transient`]. A transactional id the
+//! protocol cannot carry (empty, over 32767 bytes, a NUL byte) is refused
+//! before any request ([`Error::InvalidArgument`]).
 //!
 //! Only PLAINTEXT listeners are supported: [`DescribeClient::new`] refuses a
 //! configuration with other security settings (see
 //! [`KafkaConfig::check_plaintext`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -55,6 +61,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 use super::config::KafkaConfig;
+use super::deadline_in;
 use super::wire::Connection;
 
 /// The connection to one broker address, once made.
@@ -67,8 +74,6 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// The first pause between retries; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
-/// The longest a connect and its ApiVersions handshake may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the transaction coordinator reports about one transactional id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,8 +137,15 @@ pub struct DescribeClient {
 
 struct Inner {
     bootstrap: Vec<String>,
+    /// The bootstrap address as configured, for error messages.
+    bootstrap_text: String,
     client_id: StrBytes,
     timeout: Duration,
+    /// The longest a connect and its ApiVersions handshake may take, and
+    /// the whole budget of a request while no broker has answered yet.
+    connect_timeout: Duration,
+    /// True once a connection to any broker was made.
+    reached: AtomicBool,
     /// Transactional id → the address of its coordinator.
     coordinators: StdMutex<HashMap<String, String>>,
     /// Broker address → its connection slot. The map's lock is held only to
@@ -180,8 +192,11 @@ impl DescribeClient {
         Ok(DescribeClient {
             inner: Arc::new(Inner {
                 bootstrap,
+                bootstrap_text: config.bootstrap().to_owned(),
                 client_id: StrBytes::from_string(client_id),
                 timeout: config.operation_timeout(),
+                connect_timeout: config.connect_timeout(),
+                reached: AtomicBool::new(false),
                 coordinators: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
@@ -205,13 +220,14 @@ impl DescribeClient {
         &self,
         transactional_id: &str,
     ) -> Result<Option<TransactionDescription>> {
-        if transactional_id.is_empty() {
-            return Err(Error::InvalidArgument(
-                "the transactional id (role) must not be empty".into(),
-            ));
-        }
-        let context = || format!("DescribeTransactions for {transactional_id:?}");
-        let deadline = Instant::now() + self.inner.timeout;
+        crate::codec::check_role(transactional_id)?;
+        let context = || {
+            format!(
+                "DescribeTransactions for {}",
+                crate::error::quote(transactional_id)
+            )
+        };
+        let (deadline, budget) = self.deadline(self.inner.timeout);
         let mut backoff = FIRST_BACKOFF;
         loop {
             let attempt = match self.coordinator(transactional_id, deadline).await {
@@ -229,12 +245,9 @@ impl DescribeClient {
                 }
                 Attempt::Backoff(reason) => reason,
             };
-            tracing::debug!(transactional_id, %reason, "describe retry");
-            if Instant::now() + backoff >= deadline {
-                return Err(Error::transient(
-                    context(),
-                    format!("gave up after {:?}: {reason}", self.inner.timeout),
-                ));
+            tracing::debug!(%reason, "describe retry");
+            if no_time_for(backoff, deadline) {
+                return Err(self.gave_up(context(), budget, reason));
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -244,12 +257,8 @@ impl DescribeClient {
     /// The address (`host:port`) of the transaction coordinator of
     /// `transactional_id`, from the cache or from FindCoordinator.
     pub async fn coordinator_address(&self, transactional_id: &str) -> Result<String> {
-        if transactional_id.is_empty() {
-            return Err(Error::InvalidArgument(
-                "the transactional id (role) must not be empty".into(),
-            ));
-        }
-        let deadline = Instant::now() + self.inner.timeout;
+        crate::codec::check_role(transactional_id)?;
+        let (deadline, budget) = self.deadline(self.inner.timeout);
         let mut backoff = FIRST_BACKOFF;
         loop {
             let reason = match self.coordinator(transactional_id, deadline).await {
@@ -257,11 +266,12 @@ impl DescribeClient {
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Refind(r) | Attempt::Backoff(r)) => r,
             };
-            if Instant::now() + backoff >= deadline {
-                return Err(Error::transient(
-                    format!("FindCoordinator for {transactional_id:?}"),
-                    format!("gave up after {:?}: {reason}", self.inner.timeout),
-                ));
+            if no_time_for(backoff, deadline) {
+                let context = format!(
+                    "FindCoordinator for {}",
+                    crate::error::quote(transactional_id)
+                );
+                return Err(self.gave_up(context, budget, reason));
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -282,7 +292,7 @@ impl DescribeClient {
         transactional_id: &str,
         transaction_timeout_ms: i32,
     ) -> Result<FenceAnswer> {
-        let deadline = Instant::now() + self.inner.timeout;
+        let (deadline, _) = self.deadline(self.inner.timeout);
         let attempt = async {
             let addr = self.coordinator(transactional_id, deadline).await?;
             let conn = self.connection(&addr, deadline).await?;
@@ -340,7 +350,8 @@ impl DescribeClient {
         transaction_timeout_ms: i32,
         within: Duration,
     ) -> Result<BumpAnswer> {
-        let deadline = Instant::now() + within.min(self.inner.timeout);
+        crate::codec::check_role(transactional_id)?;
+        let (deadline, budget) = self.deadline(within.min(self.inner.timeout));
         let mut backoff = FIRST_BACKOFF;
         loop {
             let attempt = async {
@@ -390,11 +401,12 @@ impl DescribeClient {
                 }
                 Err(Attempt::Backoff(r)) => r,
             };
-            if Instant::now() + backoff >= deadline {
-                return Err(Error::transient(
-                    format!("conditional epoch bump of {transactional_id:?}"),
-                    why,
-                ));
+            if no_time_for(backoff, deadline) {
+                let context = format!(
+                    "conditional epoch bump of {}",
+                    crate::error::quote(transactional_id)
+                );
+                return Err(self.gave_up(context, budget, why));
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -405,6 +417,35 @@ impl DescribeClient {
     /// DescribeTransactions) this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// The deadline of a request with `budget`, and the budget it really
+    /// got: while no broker has ever answered, at most the connect timeout,
+    /// so an unreachable cluster is reported promptly.
+    fn deadline(&self, budget: Duration) -> (Instant, Duration) {
+        let budget = if self.inner.reached.load(Ordering::Relaxed) {
+            budget
+        } else {
+            budget.min(self.inner.connect_timeout)
+        };
+        (deadline_in(budget), budget)
+    }
+
+    /// The error of a request that ran out of time, naming the bootstrap
+    /// address when no broker ever answered.
+    fn gave_up(&self, context: String, budget: Duration, reason: String) -> Error {
+        if self.inner.reached.load(Ordering::Relaxed) {
+            Error::transient(context, format!("gave up after {budget:?}: {reason}"))
+        } else {
+            Error::transient(
+                context,
+                format!(
+                    "no broker of the bootstrap address {} answered within {budget:?} (the connect timeout, \
+                     KafkaConfig::with_connect_timeout): {reason}",
+                    self.inner.bootstrap_text
+                ),
+            )
+        }
     }
 
     fn forget_coordinator(&self, transactional_id: &str) {
@@ -503,7 +544,8 @@ impl DescribeClient {
         };
         if code != 0 {
             let what = format!(
-                "FindCoordinator for {transactional_id:?} at {broker}: {}{}",
+                "FindCoordinator for {} at {broker}: {}{}",
+                crate::error::quote(transactional_id),
                 code_name(code),
                 message
                     .map(|m| format!(" ({})", m.as_str()))
@@ -555,7 +597,8 @@ impl DescribeClient {
             .find(|s| s.transactional_id.0.as_str() == transactional_id)
         else {
             return Err(Attempt::Backoff(format!(
-                "DescribeTransactions at {addr} answered nothing for {transactional_id:?}"
+                "DescribeTransactions at {addr} answered nothing for {}",
+                crate::error::quote(transactional_id)
             )));
         };
         match state.error_code {
@@ -565,7 +608,8 @@ impl DescribeClient {
                 return Err(classify_code(
                     code,
                     format!(
-                        "DescribeTransactions for {transactional_id:?} at {addr}: {}",
+                        "DescribeTransactions for {} at {addr}: {}",
+                        crate::error::quote(transactional_id),
                         code_name(code)
                     ),
                 ))
@@ -606,7 +650,7 @@ impl DescribeClient {
             *slot = None;
         }
         // One unreachable broker must not use up the whole budget.
-        let connect_deadline = deadline.min(Instant::now() + CONNECT_TIMEOUT);
+        let connect_deadline = deadline.min(deadline_in(self.inner.connect_timeout));
         let conn = Connection::open(
             addr,
             self.inner.client_id.clone(),
@@ -615,6 +659,7 @@ impl DescribeClient {
         )
         .await
         .map_err(|e| Attempt::Backoff(format!("connecting to {addr}: {e}")))?;
+        self.inner.reached.store(true, Ordering::Relaxed);
         let conn = Arc::new(conn);
         *slot = Some(Arc::clone(&conn));
         Ok(conn)
@@ -677,16 +722,27 @@ fn classify_code(code: i16, what: String) -> Attempt {
         15 | 16 => Attempt::Refind(what),
         // COORDINATOR_LOAD_IN_PROGRESS: same coordinator, later.
         14 => Attempt::Backoff(what),
-        // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED.
-        53 | 31 => Attempt::Fail(Error::fatal(
+        // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the resource is the role.
+        53 => Attempt::Fail(Error::fatal(
             what,
-            "not authorized (a DescribeTransactions ACL on the transactional id is needed)",
+            "not authorized on the transactional id (the role): an ACL allowing DESCRIBE on \
+             TransactionalId <role> is needed (and WRITE to lead it)",
+        )),
+        // CLUSTER_AUTHORIZATION_FAILED.
+        31 => Attempt::Fail(Error::fatal(
+            what,
+            "not authorized on the cluster resource (kafka-cluster)",
         )),
         _ => match ResponseError::try_from_code(code) {
             Some(e) if e.is_retriable() => Attempt::Backoff(what),
             _ => Attempt::Fail(Error::fatal(what, "the broker refused the request")),
         },
     }
+}
+
+/// True when a pause of `backoff` would reach `deadline`.
+fn no_time_for(backoff: Duration, deadline: Instant) -> bool {
+    deadline.saturating_duration_since(Instant::now()) <= backoff
 }
 
 fn format_addr(host: &str, port: i32) -> String {

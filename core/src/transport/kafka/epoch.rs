@@ -139,7 +139,7 @@ impl KafkaEpoch {
                 Error::fatal(format!("{what} for role {:?}", self.role), "released")
             }));
         }
-        let deadline = tokio::time::Instant::now() + within.min(self.timeout);
+        let deadline = super::deadline_in(within.min(self.timeout));
         let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
         let (describe, token) = (self.describe.clone(), self.token);

@@ -80,10 +80,38 @@ fn is_permanent_code(code: RDKafkaErrorCode) -> bool {
     )
 }
 
+/// What an authorization failure was refused on, for its message; `None`
+/// for other codes.
+pub(super) fn denied(code: RDKafkaErrorCode) -> Option<&'static str> {
+    use RDKafkaErrorCode as C;
+    Some(match code {
+        C::TopicAuthorizationFailed => "the topic: the principal needs an ACL on it (READ, WRITE, DESCRIBE)",
+        C::TransactionalIdAuthorizationFailed => {
+            "the transactional id (the role): the principal needs WRITE and DESCRIBE on TransactionalId <role>"
+        }
+        C::ClusterAuthorizationFailed => {
+            "the cluster resource: the principal needs IDEMPOTENT_WRITE (and DESCRIBE_CONFIGS) on the cluster"
+        }
+        C::GroupAuthorizationFailed => "the consumer group (group.id): the principal needs READ on it",
+        C::DelegationTokenAuthorizationFailed => "the delegation token",
+        _ => return None,
+    })
+}
+
 /// Maps an rdkafka error to the crate's error: fencing to [`Error::Fenced`],
-/// a rejected setting to [`Error::InvalidArgument`], permanent and fatal
-/// errors to [`Error::Fatal`], the rest to [`Error::Transient`].
+/// a rejected setting to [`Error::InvalidArgument`], an authorization
+/// failure to [`Error::Fatal`] naming the resource (whatever librdkafka
+/// says about retrying or aborting), permanent and fatal errors to
+/// [`Error::Fatal`], the rest to [`Error::Transient`].
 pub(crate) fn kafka_error(context: &str, e: KafkaError) -> Error {
+    // rdkafka gives no code for an admin operation's error; it has one.
+    let code = match &e {
+        KafkaError::AdminOp(code) => Some(*code),
+        _ => e.rdkafka_error_code(),
+    };
+    if let Some(resource) = code.and_then(denied) {
+        return Error::fatal(format!("{context}: not authorized on {resource}"), e);
+    }
     match &e {
         KafkaError::ClientConfig(_, desc, key, value) => Error::InvalidArgument(format!(
             "{context}: librdkafka refused the setting {key}={value}: {desc}"
@@ -103,7 +131,10 @@ pub(crate) fn kafka_error(context: &str, e: KafkaError) -> Error {
         }
         KafkaError::Transaction(_) => Error::fatal(context.to_owned(), e),
         KafkaError::MessageConsumptionFatal(_) => Error::fatal(context.to_owned(), e),
-        _ => match e.rdkafka_error_code() {
+        KafkaError::Nul(_) => Error::InvalidArgument(format!(
+            "{context}: a name or setting contains a NUL byte, which librdkafka cannot take"
+        )),
+        _ => match code {
             Some(code) if is_fenced_code(code) => Error::Fenced(format!("{context}: {e}")),
             Some(code) if is_permanent_code(code) => Error::fatal(context.to_owned(), e),
             _ => Error::transient(context.to_owned(), e),
@@ -135,5 +166,34 @@ mod tests {
             KafkaError::MessageProduction(RDKafkaErrorCode::MessageTimedOut),
         );
         assert!(e.is_transient(), "{e}");
+    }
+
+    #[test]
+    fn authorization_failures_are_fatal_and_name_the_resource() {
+        for (code, resource) in [
+            (RDKafkaErrorCode::TopicAuthorizationFailed, "the topic"),
+            (
+                RDKafkaErrorCode::TransactionalIdAuthorizationFailed,
+                "transactional id",
+            ),
+            (RDKafkaErrorCode::ClusterAuthorizationFailed, "cluster"),
+            (RDKafkaErrorCode::GroupAuthorizationFailed, "consumer group"),
+        ] {
+            for e in [
+                KafkaError::MessageProduction(code),
+                KafkaError::MetadataFetch(code),
+                KafkaError::AdminOp(code),
+                KafkaError::MessageConsumption(code),
+            ] {
+                let e = kafka_error("writing to topic t", e);
+                assert_eq!(e.kind(), crate::ErrorKind::Fatal, "{code:?}: {e}");
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("not authorized on") && msg.contains(resource),
+                    "{msg}"
+                );
+                assert!(msg.contains("topic t"), "the context stays: {msg}");
+            }
+        }
     }
 }

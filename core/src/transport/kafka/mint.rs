@@ -137,7 +137,15 @@ pub(crate) fn create_lease_producer(
 ) -> Result<Producer> {
     lease_client_config(config, client_suffix, role, lease_ms)
         .create_with_context(TransportContext)
-        .map_err(|e| kafka_error(&format!("creating the lease producer of role {role:?}"), e))
+        .map_err(|e| {
+            kafka_error(
+                &format!(
+                    "creating the lease producer of role {}",
+                    crate::error::quote(role)
+                ),
+                e,
+            )
+        })
 }
 
 /// The librdkafka configuration of the lease producer of `role`.
@@ -196,7 +204,7 @@ pub(crate) fn init(
     match producer.init_transactions(timeout) {
         Ok(()) => Ok(()),
         Err(e) => {
-            let context = format!("InitProducerId for role {role:?}");
+            let context = format!("InitProducerId for role {}", crate::error::quote(role));
             Err(match &e {
                 KafkaError::Transaction(t)
                     if t.code() == RDKafkaErrorCode::InvalidTransactionTimeout =>
@@ -419,7 +427,7 @@ impl Spares {
             let budget = config.operation_timeout().min(WARM_UP_TIMEOUT);
             let built = tokio::task::spawn_blocking(move || {
                 let p = create_lease_producer(&config, &suffix, &role_owned, lease_ms)?;
-                connect(&p, &topic, Instant::now() + budget, 2);
+                connect(&p, &topic, super::deadline_in(budget), 2);
                 Ok::<_, Error>(p)
             })
             .await;

@@ -64,8 +64,10 @@
 //!   epoch, which fences a holder that stalls mid-transaction. librdkafka
 //!   accepts 1 s to `i32::MAX` ms; the broker caps it with
 //!   `transaction.max.timeout.ms` (15 min by default), and a longer lease is
-//!   refused at `acquire_epoch`. librdkafka also lowers `socket.timeout.ms`
-//!   and `message.timeout.ms` of the lease producer to the lease.
+//!   refused before the member registers (see below) and at `acquire_epoch`.
+//!   librdkafka also lowers `socket.timeout.ms` and `message.timeout.ms` of
+//!   the lease producer to the lease; a user value above the lease is
+//!   refused before the member registers.
 //! * **Fetch wait.** A standby's consumer keeps one fetch request waiting at
 //!   the broker for at most `fetch.wait.max.ms`
 //!   ([`KafkaConfig::with_fetch_wait`], 25 ms by default). The broker answers
@@ -92,6 +94,52 @@
 //!   counted, polls for up to 100 ms for an event that does not come (the
 //!   producer's own polling thread takes it); that cost about one commit in
 //!   ten 100 ms.
+//!
+//! # Topic and cluster requirements
+//!
+//! Before a member registers, [`Coordinator::check_member`] checks what it
+//! depends on ([`KafkaTransport::preflight`] reports the same): the state
+//! topic exists, has the member's partition count and is compacted; the
+//! lease fits the brokers' `transaction.max.timeout.ms`; the user's producer
+//! timeouts fit the lease. The cluster is read once per transport, the first
+//! request bounded by the connect timeout
+//! ([`KafkaConfig::with_connect_timeout`], 10 s): with no broker reachable
+//! the acquire fails with [`Error::Transient`] naming the bootstrap address,
+//! and nothing is registered. A member that reached the cluster once keeps
+//! retrying when it loses it later.
+//!
+//! **Losing a broker.** When a broker dies, the cluster moves its partitions
+//! (the state partition of a role, if it led it) and its transaction
+//! coordinators (a role's, if it was there) to other brokers only once it
+//! declares the broker dead, after `broker.session.timeout.ms` (9 s by
+//! default; `zookeeper.session.timeout.ms`, 18 s, on a ZooKeeper cluster).
+//! Until then a leader's renewals cannot commit. Its last renewal may have
+//! been sent one renew interval before the broker died, so its lease rides
+//! out the loss only if
+//!
+//! ```text
+//! lease >= renew interval + broker.session.timeout.ms + BROKER_LOSS_MARGIN (2 s)
+//! ```
+//!
+//! (the margin is the clients' time to find the new leader and
+//! coordinator). With the defaults (9 s), a 15 s lease renewed every 3 s
+//! passes (14 s), and the library's default options (30 s, 10 s) pass too.
+//! On a cluster of two brokers or more, a member whose options fall short
+//! logs a warning once ([`BROKER_LOSS_MARGIN`]); its leader may be replaced
+//! by a standby when one broker dies. The value is read from the brokers
+//! with DescribeConfigs (the controllers' own value, which is the one that
+//! counts on a cluster with separate controllers, is not reachable there:
+//! keep the two equal). Reading broker configurations needs
+//! DESCRIBE_CONFIGS on the cluster resource; without it the member warns
+//! that these checks were skipped (the coordinator still refuses an
+//! over-long lease at the first mint).
+//!
+//! **Authorization.** A member needs DESCRIBE, DESCRIBE_CONFIGS, READ and
+//! WRITE on the state topic, WRITE and DESCRIBE on the transactional id of
+//! each role it may lead (the role name), and WRITE on the topics of its
+//! guarded writes. A missing authorization is [`Error::Fatal`] naming the
+//! resource (the topic, the transactional id or the cluster), never retried
+//! as transient.
 //!
 //! # Threads
 //!
@@ -123,6 +171,7 @@ mod epoch;
 mod lease;
 mod librdkafka;
 mod mint;
+mod preflight;
 mod reader;
 mod topic;
 mod wire;
@@ -131,6 +180,7 @@ pub use config::KafkaConfig;
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
+pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
 use lease::{LeaseProducer, TxnState};
@@ -180,6 +230,9 @@ pub struct KafkaTransport {
     /// A read_uncommitted consumer that only asks for high watermarks, made
     /// on first use (see [`StateReader::held_back`]).
     hw_probe: std::sync::OnceLock<Arc<HwProbe>>,
+    /// The check before a member registers, with what it read of the
+    /// cluster (see [`KafkaTransport::preflight`]).
+    preflight: preflight::Preflight,
     spares: Spares,
     mints: Arc<Counters>,
 }
@@ -196,7 +249,10 @@ impl std::fmt::Debug for KafkaTransport {
 impl KafkaTransport {
     /// A transport for the cluster of `config`. `member_id`, when given,
     /// names the member in the clients' default `client.id`
-    /// (`krabka-<member>-<client>`), which shows in broker logs and quotas.
+    /// (`krabka-<member>-<client>`), which shows in broker logs and quotas;
+    /// an id over 48 bytes or with other characters than ASCII letters,
+    /// digits, `.`, `_` and `-` goes in shortened and hashed, so that it
+    /// never overflows a request header.
     ///
     /// Builds the registration producer and the DescribeTransactions client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
@@ -206,7 +262,7 @@ impl KafkaTransport {
         config.validate()?;
         let describe = DescribeClient::new(&config)?;
         let client_suffix = match member_id {
-            Some(m) if !m.is_empty() => m.to_owned(),
+            Some(m) if !m.is_empty() => config::client_id_part(m),
             _ => "member".to_owned(),
         };
         let mut cc = config.client_config(&format!("{client_suffix}-registrar"));
@@ -237,6 +293,7 @@ impl KafkaTransport {
             readers: StdMutex::new(HashMap::new()),
             seeks: Arc::new(AtomicU64::new(0)),
             hw_probe: std::sync::OnceLock::new(),
+            preflight: preflight::Preflight::default(),
             mints: Arc::default(),
         })
     }
@@ -266,6 +323,32 @@ impl KafkaTransport {
     /// For metrics and tests.
     pub fn mint_stats(&self) -> MintStats {
         self.mints.snapshot()
+    }
+
+    /// Checks what a member of `role` with `options` depends on, as
+    /// [`Coordinator::check_member`] does before the member registers, and
+    /// reports what it found, warnings included (which `check_member` logs
+    /// once per transport instead). See [`PreflightReport`] and the module
+    /// docs, "Topic and cluster requirements".
+    ///
+    /// Refuses, without a request: a role that cannot be a transactional id
+    /// (empty, over 32767 bytes, a NUL byte), a lease outside 1 s ..=
+    /// `i32::MAX` ms, a `message.timeout.ms` / `delivery.timeout.ms` longer
+    /// than the lease, a `socket.timeout.ms` over the lease + 100 ms, a
+    /// `transaction.timeout.ms` other than the lease (all
+    /// [`Error::InvalidArgument`] naming the value). Then, from the cluster
+    /// (read once per transport; the first request bounded by
+    /// [`KafkaConfig::connect_timeout`], [`Error::Transient`] naming the
+    /// bootstrap address when no broker answers): a missing state topic, one
+    /// of another partition count than `options.partitions` or not compacted
+    /// ([`Error::Fatal`] naming the topic and the numbers), a lease over the
+    /// brokers' `transaction.max.timeout.ms` ([`Error::InvalidArgument`]).
+    pub async fn preflight(
+        &self,
+        role: &str,
+        options: &crate::election::ElectionOptions,
+    ) -> Result<PreflightReport> {
+        self.preflight.report(&self.config, role, options).await
     }
 
     /// Whether the transport keeps a spare lease producer of `role`, ready or
@@ -332,7 +415,7 @@ impl KafkaTransport {
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<KafkaEpoch>>();
         tokio::spawn(async move {
             let _serialised = lock.lock().await;
-            let deadline = tokio::time::Instant::now() + config.operation_timeout();
+            let deadline = deadline_in(config.operation_timeout());
             let minted = mint(
                 &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
             )
@@ -453,7 +536,7 @@ async fn mint(
         Ok(None) => {
             drop_off_thread(producer);
             Err(Error::transient(
-                format!("acquire_epoch for role {role:?}"),
+                format!("acquire_epoch for role {}", crate::error::quote(role)),
                 "the coordinator does not know the transactional id right after InitProducerId",
             ))
         }
@@ -496,10 +579,17 @@ pub(super) fn check_partition(partition: i32) -> Result<()> {
 }
 
 fn check_role(role: &str) -> Result<()> {
-    if role.is_empty() {
-        return Err(Error::InvalidArgument("role must not be empty".into()));
-    }
-    Ok(())
+    crate::codec::check_role(role)
+}
+
+/// The instant `d` from now, or a far future one for a `d` too large to
+/// add: an absurd timeout never panics.
+pub(crate) fn deadline_in(d: Duration) -> tokio::time::Instant {
+    /// About 30 years, as tokio's own far future.
+    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+    let now = tokio::time::Instant::now();
+    now.checked_add(d.min(FAR))
+        .unwrap_or_else(|| now + Duration::from_secs(86_400))
 }
 
 /// The lease in whole milliseconds, within librdkafka's bounds.
@@ -542,14 +632,14 @@ impl Coordinator for KafkaTransport {
         }
     }
 
-    /// The lease is the transaction timeout: refuse what librdkafka would.
+    /// See [`KafkaTransport::preflight`]: the same checks, with each
+    /// warning logged once per transport.
     async fn check_member(
         &self,
         role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<()> {
-        check_role(role)?;
-        lease_millis(options.lease_duration).map(|_| ())
+        self.preflight.check(&self.config, role, options).await
     }
 }
 
@@ -663,18 +753,37 @@ mod tests {
 
     #[tokio::test]
     async fn options_with_a_lease_below_the_minimum_are_refused_up_front() {
-        // No broker is contacted: the address is never dialled.
-        let t = KafkaTransport::new(KafkaConfig::new("127.0.0.1:1"), None).unwrap();
+        // Refused before any broker is contacted; the cluster check that
+        // follows fails within the connect timeout, naming the address.
+        let config =
+            KafkaConfig::new("127.0.0.1:1").with_connect_timeout(Duration::from_millis(300));
+        let t = KafkaTransport::new(config, None).unwrap();
         let short = crate::ElectionOptions::default()
             .with_lease_duration(Duration::from_millis(500))
             .with_renew_interval(Duration::from_millis(100));
         let e = t.check_member("r", &short).await.unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert!(e.to_string().contains("500ms"), "{e}");
-        assert!(t
+        let e = t
             .check_member("r", &crate::ElectionOptions::default())
             .await
-            .is_ok());
+            .unwrap_err();
+        assert!(e.is_transient(), "{e}");
+        assert!(format!("{e:?}").contains("127.0.0.1:1"), "{e:?}");
+    }
+
+    #[test]
+    fn deadlines_of_absurd_timeouts_do_not_overflow() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let far = deadline_in(Duration::MAX);
+            assert!(far > tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            let near = deadline_in(Duration::from_millis(5));
+            assert!(near < far);
+        });
     }
 
     #[test]

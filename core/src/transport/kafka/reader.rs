@@ -32,7 +32,6 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use tokio::time::Instant;
 
 use super::config::KafkaConfig;
 use super::{kafka_error, run_blocking, TransportContext};
@@ -118,14 +117,15 @@ impl PartitionReader {
     /// main thread, so it runs on the blocking pool.
     async fn assign(&mut self, offset: i64) -> Result<()> {
         let mut tpl = TopicPartitionList::with_capacity(1);
+        let context = format!("assigning {}/{}", self.topic, self.partition);
         tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
-            .map_err(|e| kafka_error("assigning the state partition", e))?;
+            .map_err(|e| kafka_error(&context, e))?;
         let c = Arc::clone(&self.consumer);
         self.assigned = offset;
         self.seeks.fetch_add(1, Ordering::Relaxed);
         run_blocking(move || c.assign(&tpl))
             .await?
-            .map_err(|e| kafka_error("assigning the state partition", e))?;
+            .map_err(|e| kafka_error(&context, e))?;
         Ok(())
     }
 
@@ -185,7 +185,9 @@ impl PartitionReader {
                                     | RDKafkaErrorCode::UnknownTopic
                                     | RDKafkaErrorCode::TopicAuthorizationFailed
                             )
-                        );
+                        )
+                        // Never retried: an authorization failure of any resource.
+                        || code.is_some_and(|c| super::librdkafka::denied(c).is_some());
                     if fatal {
                         let err = self
                             .read_error(format!("reading {}/{}", self.topic, self.partition), e);
@@ -217,7 +219,7 @@ impl PartitionReader {
         }
         self.next = None;
         self.assign(low).await?;
-        let deadline = Instant::now() + self.timeout;
+        let deadline = super::deadline_in(self.timeout);
         let mut records = Vec::new();
         let mut next = low;
         loop {
@@ -267,7 +269,7 @@ impl PartitionReader {
         }
         let mut records = Vec::new();
         let mut next = from;
-        let deadline = Instant::now() + max_wait;
+        let deadline = super::deadline_in(max_wait);
         // Wait for the first record; an end-of-partition event only says that
         // nothing is there yet.
         loop {

@@ -38,7 +38,7 @@ pub struct TopicReport {
     pub warnings: Vec<String>,
 }
 
-type Admin = AdminClient<TransportContext>;
+pub(super) type Admin = AdminClient<TransportContext>;
 
 /// `segment.ms` of a state topic this crate creates: one hour.
 const SEGMENT_MS: &str = "3600000";
@@ -94,7 +94,7 @@ impl TopicSpec {
     }
 }
 
-fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
+pub(super) fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     config.validate()?;
     let mut cc = config.client_config("admin");
     // A metadata request must never create the topic with broker defaults.
@@ -105,7 +105,7 @@ fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     Ok(Arc::new(admin))
 }
 
-fn admin_options(config: &KafkaConfig) -> AdminOptions {
+pub(super) fn admin_options(config: &KafkaConfig) -> AdminOptions {
     AdminOptions::new()
         .request_timeout(Some(config.operation_timeout()))
         .operation_timeout(Some(config.operation_timeout()))
@@ -205,7 +205,7 @@ async fn create(
 
 /// Checks a just-created topic, waiting briefly until its metadata shows up.
 async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicReport> {
-    let deadline = tokio::time::Instant::now() + config.operation_timeout();
+    let deadline = super::deadline_in(config.operation_timeout());
     loop {
         match check_state_topic(config, partitions).await {
             Err(Error::Fatal { context, source })
@@ -221,8 +221,14 @@ async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<To
 
 /// Checks that the state topic of `config` exists, has `expected_partitions`
 /// partitions and `cleanup.policy=compact`; refuses it otherwise with
-/// [`Error::Fatal`] naming the values found. Warns (and reports) when
-/// `min.insync.replicas` is below 2.
+/// [`Error::Fatal`] naming the topic and the values found. Warns (and
+/// reports) when `min.insync.replicas` is below 2.
+///
+/// The metadata request is bounded by the connect timeout
+/// ([`KafkaConfig::with_connect_timeout`]): a cluster that does not answer
+/// is [`Error::Transient`] naming the bootstrap address. A missing
+/// authorization (DESCRIBE or DESCRIBE_CONFIGS on the topic) is
+/// [`Error::Fatal`] naming the topic.
 pub async fn check_state_topic(
     config: &KafkaConfig,
     expected_partitions: i32,
@@ -233,29 +239,125 @@ pub async fn check_state_topic(
         )));
     }
     let admin = admin(config)?;
-    let result = check(config, &admin, expected_partitions).await;
+    let result = read_topic(config, &admin, expected_partitions).await;
     drop_off_thread(admin);
-    result
+    let (facts, _) = result?;
+    facts.check(expected_partitions)?;
+    let report = facts.report();
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(report)
 }
 
-async fn check(
+/// The shape of the state topic as the cluster reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TopicFacts {
+    pub(super) topic: String,
+    pub(super) partitions: i32,
+    pub(super) replication_factor: i32,
+    pub(super) cleanup_policy: String,
+    pub(super) min_insync_replicas: Option<i32>,
+}
+
+impl TopicFacts {
+    /// Refuses a topic of another partition count than `expected`, or not
+    /// compacted ([`Error::Fatal`] naming the topic and the values).
+    pub(super) fn check(&self, expected: i32) -> Result<()> {
+        let topic = &self.topic;
+        let partitions = self.partitions;
+        if partitions != expected {
+            return Err(Error::fatal(
+                format!("state topic {topic} check"),
+                format!(
+                    "the topic has {partitions} partitions but the member was configured with {expected}; every \
+                     member must use the topic's real partition count ({partitions}), or one role lands on two \
+                     partitions"
+                ),
+            ));
+        }
+        if self.cleanup_policy.trim() != "compact" {
+            return Err(Error::fatal(
+                format!("state topic {topic} check"),
+                format!(
+                    "cleanup.policy is {:?} but must be \"compact\": registrations must live until their \
+                     tombstone, not until a retention time",
+                    self.cleanup_policy
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The report of a checked topic, with its warnings (for the caller to
+    /// log).
+    pub(super) fn report(&self) -> TopicReport {
+        let topic = &self.topic;
+        let mut warnings = Vec::new();
+        match self.min_insync_replicas {
+            Some(n) if n >= 2 => {}
+            other => {
+                let shown = other
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "unknown".into());
+                let w = format!(
+                    "topic {topic} has min.insync.replicas={shown}; with acks=all a lease is durable in a quorum \
+                     only with min.insync.replicas >= 2"
+                );
+                warnings.push(w);
+            }
+        }
+        TopicReport {
+            topic: topic.clone(),
+            created: false,
+            partitions: self.partitions,
+            replication_factor: self.replication_factor,
+            cleanup_policy: self.cleanup_policy.clone(),
+            min_insync_replicas: self.min_insync_replicas,
+            warnings,
+        }
+    }
+}
+
+/// Reads the state topic's metadata (bounded by the connect timeout) and
+/// configuration: its shape, and the ids of the cluster's brokers.
+/// `expected_partitions` only goes into the advice of a missing topic.
+pub(super) async fn read_topic(
     config: &KafkaConfig,
     admin: &Arc<Admin>,
     expected_partitions: i32,
-) -> Result<TopicReport> {
+) -> Result<(TopicFacts, Vec<i32>)> {
     let topic = config.state_topic().to_owned();
-    let (partitions, replication_factor) = {
+    let (partitions, replication_factor, brokers) = {
         let a = Arc::clone(admin);
         let t = topic.clone();
-        let timeout = config.operation_timeout();
+        let timeout = config.connect_timeout();
         let md = run_blocking(move || a.inner().fetch_metadata(Some(&t), timeout))
             .await?
-            .map_err(|e| kafka_error(&format!("reading the metadata of topic {topic}"), e))?;
+            .map_err(|e| {
+                unreachable_or(config, &format!("reading the metadata of topic {topic}"), e)
+            })?;
+        let brokers: Vec<i32> = md.brokers().iter().map(|b| b.id()).collect();
         let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
-            return Err(missing(&topic));
+            return Err(missing(&topic, expected_partitions));
         };
-        if t.error().is_some() || t.partitions().is_empty() {
-            return Err(missing(&topic));
+        match t.error().map(RDKafkaErrorCode::from) {
+            None => {}
+            Some(RDKafkaErrorCode::TopicAuthorizationFailed) => {
+                return Err(not_authorized(&topic, "DESCRIBE", "reading its metadata"))
+            }
+            Some(RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic) => {
+                return Err(missing(&topic, expected_partitions))
+            }
+            Some(code) => {
+                return Err(Error::transient(
+                    format!("reading the metadata of topic {topic}"),
+                    format!("{code:?} ({code})"),
+                ))
+            }
+        }
+        if t.partitions().is_empty() {
+            return Err(missing(&topic, expected_partitions));
         }
         let rf = t
             .partitions()
@@ -263,82 +365,85 @@ async fn check(
             .find(|p| p.id() == 0)
             .map(|p| p.replicas().len() as i32)
             .unwrap_or(0);
-        (t.partitions().len() as i32, rf)
+        (t.partitions().len() as i32, rf, brokers)
     };
-    if partitions != expected_partitions {
-        return Err(Error::fatal(
-            format!("state topic {topic} check"),
-            format!(
-                "the topic has {partitions} partitions but {expected_partitions} were expected; every member must use \
-                 the topic's real partition count, or one role lands on two partitions"
-            ),
-        ));
-    }
+    let context = format!("describing the configuration of topic {topic}");
     let resources = admin
         .describe_configs([&ResourceSpecifier::Topic(&topic)], &admin_options(config))
         .await
-        .map_err(|e| kafka_error(&format!("describing the configuration of topic {topic}"), e))?;
+        .map_err(|e| kafka_error(&context, e))?;
     let resource = match resources.into_iter().next() {
         Some(Ok(r)) => r,
-        Some(Err(code)) => {
-            return Err(Error::transient(
-                format!("describing the configuration of topic {topic}"),
-                format!("{code:?} ({code})"),
+        Some(Err(RDKafkaErrorCode::TopicAuthorizationFailed)) => {
+            return Err(not_authorized(
+                &topic,
+                "DESCRIBE_CONFIGS",
+                "checking that it is compacted",
             ))
         }
-        None => {
-            return Err(Error::transient(
-                format!("describing the configuration of topic {topic}"),
-                "the broker answered nothing",
-            ))
-        }
+        Some(Err(code)) => return Err(Error::transient(context, format!("{code:?} ({code})"))),
+        None => return Err(Error::transient(context, "the broker answered nothing")),
     };
     let cleanup_policy = resource
         .get("cleanup.policy")
         .and_then(|e| e.value.clone())
         .unwrap_or_default();
-    if cleanup_policy.trim() != "compact" {
-        return Err(Error::fatal(
-            format!("state topic {topic} check"),
-            format!(
-                "cleanup.policy is {cleanup_policy:?} but must be \"compact\": registrations must live until their \
-                 tombstone, not until a retention time"
-            ),
-        ));
-    }
     let min_insync_replicas = resource
         .get("min.insync.replicas")
         .and_then(|e| e.value.as_deref())
         .and_then(|v| v.trim().parse::<i32>().ok());
-    let mut warnings = Vec::new();
-    match min_insync_replicas {
-        Some(n) if n >= 2 => {}
-        other => {
-            let shown = other
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "unknown".into());
-            let w = format!(
-                "topic {topic} has min.insync.replicas={shown}; with acks=all a lease is durable in a quorum only \
-                 with min.insync.replicas >= 2"
-            );
-            tracing::warn!("{w}");
-            warnings.push(w);
-        }
-    }
-    Ok(TopicReport {
-        topic,
-        created: false,
-        partitions,
-        replication_factor,
-        cleanup_policy,
-        min_insync_replicas,
-        warnings,
-    })
+    Ok((
+        TopicFacts {
+            topic,
+            partitions,
+            replication_factor,
+            cleanup_policy,
+            min_insync_replicas,
+        },
+        brokers,
+    ))
 }
 
-fn missing(topic: &str) -> Error {
+/// The error of a first request that found no broker: [`Error::Transient`]
+/// naming the bootstrap address and the connect timeout; an authorization
+/// failure is [`Error::Fatal`] as always.
+pub(super) fn unreachable_or(
+    config: &KafkaConfig,
+    context: &str,
+    e: rdkafka::error::KafkaError,
+) -> Error {
+    let mapped = kafka_error(context, e);
+    if !mapped.is_transient() {
+        return mapped;
+    }
+    Error::transient(
+        context.to_owned(),
+        format!(
+            "no broker of the bootstrap address {} answered within {:?} (the connect timeout, \
+             KafkaConfig::with_connect_timeout): {mapped}",
+            config.bootstrap(),
+            config.connect_timeout()
+        ),
+    )
+}
+
+fn not_authorized(topic: &str, operation: &str, doing: &str) -> Error {
+    Error::fatal(
+        format!("state topic {topic}: not authorized ({doing})"),
+        format!(
+            "the principal lacks {operation} on topic {topic}: a member needs DESCRIBE, DESCRIBE_CONFIGS, READ \
+             and WRITE on it"
+        ),
+    )
+}
+
+fn missing(topic: &str, partitions: i32) -> Error {
     Error::fatal(
         format!("state topic {topic} does not exist"),
-        "create it with ensure_state_topic (cleanup.policy=compact) before members join",
+        format!(
+            "create it before members join, with Client::ensure_state_topic(TopicSpec::default()\
+             .with_partitions({partitions})) (TopicSpec::development() on a single broker), or with \
+             kafka-topics.sh --create --topic {topic} --partitions {partitions} --config cleanup.policy=compact"
+        ),
     )
 }

@@ -1,0 +1,454 @@
+//! What a member checks before it registers
+//! ([`crate::transport::Coordinator::check_member`]).
+//!
+//! Without I/O, in this order: the role (not empty, at most 32767 bytes, no
+//! NUL byte), the lease (1 s to `i32::MAX` ms: it is the transaction
+//! timeout), and the user's producer timeouts against the lease. Then, once
+//! per transport, from the cluster (the first request bounded by the connect
+//! timeout, so an unreachable cluster is reported promptly with its bootstrap
+//! address):
+//!
+//! * the state topic: it exists, has the member's partition count and
+//!   `cleanup.policy=compact` ([`Error::Fatal`] naming the topic and the
+//!   numbers otherwise; a missing topic says how to create it);
+//! * the brokers' configuration (DescribeConfigs of every broker, each
+//!   bounded by the connect timeout): a lease over the lowest
+//!   `transaction.max.timeout.ms` is refused ([`Error::InvalidArgument`]),
+//!   and a lease that cannot ride out the loss of one broker is warned about
+//!   (see [`BROKER_LOSS_MARGIN`]).
+//!
+//! A check that passed is remembered by the transport: later members of any
+//! role compare their options with what was read, without a request. A
+//! refused check is not remembered, so a fixed topic passes the next time.
+//! Warnings are logged (`tracing::warn!`) once per transport.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminOptions, ConfigResource, ResourceSpecifier};
+use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
+use tokio::sync::Mutex as AsyncMutex;
+
+use super::config::KafkaConfig;
+use super::topic::{self, Admin, TopicFacts, TopicReport};
+use super::{drop_off_thread, lease_millis};
+use crate::election::ElectionOptions;
+use crate::error::{Error, Result};
+
+/// The time clients are given, beyond the cluster's failure detection, to
+/// find a dead broker's successor (the role's new transaction coordinator
+/// and the state partition's new leader): 2 s.
+///
+/// A leader's lease rides out the loss of one broker only if
+/// `lease >= renew interval + broker.session.timeout.ms + BROKER_LOSS_MARGIN`:
+/// its last renewal may have been sent a renew interval before the broker
+/// died, and the cluster moves the dead broker's partitions and coordinators
+/// only after `broker.session.timeout.ms` (9 s by default). A member whose
+/// options fall short is warned about it once, on a cluster of two brokers
+/// or more.
+pub const BROKER_LOSS_MARGIN: Duration = Duration::from_secs(2);
+
+/// What a member's check before registering found
+/// ([`super::KafkaTransport::preflight`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreflightReport {
+    /// The state topic: it exists, has the member's partition count and is
+    /// compacted.
+    pub topic: TopicReport,
+    /// How many brokers the cluster's metadata lists.
+    pub brokers: usize,
+    /// The lowest `transaction.max.timeout.ms` of the brokers whose
+    /// configuration could be read (`None` when none could): the longest
+    /// lease the role's transaction coordinator, wherever it moves, accepts.
+    pub transaction_max_timeout: Option<Duration>,
+    /// How long the cluster takes to notice a dead broker: the highest
+    /// `broker.session.timeout.ms` (`zookeeper.session.timeout.ms` on a
+    /// ZooKeeper cluster) of the brokers whose configuration could be read.
+    pub broker_failure_detection: Option<Duration>,
+    /// Advice, logged once per transport by
+    /// [`crate::transport::Coordinator::check_member`]: a lease that cannot
+    /// ride out one broker's loss, brokers whose configuration could not be
+    /// read, a `min.insync.replicas` below 2.
+    pub warnings: Vec<String>,
+}
+
+/// The brokers' settings that bound a lease.
+#[derive(Debug, Clone, Default)]
+struct BrokerFacts {
+    /// The lowest `transaction.max.timeout.ms` (ms) and its broker.
+    transaction_max_timeout: Option<(u64, i32)>,
+    /// The highest failure detection time (ms), its broker and its key.
+    failure_detection: Option<(u64, i32, &'static str)>,
+    /// Why the configuration of a broker could not be read.
+    unread: Vec<String>,
+}
+
+/// What one read of the cluster found.
+#[derive(Debug, Clone)]
+struct Facts {
+    topic: TopicFacts,
+    brokers: usize,
+    broker: BrokerFacts,
+}
+
+/// The pre-registration check of one transport, with its cache.
+#[derive(Default)]
+pub(super) struct Preflight {
+    /// One read of the cluster at a time: a thousand concurrent first
+    /// acquires make one.
+    serial: AsyncMutex<()>,
+    /// The facts of the last read whose topic check passed.
+    facts: StdMutex<Option<Arc<Facts>>>,
+    /// Warnings already logged.
+    warned: StdMutex<HashSet<String>>,
+}
+
+impl Preflight {
+    /// Checks a member of `role` with `options` (module docs), and returns
+    /// what was found.
+    pub(super) async fn report(
+        &self,
+        config: &KafkaConfig,
+        role: &str,
+        options: &ElectionOptions,
+    ) -> Result<PreflightReport> {
+        crate::codec::check_role(role)?;
+        options.validate()?;
+        let lease_ms = lease_millis(options.lease_duration)?;
+        check_settings(config, options.lease_duration, lease_ms)?;
+        let facts = self.facts(config, options.partitions).await?;
+        facts.topic.check(options.partitions)?;
+        if let Some((max, broker)) = facts.broker.transaction_max_timeout {
+            if lease_ms > max {
+                return Err(Error::InvalidArgument(format!(
+                    "the lease duration {:?} ({lease_ms} ms) is over the cluster's transaction.max.timeout.ms of {max} \
+                     ms (broker {broker}): the lease is the transaction timeout, and the coordinator refuses a longer \
+                     one; shorten the lease or raise transaction.max.timeout.ms on every broker",
+                    options.lease_duration
+                )));
+            }
+        }
+        let topic = facts.topic.report();
+        let mut warnings = topic.warnings.clone();
+        if !facts.broker.unread.is_empty() {
+            warnings.push(format!(
+                "could not read the configuration of {}: the lease is not checked against \
+                 transaction.max.timeout.ms before registering (the coordinator still refuses a longer one at the \
+                 first mint) nor against broker.session.timeout.ms",
+                facts.broker.unread.join("; ")
+            ));
+        }
+        if let Some((detect, broker, key)) = facts.broker.failure_detection {
+            if facts.brokers >= 2 {
+                warnings.extend(broker_loss_warning(options, detect, broker, key));
+            }
+        }
+        Ok(PreflightReport {
+            topic,
+            brokers: facts.brokers,
+            transaction_max_timeout: facts
+                .broker
+                .transaction_max_timeout
+                .map(|(ms, _)| Duration::from_millis(ms)),
+            broker_failure_detection: facts
+                .broker
+                .failure_detection
+                .map(|(ms, _, _)| Duration::from_millis(ms)),
+            warnings,
+        })
+    }
+
+    /// [`Preflight::report`], with each warning logged once per transport.
+    pub(super) async fn check(
+        &self,
+        config: &KafkaConfig,
+        role: &str,
+        options: &ElectionOptions,
+    ) -> Result<()> {
+        let report = self.report(config, role, options).await?;
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        for w in report.warnings {
+            if !warned.contains(&w) {
+                tracing::warn!("{w}");
+                warned.insert(w);
+            }
+        }
+        Ok(())
+    }
+
+    fn cached(&self) -> Option<Arc<Facts>> {
+        self.facts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The cached facts, or a new read of the cluster, cached when its topic
+    /// fits `partitions`.
+    async fn facts(&self, config: &KafkaConfig, partitions: i32) -> Result<Arc<Facts>> {
+        if let Some(f) = self.cached() {
+            return Ok(f);
+        }
+        let _serial = self.serial.lock().await;
+        if let Some(f) = self.cached() {
+            return Ok(f);
+        }
+        let admin = topic::admin(config)?;
+        let read = read_facts(config, &admin, partitions).await;
+        drop_off_thread(admin);
+        let facts = Arc::new(read?);
+        if facts.topic.check(partitions).is_ok() {
+            *self.facts.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&facts));
+        }
+        Ok(facts)
+    }
+}
+
+/// Refuses the user's producer timeouts that the lease producer cannot have
+/// with a transaction timeout of `lease` (librdkafka would refuse the
+/// producer at the first mint, long after the member registered).
+fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Result<()> {
+    let millis = |key: &str| {
+        config
+            .get(key)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|v| (key.to_owned(), v))
+    };
+    for key in ["message.timeout.ms", "delivery.timeout.ms"] {
+        if let Some((key, v)) = millis(key) {
+            // 0 is librdkafka's "no timeout".
+            if v == 0 || v > lease_ms {
+                return Err(Error::InvalidArgument(format!(
+                    "the setting {key}={v}{} is longer than the lease duration {lease:?}: the lease producer's \
+                     transaction timeout is the lease ({lease_ms} ms), and librdkafka refuses a {key} above it; \
+                     set it to at most {lease_ms} or lengthen the lease",
+                    if v == 0 { " (no timeout)" } else { "" }
+                )));
+            }
+        }
+    }
+    if let Some((key, v)) = millis("socket.timeout.ms") {
+        if v > lease_ms.saturating_add(100) {
+            return Err(Error::InvalidArgument(format!(
+                "the setting {key}={v} is longer than the lease duration {lease:?}: librdkafka refuses a \
+                 socket.timeout.ms above the transaction timeout (the lease, {lease_ms} ms) + 100 ms"
+            )));
+        }
+    }
+    if let Some(v) = config.get("transaction.timeout.ms") {
+        if v.trim().parse::<u64>().ok() != Some(lease_ms) {
+            return Err(Error::InvalidArgument(format!(
+                "the setting transaction.timeout.ms={} is not the lease duration {lease:?} ({lease_ms} ms): the \
+                 transport sets each role's transaction timeout to its lease; remove the setting",
+                crate::error::quote(v)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The warning for options whose lease cannot ride out the loss of one
+/// broker, or none.
+fn broker_loss_warning(
+    options: &ElectionOptions,
+    detect_ms: u64,
+    broker: i32,
+    key: &str,
+) -> Option<String> {
+    let detect = Duration::from_millis(detect_ms);
+    let needed = options
+        .renew_interval
+        .saturating_add(detect)
+        .saturating_add(BROKER_LOSS_MARGIN);
+    (options.lease_duration < needed).then(|| {
+        format!(
+            "a lease of {:?} renewed every {:?} cannot ride out the loss of one broker: the cluster moves a dead \
+             broker's partitions and transaction coordinators only after {key} ({detect_ms} ms, broker {broker}), \
+             so a standby may take over from a healthy leader; use a lease of at least {needed:?} (renew interval \
+             + {key} + {BROKER_LOSS_MARGIN:?})",
+            options.lease_duration, options.renew_interval
+        )
+    })
+}
+
+/// Reads the state topic and the brokers' configuration.
+async fn read_facts(config: &KafkaConfig, admin: &Arc<Admin>, partitions: i32) -> Result<Facts> {
+    let (topic, broker_ids) = topic::read_topic(config, admin, partitions).await?;
+    let broker = read_brokers(config, admin, &broker_ids).await;
+    Ok(Facts {
+        topic,
+        brokers: broker_ids.len(),
+        broker,
+    })
+}
+
+/// Reads the configuration of every broker at once, each bounded by the
+/// connect timeout (librdkafka takes one broker per DescribeConfigs).
+async fn read_brokers(config: &KafkaConfig, admin: &Admin, ids: &[i32]) -> BrokerFacts {
+    let opts = AdminOptions::new().request_timeout(Some(config.connect_timeout()));
+    let reads = ids.iter().map(|&id| {
+        let opts = &opts;
+        async move {
+            let spec = ResourceSpecifier::Broker(id);
+            (id, admin.describe_configs([&spec], opts).await)
+        }
+    });
+    let mut facts = BrokerFacts::default();
+    for (id, answer) in join_all(reads.collect()).await {
+        match one_broker(id, answer) {
+            Ok(resource) => facts.add(id, &resource),
+            Err(why) => facts.unread.push(why),
+        }
+    }
+    facts
+}
+
+/// The configuration of broker `id`, or why it could not be read.
+fn one_broker(
+    id: i32,
+    answer: KafkaResult<Vec<std::result::Result<ConfigResource, RDKafkaErrorCode>>>,
+) -> std::result::Result<ConfigResource, String> {
+    match answer {
+        Ok(mut v) => match v.pop() {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(RDKafkaErrorCode::ClusterAuthorizationFailed)) => Err(format!(
+                "broker {id} (not authorized: DESCRIBE_CONFIGS on the cluster resource is needed)"
+            )),
+            Some(Err(code)) => Err(format!("broker {id} ({code})")),
+            None => Err(format!("broker {id} (no answer)")),
+        },
+        Err(e) => Err(format!("broker {id} ({e})")),
+    }
+}
+
+impl BrokerFacts {
+    fn add(&mut self, id: i32, r: &ConfigResource) {
+        let value = |key: &str| r.get(key).and_then(|e| e.value.as_deref());
+        let millis = |key: &str| value(key).and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(ms) = millis("transaction.max.timeout.ms") {
+            if self.transaction_max_timeout.is_none_or(|(min, _)| ms < min) {
+                self.transaction_max_timeout = Some((ms, id));
+            }
+        }
+        let zookeeper = value("zookeeper.connect").is_some_and(|v| !v.trim().is_empty());
+        let key = if zookeeper {
+            "zookeeper.session.timeout.ms"
+        } else {
+            "broker.session.timeout.ms"
+        };
+        if let Some(ms) = millis(key) {
+            if self.failure_detection.is_none_or(|(max, _, _)| ms > max) {
+                self.failure_detection = Some((ms, id, key));
+            }
+        }
+    }
+}
+
+/// Runs `futures` concurrently on the calling task and returns their
+/// outputs in order (no task is spawned, so nothing outlives a caller that
+/// stops waiting).
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("every future is ready"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(lease_s: u64, renew_s: u64) -> ElectionOptions {
+        ElectionOptions::default()
+            .with_lease_duration(Duration::from_secs(lease_s))
+            .with_renew_interval(Duration::from_secs(renew_s))
+    }
+
+    #[test]
+    fn producer_timeouts_longer_than_the_lease_are_refused_by_name() {
+        let lease = Duration::from_secs(10);
+        for (key, value) in [
+            ("message.timeout.ms", "10001"),
+            ("delivery.timeout.ms", "0"),
+            ("socket.timeout.ms", "10101"),
+            ("transaction.timeout.ms", "60000"),
+            ("transaction.timeout.ms", "5000"),
+        ] {
+            let c = KafkaConfig::new("h:1").set(key, value);
+            let e = check_settings(&c, lease, 10_000).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            let msg = e.to_string();
+            assert!(msg.contains(key) && msg.contains(value), "{msg}");
+            assert!(msg.contains("10s"), "names the lease: {msg}");
+        }
+        for (key, value) in [
+            ("message.timeout.ms", "10000"),
+            ("delivery.timeout.ms", "500"),
+            ("socket.timeout.ms", "10100"),
+            ("transaction.timeout.ms", "10000"),
+        ] {
+            let c = KafkaConfig::new("h:1").set(key, value);
+            assert!(check_settings(&c, lease, 10_000).is_ok(), "{key}={value}");
+        }
+    }
+
+    #[test]
+    fn the_broker_loss_rule_is_renew_interval_plus_detection_plus_margin() {
+        // 3 s + 9 s + 2 s = 14 s.
+        assert!(
+            broker_loss_warning(&options(15, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
+        );
+        assert!(
+            broker_loss_warning(&options(14, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
+        );
+        let w =
+            broker_loss_warning(&options(13, 3), 9_000, 2, "broker.session.timeout.ms").unwrap();
+        for part in [
+            "13s",
+            "3s",
+            "broker.session.timeout.ms",
+            "9000 ms",
+            "broker 2",
+            "14s",
+        ] {
+            assert!(w.contains(part), "{part}: {w}");
+        }
+        // Absurd options never overflow.
+        let huge = ElectionOptions::default()
+            .with_lease_duration(Duration::MAX)
+            .with_renew_interval(Duration::MAX);
+        assert!(broker_loss_warning(&huge, u64::MAX, 1, "k").is_none());
+    }
+
+    #[tokio::test]
+    async fn join_all_keeps_the_order() {
+        let futures = (0..5u64)
+            .map(|i| async move {
+                tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
+                i
+            })
+            .collect();
+        assert_eq!(join_all(futures).await, vec![0, 1, 2, 3, 4]);
+    }
+}
