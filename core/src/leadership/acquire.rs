@@ -297,8 +297,16 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 }
                 // An open transaction on the partition hides renewals (of
                 // this role's holder too): no visible renewal is then no
-                // sign of an expired lease. Wait until it ends.
-                match m.transport.held_back(m.partition).await {
+                // sign of an expired lease. Wait until it ends. (With no
+                // lease, a committed tombstone or nobody ever holding, there
+                // is no renewal to hide; a hand-over does not pay for it.)
+                let expiry = follower.state.lease().is_some();
+                let held_back = if expiry {
+                    m.transport.held_back(m.partition).await
+                } else {
+                    Ok(false)
+                };
+                match held_back {
                     Ok(false) => held_back_reported = false,
                     Ok(true) => {
                         if !held_back_reported {

@@ -46,7 +46,7 @@ pub fn init_tracing() {
     });
 }
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 

@@ -88,6 +88,14 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(10);
 /// made up most of a fresh producer's 55 ms to a first usable connection.
 pub(crate) const LEASE_RECONNECT_BACKOFF_MS: &str = "22";
 
+/// The `reconnect.backoff.max.ms` of lease producers unless the user sets
+/// it. librdkafka looks for a new transaction coordinator only after a
+/// connection attempt to the old one failed, and those attempts back off up
+/// to this (10 s by default): after a broker loss the coordinator moved at
+/// about 9 s, but the producer learned it several seconds later, past its
+/// lease. With a 1 s cap it finds the new coordinator within about a second.
+pub(crate) const LEASE_RECONNECT_BACKOFF_MAX_MS: &str = "1000";
+
 /// Counters of the mints of one transport.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -165,6 +173,9 @@ fn lease_client_config(
     }
     if config.get("reconnect.backoff.ms").is_none() {
         cc.set("reconnect.backoff.ms", LEASE_RECONNECT_BACKOFF_MS);
+    }
+    if config.get("reconnect.backoff.max.ms").is_none() {
+        cc.set("reconnect.backoff.max.ms", LEASE_RECONNECT_BACKOFF_MAX_MS);
     }
     cc.set("transactional.id", role);
     cc.set("transaction.timeout.ms", lease_ms.to_string());
@@ -480,6 +491,10 @@ mod tests {
         assert_eq!(
             cc.get("reconnect.backoff.ms"),
             Some(LEASE_RECONNECT_BACKOFF_MS)
+        );
+        assert_eq!(
+            cc.get("reconnect.backoff.max.ms"),
+            Some(LEASE_RECONNECT_BACKOFF_MAX_MS)
         );
         assert_eq!(cc.get("transactional.id"), Some("billing"));
         assert_eq!(cc.get("transaction.timeout.ms"), Some("2000"));
