@@ -43,7 +43,6 @@
 //!   does, as typed events.
 //! * [`transport`]: the four transport traits, the in-memory transport and
 //!   (feature `kafka`) the rdkafka transport.
-#![warn(missing_docs)]
 
 pub mod client;
 pub mod clock;

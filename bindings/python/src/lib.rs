@@ -20,7 +20,6 @@
 //! * [`runtime`]: the runtime holder and the fork hook.
 //! * [`error`], [`convert`]: exceptions and argument conversion.
 //! * [`logging`]: the core's log events in Python's `logging`.
-#![warn(missing_docs)]
 
 pub mod asyncio;
 pub mod client;

@@ -24,7 +24,6 @@
 //!   from a thread that may wait for the host's lock.
 //!
 //! Nothing here depends on a host-language crate (pyo3, napi, uniffi).
-#![warn(missing_docs)]
 
 pub mod args;
 pub mod blocking;
