@@ -47,9 +47,11 @@ impl PyEvent {
 
 #[pymethods]
 impl PyEvent {
-    /// What happened: `"registered"`, `"waiting"`, `"challenging"`,
-    /// `"lost_challenge"`, `"elected"`, `"renewed"`, `"renewal_failing"`,
-    /// `"fenced"`, `"ended"`, `"resigned"` or `"deregistered"`.
+    /// What happened: the core's stable name of the kind (`"registered"`,
+    /// `"waiting"`, `"held_back"`, `"challenging"`, `"lost_challenge"`,
+    /// `"elected"`, `"renewed"`, `"renewal_failing"`, `"retrying"`,
+    /// `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
+    /// `"deregistered"`; the core may add kinds).
     #[getter]
     fn kind(&self) -> &'static str {
         self.view.kind
@@ -121,8 +123,8 @@ impl PyEvent {
         self.view.failures
     }
 
-    /// `renewal_failing`, `fenced`, `ended`: the cause, as the exception the
-    /// package raises for it (the same object every time).
+    /// `renewal_failing`, `retrying`, `fenced`, `ended`: the cause, as the
+    /// exception the package raises for it (the same object every time).
     #[getter]
     fn error(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         let e = self.view.error.as_ref()?;
@@ -137,6 +139,24 @@ impl PyEvent {
     #[getter]
     fn cleared(&self) -> Option<bool> {
         self.view.cleared
+    }
+
+    /// `retrying`: what failed (`"registering"`, `"minting the epoch"`...).
+    #[getter]
+    fn what(&self) -> Option<&str> {
+        self.view.what.as_deref()
+    }
+
+    /// `retrying`: how many times in a row it failed (1 at the first).
+    #[getter]
+    fn attempt(&self) -> Option<u32> {
+        self.view.attempt
+    }
+
+    /// `retrying`: the pause before the next try, in seconds.
+    #[getter]
+    fn retry_in(&self) -> Option<f64> {
+        self.view.retry_in.map(|d| d.as_secs_f64())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {

@@ -77,5 +77,8 @@ def test_every_stream_gets_every_event_and_other_kinds_fields_are_none(client: k
         a, b = next(first), next(second)
         assert a.kind == b.kind == "renewed"
         assert a.at == b.at and a.deadline == b.deadline
-        for attr in ("partition", "offset", "rank", "challenge_at", "token", "granted_at", "failures", "error", "cleared"):
+        for attr in (
+            "partition", "offset", "rank", "challenge_at", "token", "granted_at",
+            "failures", "error", "cleared", "what", "attempt", "retry_in",
+        ):
             assert getattr(a, attr) is None, attr

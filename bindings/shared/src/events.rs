@@ -161,10 +161,16 @@ pub struct EventView {
     pub deadline: Option<i64>,
     /// `renewal_failing`: failed renewals in a row.
     pub failures: Option<u32>,
-    /// `renewal_failing`, `fenced`, `ended`: the cause.
+    /// `renewal_failing`, `retrying`, `fenced`, `ended`: the cause.
     pub error: Option<Arc<Error>>,
     /// `resigned`: whether the lease was cleared.
     pub cleared: Option<bool>,
+    /// `retrying`: what failed (`"registering"`, `"minting the epoch"`...).
+    pub what: Option<Arc<str>>,
+    /// `retrying`: how many times in a row it failed.
+    pub attempt: Option<u32>,
+    /// `retrying`: the pause before the next try.
+    pub retry_in: Option<std::time::Duration>,
 }
 
 impl EventView {
@@ -179,6 +185,9 @@ impl EventView {
             ("granted_at", self.granted_at.is_some()),
             ("deadline", self.deadline.is_some()),
             ("failures", self.failures.is_some()),
+            ("what", self.what.is_some()),
+            ("attempt", self.attempt.is_some()),
+            ("retry_in", self.retry_in.is_some()),
             ("error", self.error.is_some()),
             ("cleared", self.cleared.is_some()),
         ];
@@ -207,6 +216,9 @@ impl From<&Event> for EventView {
             failures: None,
             error: None,
             cleared: None,
+            what: None,
+            attempt: None,
+            retry_in: None,
         };
         match &e.kind {
             EventKind::Registered { partition, offset } => {
@@ -236,8 +248,19 @@ impl From<&Event> for EventView {
                 v.error = Some(Arc::clone(error))
             }
             EventKind::Resigned { cleared } => v.cleared = Some(*cleared),
-            // Challenging, LeaseExpired, Deregistered, and kinds newer than
-            // this binding: the name alone.
+            EventKind::Retrying {
+                what,
+                attempt,
+                retry_in,
+                error,
+            } => {
+                v.what = Some(Arc::clone(what));
+                v.attempt = Some(*attempt);
+                v.retry_in = Some(*retry_in);
+                v.error = Some(Arc::clone(error));
+            }
+            // Challenging, HeldBack, LeaseExpired, Deregistered, and kinds
+            // newer than this binding: the name alone.
             _ => {}
         }
         v
@@ -429,6 +452,17 @@ mod tests {
                 vec!["cleared"],
             ),
             (EventKind::Deregistered, "deregistered", vec![]),
+            (EventKind::HeldBack, "held_back", vec![]),
+            (
+                EventKind::Retrying {
+                    what: "registering".into(),
+                    attempt: 3,
+                    retry_in: Duration::from_millis(400),
+                    error: error.clone(),
+                },
+                "retrying",
+                vec!["what", "attempt", "retry_in", "error"],
+            ),
         ];
         for (kind, name, fields) in cases {
             let v = EventView::from(&event(kind));

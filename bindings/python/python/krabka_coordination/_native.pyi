@@ -338,10 +338,10 @@ class Event:
     @property
     def kind(self) -> str:
         """What happened, the core's stable name: ``"registered"``,
-        ``"waiting"``, ``"challenging"``, ``"lost_challenge"``, ``"elected"``,
-        ``"renewed"``, ``"renewal_failing"``, ``"fenced"``, ``"lease_expired"``,
-        ``"ended"``, ``"resigned"``, ``"deregistered"`` (the core may add
-        kinds)."""
+        ``"waiting"``, ``"held_back"``, ``"challenging"``, ``"lost_challenge"``,
+        ``"elected"``, ``"renewed"``, ``"renewal_failing"``, ``"retrying"``,
+        ``"fenced"``, ``"lease_expired"``, ``"ended"``, ``"resigned"``,
+        ``"deregistered"`` (the core may add kinds)."""
 
     @property
     def role(self) -> str:
@@ -389,11 +389,23 @@ class Event:
 
     @property
     def error(self) -> Optional[KrabkaError]:
-        """``renewal_failing``, ``fenced``, ``ended``: the cause."""
+        """``renewal_failing``, ``retrying``, ``fenced``, ``ended``: the cause."""
 
     @property
     def cleared(self) -> Optional[bool]:
         """``resigned``: True when the lease was cleared."""
+
+    @property
+    def what(self) -> Optional[str]:
+        """``retrying``: what failed."""
+
+    @property
+    def attempt(self) -> Optional[int]:
+        """``retrying``: how many times in a row it failed."""
+
+    @property
+    def retry_in(self) -> Optional[float]:
+        """``retrying``: the pause before the next try, in seconds."""
 
 @final
 class OutRecord:
