@@ -3,17 +3,21 @@
 #
 #   1. a venv at bindings/python/.venv (git-ignored) with maturin, pytest,
 #      hypothesis and mypy from PyPI;
-#   2. clippy -D warnings on the binding crate;
+#   2. clippy -D warnings on the binding crate and the shared binding crate
+#      (bindings/shared), and the shared crate's unit tests;
 #   3. `pip install ./bindings/python`: the PEP 517 path, maturin as the build
 #      backend in an isolated build environment, exactly as a user installs;
 #   4. the installed wheel must be the abi3 one (tag cp39-abi3-*) and must be
 #      what the tests import (not the source tree);
 #   5. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set,
 #      else the local one-node cluster of `ci/kafka.sh start 1` (started, or
-#      reused when running); exported as KRABKA_BOOTSTRAP for what follows;
-#   6. pytest (golden vectors, properties, errors, fork safety, leadership on
-#      the real Kafka: failover between processes, fencing, asyncio and
-#      blocking APIs, cancel), and the examples in examples/python: records.py,
+#      reused when running); exported as KRABKA_BOOTSTRAP for what follows.
+#      KRABKA_BOOTSTRAP_3, when set, names a three-node cluster on which the
+#      state topic's production defaults are checked too;
+#   6. pytest (golden vectors, properties, errors, fork safety, the event
+#      stream, logging, leadership on the real Kafka: failover between
+#      processes, fencing, the blocking Client and the asyncio AsyncClient,
+#      cancel), and the examples in examples/python: records.py,
 #      and worker.py for a few seconds (it must lead, write results through
 #      guarded writes, and resign cleanly);
 #   7. mypy --strict over the package, the tests, the benchmark and the
@@ -55,8 +59,9 @@ PY="$VENV/bin/python"
 "$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10"
 "$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy) '
 
-step "clippy (binding crate)"
-(cd "$ROOT" && cargo clippy -p krabka-coordination-python --all-targets --no-deps -- -D warnings)
+step "clippy (binding crates) and the shared binding crate's tests"
+(cd "$ROOT" && cargo clippy -p krabka-coordination-python -p krabka-coordination-bindings --all-targets --no-deps -- -D warnings)
+(cd "$ROOT" && cargo test -q -p krabka-coordination-bindings)
 
 step "pip install ./bindings/python (PEP 517, maturin backend)"
 (cd "$ROOT" && "$PY" -m pip install --force-reinstall --no-deps ./bindings/python)
@@ -80,7 +85,7 @@ if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
     KRABKA_BOOTSTRAP="$(bash "$ROOT/ci/kafka.sh" start 1 | tail -n 1)"
 fi
 export KRABKA_BOOTSTRAP
-echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
+echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=${KRABKA_BOOTSTRAP_3:-(not set: the three-node check is skipped)}"
 
 step "pytest"
 (cd "$PKG" && "$PY" -m pytest -p no:cacheprovider --durations=8)

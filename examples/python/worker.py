@@ -11,8 +11,11 @@ Stopping:
 
 * SIGINT (Ctrl-C) or SIGTERM: the worker resigns (a standby takes over at
   once) or, still waiting, deregisters; exit code 0.
-* Fenced (a newer epoch took the role, e.g. after this process was frozen
-  past its lease): the worker stops working at once; exit code 3.
+* Fenced (a newer epoch took the role): the worker stops working at once;
+  exit code 3.
+* Its own lease expired (no renewal committed within the lease, e.g. after
+  this process was frozen past it, or cut off from Kafka): the worker stops
+  working at once; exit code 4.
 * ``--for-seconds N``: stops like SIGTERM after N seconds (for demos and CI).
 
 Run (a local Kafka: ``ci/kafka.sh start 1``; the results topic must exist)::
@@ -21,13 +24,16 @@ Run (a local Kafka: ``ci/kafka.sh start 1``; the results topic must exist)::
         --role nightly-report --member "$(hostname)-$$" --topic report-results
 
 Kafka client settings (security, timeouts...) are passed with
-``--kafka-setting key=value``, straight to librdkafka.
+``--kafka-setting key=value``, straight to librdkafka. The library's own log
+(a broker it cannot reach, a renewal that fails) goes to Python's
+``logging``, logger ``krabka_coordination``; this worker prints warnings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sys
 import time
@@ -39,6 +45,7 @@ import krabka_coordination as kc
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_FENCED = 3
+EXIT_LEASE_EXPIRED = 4
 
 
 class Stop(Exception):
@@ -83,7 +90,7 @@ def lead(leadership: kc.Leadership, topic: str, interval: float) -> int:
         try:
             # The epoch-bound producer writes it: committed only while this
             # member's epoch is the role's newest.
-            leadership.write_blocking(
+            leadership.write(
                 topic,
                 result,
                 key=leadership.role.encode(),
@@ -92,13 +99,18 @@ def lead(leadership: kc.Leadership, topic: str, interval: float) -> int:
         except kc.Fenced as e:
             log(f"fenced, stopping the work: {e}")
             return EXIT_FENCED
+        except kc.LeaseExpired as e:
+            log(f"the lease expired, stopping the work: {e}")
+            return EXIT_LEASE_EXPIRED
         log(f"result {seq} written")
         seq += 1
         # Sleep until the next step, waking at once if the role ends.
         if leadership.wait(interval):
             error = leadership.error
             log(f"the role ended: {error!r}")
-            return EXIT_FENCED if isinstance(error, kc.Fenced) else EXIT_ERROR
+            if isinstance(error, kc.Fenced):
+                return EXIT_FENCED
+            return EXIT_LEASE_EXPIRED if isinstance(error, kc.LeaseExpired) else EXIT_ERROR
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -123,16 +135,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             p.error(f"--kafka-setting takes KEY=VALUE, got {setting!r}")
         kafka[key] = value
 
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     install_stop_signals(a.for_seconds)
     log(f"{a.member} joins {a.role}; waiting for its turn")
     leadership: Optional[kc.Leadership] = None
     try:
+        # One client per process, shared by every role it takes or asks about.
+        client = kc.Client(kafka, partitions=a.partitions)
         # The `with` exit resigns: a standby takes over at once.
-        with kc.acquire_leadership_blocking(
-            kafka,
+        with client.acquire_leadership(
             a.role,
             a.member,
-            partitions=a.partitions,
             lease_duration=a.lease,
             renew_interval=a.renew,
             challenge_stagger=a.stagger,
