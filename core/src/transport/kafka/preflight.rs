@@ -238,11 +238,15 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
         }
     }
     if let Some(v) = config.get("transaction.timeout.ms") {
-        if v.trim().parse::<u64>().ok() != Some(lease_ms) {
+        let parsed = v.trim().parse::<u64>().ok();
+        if parsed != Some(lease_ms) {
+            let shown = match parsed {
+                Some(n) => n.to_string(),
+                None => crate::error::quote(v),
+            };
             return Err(Error::InvalidArgument(format!(
-                "the setting transaction.timeout.ms={} is not the lease duration {lease:?} ({lease_ms} ms): the \
-                 transport sets each role's transaction timeout to its lease; remove the setting",
-                crate::error::quote(v)
+                "the setting transaction.timeout.ms={shown} is not the lease duration {lease:?} ({lease_ms} ms): \
+                 the transport sets each role's transaction timeout to its lease; remove the setting"
             )));
         }
     }
