@@ -100,6 +100,13 @@ pub enum EventKind {
         /// The cause.
         error: Arc<Error>,
     },
+    /// A guarded write that failed with `OUTCOME_UNKNOWN` was completed by a
+    /// later write of the term (librdkafka lets only the commit go on): its
+    /// records are visible (`committed`) or not.
+    WriteResolved {
+        /// True when the earlier write's records committed.
+        committed: bool,
+    },
     /// The broker fenced the member: a newer epoch took the role.
     Fenced {
         /// The broker's answer.
@@ -144,7 +151,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// A short stable name (`registered`, `waiting`, `held_back`, `challenging`,
-    /// `lost_challenge`, `elected`, `renewed`, `renewal_failing`, `fenced`,
+    /// `lost_challenge`, `elected`, `renewed`, `renewal_failing`, `write_resolved`, `fenced`,
     /// `lease_expired`, `ended`, `resigned`, `deregistered`, `retrying`), for
     /// JSON lines and bindings.
     pub fn name(&self) -> &'static str {
@@ -157,6 +164,7 @@ impl EventKind {
             EventKind::Elected { .. } => "elected",
             EventKind::Renewed { .. } => "renewed",
             EventKind::RenewalFailing { .. } => "renewal_failing",
+            EventKind::WriteResolved { .. } => "write_resolved",
             EventKind::Fenced { .. } => "fenced",
             EventKind::LeaseExpired => "lease_expired",
             EventKind::Ended { .. } => "ended",

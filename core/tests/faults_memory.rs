@@ -257,3 +257,43 @@ async fn supersede_bumps_only_the_current_epoch() {
         .unwrap_err();
     assert!(matches!(e, Error::Fenced(_)), "{e}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_unknown_outcome_is_reported_and_its_resolution_is_never_silent() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.cluster.set_next_commit_unknown(true);
+    let e = a.write(vec![order("maybe")]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}");
+    assert!(a.is_held(), "an unknown outcome does not end the term");
+    assert!(
+        orders(&w).is_empty(),
+        "not visible while the commit is pending"
+    );
+    // The next renewal completes the pending commit, and says so.
+    w.run_until(T0 + ms(RENEW)).await;
+    assert_eq!(orders(&w), ["maybe"]);
+    let seen: Vec<_> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::WriteResolved { committed } => Some(committed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seen, [true], "the resolution is reported once");
+
+    // An unknown outcome that ends aborted is reported too.
+    w.cluster.set_next_commit_unknown(false);
+    assert_eq!(
+        a.write(vec![order("lost")]).await.unwrap_err().kind(),
+        ErrorKind::OutcomeUnknown
+    );
+    a.write(vec![order("next")]).await.unwrap();
+    assert_eq!(orders(&w), ["maybe", "next"]);
+    assert!(drain(&mut rx)
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::WriteResolved { committed: false })));
+}

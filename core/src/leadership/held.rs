@@ -93,6 +93,14 @@ impl Held {
         Duration::from_millis(left.max(0) as u64)
     }
 
+    /// Reports how an earlier write with an unknown outcome ended, if a
+    /// write just completed it: the user is never left guessing silently.
+    fn report_resolved(&self) {
+        if let Some(committed) = self.epoch.take_resolved() {
+            self.member.emit(EventKind::WriteResolved { committed });
+        }
+    }
+
     /// Ends the term because the local lease deadline passed.
     fn expire(&self) {
         let lease = self.member.options.election.lease_duration;
@@ -269,7 +277,9 @@ impl Leadership {
                 "the lease ran out before the guarded write".into(),
             ));
         }
-        match held.epoch.write_guarded(records, within).await {
+        let written = held.epoch.write_guarded(records, within).await;
+        held.report_resolved();
+        match written {
             Err(e) if e.means_fenced() => {
                 let _span = held.member.span.enter();
                 tracing::warn!(token = %held.token, why = %e, "fenced");
@@ -456,7 +466,9 @@ async fn renew_loop(held: Arc<Held>) {
             }
         };
         // The write is bounded by the lease time left: past it the term ends.
-        match held.epoch.write_lease(record, within).await {
+        let written = held.epoch.write_lease(record, within).await;
+        held.report_resolved();
+        match written {
             Ok(()) => {
                 tracing::debug!(deadline = lease.deadline, "renewed");
                 let deadline = lease.deadline;

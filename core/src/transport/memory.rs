@@ -76,6 +76,8 @@ struct Inner {
     unavailable: bool,
     /// Topics whose writes hang.
     stalled: std::collections::HashSet<String>,
+    /// The fate of the next guarded write whose commit goes unconfirmed.
+    commit_unknown: Option<bool>,
     requests: u64,
     min_lease_duration: Option<Duration>,
 }
@@ -126,6 +128,14 @@ impl MemoryCluster {
     pub fn set_unavailable(&self, unavailable: bool) {
         self.lock().unavailable = unavailable;
         self.changed.notify_waiters();
+    }
+
+    /// Makes the next guarded write's commit go unconfirmed: it fails with
+    /// `OUTCOME_UNKNOWN` and its transaction stays pending until the same
+    /// epoch's next write completes it, committed (`committed`) or not, as
+    /// librdkafka completes a commit that timed out.
+    pub fn set_next_commit_unknown(&self, committed: bool) {
+        self.lock().commit_unknown = Some(committed);
     }
 
     /// Makes writes of an epoch to `topic` (the state topic included) hang
@@ -286,6 +296,10 @@ pub struct MemoryEpoch {
     id: u64,
     role: String,
     token: FencingToken,
+    /// The fate of this epoch's write whose commit went unconfirmed.
+    pending: Mutex<Option<bool>>,
+    /// See [`LeaseWriter::take_resolved`].
+    resolved: Mutex<Option<bool>>,
 }
 
 impl MemoryEpoch {
@@ -312,6 +326,7 @@ impl MemoryEpoch {
         let cluster = &self.transport.cluster;
         let mut inner = cluster.enter("write_lease")?;
         self.check_epoch(&inner)?;
+        self.complete_pending(&mut inner);
         MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
         let committed = state == EntryState::Committed;
         let topic = cluster.state_topic.clone();
@@ -326,6 +341,21 @@ impl MemoryEpoch {
             cluster.changed.notify_waiters();
         }
         Ok(())
+    }
+
+    /// Completes a commit that went unconfirmed, as the first step of the
+    /// next write.
+    fn complete_pending(&self, inner: &mut Inner) {
+        let fate = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(committed) = fate {
+            let to = if committed {
+                EntryState::Committed
+            } else {
+                EntryState::Aborted
+            };
+            MemoryCluster::decide_open(inner, &self.role, to);
+            *self.resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
+        }
     }
 
     /// Answers `Fenced` when the coordinator's token of the role is no longer
@@ -379,7 +409,13 @@ impl LeaseWriter for MemoryEpoch {
             .await?;
         let mut inner = cluster.enter("write_guarded")?;
         self.check_epoch(&inner)?;
+        self.complete_pending(&mut inner);
         MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
+        let unknown = inner.commit_unknown.take();
+        let state = match unknown {
+            Some(_) => EntryState::Open(self.role.clone(), self.token),
+            None => EntryState::Committed,
+        };
         for r in records {
             let partition = r.partition.unwrap_or(0);
             MemoryCluster::append(
@@ -388,12 +424,26 @@ impl LeaseWriter for MemoryEpoch {
                 partition,
                 r.key.unwrap_or_default(),
                 r.value,
-                EntryState::Committed,
+                state.clone(),
             );
         }
         drop(inner);
         cluster.changed.notify_waiters();
+        if let Some(committed) = unknown {
+            *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
+            return Err(Error::OutcomeUnknown {
+                context: format!("write_guarded for role {:?}: commit", self.role),
+                source: "the commit was sent but not confirmed".into(),
+            });
+        }
         Ok(())
+    }
+
+    fn take_resolved(&self) -> Option<bool> {
+        self.resolved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     async fn supersede(&self, _within: Duration) -> Result<Superseded> {
@@ -466,6 +516,8 @@ impl MemoryTransport {
             id,
             role: role.to_owned(),
             token,
+            pending: Mutex::new(None),
+            resolved: Mutex::new(None),
         })
     }
 }

@@ -184,6 +184,12 @@ pub trait LeaseWriter: Send + Sync {
     /// become visible.
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()>;
 
+    /// How an earlier write of this epoch that failed with
+    /// [`crate::Error::OutcomeUnknown`] ended, once a later write completed it
+    /// (librdkafka lets only the commit go on): `Some(true)` committed,
+    /// `Some(false)` did not. Taken once; `None` when nothing was resolved.
+    fn take_resolved(&self) -> Option<bool>;
+
     /// Ends this epoch's term at the coordinator: bumps the role's epoch
     /// only if this epoch is still the current one (so a member deposed
     /// without noticing can never fence its successor), within `within`.

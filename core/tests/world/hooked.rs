@@ -88,6 +88,10 @@ impl LeaseWriter for HookedEpoch {
         self.inner.write_guarded(records, within).await
     }
 
+    fn take_resolved(&self) -> Option<bool> {
+        self.inner.take_resolved()
+    }
+
     async fn supersede(&self, within: Duration) -> Result<Superseded> {
         self.inner.supersede(within).await
     }

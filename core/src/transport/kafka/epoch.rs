@@ -42,6 +42,8 @@ pub struct KafkaEpoch {
     /// Why the producer is gone (a fence or a fatal error), for every later
     /// write.
     gone: Arc<StdMutex<Option<Gone>>>,
+    /// See [`LeaseWriter::take_resolved`].
+    resolved: Arc<StdMutex<Option<bool>>>,
 }
 
 #[derive(Clone)]
@@ -76,6 +78,7 @@ impl KafkaEpoch {
             timeout: config.operation_timeout(),
             slot: Arc::new(AsyncMutex::new(Some(producer))),
             gone: Arc::default(),
+            resolved: Arc::default(),
         }
     }
 
@@ -142,6 +145,7 @@ impl KafkaEpoch {
         let deadline = super::deadline_in(within.min(self.timeout));
         let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
+        let resolved = Arc::clone(&self.resolved);
         let (describe, token) = (self.describe.clone(), self.token);
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: librdkafka's
@@ -151,6 +155,9 @@ impl KafkaEpoch {
             let result = producer
                 .transact(&role, &what, records, leave_open, deadline)
                 .await;
+            if let Some(committed) = producer.resolved.take() {
+                *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
+            }
             // After an abort librdkafka may have bumped the epoch itself
             // (KIP-360): re-learn the token. If it moved, this epoch's token
             // is no longer the truth; the term ends (a fence), so one term
@@ -271,6 +278,13 @@ impl LeaseWriter for KafkaEpoch {
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
         self.transact("write_guarded", records, false, within).await
+    }
+
+    fn take_resolved(&self) -> Option<bool> {
+        self.resolved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     async fn supersede(&self, within: Duration) -> Result<Superseded> {

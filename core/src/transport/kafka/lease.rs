@@ -58,6 +58,9 @@ pub(crate) struct LeaseProducer {
     /// the producer's epoch itself (KIP-360), so the token must be
     /// re-learned before the next write counts on it.
     pub(crate) aborted: bool,
+    /// How an earlier transaction whose outcome was reported unknown ended,
+    /// once a later write completed it (`true`: committed).
+    pub(crate) resolved: Option<bool>,
 }
 
 /// How one failed step ends the write.
@@ -268,11 +271,15 @@ impl LeaseProducer {
                 // librdkafka allows only the commit to go on. Its records
                 // were reported with an unknown outcome; say how it ended.
                 let r = self.commit(role, what, deadline).await;
-                tracing::warn!(
-                    role,
-                    committed = r.is_ok(),
-                    "an earlier transaction whose outcome was reported unknown was completed before {what}"
-                );
+                if self.state != TxnState::CommitPending {
+                    let committed = r.is_ok();
+                    self.resolved = Some(committed);
+                    tracing::warn!(
+                        role,
+                        committed,
+                        "an earlier transaction whose outcome was reported unknown was completed before {what}"
+                    );
+                }
                 r
             }
             TxnState::AbortPending => match self.abort(role, what, deadline).await {

@@ -436,6 +436,7 @@ impl KafkaTransport {
                         token,
                         state: TxnState::Idle,
                         aborted: false,
+                        resolved: None,
                     },
                 )
             });

@@ -229,6 +229,10 @@ impl LeaseWriter for TimedEpoch {
         r
     }
 
+    fn take_resolved(&self) -> Option<bool> {
+        self.inner.take_resolved()
+    }
+
     async fn supersede(&self, within: Duration) -> Result<Superseded> {
         let t = Instant::now();
         let r = self.inner.supersede(within).await;
