@@ -96,7 +96,9 @@ impl Clock for SystemClock {
         // of overflowing.
         let at = tokio::time::Instant::now()
             .checked_add(d)
-            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30));
+            .unwrap_or_else(|| {
+                tokio::time::Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+            });
         Box::pin(tokio::time::sleep_until(at))
     }
 

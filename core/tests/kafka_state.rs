@@ -544,7 +544,10 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
         }
     })
     .await;
-    assert!(waiting.is_ok(), "the standby waits behind the leader: {names:?}");
+    assert!(
+        waiting.is_ok(),
+        "the standby waits behind the leader: {names:?}"
+    );
     let probe = KafkaTransport::new(cfg.clone(), Some("held-back-probe")).unwrap();
     assert!(!probe.held_back(0).await.unwrap(), "nothing is open yet");
 

@@ -13,8 +13,8 @@ use crate::codec::{encode_key, Key, Lease};
 use crate::election::{evaluate, Step};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
-use crate::token::FencingToken;
 use crate::state::RoleState;
+use crate::token::FencingToken;
 use crate::transport::{LeaseWriter, StateRecord, Transport};
 
 /// Deregisters a member whose acquire was abandoned (cancelled, dropped, or
@@ -89,7 +89,9 @@ pub(crate) async fn acquire_with(
     claim: Option<Box<dyn std::any::Any + Send + Sync>>,
 ) -> Result<Leadership> {
     let m = Arc::new(Member::new(transport, role, member, options)?);
-    m.transport.check_member(&m.role, &m.options.election).await?;
+    m.transport
+        .check_member(&m.role, &m.options.election)
+        .await?;
     let cancel = m.options.cancel.clone();
     let mut guard = AcquireGuard {
         member: Some(Arc::clone(&m)),
@@ -129,8 +131,12 @@ async fn heal(m: &Member, members: &[String]) {
             value: None,
         };
         match m.transport.append(tombstone).await {
-            Ok(_) => tracing::info!(member = %other, "removed the registration of a member that did not take its turn"),
-            Err(e) => tracing::warn!(member = %other, error = %e, "could not remove a stale registration"),
+            Ok(_) => {
+                tracing::info!(member = %other, "removed the registration of a member that did not take its turn")
+            }
+            Err(e) => {
+                tracing::warn!(member = %other, error = %e, "could not remove a stale registration")
+            }
         }
     }
 }

@@ -104,7 +104,10 @@ impl Held {
     /// Ends the term because the local lease deadline passed.
     fn expire(&self) {
         let lease = self.member.options.election.lease_duration;
-        tracing::warn!(?lease, "no renewal committed within the lease; the term ends");
+        tracing::warn!(
+            ?lease,
+            "no renewal committed within the lease; the term ends"
+        );
         self.end(Error::LeaseExpired(format!(
             "no renewal of role {} committed within the lease ({lease:?}); a standby may have taken over",
             crate::error::quote(&self.member.role)
@@ -391,7 +394,10 @@ async fn resign_task(held: &Held) -> Result<()> {
             }
         }
         Err(_) => {
-            tracing::warn!(?bound, "could not deregister within the bound; the registration stays");
+            tracing::warn!(
+                ?bound,
+                "could not deregister within the bound; the registration stays"
+            );
             if result.is_ok() {
                 result = Err(Error::transient(
                     "deregistering",

@@ -314,10 +314,7 @@ impl MemoryEpoch {
     /// offset back until this epoch's next write commits it or a newer mint
     /// of the role aborts it.
     pub fn write_lease_open(&self, record: StateRecord) -> Result<()> {
-        self.write_state(
-            record,
-            EntryState::Open(self.role.clone(), self.token),
-        )
+        self.write_state(record, EntryState::Open(self.role.clone(), self.token))
     }
 
     /// Appends one state record through this epoch; wakes pollers for a
@@ -346,7 +343,11 @@ impl MemoryEpoch {
     /// Completes a commit that went unconfirmed, as the first step of the
     /// next write.
     fn complete_pending(&self, inner: &mut Inner) {
-        let fate = self.pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let fate = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(committed) = fate {
             let to = if committed {
                 EntryState::Committed
@@ -451,7 +452,9 @@ impl LeaseWriter for MemoryEpoch {
         if self.check_epoch(&inner).is_err() {
             return Ok(Superseded::AlreadySuperseded);
         }
-        Ok(Superseded::Bumped(MemoryCluster::bump(&mut inner, &self.role)))
+        Ok(Superseded::Bumped(MemoryCluster::bump(
+            &mut inner, &self.role,
+        )))
     }
 }
 
