@@ -1,0 +1,170 @@
+//! The InitProducerId requests of the describe client: the fence of a
+//! transaction a crashed holder left open, and the conditional epoch bump of
+//! a resign (KIP-360: the caller's producer id and epoch must still be
+//! current).
+
+use kafka_protocol::messages::{
+    ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::*;
+
+/// What a [`DescribeClient::fence`] got for an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FenceAnswer {
+    /// The coordinator is aborting the open transaction (it answered
+    /// CONCURRENT_TRANSACTIONS after bumping the epoch).
+    Aborting,
+    /// Nothing was open any more: the request minted this epoch.
+    Minted(FencingToken),
+    /// The request failed; why.
+    Refused(String),
+}
+
+/// The answer to [`DescribeClient::bump_if_current`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BumpAnswer {
+    /// The token was current; the coordinator bumped it to this one.
+    Bumped(FencingToken),
+    /// A newer epoch already exists (the coordinator's error code is given):
+    /// nothing was bumped.
+    NotCurrent(String),
+}
+
+impl DescribeClient {
+    /// Fences the holder of `transactional_id` the way a new producer of the
+    /// id would, and the way Kafka's `Admin.fenceProducers` (KIP-618) does:
+    /// one InitProducerId for the id, which bumps its epoch and makes the
+    /// coordinator abort the transaction left open. The epoch it mints binds
+    /// no producer and writes nothing; a producer that wants to write calls
+    /// InitProducerId itself afterwards and gets a newer one.
+    ///
+    /// One attempt, no retry: the caller goes on to its own InitProducerId
+    /// whatever the answer.
+    pub(crate) async fn fence(
+        &self,
+        transactional_id: &str,
+        transaction_timeout_ms: i32,
+    ) -> Result<FenceAnswer> {
+        let (deadline, _) = self.deadline(self.inner.timeout);
+        let attempt = async {
+            let addr = self.coordinator(transactional_id, deadline).await?;
+            let conn = self.connection(&addr, deadline).await?;
+            let version = conn
+                .version_for(
+                    ApiKey::InitProducerId,
+                    InitProducerIdRequest::VERSIONS_RANGE,
+                )
+                .ok_or_else(|| {
+                    Attempt::Fail(Error::fatal(
+                        format!("InitProducerId at {addr}"),
+                        "the broker supports no InitProducerId version this client speaks",
+                    ))
+                })?;
+            let mut req = InitProducerIdRequest::default();
+            req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+                transactional_id.to_owned(),
+            )));
+            req.transaction_timeout_ms = transaction_timeout_ms;
+            req.producer_id = ProducerId(-1);
+            req.producer_epoch = -1;
+            let resp: InitProducerIdResponse = self
+                .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+                .await?;
+            Ok::<_, Attempt>(match resp.error_code {
+                0 => {
+                    FenceAnswer::Minted(FencingToken::new(resp.producer_id.0, resp.producer_epoch))
+                }
+                // CONCURRENT_TRANSACTIONS: the open transaction is being aborted.
+                51 => FenceAnswer::Aborting,
+                code => FenceAnswer::Refused(code_name(code)),
+            })
+        };
+        match attempt.await {
+            Ok(answer) => Ok(answer),
+            Err(Attempt::Fail(e)) => Err(e),
+            Err(Attempt::Refind(r)) => {
+                self.forget_coordinator(transactional_id);
+                Ok(FenceAnswer::Refused(r))
+            }
+            Err(Attempt::Backoff(r)) => Ok(FenceAnswer::Refused(r)),
+        }
+    }
+
+    /// Bumps the epoch of `transactional_id` only if `token` is still its
+    /// current (producer id, epoch): InitProducerId v3+ carries the caller's
+    /// producer id and epoch (KIP-360), and the coordinator answers
+    /// `PRODUCER_FENCED` / `INVALID_PRODUCER_EPOCH` instead of bumping when a
+    /// newer epoch exists. A resigning member supersedes its own term this
+    /// way and can never fence a successor.
+    pub async fn bump_if_current(
+        &self,
+        transactional_id: &str,
+        token: FencingToken,
+        transaction_timeout_ms: i32,
+        within: Duration,
+    ) -> Result<BumpAnswer> {
+        crate::codec::check_role(transactional_id)?;
+        let (deadline, budget) = self.deadline(within.min(self.inner.timeout));
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = async {
+                let addr = self.coordinator(transactional_id, deadline).await?;
+                let conn = self.connection(&addr, deadline).await?;
+                let version = conn
+                    .version_for(
+                        ApiKey::InitProducerId,
+                        InitProducerIdRequest::VERSIONS_RANGE,
+                    )
+                    .filter(|v| *v >= 3)
+                    .ok_or_else(|| {
+                        Attempt::Fail(Error::fatal(
+                            format!("InitProducerId at {addr}"),
+                            "the broker does not speak InitProducerId v3+ (Kafka 2.5 or newer), which a conditional epoch bump needs",
+                        ))
+                    })?;
+                let mut req = InitProducerIdRequest::default();
+                req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+                    transactional_id.to_owned(),
+                )));
+                req.transaction_timeout_ms = transaction_timeout_ms;
+                req.producer_id = ProducerId(token.producer_id);
+                req.producer_epoch = token.producer_epoch;
+                let resp: InitProducerIdResponse = self
+                    .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+                    .await?;
+                match resp.error_code {
+                    0 => Ok(BumpAnswer::Bumped(FencingToken::new(
+                        resp.producer_id.0,
+                        resp.producer_epoch,
+                    ))),
+                    // INVALID_PRODUCER_EPOCH, PRODUCER_FENCED,
+                    // INVALID_PRODUCER_ID_MAPPING: not current any more.
+                    47 | 90 | 49 => Ok(BumpAnswer::NotCurrent(code_name(resp.error_code))),
+                    // CONCURRENT_TRANSACTIONS: a transaction is completing.
+                    51 => Err(Attempt::Backoff(code_name(51))),
+                    code => Err(classify_code(code, format!("InitProducerId at {addr}"))),
+                }
+            };
+            let why = match attempt.await {
+                Ok(answer) => return Ok(answer),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Refind(r)) => {
+                    self.forget_coordinator(transactional_id);
+                    r
+                }
+                Err(Attempt::Backoff(r)) => r,
+            };
+            if no_time_for(backoff, deadline) {
+                let context = format!(
+                    "conditional epoch bump of {}",
+                    crate::error::quote(transactional_id)
+                );
+                return Err(self.gave_up(context, budget, why));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+}
