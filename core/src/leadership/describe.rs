@@ -2,7 +2,7 @@
 //! request) and its roster and lease (a read of its state partition).
 
 use crate::codec::Lease;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::partition::role_partition;
 use crate::state::{RoleState, RosterEntry};
 use crate::token::FencingToken;
@@ -39,9 +39,7 @@ pub async fn describe_leadership(
     describer: &dyn Describer,
     role: &str,
 ) -> Result<LeadershipStatus> {
-    if role.is_empty() {
-        return Err(Error::InvalidArgument("role must not be empty".into()));
-    }
+    crate::codec::check_role(role)?;
     Ok(LeadershipStatus {
         token: describer.describe_epoch(role).await?,
     })

@@ -353,7 +353,11 @@ async fn resign_task(held: &Held) -> Result<()> {
     // Waits for a renewal or guarded write in flight, at most the bound.
     let writes = tokio::time::timeout(bound, held.writes.lock()).await;
     if writes.is_ok() && !held.is_ended() {
-        let deadline = tokio::time::Instant::now() + bound;
+        let now = tokio::time::Instant::now();
+        // A bound too large for the clock means no bound in practice.
+        let deadline = now
+            .checked_add(bound)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
         let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
         match held.epoch.write_lease(m.lease_tombstone(), left()).await {
             Ok(()) => {

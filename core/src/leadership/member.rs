@@ -72,12 +72,8 @@ impl Member {
         options: LeadershipOptions,
     ) -> Result<Self> {
         options.validate()?;
-        if role.is_empty() {
-            return Err(Error::InvalidArgument("role must not be empty".into()));
-        }
-        if member.is_empty() {
-            return Err(Error::InvalidArgument("member must not be empty".into()));
-        }
+        crate::codec::check_role(role)?;
+        crate::codec::check_member_id(member)?;
         let registration_key = encode_key(&Key::registration(role, member))?;
         let lease_key = encode_key(&Key::lease(role))?;
         let partition = role_partition(role, options.election.partitions)?;
