@@ -4,7 +4,9 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use krabka_examples::{MemberSpec, Signal};
-//! let mut a = MemberSpec::new(env!("CARGO_BIN_EXE_member"), "127.0.0.1:19092", "billing", "a")
+//! // In an integration test of this crate: env!("CARGO_BIN_EXE_member").
+//! let member_bin = "target/release/member";
+//! let mut a = MemberSpec::new(member_bin, "127.0.0.1:19092", "billing", "a")
 //!     .arg("--lease-ms", "3000")
 //!     .spawn()?;
 //! let elected = a.wait_named("elected", Duration::from_secs(30))?;
