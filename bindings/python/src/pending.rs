@@ -128,7 +128,9 @@ pub fn wait_blocking(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
     let rt = runtime()?;
     let Op { fut, on_interrupt } = op;
     let blocked = py.detach(|| {
-        let mut check = || Python::attach(|py| py.check_signals());
+        // An interpreter that is shutting down runs no signal handlers: the
+        // wait goes on (the process is ending anyway).
+        let mut check = || Python::try_attach(|py| py.check_signals()).unwrap_or(Ok(()));
         let how = Interruptible {
             every: SIGNAL_POLL,
             check: &mut check,

@@ -157,8 +157,10 @@ def test_a_leadership_won_as_the_acquire_is_cancelled_is_resigned(
         async with kc.AsyncClient(kafka) as other:
             task = asyncio.ensure_future(other.acquire_leadership(role, "m", **LONG))
             await asyncio.sleep(0)  # the task starts the acquire
-            # Blocking the loop: the role is won meanwhile.
-            wait_until(lambda: client.describe_leadership(role).token != kc.NO_EPOCH, 20, "the acquire to win")
+            # Blocking the loop: the role is won meanwhile (its first lease
+            # is visible), and the acquire hands its outcome to the loop.
+            wait_until(lambda: client.describe_role_state(role).lease is not None, 20, "the acquire to win")
+            time.sleep(0.5)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

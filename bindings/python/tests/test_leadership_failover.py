@@ -101,17 +101,20 @@ def test_a_frozen_leader_loses_the_role_and_its_writes_are_refused(
             # ends. Either its own monotonic lease deadline says the lease
             # ran out (LeaseExpired, before anything reaches the broker), or
             # the broker fences the write or the overdue renewal (Fenced).
+            # The write and the renewal task race on resuming: the term may
+            # end by one reason while the write is refused by the other.
             lost = a.expect_any({"fenced", "lease_expired"}, 20)
             expected = "LeaseExpired" if lost["event"] == "lease_expired" else "Fenced"
-            assert (lost["error"], lost["leadership_error"], lost["is_held"]) == (expected, expected, False), lost
+            assert lost["error"] == expected, lost
+            assert lost["leadership_error"] in ("LeaseExpired", "Fenced") and lost["is_held"] is False, lost
             assert a.exit_code(20) == (4 if expected == "LeaseExpired" else 3)
-            # The core's own account: the term ended with that step, and no
-            # renewal of a's was accepted after it.
+            # The core's own account: the term ended with one of those steps,
+            # and no renewal of a's was accepted after it.
             core = [e["event"] for e in a.seen + a.drain()]
-            ending = "core." + lost["event"]
-            assert ending in core, core
-            assert "core.renewed" not in core[core.index(ending) + 1 :], core
-            print(f"\nthe frozen leader's write was refused: {expected}")
+            endings = [i for i, e in enumerate(core) if e in ("core.fenced", "core.lease_expired")]
+            assert endings, core
+            assert "core.renewed" not in core[endings[0] + 1 :], core
+            print(f"\nthe frozen leader's write was refused ({expected}); its term ended with {core[endings[0]]}")
 
             # b still leads and writes.
             assert b.is_held
