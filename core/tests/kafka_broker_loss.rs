@@ -34,67 +34,6 @@ use support::*;
 const LEASE: Duration = Duration::from_secs(20);
 const RENEW: Duration = Duration::from_secs(3);
 
-/// A node killed with SIGKILL; started again when restarted or dropped.
-struct KilledNode(Option<String>);
-
-impl KilledNode {
-    fn kill(node: &str) -> KilledNode {
-        let status = kafka_status();
-        let pid = status
-            .lines()
-            .find_map(|l| {
-                let l = l.trim();
-                let rest = l.strip_prefix(&format!("node {node}: running (pid "))?;
-                rest.split(')').next()?.parse::<i32>().ok()
-            })
-            .unwrap_or_else(|| panic!("no pid of node {node} in:\n{status}"));
-        let ok = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -KILL {pid}");
-        KilledNode(Some(node.to_owned()))
-    }
-
-    async fn restart(mut self) {
-        let node = self.0.take().unwrap();
-        let n = node.clone();
-        tokio::task::spawn_blocking(move || kafka_sh(&["node", "start", "3", &n]))
-            .await
-            .unwrap()
-            .unwrap_or_else(|e| panic!("restarting node {node}: {e}"));
-    }
-}
-
-impl Drop for KilledNode {
-    fn drop(&mut self) {
-        if let Some(node) = self.0.take() {
-            if let Err(e) = kafka_sh(&["node", "start", "3", &node]) {
-                eprintln!("restarting node {node} after a failure: {e}");
-            }
-        }
-    }
-}
-
-fn kafka_status() -> String {
-    let out = std::process::Command::new("bash")
-        .arg(repo_root().join("ci/kafka.sh"))
-        .args(["status", "3"])
-        .output()
-        .expect("ci/kafka.sh status 3");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The node index (1..=3) of a broker address of the three-node cluster.
-fn node_of(addr: &str, bootstrap: &str) -> String {
-    let i = bootstrap
-        .split(',')
-        .position(|b| b.trim() == addr)
-        .unwrap_or_else(|| panic!("{addr} is not one of {bootstrap}"));
-    (i + 1).to_string()
-}
-
 /// The node leading `partition` of `topic`.
 fn partition_leader(bootstrap: &str, topic: &str, partition: i32) -> String {
     let consumer: BaseConsumer = ClientConfig::new()
@@ -202,7 +141,7 @@ async fn losing_one_broker_of_three_does_not_change_the_leader() {
     for victim in victims {
         check_events(&mut rx, &mut srx);
         let before = written.load(Ordering::Relaxed);
-        let killed = KilledNode::kill(&victim);
+        let killed = DownNode::kill(&victim);
         let t0 = Instant::now();
         // Two leases without the broker: long past any deadline a stalled
         // leader would have missed.

@@ -20,49 +20,6 @@ const WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 const LEASE: Duration = Duration::from_secs(10);
 
-/// Restarts a stopped node when dropped, so a failing test leaves the
-/// cluster whole.
-struct StoppedNode(Option<String>);
-
-impl StoppedNode {
-    async fn stop(node: String) -> StoppedNode {
-        let n = node.clone();
-        tokio::task::spawn_blocking(move || kafka_sh(&["node", "stop", "3", &n]))
-            .await
-            .unwrap()
-            .unwrap_or_else(|e| panic!("stopping node {node}: {e}"));
-        StoppedNode(Some(node))
-    }
-
-    async fn restart(mut self) {
-        let node = self.0.take().unwrap();
-        let n = node.clone();
-        tokio::task::spawn_blocking(move || kafka_sh(&["node", "start", "3", &n]))
-            .await
-            .unwrap()
-            .unwrap_or_else(|e| panic!("restarting node {node}: {e}"));
-    }
-}
-
-impl Drop for StoppedNode {
-    fn drop(&mut self) {
-        if let Some(node) = self.0.take() {
-            if let Err(e) = kafka_sh(&["node", "start", "3", &node]) {
-                eprintln!("restarting node {node} after a failure: {e}");
-            }
-        }
-    }
-}
-
-/// The node index (1..=3) of a broker address of the three-node cluster.
-fn node_of(addr: &str, bootstrap: &str) -> String {
-    let i = bootstrap
-        .split(',')
-        .position(|b| b.trim() == addr)
-        .unwrap_or_else(|| panic!("coordinator {addr} is not one of {bootstrap}"));
-    (i + 1).to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fence_holds_while_a_broker_restarts() {
     init_tracing();
@@ -89,7 +46,7 @@ async fn the_fence_holds_while_a_broker_restarts() {
     // Stop the broker of the role's transaction coordinator.
     let client = DescribeClient::new(&cfg).unwrap();
     let coordinator = client.coordinator_address(&role).await.unwrap();
-    let stopped = StoppedNode::stop(node_of(&coordinator, &boot)).await;
+    let stopped = DownNode::stop(node_of(&coordinator, &boot)).await;
 
     // The coordinator moves; B still mints a newer epoch, and A is fenced.
     let eb = b

@@ -420,3 +420,74 @@ pub async fn read_uncommitted(bootstrap: &str, topic: &str, partition: i32) -> V
     .await
     .expect("read_uncommitted task")
 }
+
+/// A node of the three-node cluster taken down by a test (stopped with
+/// SIGTERM or killed with SIGKILL); started again by [`DownNode::restart`],
+/// or when dropped, so a failing test leaves the cluster whole.
+pub struct DownNode(Option<String>);
+
+impl DownNode {
+    /// Stops node `node` (1..=3) gracefully (`ci/kafka.sh node stop 3 N`).
+    pub async fn stop(node: String) -> DownNode {
+        let n = node.clone();
+        tokio::task::spawn_blocking(move || kafka_sh(&["node", "stop", "3", &n]))
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("stopping node {node}: {e}"));
+        DownNode(Some(node))
+    }
+
+    /// Kills node `node` (1..=3) with SIGKILL, as a crash would.
+    pub fn kill(node: &str) -> DownNode {
+        let out = Command::new("bash")
+            .arg(repo_root().join("ci/kafka.sh"))
+            .args(["status", "3"])
+            .output()
+            .expect("ci/kafka.sh status 3");
+        let status = String::from_utf8_lossy(&out.stdout);
+        let pid = status
+            .lines()
+            .find_map(|l| {
+                let rest = l
+                    .trim()
+                    .strip_prefix(&format!("node {node}: running (pid "))?;
+                rest.split(')').next()?.parse::<i32>().ok()
+            })
+            .unwrap_or_else(|| panic!("no pid of node {node} in:\n{status}"));
+        let killed = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success(), "kill -KILL {pid}");
+        DownNode(Some(node.to_owned()))
+    }
+
+    /// Starts the node again and waits until it is back in the metadata.
+    pub async fn restart(mut self) {
+        let node = self.0.take().unwrap();
+        let n = node.clone();
+        tokio::task::spawn_blocking(move || kafka_sh(&["node", "start", "3", &n]))
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("restarting node {node}: {e}"));
+    }
+}
+
+impl Drop for DownNode {
+    fn drop(&mut self) {
+        if let Some(node) = self.0.take() {
+            if let Err(e) = kafka_sh(&["node", "start", "3", &node]) {
+                eprintln!("restarting node {node} after a failure: {e}");
+            }
+        }
+    }
+}
+
+/// The node index (1..=3) of a broker address of the three-node cluster.
+pub fn node_of(addr: &str, bootstrap: &str) -> String {
+    let i = bootstrap
+        .split(',')
+        .position(|b| b.trim() == addr)
+        .unwrap_or_else(|| panic!("{addr} is not one of {bootstrap}"));
+    (i + 1).to_string()
+}
