@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The fault campaign (issue 9, item 11): member processes of three roles (two
+# sharing a state partition) write guarded records on the 3-broker cluster while
+# a nemesis kills, pauses, cuts off and skews members and kills and pauses
+# brokers, at random and reproducibly from a seed; then a checker reads every
+# data topic and the state topic with an independent read_committed client.
+# docs/faults.md describes the campaign and records its figures.
+#
+#   ci/faults.sh [--duration SECONDS] [--seed N] [--bootstrap HOST:PORT,...] [more, see --help]
+#
+# The cluster: --bootstrap, else KRABKA_BOOTSTRAP_3, else the 3-node cluster of
+# ci/kafka.sh (started here and stopped at the end if it was not running).
+# Broker faults need a cluster that ci/kafka.sh runs with this environment
+# (KAFKA_PORT_3, KAFKA_STATE_DIR). Cutting a member off needs root (users and
+# iptables; iptables is installed with apt-get when missing). The orchestrator
+# and checker are Python (ci/faults/*.py) in a throw-away venv under
+# target/faults/ with confluent-kafka from PyPI. Exit status 0 only when every
+# check passed; the last line is "N passed, M failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd -P)
+
+log() { printf 'faults.sh: %s\n' "$*" >&2; }
+die() {
+    log "error: $*"
+    exit 1
+}
+
+bootstrap=${KRABKA_BOOTSTRAP_3:-}
+args=()
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --bootstrap)
+        [[ $# -ge 2 ]] || die "--bootstrap needs a value"
+        bootstrap=$2
+        shift 2
+        ;;
+    --bootstrap=*)
+        bootstrap=${1#--bootstrap=}
+        shift
+        ;;
+    -h | --help)
+        args+=("$1")
+        shift
+        ;;
+    *)
+        args+=("$1")
+        shift
+        ;;
+    esac
+done
+
+target_dir=${CARGO_TARGET_DIR:-$repo/target}
+work=$target_dir/faults
+mkdir -p "$work"
+
+# -- clean-up: whatever the orchestrator left (it heals itself; this is the net)
+started_cluster=0
+cleanup() {
+    local rc=$?
+    if command -v iptables >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
+        iptables -w -S OUTPUT 2>/dev/null | grep -- 'krabka-faults' | sed 's/^-A /-D /' |
+            while read -r rule; do eval "iptables -w $rule" || true; done || true
+    fi
+    if ((started_cluster)); then
+        log "stopping the 3-node cluster this run started"
+        ci/kafka.sh stop 3 || true
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# -- python venv with confluent-kafka (an independent client for the checker)
+venv=$work/venv
+if ! "$venv/bin/python" -c 'import confluent_kafka' >/dev/null 2>&1; then
+    log "creating the venv $venv with confluent-kafka from PyPI"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check 'confluent-kafka>=2.4,<3' >&2
+fi
+for a in "${args[@]+"${args[@]}"}"; do
+    if [[ $a == -h || $a == --help ]]; then
+        exec "$venv/bin/python" ci/faults/main.py --help
+    fi
+done
+
+# -- iptables for the cut-off fault (root only; skipped loudly otherwise)
+if [[ $(id -u) == 0 ]] && ! command -v iptables >/dev/null 2>&1; then
+    log "installing iptables (the cut-off fault needs it)"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables >&2; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q iptables >&2 ||
+            log "NOTICE: iptables could not be installed; members will not be cut off"
+    fi
+fi
+
+# -- the member binary and the clock shim
+log "building the member binary (cargo build --release -p krabka-examples --bin member)"
+cargo build --release -q -p krabka-examples --bin member >&2
+member_bin=$target_dir/release/member
+[[ -x $member_bin ]] || die "no member binary at $member_bin"
+shim=$work/clockshim.so
+cc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$shim.tmp" ci/faults/clockshim.c -ldl
+mv "$shim.tmp" "$shim"
+chmod 755 "$shim" "$work"
+
+# -- the cluster
+if [[ -z $bootstrap ]]; then
+    log "no --bootstrap and no KRABKA_BOOTSTRAP_3: starting the 3-node cluster with ci/kafka.sh"
+    if ! ci/kafka.sh status 3 2>/dev/null | grep -q 'running (pid'; then started_cluster=1; fi
+    bootstrap=$(ci/kafka.sh start 3 | tail -n 1)
+fi
+
+python_dir=$repo/ci/faults
+PYTHONPATH=$python_dir "$venv/bin/python" "$python_dir/selftest.py"
+PYTHONPATH=$python_dir "$venv/bin/python" -u "$python_dir/main.py" \
+    --bootstrap "$bootstrap" --member-bin "$member_bin" --clock-shim "$shim" \
+    --repo "$repo" --work-dir "$work" "${args[@]+"${args[@]}"}"

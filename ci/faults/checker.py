@@ -1,0 +1,269 @@
+"""The checker: what the committed logs and the members' events say.
+
+Input: the members' event lines (stamped on arrival, see members.py), the
+faults, and what an independent read_committed reader found in every data
+topic and in the roles' state partitions. Output: a list of checks (name,
+passed, details) and the figures of the run.
+
+What is checked, per role:
+  records      the data topic holds committed guarded records at all
+  settled      no transaction was left open on the data topic at the end
+  token order  the committed records carry non-decreasing tokens (producer id,
+               then epoch) in log order: none from a token after a newer one
+  provenance   each committed record carries a token its writer announced in
+               an `elected` line (a member cannot write with a token it did
+               not win)
+  batch headers  the producer id and epoch of the record's batch, as the
+               broker wrote them in its log segment, equal the value's token
+               (only when the cluster's log directories are on this machine)
+  outcomes     a write the member reported `ok` is in the committed log; a
+               write reported as failed (any kind but OUTCOME_UNKNOWN) is not
+  one term per token  no token was announced by two `elected` lines
+  lease order  the role's committed lease records in the state topic carry
+               non-decreasing tokens, each one announced by its member
+  leader after healing  a member led (elected or renewed) after every fault
+               was healed
+"""
+
+import json
+
+import headers
+from members import TERM_ENDS
+
+
+def _token(v):
+    return (int(v["producer_id"]), int(v["epoch"]))
+
+
+def fmt_token(t):
+    return f"{t[0]}/{t[1]}"
+
+
+class Check:
+    def __init__(self, name, problems, info=""):
+        self.name = name
+        self.problems = problems
+        self.info = info
+
+    @property
+    def passed(self):
+        return not self.problems
+
+
+def terms_of(events, role):
+    """The terms of `role`: one dict per `elected` line, with the arrival
+    time of the election, of its last renewal and of its end (or None)."""
+    terms = []
+    current = {}  # pid -> term
+    for e in events:
+        if e["role"] != role:
+            continue
+        line = e["line"]
+        name = line.get("event")
+        pid = e["pid"]
+        if name == "elected":
+            term = {"member": e["member"], "pid": pid, "token": _token(line), "start": e["t"],
+                    "last": e["t"], "end": None, "how": None}
+            terms.append(term)
+            current[pid] = term
+        elif pid in current:
+            term = current[pid]
+            if name == "renewed":
+                term["last"] = e["t"]
+            elif name in TERM_ENDS:
+                term["end"], term["how"] = e["t"], name
+                del current[pid]
+    return terms
+
+
+def leaderless(terms, lease_s, stop_t):
+    """Gaps in a role's leadership between its first election and `stop_t`:
+    a term covers [elected, min(last renewal + lease, its end)]."""
+    spans = []
+    for t in terms:
+        end = t["last"] + lease_s
+        if t["end"] is not None:
+            end = min(end, t["end"])
+        spans.append((t["start"], min(end, stop_t)))
+    spans.sort()
+    gaps = []
+    if not spans:
+        return gaps
+    covered = spans[0][1]
+    for start, end in spans[1:]:
+        if start > covered:
+            gaps.append((covered, start))
+        covered = max(covered, end)
+    if covered < stop_t:
+        gaps.append((covered, stop_t))
+    return gaps
+
+
+def check_data(role, records, terms, writes):
+    """Token order, provenance and write outcomes of one role's data topic."""
+    order, provenance, outcomes = [], [], []
+    announced = {}
+    for t in terms:
+        announced.setdefault(t["member"], set()).add(t["token"])
+    best, best_at = None, None
+    committed = set()
+    for offset, key, value in records:
+        try:
+            v = json.loads(value)
+            tok = _token(v)
+            member, seq = v["member"], int(v["seq"])
+        except (TypeError, ValueError, KeyError) as e:
+            order.append(f"offset {offset}: not a guarded record of the member ({e}): {value!r:.120}")
+            continue
+        if best is not None and tok < best:
+            order.append(f"offset {offset}: {member} wrote seq {seq} with token {fmt_token(tok)} "
+                         f"after token {fmt_token(best)} appeared at offset {best_at}")
+        elif best is None or tok > best:
+            best, best_at = tok, offset
+        if tok not in announced.get(member, ()):
+            provenance.append(f"offset {offset}: {member} committed seq {seq} with token {fmt_token(tok)}, "
+                              f"which it never announced as elected (it announced "
+                              f"{sorted(fmt_token(x) for x in announced.get(member, ()))})")
+        if (member, tok, seq) in committed:
+            order.append(f"offset {offset}: {member} seq {seq} of token {fmt_token(tok)} committed twice")
+        committed.add((member, tok, seq))
+    unknown_committed = unknown_total = 0
+    for w in writes:
+        key = (w["member"], w["token"], w["seq"])
+        if w["result"] == "ok" and key not in committed:
+            outcomes.append(f"{w['member']} reported seq {w['seq']} of token {fmt_token(w['token'])} "
+                            f"written (at {w['t']:.1f}s) but it is not in the committed log")
+        elif w["result"] != "ok" and w["kind"] == "OUTCOME_UNKNOWN":
+            unknown_total += 1
+            unknown_committed += key in committed
+        elif w["result"] != "ok" and key in committed:
+            outcomes.append(f"{w['member']} reported seq {w['seq']} of token {fmt_token(w['token'])} "
+                            f"failed ({w['result']}, {w['kind']}) at {w['t']:.1f}s but it is committed")
+    return order, provenance, outcomes, (unknown_committed, unknown_total)
+
+
+def writes_of(events, role):
+    """Every `guarded_write` line of `role`, with the token of its term."""
+    token_of = {}
+    out = []
+    for e in events:
+        if e["role"] != role:
+            continue
+        line = e["line"]
+        if line.get("event") == "elected":
+            token_of[e["pid"]] = _token(line)
+        elif line.get("event") == "guarded_write" and e["pid"] in token_of:
+            out.append({"member": e["member"], "token": token_of[e["pid"]], "seq": int(line["seq"]),
+                        "result": line.get("result"), "kind": line.get("kind"), "t": e["t"]})
+    return out
+
+
+def check_leases(role, leases, terms):
+    """Committed lease records of a role: (offset, member, token) in log order."""
+    problems = []
+    announced = {(t["member"], t["token"]) for t in terms}
+    best = None
+    for offset, member, tok in leases:
+        if best is not None and tok < best:
+            problems.append(f"state offset {offset}: lease of {member} with token {fmt_token(tok)} "
+                            f"after a lease with token {fmt_token(best)}")
+        best = tok if best is None else max(best, tok)
+        if (member, tok) not in announced:
+            problems.append(f"state offset {offset}: lease of {member} with token {fmt_token(tok)}, "
+                            "never announced as elected by that member")
+    return problems
+
+
+def value_tokens(records):
+    """offset -> the token a guarded record's value carries."""
+    out = {}
+    for offset, _, value in records:
+        try:
+            out[offset] = _token(json.loads(value))
+        except (TypeError, ValueError, KeyError):
+            pass
+    return out
+
+
+def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
+    """The checks and the figures of a run.
+
+    run: dict with roles, lease_ms, stop_t (when the members were stopped);
+    data: role -> {"records", "settled", "lso", "hw"}; leases: role -> list of
+    (offset, member, token); healed_leaders: role -> True when a member led
+    after everything was healed; batch_headers: role -> data batches of the
+    leader's log segments (headers.batches), absent when not readable."""
+    checks = []
+    figures = {"roles": {}, "faults": {}, "skipped": {}}
+    injected = [f for f in faults if f["status"] == "injected"]
+    for f in faults:
+        bucket = figures["faults"] if f["status"] == "injected" else figures["skipped"]
+        bucket[f["kind"]] = bucket.get(f["kind"], 0) + 1
+    checks.append(Check("faults injected", [] if injected else ["no fault was injected"],
+                        f"{len(injected)} injected"))
+    lease_s = run["lease_ms"] / 1000.0
+    longest = (0.0, None, None)
+    total_records = 0
+    for role in run["roles"]:
+        terms = terms_of(events, role)
+        writes = writes_of(events, role)
+        d = data[role]
+        records = d["records"]
+        total_records += len(records)
+        order, provenance, outcomes, (uc, ut) = check_data(role, records, terms, writes)
+        short = role.split("-")[2] if role.count("-") >= 2 else role
+        checks.append(Check(f"{short}: committed records", [] if records else ["no committed guarded record"],
+                            f"{len(records)} records"))
+        checks.append(Check(f"{short}: data topic settled", [] if d["settled"] else [
+            f"an open transaction holds the last stable offset {d['lso']} below the high watermark {d['hw']}"]))
+        checks.append(Check(f"{short}: token order", order))
+        checks.append(Check(f"{short}: provenance", provenance))
+        if role in batch_headers:
+            checks.append(Check(f"{short}: batch headers",
+                                headers.check(records, value_tokens(records), batch_headers[role]),
+                                f"{len(batch_headers[role])} data batches in the leader's log"))
+        checks.append(Check(f"{short}: write outcomes", outcomes,
+                            f"{sum(w['result'] == 'ok' for w in writes)} reported ok; "
+                            f"{uc} of {ut} with an unknown outcome committed"))
+        seen, dup = {}, []
+        for t in terms:
+            if t["token"] in seen:
+                dup.append(f"token {fmt_token(t['token'])} elected twice: {seen[t['token']]} and "
+                           f"{t['member']} at {t['start']:.1f}s")
+            seen[t["token"]] = f"{t['member']} at {t['start']:.1f}s"
+        checks.append(Check(f"{short}: one term per token", dup, f"{len(terms)} elections"))
+        checks.append(Check(f"{short}: lease order", check_leases(role, leases.get(role, []), terms),
+                            f"{len(leases.get(role, []))} committed leases"))
+        checks.append(Check(f"{short}: leader after healing",
+                            [] if healed_leaders.get(role) else ["no member led after every fault was healed"]))
+        gaps = leaderless(terms, lease_s, run["stop_t"])
+        worst = max(gaps, key=lambda g: g[1] - g[0], default=None)
+        if worst is not None and worst[1] - worst[0] > longest[0]:
+            longest = (worst[1] - worst[0], role, worst)
+        figures["roles"][role] = {
+            "elections": len(terms),
+            "records": len(records),
+            "writes_ok": sum(w["result"] == "ok" for w in writes),
+            "writes_failed": sum(w["result"] != "ok" for w in writes),
+            "longest_leaderless_s": round(worst[1] - worst[0], 2) if worst else 0.0,
+            "leaderless_at_s": [round(worst[0], 1), round(worst[1], 1)] if worst else None,
+        }
+    errors = {}
+    for e in events:
+        line = e["line"]
+        if line.get("event") in ("ended", "resign_failed", "deregister_failed"):
+            key = f"{line['event']} {line.get('kind', '')}: {str(line.get('error', ''))[:160]}"
+            errors[key] = errors.get(key, 0) + 1
+    figures["member_errors"] = errors
+    figures["elections"] = sum(r["elections"] for r in figures["roles"].values())
+    figures["records"] = total_records
+    figures["violations"] = sum(len(c.problems) for c in checks)
+    figures["longest_leaderless_s"] = round(longest[0], 2)
+    if longest[1] is not None:
+        a, b = longest[2]
+        figures["longest_leaderless"] = {
+            "role": longest[1], "from_s": round(a, 1), "to_s": round(b, 1),
+            "faults_around": [f"{f['t']:.1f}s {f['kind']} {f.get('target', '')} {f.get('detail', '')}".strip()
+                              for f in injected if a - 2 * lease_s - 15 <= f["t"] <= b],
+        }
+    return checks, figures

@@ -1,0 +1,254 @@
+"""The fault campaign (issue 9, item 11): member processes of several roles
+write guarded records on the 3-broker cluster while a nemesis injects faults;
+then everything is healed, the members stop, and the checker reads what was
+committed. Run it through ci/faults.sh, which prepares the venv, the member
+binary, the clock shim and the cluster.
+"""
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+
+import checker
+import headers
+import kafka_io
+from brokers import Brokers
+from isolation import Isolation
+from members import Fleet
+from nemesis import Nemesis
+from roles import pick_roles, role_partition
+
+
+def log(msg):
+    print(f"faults: {msg}", flush=True)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="ci/faults.sh", description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=100.0, help="seconds of faults (default 100)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the nemesis (default: random, printed)")
+    p.add_argument("--bootstrap", required=True, help="the 3-broker cluster (ci/faults.sh finds or starts one)")
+    p.add_argument("--member-bin", required=True, help="the member binary (set by ci/faults.sh)")
+    p.add_argument("--clock-shim", required=True, help="the LD_PRELOAD wall-clock shim (set by ci/faults.sh)")
+    p.add_argument("--repo", required=True, help="the repository root (set by ci/faults.sh)")
+    p.add_argument("--work-dir", required=True, help="where runs keep their events and report (target/faults)")
+    p.add_argument("--members", default="3,3,2", help="members per role, one count per role (default 3,3,2)")
+    p.add_argument("--lease-ms", type=int, default=5000, help="the members' lease (default 5000)")
+    p.add_argument("--renew-ms", type=int, default=1000, help="the members' renew interval (default 1000)")
+    p.add_argument("--stagger-ms", type=int, default=1000, help="the members' challenge stagger (default 1000)")
+    p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
+    p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")
+    p.add_argument("--keep-topics", action="store_true", help="keep the data topics after the run")
+    a = p.parse_args(argv)
+    a.members_per_role = [int(x) for x in a.members.split(",")]
+    if len(a.members_per_role) < 3 or min(a.members_per_role) < 1:
+        p.error("--members needs at least three roles of at least one member each")
+    if a.seed is None:
+        a.seed = secrets.randbelow(1_000_000)
+    return a
+
+
+def machine():
+    cpus = os.cpu_count()
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()}, {cpus} cores {model}".strip()
+
+
+def warn_ephemeral(ports):
+    """Broker ports in the kernel's ephemeral range can be taken by a client's
+    TCP self-connect while a broker is down: its restart then fails."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        return
+    inside = [p for p in ports if low <= p <= high]
+    if inside:
+        log(f"WARNING: broker ports {inside} lie in the ephemeral port range {low}-{high}: a client "
+            "reconnecting to a killed broker may connect to itself and hold the port, so the restart fails "
+            f"with 'Address already in use' and the broker's peers may stall; use ports below {low}")
+
+
+def wait_for(cond, within, step=0.25):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
+def read_headers(cfg, brokers, topics):
+    """role -> the data batches (offsets, producer id, epoch) in the
+    partition leader's log segments, or None when they cannot be read."""
+    if not brokers.controllable:
+        log(f"NOTICE: batch headers are not checked: {brokers.why_not}")
+        return {}
+    dirs = {}
+    for role, topic in topics.items():
+        leader = kafka_io.partition_leader(cfg.bootstrap, topic, 0)
+        dirs[role] = os.path.join(headers.log_dir(cfg.repo, leader), f"{topic}-0")
+    found = headers.batches(cfg.repo, list(dirs.values()))
+    return {role: found[d] for role, d in dirs.items()}
+
+
+def read_logs(cfg, roles, topics, partitions, lease_s):
+    """What a read_committed reader finds: the data topics, and the lease
+    records of our roles in their state partitions."""
+    data = {}
+    for role in roles:
+        lso, hw, settled = kafka_io.wait_stable(cfg.bootstrap, topics[role], 0, within=2 * lease_s + 60)
+        records, end = kafka_io.read_committed(cfg.bootstrap, topics[role], 0)
+        data[role] = {"records": records, "settled": settled and end >= hw, "lso": lso, "hw": hw}
+        log(f"read {len(records)} committed records of {topics[role]} (end {end}, high watermark {hw})")
+    leases = {role: [] for role in roles}
+    for part in sorted({role_partition(r, partitions) for r in roles}):
+        lso, hw, settled = kafka_io.wait_stable(cfg.bootstrap, kafka_io.STATE_TOPIC, part, within=30)
+        if not settled:
+            log(f"NOTICE: state partition {part} still has an open transaction; its leases are read up to {lso}")
+        records, _ = kafka_io.read_committed(cfg.bootstrap, kafka_io.STATE_TOPIC, part)
+        for offset, key, value in records:
+            try:
+                kind, role, _ = kafka_io.decode_key(key)
+            except (ValueError, TypeError):
+                continue
+            if role in leases and kind == 1 and value:
+                member, pid, epoch, _, _ = kafka_io.decode_lease(value)
+                leases[role].append((offset, member, (pid, epoch)))
+    return data, leases
+
+
+def report(cfg, roles, checks, figures, started, duration_s, run_dir):
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(figures["faults"].items())) or "none"
+    skipped = ", ".join(f"{k} {n}" for k, n in sorted(figures["skipped"].items()))
+    print("\n=== fault campaign report", flush=True)
+    for c in checks:
+        print(f"  {'ok  ' if c.passed else 'FAIL'} {c.name}{'  (' + c.info + ')' if c.info else ''}")
+        for p in c.problems[:10]:
+            print(f"         {p}")
+        if len(c.problems) > 10:
+            print(f"         ... and {len(c.problems) - 10} more")
+    print(f"  roles: {', '.join(roles)} (the first two share state partition "
+          f"{role_partition(roles[0], cfg.partitions)} of {cfg.partitions})")
+    for role, r in figures["roles"].items():
+        print(f"  {role}: {r['elections']} elections, {r['records']} committed records, "
+              f"{r['writes_ok']} writes ok / {r['writes_failed']} failed, "
+              f"longest leaderless {r['longest_leaderless_s']:.1f}s")
+    print(f"  member exits by code: {figures['exits']} (-9 killed, 0 stopped, 1 error, 3 fenced, 4 lease expired)")
+    for what, n in sorted(figures["member_errors"].items(), key=lambda x: -x[1]):
+        print(f"  {n} x {what}")
+    if "longest_leaderless" in figures:
+        ll = figures["longest_leaderless"]
+        print(f"  longest leaderless: {figures['longest_leaderless_s']:.1f}s in {ll['role']} "
+              f"({ll['from_s']}s to {ll['to_s']}s); faults before it: {ll['faults_around']}")
+    print(f"  run directory: {run_dir}")
+    passed = sum(c.passed for c in checks)
+    failed = len(checks) - passed
+    print(f"faults: seed {cfg.seed}, {cfg.duration:.0f}s of faults, {duration_s:.0f}s in all, "
+          f"faults injected: {kinds}{'; skipped: ' + skipped if skipped else ''}")
+    print(f"faults: {figures['elections']} elections, {figures['records']} committed guarded records checked, "
+          f"{figures['violations']} violations, longest leaderless {figures['longest_leaderless_s']:.1f}s; "
+          f"{'PASSED' if failed == 0 else 'FAILED'}")
+    print(f"{passed} passed, {failed} failed", flush=True)
+    with open(os.path.join(run_dir, "report.json"), "w") as f:
+        json.dump({"seed": cfg.seed, "duration_s": cfg.duration, "wall_s": round(duration_s, 1),
+                   "started": started, "machine": machine(), "bootstrap": cfg.bootstrap,
+                   "lease_ms": cfg.lease_ms, "renew_ms": cfg.renew_ms, "stagger_ms": cfg.stagger_ms,
+                   "members": cfg.members_per_role, "roles": roles, "figures": figures,
+                   "checks": [{"name": c.name, "passed": c.passed, "problems": c.problems, "info": c.info}
+                              for c in checks]}, f, indent=2)
+    return failed == 0
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    t_start = time.monotonic()
+    run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-seed{cfg.seed}"
+    run_dir = os.path.join(cfg.work_dir, "runs", run_id)
+    os.makedirs(run_dir, exist_ok=True)
+    for d in (cfg.work_dir, os.path.join(cfg.work_dir, "runs"), run_dir):
+        os.chmod(d, 0o755)
+    log(f"seed {cfg.seed}; {cfg.duration:.0f}s of faults on {cfg.bootstrap}; "
+        f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms; run directory {run_dir}")
+    log(f"reproduce the fault schedule with: ci/faults.sh --seed {cfg.seed} --duration {cfg.duration:g}")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    cfg.partitions = kafka_io.ensure_state_topic(cfg.bootstrap)
+    roles = pick_roles(f"faults-{secrets.token_hex(3)}", len(cfg.members_per_role), cfg.partitions)
+    topics = {r: f"{r}-data" for r in roles}
+    for t in topics.values():
+        kafka_io.create_topic(cfg.bootstrap, t, 1, {"min.insync.replicas": "2"})
+    log("roles " + ", ".join(f"{r} (state partition {role_partition(r, cfg.partitions)})" for r in roles))
+
+    ports = [int(b.rsplit(":", 1)[1]) for b in cfg.bootstrap.split(",")]
+    isolation = Isolation(ports, log)
+    if not isolation.available:
+        log(f"NOTICE: members cannot be cut off from the brokers: {isolation.why_not}; "
+            "every member_cut fault is skipped and counted as skipped")
+    brokers = Brokers(cfg.repo, cfg.bootstrap, log)
+    if not brokers.controllable:
+        log(f"NOTICE: no broker faults: {brokers.why_not}")
+    warn_ephemeral(ports)
+    fleet = Fleet(cfg, roles, topics, isolation, run_dir, cfg.seed, log)
+    nemesis = Nemesis(cfg, roles, fleet, brokers, isolation, cfg.seed, run_dir, log)
+    lease_s = cfg.lease_ms / 1000.0
+    stopped = False
+    try:
+        fleet.start()
+        if not wait_for(lambda: all(fleet.leader(r) for r in roles), within=120):
+            log("FAILED: not every role had a leader 120 s after the members started; no faults injected")
+        else:
+            log(f"{fleet.now():.1f}s every role has a leader; the nemesis starts")
+            nemesis.run(until=fleet.now() + cfg.duration)
+        log(f"{fleet.now():.1f}s the nemesis stops; healing what is still faulty")
+        nemesis.finish()
+        isolation.heal()
+        if brokers.controllable and not brokers.heal():
+            log("a broker did not come back while healing")
+        fleet.heal()
+        cluster_whole = not brokers.controllable or len(brokers.pids()) == 3
+        heal_t = fleet.now()
+        settle = max(60.0, 10 * lease_s)
+        wait_for(lambda: all(fleet.has_leader_since(r, heal_t) for r in roles), within=settle)
+        healed = {r: fleet.has_leader_since(r, heal_t) for r in roles}
+        time.sleep(5.0)
+        log(f"{fleet.now():.1f}s healed at {heal_t:.1f}s; leaders since: {healed}; stopping the members")
+        stop_t = fleet.now()
+        fleet.stop()
+        stopped = True
+        data, leases = read_logs(cfg, roles, topics, cfg.partitions, lease_s)
+        batch_headers = read_headers(cfg, brokers, topics)
+        run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t}
+        checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers)
+        checks.append(checker.Check("the cluster has its three brokers after healing",
+                                    [] if cluster_whole else [f"running nodes: {sorted(brokers.pids())}"]))
+        figures["exits"] = dict(sorted(fleet.exits.items()))
+        ok = report(cfg, roles, checks, figures, started, time.monotonic() - t_start, run_dir)
+        if ok and not cfg.keep_topics:
+            kafka_io.delete_topics(cfg.bootstrap, topics.values())
+        return 0 if ok else 1
+    finally:
+        nemesis.stop_flag.set()
+        isolation.heal()
+        if brokers.controllable:
+            brokers.heal()
+        if not stopped:
+            fleet.heal()
+            fleet.stop()
+        isolation.remove_users()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

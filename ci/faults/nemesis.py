@@ -1,0 +1,229 @@
+"""The nemesis: faults at random, reproducibly from the seed.
+
+Each step draws the same random values whatever happens at run time (the
+kind, the role, leader or standby, a pick among the candidates, a duration,
+a broker node, a clock offset), so one seed always gives the same schedule of
+decisions; what the cluster and the members do under it depends on timing.
+
+Kinds:
+  member_kill   SIGKILL of a member (the supervisor restarts it)
+  member_pause  SIGSTOP, then SIGCONT after 0.3 to 2.5 leases
+  member_cut    iptables drops the member's packets to the brokers for 0.5 to 3 leases
+  member_clock  the member's wall clock steps 2 to 30 s forward or back, for 5 to 20 s
+  broker_kill   SIGKILL of a broker JVM, restarted (ci/kafka.sh node start) 2 to 10 s later
+  broker_pause  SIGSTOP of a broker JVM, SIGCONT 2 to 12 s later
+At most one broker fault at a time; a member under a fault takes no other.
+"""
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+
+KINDS = [
+    ("member_kill", 3),
+    ("member_pause", 3),
+    ("member_cut", 2),
+    ("member_clock", 2),
+    ("broker_kill", 1),
+    ("broker_pause", 1),
+]
+# seconds a broker fault keeps the broker slot after it healed (replicas catch up)
+BROKER_SETTLE = 8.0
+
+
+class Nemesis:
+    def __init__(self, cfg, roles, fleet, brokers, isolation, seed, run_dir, log):
+        self.cfg = cfg
+        self.roles = roles
+        self.fleet = fleet
+        self.brokers = brokers
+        self.isolation = isolation
+        self.rng = random.Random(f"nemesis-{seed}")
+        self.log = log
+        self.faults = []
+        self.lock = threading.Lock()
+        self.threads = []
+        self.broker_busy = False
+        self.stop_flag = threading.Event()
+        self.file = open(os.path.join(run_dir, "faults.jsonl"), "a", buffering=1)
+
+    def _note(self, fault):
+        with self.lock:
+            self.faults.append(fault)
+            self.file.write(json.dumps(fault) + "\n")
+        what = fault["status"] if fault["status"] != "injected" else ""
+        self.log(f"{fault['t']:7.1f}s {fault['kind']:<13} {fault.get('target', '')} "
+                 f"{fault.get('detail', '')} {what} {fault.get('reason', '')}".rstrip())
+
+    def _later(self, fn, *args):
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def run(self, until):
+        """Injects faults until the fleet's clock reaches `until`."""
+        kinds = [k for k, _ in KINDS]
+        weights = [w for _, w in KINDS]
+        lease = self.cfg.lease_ms / 1000.0
+        while True:
+            gap = self.rng.uniform(self.cfg.gap_min, self.cfg.gap_max)
+            draw = {
+                "kind": self.rng.choices(kinds, weights)[0],
+                "role": self.rng.randrange(len(self.roles)),
+                "leader": self.rng.random() < 0.6,
+                "pick": self.rng.random(),
+                "factor": self.rng.random(),
+                "node": self.rng.randint(1, 3),
+                "sign": self.rng.choice((-1, 1)),
+            }
+            if self.stop_flag.wait(gap) or self.fleet.now() + 0.5 >= until:
+                return
+            kind = draw["kind"]
+            if kind.startswith("member_"):
+                self._member_fault(kind, draw, lease)
+            else:
+                self._broker_fault(kind, draw)
+
+    def finish(self):
+        """Stops injecting and waits until every fault in flight has healed."""
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join()
+        self.file.close()
+
+    # ------------------------------------------------------------ members
+
+    def _target(self, role, prefer_leader, pick):
+        with self.fleet.lock:
+            free = [s for s in self.fleet.slots if s.role == role and s.alive and s.busy is None]
+            if not free:
+                return None, False
+            leader = next((s for s in free if s.leading), None)
+            if prefer_leader and leader is not None:
+                return leader, True
+            slot = free[min(int(pick * len(free)), len(free) - 1)]
+            return slot, slot.leading
+
+    def _member_fault(self, kind, d, lease):
+        role = self.roles[d["role"]]
+        f = {"t": round(self.fleet.now(), 3), "kind": kind, "role": role}
+        slot, leading = self._target(role, d["leader"], d["pick"])
+        if slot is None:
+            f.update(status="skipped", reason="no live member free of faults in the role")
+            return self._note(f)
+        f["target"] = f"slot{slot.index} {slot.member}{' (leader)' if leading else ''}"
+        f["leader"] = leading
+        if kind == "member_kill":
+            pid = self.fleet.signal(slot, signal.SIGKILL)
+            f.update(status="injected" if pid else "skipped", pid=pid)
+            if not pid:
+                f["reason"] = "the member exited first"
+            return self._note(f)
+        if kind == "member_cut" and (not self.isolation.available or slot.uid is None):
+            f.update(status="skipped", reason=f"cannot cut a member off: {self.isolation.why_not}")
+            return self._note(f)
+        slot.busy = kind
+        if kind == "member_pause":
+            secs = lease * (0.3 + 2.2 * d["factor"])
+            pid = self.fleet.signal(slot, signal.SIGSTOP)
+            f.update(detail=f"for {secs:.1f}s", seconds=round(secs, 2), pid=pid)
+            if not pid:
+                slot.busy = None
+                f.update(status="skipped", reason="the member exited first")
+                return self._note(f)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._resume_member, slot, pid, secs)
+        elif kind == "member_cut":
+            secs = lease * (0.5 + 2.5 * d["factor"])
+            f.update(detail=f"for {secs:.1f}s", seconds=round(secs, 2), uid=slot.uid)
+            if not self.isolation.cut(slot.uid):
+                slot.busy = None
+                f.update(status="skipped", reason="the iptables rule could not be inserted")
+                return self._note(f)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._mend_member, slot, secs)
+        else:  # member_clock
+            offset_ms = int(d["sign"] * (2000 + 28000 * d["factor"]))
+            secs = 5.0 + 15.0 * d["pick"]
+            f.update(detail=f"{offset_ms:+d} ms for {secs:.1f}s", offset_ms=offset_ms, seconds=round(secs, 2))
+            with open(slot.clock_file, "w") as fh:
+                fh.write(f"{offset_ms}\n")
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._reset_clock, slot, secs)
+
+    def _resume_member(self, slot, pid, secs):
+        time.sleep(secs)
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        slot.busy = None
+
+    def _mend_member(self, slot, secs):
+        time.sleep(secs)
+        self.isolation.mend(slot.uid)
+        slot.busy = None
+
+    def _reset_clock(self, slot, secs):
+        time.sleep(secs)
+        with open(slot.clock_file, "w") as fh:
+            fh.write("0\n")
+        slot.busy = None
+
+    # ------------------------------------------------------------ brokers
+
+    def _broker_fault(self, kind, d):
+        node = d["node"]
+        f = {"t": round(self.fleet.now(), 3), "kind": kind, "target": f"broker node {node}"}
+        if not self.brokers.controllable:
+            f.update(status="skipped", reason=self.brokers.why_not)
+            return self._note(f)
+        with self.lock:
+            busy = self.broker_busy
+            self.broker_busy = True
+        if busy:
+            f.update(status="skipped", reason="a broker fault is in flight")
+            return self._note(f)
+        if kind == "broker_kill":
+            secs = 2.0 + 8.0 * d["factor"]
+            pid = self.brokers.kill(node)
+            f.update(detail=f"down {secs:.1f}s, then restarted", seconds=round(secs, 2), pid=pid)
+            if pid is None:
+                self.broker_busy = False
+                f.update(status="skipped", reason="the node is not running")
+                return self._note(f)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._restart_broker, node, secs)
+        else:
+            secs = 2.0 + 10.0 * d["factor"]
+            pid = self.brokers.pause(node)
+            f.update(detail=f"paused {secs:.1f}s", seconds=round(secs, 2), pid=pid)
+            if pid is None:
+                self.broker_busy = False
+                f.update(status="skipped", reason="the node is not running")
+                return self._note(f)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._resume_broker, pid, secs)
+
+    def _restart_broker(self, node, secs):
+        time.sleep(secs)
+        t = self.fleet.now()
+        ok = self.brokers.start(node)
+        self.log(f"{self.fleet.now():7.1f}s broker node {node} "
+                 f"{'is back' if ok else 'did NOT come back'} ({self.fleet.now() - t:.1f}s to restart)")
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False
+
+    def _resume_broker(self, pid, secs):
+        time.sleep(secs)
+        self.brokers.resume(pid)
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False

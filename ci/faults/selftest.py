@@ -1,0 +1,116 @@
+"""The checker's own test, without Kafka: synthetic logs and events that
+break each property must fail its check, and a clean history must pass.
+ci/faults.sh runs it before every campaign."""
+
+import json
+
+import checker
+import headers
+from roles import _self_test as roles_self_test
+
+ROLE = "faults-000000-r1"
+
+
+def ev(t, pid, member, event, **fields):
+    return {"t": t, "slot": 0, "pid": pid, "role": ROLE, "member": member,
+            "line": {"event": event, "member": member, **fields}}
+
+
+def rec(offset, member, pid, epoch, seq):
+    value = json.dumps({"member": member, "producer_id": pid, "epoch": epoch, "seq": seq}).encode()
+    return (offset, member.encode(), value)
+
+
+def clean():
+    events = [
+        ev(1.0, 10, "a", "elected", producer_id=7, epoch=0),
+        ev(1.1, 10, "a", "guarded_write", seq=1, result="ok"),
+        ev(1.2, 10, "a", "guarded_write", seq=2, result="ok"),
+        ev(2.0, 10, "a", "renewed"),
+        ev(3.0, 10, "a", "process_exit", code=-9),
+        ev(9.0, 11, "b", "elected", producer_id=7, epoch=2),
+        ev(9.1, 11, "b", "guarded_write", seq=1, result="ok"),
+        ev(9.2, 11, "b", "guarded_write", seq=2, result="fenced", kind="FENCED"),
+    ]
+    records = [rec(0, "a", 7, 0, 1), rec(2, "a", 7, 0, 2), rec(4, "b", 7, 2, 1)]
+    batches = [(0, 0, 7, 0), (2, 2, 7, 0), (4, 4, 7, 2)]
+    leases = [(0, "a", (7, 0)), (5, "b", (7, 2))]
+    return events, records, batches, leases
+
+
+def run(events, records, batches, leases, healed=True):
+    run = {"roles": [ROLE], "lease_ms": 5000, "stop_t": 20.0}
+    faults = [{"t": 2.5, "kind": "member_kill", "status": "injected"}]
+    data = {ROLE: {"records": records, "settled": True, "lso": 6, "hw": 6}}
+    checks, figures = checker.analyse(run, events, faults, data, {ROLE: leases}, {ROLE: healed}, {ROLE: batches})
+    return {c.name.split(": ", 1)[-1]: c for c in checks}, figures
+
+
+def failed(checks):
+    return sorted(name for name, c in checks.items() if not c.passed)
+
+
+def main():
+    roles_self_test()
+    events, records, batches, leases = clean()
+    checks, figures = run(events, records, batches, leases)
+    assert failed(checks) == [], failed(checks)
+    assert figures["elections"] == 2 and figures["records"] == 3
+    # a: last renewal at 2.0, killed at 3.0 -> covered until 3.0; b elected at 9.0
+    assert figures["roles"][ROLE]["longest_leaderless_s"] == 6.0, figures["roles"][ROLE]
+
+    # a record from the older token after a newer one appeared
+    e, r, b, le = clean()
+    r.append(rec(6, "a", 7, 0, 3))
+    b.append((6, 6, 7, 0))
+    e.insert(3, ev(1.3, 10, "a", "guarded_write", seq=3, result="ok"))
+    assert failed(run(e, r, b, le)[0]) == ["token order"]
+    # a token compared as a pair: a newer producer id wins over a higher epoch
+    e, r, b, le = clean()
+    e.append(ev(12.0, 12, "c", "elected", producer_id=8, epoch=0))
+    r.append(rec(6, "c", 8, 0, 1))
+    b.append((6, 6, 8, 0))
+    r.append(rec(8, "b", 7, 5, 9))
+    b.append((8, 8, 7, 5))
+    e.append(ev(12.5, 11, "b", "elected", producer_id=7, epoch=5))
+    assert failed(run(e, r, b, le)[0]) == ["token order"]
+    # a token nobody was elected with
+    e, r, b, le = clean()
+    r[2] = rec(4, "b", 7, 3, 1)
+    b[2] = (4, 4, 7, 3)
+    assert "provenance" in failed(run(e, r, b, le)[0])
+    # the broker wrote the batch with another epoch than the value tells
+    e, r, b, le = clean()
+    b[2] = (4, 4, 7, 3)
+    assert failed(run(e, r, b, le)[0]) == ["batch headers"]
+    # a write reported ok that is not committed; a fenced one that is
+    e, r, b, le = clean()
+    del r[1]
+    del b[1]
+    assert failed(run(e, r, b, le)[0]) == ["write outcomes"]
+    e, r, b, le = clean()
+    r.append(rec(6, "b", 7, 2, 2))
+    b.append((6, 6, 7, 2))
+    assert failed(run(e, r, b, le)[0]) == ["write outcomes"]
+    # one token elected twice
+    e, r, b, le = clean()
+    e.append(ev(15.0, 13, "c", "elected", producer_id=7, epoch=2))
+    assert failed(run(e, r, b, le)[0]) == ["one term per token"]
+    # leases out of order, or from a token its member never won
+    e, r, b, le = clean()
+    le.append((7, "a", (7, 0)))
+    assert failed(run(e, r, b, le)[0]) == ["lease order"]
+    # nothing committed, no leader after healing
+    e, r, b, le = clean()
+    assert "committed records" in failed(run([], [], [], [], healed=False)[0])
+    assert "leader after healing" in failed(run(e, r, b, le, healed=False)[0])
+    # the header reader's batch line
+    line = ("baseOffset: 4 lastOffset: 6 count: 3 baseSequence: 0 lastSequence: 2 producerId: 7 "
+            "producerEpoch: 2 partitionLeaderEpoch: 0 isTransactional: true isControl: false position: 0")
+    m = headers.BATCH.search(line)
+    assert m and m.groups() == ("4", "6", "7", "2", "false"), m
+    print("faults: the checker's self-test passed (every check fails on a history that breaks it)")
+
+
+if __name__ == "__main__":
+    main()
