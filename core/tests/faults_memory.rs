@@ -297,3 +297,54 @@ async fn an_unknown_outcome_is_reported_and_its_resolution_is_never_silent() {
         .iter()
         .any(|e| matches!(e.kind, EventKind::WriteResolved { committed: false })));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_cancel_during_the_first_lease_write_leaves_no_lease_behind() {
+    let w = World::new();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (tx, mut rx) = events::channel();
+    // Lease writes to the state partition hang (registrations do not): the
+    // candidate registers, mints, and its first lease write waits.
+    w.cluster.set_stalled(STATE_TOPIC, true);
+    let a = w.spawn_with("a", w.options().with_cancel(cancel.clone()).with_events(tx));
+    w.run_until(T0 + 1_000).await;
+    let seen = names(&drain(&mut rx));
+    assert_eq!(seen, ["registered", "challenging"], "{seen:?}");
+    cancel.cancel();
+    settle().await;
+    assert!(!a.is_finished(), "a write in flight is not cut short");
+    // The write gives up at its bound (nothing written), then the cancel
+    // takes effect.
+    w.run_until(T0 + ms(LEASE) + 1_000).await;
+    w.cluster.set_stalled(STATE_TOPIC, false);
+    w.run_until(T0 + ms(LEASE) + 2_000).await;
+    let e = a.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    let state = krabka_coordination::leadership::describe_role_state(
+        w.transport().as_ref(),
+        ROLE,
+        PARTITIONS,
+    )
+    .await
+    .unwrap();
+    assert!(state.lease.is_none(), "no lease is left: {state:?}");
+    assert!(state.roster.is_empty(), "deregistered: {state:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_refused_because_the_lease_ran_out_ends_the_term_at_once() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = std::sync::Arc::new(leader(a).await);
+    // A renewal hangs on the state partition and holds the producer.
+    w.cluster.set_stalled(STATE_TOPIC, true);
+    w.run_until(T0 + ms(RENEW) + 1_000).await;
+    let writer = std::sync::Arc::clone(&a);
+    let write = tokio::spawn(async move { writer.write(vec![order("late")]).await });
+    w.run_until(T0 + ms(LEASE)).await;
+    let e = write.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+    assert!(!a.is_held(), "the refusal and the end of the term agree");
+    assert_eq!(a.err().unwrap().kind(), ErrorKind::LeaseExpired);
+}

@@ -117,6 +117,44 @@ pub(crate) async fn acquire_with(
     }
 }
 
+/// Writes the first lease of a won epoch: (lease, send time). A write in
+/// flight is never cut short by a cancel: once it may commit, its outcome
+/// is awaited, and a lease that did commit is handed on (the acquire then
+/// resigns it, so a cancelled candidate never leaves a lease behind). A
+/// cancel takes effect only between attempts that certainly wrote nothing.
+async fn first_lease(
+    m: &Member,
+    epoch: &dyn LeaseWriter,
+    cancel: &CancellationToken,
+) -> Result<(Lease, i64)> {
+    let lease_duration = m.options.election.lease_duration;
+    let mut backoff = Backoff::new(&m.options);
+    // True while an earlier attempt's commit may still complete.
+    let mut maybe_written = false;
+    loop {
+        let sent = m.mono();
+        let (record, lease) = m.lease_record(epoch.token())?;
+        match epoch.write_lease(record, lease_duration).await {
+            Ok(()) => return Ok((lease, sent)),
+            // A commit that may not have happened: write a fresh lease (the
+            // pending commit completes first).
+            Err(e @ Error::OutcomeUnknown { .. }) if !e.means_fenced() => {
+                maybe_written = true;
+                tracing::warn!(error = %e, "the first lease's outcome is unknown; writing it again");
+            }
+            Err(e) if e.is_transient() => {
+                if cancel.is_cancelled() && !maybe_written {
+                    return Err(Error::Cancelled);
+                }
+                let d = backoff.take();
+                tracing::warn!(error = %e, retry_in = ?d, "writing the first lease failed; retrying");
+                m.options.clock.sleep(d).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Removes the registrations of `members` (see [`passed_over`]); best
 /// effort, reported.
 async fn heal(m: &Member, members: &[String]) {
@@ -345,21 +383,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 let token = epoch.token();
                 // The lease is stamped per attempt: a write that succeeds
                 // late must not publish an already expired deadline.
-                let written = m
-                    .retry("writing the first lease", cancel, || async {
-                        let sent = m.mono();
-                        let (record, lease) = m.lease_record(token)?;
-                        match epoch.write_lease(record, lease_duration).await {
-                            Ok(()) => Ok((lease, sent)),
-                            // A commit that may not have happened: write a
-                            // fresh lease (the pending commit completes first).
-                            Err(e @ Error::OutcomeUnknown { .. }) if !e.means_fenced() => {
-                                Err(Error::transient("writing the first lease", e))
-                            }
-                            Err(e) => Err(e),
-                        }
-                    })
-                    .await;
+                let written = first_lease(m, epoch.as_ref(), cancel).await;
                 match written {
                     Ok((lease, sent)) => {
                         tracing::info!(%token, deadline = lease.deadline, "elected");

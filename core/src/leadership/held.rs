@@ -265,10 +265,12 @@ impl Leadership {
             biased;
             w = held.writes.lock() => w,
             _ = held.member.options.clock.sleep(held.left()) => {
-                return Err(self.err().map_or_else(
-                    || Error::transient("a guarded write", "the lease ran out while waiting for the producer"),
-                    |e| ended_error(&e),
-                ));
+                // The lease ran out while a renewal or another write held the
+                // producer: the term ends now, whoever notices first.
+                if self.err().is_none() {
+                    held.expire();
+                }
+                return Err(ended_error(&self.err().expect("ended above")));
             }
         };
         if let Some(e) = self.err() {
@@ -276,9 +278,8 @@ impl Leadership {
         }
         let within = held.left().min(renew);
         if within.is_zero() {
-            return Err(Error::LeaseExpired(
-                "the lease ran out before the guarded write".into(),
-            ));
+            held.expire();
+            return Err(ended_error(&self.err().expect("ended above")));
         }
         let written = held.epoch.write_guarded(records, within).await;
         held.report_resolved();
