@@ -196,9 +196,12 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
     checks = []
     figures = {"roles": {}, "faults": {}, "skipped": {}}
     injected = [f for f in faults if f["status"] == "injected"]
+    figures["on_leaders"] = {}
     for f in faults:
         bucket = figures["faults"] if f["status"] == "injected" else figures["skipped"]
         bucket[f["kind"]] = bucket.get(f["kind"], 0) + 1
+        if f["status"] == "injected" and f.get("leader"):
+            figures["on_leaders"][f["kind"]] = figures["on_leaders"].get(f["kind"], 0) + 1
     checks.append(Check("faults injected", [] if injected else ["no fault was injected"],
                         f"{len(injected)} injected"))
     lease_s = run["lease_ms"] / 1000.0

@@ -10,7 +10,9 @@ import json
 import os
 import platform
 import secrets
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -52,6 +54,18 @@ def parse_args(argv):
     if a.seed is None:
         a.seed = secrets.randbelow(1_000_000)
     return a
+
+
+def commit(repo):
+    """The checked-out commit, with "+changes" when the work tree differs."""
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def machine():
@@ -130,7 +144,9 @@ def read_logs(cfg, roles, topics, partitions, lease_s):
 
 
 def report(cfg, roles, checks, figures, started, duration_s, run_dir):
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(figures["faults"].items())) or "none"
+    lead = figures["on_leaders"]
+    kinds = ", ".join(f"{k} {n}" + (f" ({lead[k]} on leaders)" if k in lead else "")
+                      for k, n in sorted(figures["faults"].items())) or "none"
     skipped = ", ".join(f"{k} {n}" for k, n in sorted(figures["skipped"].items()))
     print("\n=== fault campaign report", flush=True)
     for c in checks:
@@ -163,12 +179,19 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
     print(f"{passed} passed, {failed} failed", flush=True)
     with open(os.path.join(run_dir, "report.json"), "w") as f:
         json.dump({"seed": cfg.seed, "duration_s": cfg.duration, "wall_s": round(duration_s, 1),
-                   "started": started, "machine": machine(), "bootstrap": cfg.bootstrap,
+                   "started": started, "machine": machine(), "commit": commit(cfg.repo), "bootstrap": cfg.bootstrap,
                    "lease_ms": cfg.lease_ms, "renew_ms": cfg.renew_ms, "stagger_ms": cfg.stagger_ms,
                    "members": cfg.members_per_role, "roles": roles, "figures": figures,
                    "checks": [{"name": c.name, "passed": c.passed, "problems": c.problems, "info": c.info}
                               for c in checks]}, f, indent=2)
     return failed == 0
+
+
+def prune_runs(runs_dir, keep=10):
+    """Keeps the newest `keep` run directories (their names sort by time)."""
+    names = sorted(n for n in os.listdir(runs_dir) if os.path.isdir(os.path.join(runs_dir, n)))
+    for n in names[:-keep]:
+        shutil.rmtree(os.path.join(runs_dir, n), ignore_errors=True)
 
 
 def main(argv):
@@ -178,9 +201,10 @@ def main(argv):
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-seed{cfg.seed}"
     run_dir = os.path.join(cfg.work_dir, "runs", run_id)
     os.makedirs(run_dir, exist_ok=True)
+    prune_runs(os.path.dirname(run_dir))
     for d in (cfg.work_dir, os.path.join(cfg.work_dir, "runs"), run_dir):
         os.chmod(d, 0o755)
-    log(f"seed {cfg.seed}; {cfg.duration:.0f}s of faults on {cfg.bootstrap}; "
+    log(f"commit {commit(cfg.repo)}; seed {cfg.seed}; {cfg.duration:.0f}s of faults on {cfg.bootstrap}; "
         f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms; run directory {run_dir}")
     log(f"reproduce the fault schedule with: ci/faults.sh --seed {cfg.seed} --duration {cfg.duration:g}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
