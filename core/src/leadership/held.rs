@@ -351,6 +351,8 @@ async fn resign_task(held: &Held) -> Result<()> {
     let m = &held.member;
     let bound = m.options.election.lease_duration;
     let mut result = Ok(());
+    // Set when the tombstone committed: the time left for the bump.
+    let mut cleared = None;
     // Waits for a renewal or guarded write in flight, at most the bound.
     let writes = tokio::time::timeout(bound, held.writes.lock()).await;
     if writes.is_ok() && !held.is_ended() {
@@ -359,21 +361,11 @@ async fn resign_task(held: &Held) -> Result<()> {
         let deadline = now
             .checked_add(bound)
             .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
-        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let left = move || deadline.saturating_duration_since(tokio::time::Instant::now());
         match held.epoch.write_lease(m.lease_tombstone(), left()).await {
             Ok(()) => {
-                match held.epoch.supersede(left()).await {
-                    Ok(Superseded::Bumped(next)) => {
-                        tracing::info!(token = %held.token, superseded_by = %next, "resigned");
-                    }
-                    Ok(Superseded::AlreadySuperseded) => {
-                        tracing::info!(token = %held.token, "resigned; a newer epoch already existed");
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "resigned, but the epoch could not be superseded");
-                    }
-                }
                 m.emit(EventKind::Resigned { cleared: true });
+                cleared = Some(left);
             }
             Err(e) if e.means_fenced() => {
                 // Deposed without noticing: the successor's lease stands.
@@ -408,6 +400,22 @@ async fn resign_task(held: &Held) -> Result<()> {
                     "deregistering",
                     format!("not done within {bound:?}"),
                 ));
+            }
+        }
+    }
+    // Last, off the hand-over's path (the standby waits for the tombstone and
+    // the deregistration, not for this): supersede the resigned token if it
+    // is still current. A standby that minted first makes this a no-op.
+    if let Some(left) = cleared {
+        match held.epoch.supersede(left()).await {
+            Ok(Superseded::Bumped(next)) => {
+                tracing::info!(token = %held.token, superseded_by = %next, "resigned");
+            }
+            Ok(Superseded::AlreadySuperseded) => {
+                tracing::info!(token = %held.token, "resigned; a successor's epoch already superseded it");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "resigned, but the epoch could not be superseded");
             }
         }
     }

@@ -107,7 +107,9 @@ impl DescribeClient {
     ) -> Result<BumpAnswer> {
         crate::codec::check_role(transactional_id)?;
         let (deadline, budget) = self.deadline(within.min(self.inner.timeout));
-        let mut backoff = FIRST_BACKOFF;
+        // CONCURRENT_TRANSACTIONS right after the term's last commit lasts
+        // only until its markers are written (a few ms): look again soon.
+        let mut backoff = Duration::from_millis(2).min(FIRST_BACKOFF);
         loop {
             let attempt = async {
                 let addr = self.coordinator(transactional_id, deadline).await?;
