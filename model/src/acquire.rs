@@ -1,0 +1,228 @@
+//! The acquire loop of a member (`core/src/leadership/acquire.rs`), one
+//! atomic step per request: register, follow the partition, evaluate,
+//! challenge (read what is new, ask whether the partition is held back),
+//! mint, write the first lease, remove the registrations of members that
+//! missed their turn.
+
+use krabka_coordination::{encode_lease, encode_registration, evaluate, Lease, Registration, Step};
+
+use crate::kafka;
+use crate::model::LeaseModel;
+use crate::rules;
+use crate::state::{Challenge, Phase, State, Status, Term};
+
+impl LeaseModel {
+    /// The head of the acquire loop: the duplicate-id check, the core's
+    /// `evaluate` on the member's view, the loop's own adjustments, and the
+    /// phase the step leads to.
+    pub(crate) fn loop_head(&self, s: &mut State, m: usize) {
+        let id = &self.config.members[m].id;
+        let view = self.view(s, m);
+        let now = self.wall(s, m);
+        if rules::twin(&view, id, &s.members[m].acquire) {
+            // A fatal error: the acquire fails and deregisters.
+            s.ghost.twin_refused = true;
+            s.members[m].phase = Phase::Leaving;
+            return;
+        }
+        let step = evaluate(&view, id, None, now, &self.options);
+        let mono = s.now;
+        let me = &mut s.members[m];
+        let (step, capped) = rules::adjust(step, &view, &mut me.acquire, now, mono, &self.options);
+        s.ghost.capped_wait |= capped;
+        let me = &mut s.members[m];
+        me.phase = match step {
+            Step::Register => Phase::Register,
+            Step::WaitUntil { at, .. } => Phase::Wait { at },
+            Step::Challenge => {
+                me.health.challenge_faulted = false;
+                Phase::ChallengePoll
+            }
+            // Never with no token held: follow the partition.
+            Step::RenewAt(_) | Step::StandDown => Phase::Wait { at: i64::MAX },
+        };
+    }
+
+    /// Registers: the first time after reading the partition (the follower
+    /// starts at the last stable offset), then appends the registration and
+    /// catches up to it.
+    pub(crate) fn register(&self, s: &mut State, m: usize) {
+        if s.members[m].phase == Phase::Start {
+            s.members[m].read_upto = s.last_stable();
+        }
+        let value = encode_registration(&Registration {
+            member: self.config.members[m].id.clone(),
+            registered_at: self.wall(s, m),
+        })
+        .expect("the model's ids encode");
+        let key = self.registration_keys[m].clone();
+        let offset = kafka::append(s, key, Some(value.into()));
+        let me = &mut s.members[m];
+        me.acquire.own.push(offset);
+        me.phase = Phase::CatchUp { offset };
+    }
+
+    /// Reads the committed records up to the last stable offset; returns
+    /// how many were committed (aborted ones are never returned).
+    fn read(&self, s: &mut State, m: usize) -> usize {
+        let stable = s.last_stable();
+        let from = s.members[m].read_upto;
+        let n = s.log[from as usize..stable as usize]
+            .iter()
+            .filter(|e| e.status == Status::Committed)
+            .count();
+        s.members[m].read_upto = stable.max(from);
+        n
+    }
+
+    /// A poll of a waiting member: reads, then evaluates again (a catching
+    /// up member evaluates once its registration is read).
+    pub(crate) fn poll(&self, s: &mut State, m: usize) {
+        self.read(s, m);
+        match s.members[m].phase {
+            Phase::CatchUp { offset } if s.members[m].read_upto <= offset => {}
+            _ => self.loop_head(s, m),
+        }
+    }
+
+    /// The challenge's catch-up read: new records make the member evaluate
+    /// again; otherwise, with a lease in view, it asks whether the
+    /// partition is held back (the old behaviour did not ask).
+    pub(crate) fn challenge_poll(&self, s: &mut State, m: usize) {
+        if self.read(s, m) > 0 {
+            return self.loop_head(s, m);
+        }
+        let leased = self.view(s, m).lease().is_some();
+        let check = leased || self.config.proposed.held_back_without_lease;
+        if check && !self.config.old.no_held_back_check {
+            s.members[m].phase = Phase::HeldBack;
+        } else {
+            self.to_mint(s, m);
+        }
+    }
+
+    /// The held-back check: an open transaction anywhere on the partition
+    /// (the last stable offset is below the high watermark) makes the
+    /// challenger poll for one poll wait and evaluate again.
+    pub(crate) fn held_back(&self, s: &mut State, m: usize) {
+        if (s.last_stable() as usize) < s.log.len() {
+            let until = s.now.saturating_add(self.config.poll_wait);
+            s.members[m].phase = Phase::HeldBackWait { until };
+            return;
+        }
+        if self.config.proposed.read_after_held_back && self.read(s, m) > 0 {
+            return self.loop_head(s, m);
+        }
+        self.to_mint(s, m);
+    }
+
+    /// Decides to mint: remembers whom to deregister after winning.
+    fn to_mint(&self, s: &mut State, m: usize) {
+        let role = self.role_of(m);
+        let view = self.view(s, m);
+        let stale = rules::passed_over(&view, &self.config.members[m].id, self.wall(s, m))
+            .iter()
+            .flat_map(|id| self.slots(role, id).take(1))
+            .map(|slot| slot as u8)
+            .collect();
+        let waited_for_passed = crate::properties::waits_for_passed(self, s, m, &view);
+        s.members[m].phase = Phase::Mint(Challenge {
+            stale,
+            decided: s.log.len() as u16,
+            waited_for_passed,
+        });
+    }
+
+    /// InitProducerId: the new epoch supersedes every earlier one.
+    pub(crate) fn mint(&self, s: &mut State, m: usize) {
+        let Phase::Mint(challenge) = std::mem::replace(&mut s.members[m].phase, Phase::Down) else {
+            unreachable!("mint outside the mint phase");
+        };
+        let role = self.role_of(m);
+        let (token, previous) = kafka::init_producer_id(s, role, self.config.max_epoch);
+        if let Some(previous) = previous {
+            crate::properties::note_challenge(self, s, m, previous, challenge.decided);
+        }
+        s.members[m].phase = Phase::FirstLease(token, challenge);
+    }
+
+    /// The first lease through the minted epoch: committed, the member has
+    /// won; fenced, a newer epoch exists and it holds off.
+    pub(crate) fn first_lease(&self, s: &mut State, m: usize) {
+        let Phase::FirstLease(token, challenge) =
+            std::mem::replace(&mut s.members[m].phase, Phase::Down)
+        else {
+            unreachable!("first lease outside its phase");
+        };
+        let role = self.role_of(m);
+        let now = self.wall(s, m);
+        let value = self.lease_value(m, token, now);
+        let first = s.log.len() as u16;
+        if kafka::write_txn(
+            s,
+            role,
+            token,
+            self.lease_keys[role].clone(),
+            Some(value),
+            false,
+        ) {
+            crate::properties::note_election(self, s, m, &challenge);
+            let me = &mut s.members[m];
+            me.term = Some(Term {
+                token,
+                sent: s.now,
+                next_at: s.now.saturating_add(self.config.renew),
+                in_flight: None,
+                given_up: false,
+                first,
+            });
+            me.health.term_faulted = false;
+            me.phase = Phase::Heal {
+                stale: challenge.stale,
+            };
+        } else {
+            let until = now.saturating_add(rules::millis(self.options.lease_duration));
+            s.members[m].acquire.lost = Some((token, until));
+            self.loop_head(s, m);
+        }
+    }
+
+    /// The winner deregisters the members that missed their turn (the old
+    /// behaviour removed nothing; cut off, the appends fail and are not
+    /// retried), then the term begins: the renewal task's first act is the
+    /// local-deadline check, so a winner that was frozen or slow until its
+    /// first lease's deadline passed ends the term at once.
+    pub(crate) fn heal(&self, s: &mut State, m: usize) {
+        let Phase::Heal { stale } = std::mem::replace(&mut s.members[m].phase, Phase::Leading)
+        else {
+            unreachable!("heal outside its phase");
+        };
+        crate::properties::note_passed_over(self, s, m);
+        if !self.config.old.no_heal && s.members[m].connected {
+            for slot in stale {
+                kafka::append(s, self.registration_keys[slot as usize].clone(), None);
+            }
+        }
+        if self.local_deadline_passed(s, m) {
+            self.end_term(s, m);
+        }
+    }
+
+    /// The encoded lease value of member `m` with `token`, granted at `now`
+    /// (wall ms).
+    pub(crate) fn lease_value(
+        &self,
+        m: usize,
+        token: krabka_coordination::FencingToken,
+        now: i64,
+    ) -> std::sync::Arc<[u8]> {
+        encode_lease(&Lease {
+            member: self.config.members[m].id.clone(),
+            token,
+            granted_at: now,
+            deadline: now.saturating_add(rules::millis(self.options.lease_duration)),
+        })
+        .expect("the model's ids encode")
+        .into()
+    }
+}

@@ -1,0 +1,150 @@
+//! Kafka as the model sees it: each function is one atomic step of the
+//! cluster (an append acknowledged with acks=all, an InitProducerId, a
+//! transaction's commit or abort).
+//!
+//! * **The state partition** is a log of [`Entry`]s. A plain append commits
+//!   at once; a transactional one is `Open` until its transaction commits or
+//!   aborts. `read_committed` readers see committed entries below the last
+//!   stable offset ([`State::last_stable`]).
+//! * **The coordinator** holds each role's current (producer id, epoch).
+//!   InitProducerId aborts the role's open transaction and bumps the epoch,
+//!   rotating to a fresh producer id with epoch 0 once the epoch reaches
+//!   [`crate::Config::max_epoch`]. The conditional bump (KIP-360: the
+//!   caller's producer id and epoch) only bumps when the caller's epoch is
+//!   the current one. A transaction open past its timeout (the lease
+//!   duration) is aborted and the epoch bumped.
+//! * **A write through an epoch** is fenced unless the epoch is the role's
+//!   current one.
+
+use std::sync::Arc;
+
+use krabka_coordination::FencingToken;
+
+use crate::state::{Entry, State, Status};
+
+/// The next token of the coordinator after `current`.
+fn bump_of(s: &mut State, current: Option<FencingToken>, max_epoch: i16) -> FencingToken {
+    match current {
+        Some(t) if t.producer_epoch < max_epoch => {
+            FencingToken::new(t.producer_id, t.producer_epoch + 1)
+        }
+        previous => {
+            if previous.is_some() {
+                s.ghost.exhausted = true;
+            }
+            let id = s.next_producer_id;
+            s.next_producer_id += 1;
+            FencingToken::new(id, 0)
+        }
+    }
+}
+
+/// Decides every entry of `role`'s open transaction (commit or abort).
+pub fn decide_open(s: &mut State, role: usize, commit: bool) {
+    for e in s.log.iter_mut() {
+        if e.status == Status::Open(role as u8) {
+            e.status = if commit {
+                Status::Committed
+            } else {
+                Status::Aborted
+            };
+        }
+    }
+    s.coordinator[role].open = None;
+}
+
+/// InitProducerId for `role`'s transactional id: aborts its open
+/// transaction and returns the new token. Returns the token it superseded.
+pub fn init_producer_id(
+    s: &mut State,
+    role: usize,
+    max_epoch: i16,
+) -> (FencingToken, Option<FencingToken>) {
+    decide_open(s, role, false);
+    let previous = s.coordinator[role].epoch;
+    let next = bump_of(s, previous, max_epoch);
+    s.coordinator[role].epoch = Some(next);
+    (next, previous)
+}
+
+/// The conditional bump: bumps only when `token` is `role`'s current epoch.
+/// Returns the new token, or `None` when a newer epoch exists.
+pub fn bump_if_current(
+    s: &mut State,
+    role: usize,
+    token: FencingToken,
+    max_epoch: i16,
+) -> Option<FencingToken> {
+    if s.coordinator[role].epoch != Some(token) {
+        return None;
+    }
+    Some(init_producer_id(s, role, max_epoch).0)
+}
+
+/// True when `token` is `role`'s current epoch (a write through it is not
+/// fenced).
+pub fn current(s: &State, role: usize, token: FencingToken) -> bool {
+    s.coordinator[role].epoch == Some(token)
+}
+
+/// A plain (idempotent, non-transactional) append: committed at once.
+pub fn append(s: &mut State, key: Arc<[u8]>, value: Option<Arc<[u8]>>) -> u16 {
+    s.log.push(Entry {
+        key,
+        value,
+        status: Status::Committed,
+    });
+    (s.log.len() - 1) as u16
+}
+
+/// A transactional write of one state record through `token`: fenced
+/// (`false`) unless the epoch is current; otherwise committed at once, or
+/// left open when `open` (the writer froze mid-transaction).
+pub fn write_txn(
+    s: &mut State,
+    role: usize,
+    token: FencingToken,
+    key: Arc<[u8]>,
+    value: Option<Arc<[u8]>>,
+    open: bool,
+) -> bool {
+    if !current(s, role, token) {
+        return false;
+    }
+    let status = if open {
+        s.coordinator[role].open = Some((token, s.now));
+        Status::Open(role as u8)
+    } else {
+        Status::Committed
+    };
+    s.log.push(Entry { key, value, status });
+    true
+}
+
+/// A guarded write to the data topic through `token`: fenced (`false`)
+/// unless the epoch is current.
+pub fn write_guarded(s: &mut State, role: usize, token: FencingToken) -> bool {
+    if !current(s, role, token) {
+        return false;
+    }
+    s.data.push((role as u8, token));
+    true
+}
+
+/// The roles whose open transaction has passed its timeout (`lease` ticks).
+pub fn timed_out(s: &State, lease: u8) -> impl Iterator<Item = usize> + '_ {
+    s.coordinator
+        .iter()
+        .enumerate()
+        .filter(move |(_, c)| {
+            c.open
+                .is_some_and(|(_, since)| s.now >= since.saturating_add(lease))
+        })
+        .map(|(r, _)| r)
+}
+
+/// The coordinator times `role`'s open transaction out: aborts it and bumps
+/// the epoch, which fences the holder.
+pub fn time_out(s: &mut State, role: usize, max_epoch: i16) {
+    init_producer_id(s, role, max_epoch);
+}
