@@ -32,6 +32,7 @@ echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=$KRABKA_BOOTSTRAP_3"
 
 step golden; ci/golden.sh
 step "rust tests"; ci/rust-tests.sh
+step model;  ci/model.sh --ci
 step faults; ci/faults.sh
 step fuzz;   ci/fuzz.sh
 step python; ci/python.sh
