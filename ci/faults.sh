@@ -62,6 +62,12 @@ cleanup() {
         iptables -w -S OUTPUT 2>/dev/null | grep -- 'krabka-faults' | sed 's/^-A /-D /' |
             while read -r rule; do eval "iptables -w $rule" || true; done || true
     fi
+    if [[ $(id -u) == 0 ]]; then
+        # the members' users (the orchestrator removes them; this is for a crash)
+        for u in $(getent passwd | cut -d: -f1 | grep -E '^krabkaf[0-9]+$' || true); do
+            userdel "$u" 2>/dev/null || true
+        done
+    fi
     if ((started_cluster)); then
         log "stopping the 3-node cluster this run started"
         ci/kafka.sh stop 3 || true
