@@ -148,3 +148,58 @@ pub fn timed_out(s: &State, lease: u8) -> impl Iterator<Item = usize> + '_ {
 pub fn time_out(s: &mut State, role: usize, max_epoch: i16) {
     init_producer_id(s, role, max_epoch);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LeaseModel;
+    use stateright::Model;
+
+    fn state() -> State {
+        LeaseModel::new(crate::Config::base())
+            .init_states()
+            .remove(0)
+    }
+
+    #[test]
+    fn init_producer_id_rotates_past_the_max_epoch_to_a_newer_token() {
+        let mut s = state();
+        let tokens: Vec<FencingToken> = (0..4).map(|_| init_producer_id(&mut s, 0, 1).0).collect();
+        let t = FencingToken::new;
+        assert_eq!(tokens, [t(0, 0), t(0, 1), t(1, 0), t(1, 1)]);
+        // The core's order ranks the rotated token above the exhausted one.
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]));
+        assert!(s.ghost.exhausted);
+    }
+
+    #[test]
+    fn the_conditional_bump_is_refused_once_a_newer_epoch_exists() {
+        let mut s = state();
+        let old = init_producer_id(&mut s, 0, 5).0;
+        let new = init_producer_id(&mut s, 0, 5).0;
+        assert_eq!(bump_if_current(&mut s, 0, old, 5), None);
+        assert_eq!(s.coordinator[0].epoch, Some(new));
+        assert_eq!(
+            bump_if_current(&mut s, 0, new, 5),
+            Some(FencingToken::new(0, 2))
+        );
+    }
+
+    #[test]
+    fn an_open_transaction_holds_the_last_stable_offset_until_a_mint_aborts_it() {
+        let mut s = state();
+        let token = init_producer_id(&mut s, 0, 5).0;
+        let key: Arc<[u8]> = Arc::from(&b"k"[..]);
+        assert!(write_txn(&mut s, 0, token, key.clone(), None, true));
+        append(&mut s, key.clone(), None);
+        assert_eq!((s.last_stable(), s.log.len()), (0, 2));
+        let (next, previous) = init_producer_id(&mut s, 0, 5);
+        assert_eq!(previous, Some(token));
+        assert_eq!(s.log[0].status, Status::Aborted);
+        assert_eq!(s.last_stable(), 2);
+        // The aborted epoch's writes are fenced; the new one's are not.
+        assert!(!write_txn(&mut s, 0, token, key.clone(), None, false));
+        assert!(write_txn(&mut s, 0, next, key, None, false));
+        assert!(!write_guarded(&mut s, 0, token));
+    }
+}
