@@ -196,3 +196,42 @@ async fn a_far_future_deadline_delays_the_failover_by_one_lease_at_most() {
     let b = leader(b).await;
     assert!(b.is_held());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_member_restarted_under_its_id_is_no_twin_when_its_predecessors_clock_ran_ahead() {
+    let w = World::new();
+    // "a" leads with a clock a minute ahead and dies (SIGKILL: no resign).
+    let t = w.transport();
+    let epoch = t.acquire_epoch(ROLE, LEASE).await.unwrap();
+    w.ghost("a").await;
+    let ahead = T0 + 60_000;
+    let lease = encode_lease(&Lease {
+        member: "a".into(),
+        token: epoch.token(),
+        granted_at: ahead,
+        deadline: ahead + ms(LEASE),
+    })
+    .unwrap();
+    epoch
+        .write_lease(
+            StateRecord {
+                partition: w.partition(),
+                key: encode_key(&Key::lease(ROLE)).unwrap(),
+                value: Some(lease),
+            },
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    drop(epoch);
+    // "a" comes back at once under the same id, with a true clock: its own
+    // last lease is no twin's, it waits like any restarted member.
+    let restarted = w.spawn("a");
+    w.run_until(T0 + ms(LEASE) + 1_000).await;
+    assert!(
+        restarted.is_finished(),
+        "the restarted member takes the role"
+    );
+    let a = leader(restarted).await;
+    assert!(a.is_held());
+}

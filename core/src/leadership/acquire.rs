@@ -189,16 +189,32 @@ pub(super) struct Won {
 
 /// A second live process under this member's id: it registered after this
 /// member did (a registration of this id at an offset this member did not
-/// write), or it renews a lease under this id that this member never
-/// minted. Two such processes would only fence each other.
-fn check_unique(m: &Member, state: &RoleState, own: &[i64], started: i64) -> Result<()> {
+/// write), or it writes a lease under this id while this member watches (a
+/// lease under this id other than `found`, the one the first catch-up
+/// found, with a token this member never minted). Two such processes would
+/// only fence each other.
+///
+/// No wall clocks are compared: a lease's `granted_at` is its writer's
+/// clock, and the last lease of a crashed predecessor whose clock ran ahead
+/// would look like a live twin's until that clock's time had passed.
+fn check_unique(
+    m: &Member,
+    state: &RoleState,
+    own: &[i64],
+    found: Option<(FencingToken, i64)>,
+    minted: &[FencingToken],
+) -> Result<()> {
     let twin = match (state.entry(&m.member), own.first()) {
         (Some(e), Some(first)) if e.offset > *first && !own.contains(&e.offset) => {
             Some(format!("registered at offset {}", e.offset))
         }
         _ => state
             .lease()
-            .filter(|l| l.member == m.member && l.granted_at > started)
+            .filter(|l| {
+                l.member == m.member
+                    && found != Some((l.token, l.granted_at))
+                    && !minted.contains(&l.token)
+            })
             .map(|l| format!("renews a lease under it with token {}", l.token)),
     };
     match twin {
@@ -240,13 +256,20 @@ fn passed_over(m: &Member, state: &RoleState, now: i64) -> Vec<String> {
 }
 
 async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
-    let started = m.now();
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
     let mut own = vec![offset];
     m.transport
         .prepare_epoch(&m.role, Some(m.options.election.lease_duration));
     follower.catch_up(m, offset, cancel).await?;
+    // A lease under this id already there is a previous incarnation's, not
+    // a twin's: only a lease written under this id from now on is.
+    let found = follower
+        .state
+        .lease()
+        .filter(|l| l.member == m.member)
+        .map(|l| (l.token, l.granted_at));
+    let mut minted: Vec<FencingToken> = Vec::new();
     let mut last_wait: Option<(i64, usize)> = None;
     let mut backoff = Backoff::new(&m.options);
     // After a lost challenge: the token that beat ours is newer than `lost`;
@@ -260,7 +283,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     let mut seen: Option<(FencingToken, i64, i64)> = None;
     let mut held_back_reported = false;
     loop {
-        check_unique(m, &follower.state, &own, started)?;
+        check_unique(m, &follower.state, &own, found, &minted)?;
         let now = m.now();
         let mut step = evaluate(&follower.state, &m.member, None, now, &m.options.election);
         if let Some(l) = follower.state.lease() {
@@ -381,6 +404,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     })
                     .await?;
                 let token = epoch.token();
+                minted.push(token);
                 // The lease is stamped per attempt: a write that succeeds
                 // late must not publish an already expired deadline.
                 let written = first_lease(m, epoch.as_ref(), cancel).await;

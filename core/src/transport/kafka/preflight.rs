@@ -422,22 +422,22 @@ mod tests {
 
     #[test]
     fn the_broker_loss_rule_is_renew_interval_plus_detection_plus_margin() {
-        // 3 s + 9 s + 2 s = 14 s.
+        // 3 s + 9 s + 4 s = 16 s.
         assert!(
-            broker_loss_warning(&options(15, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
+            broker_loss_warning(&options(20, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
         );
         assert!(
-            broker_loss_warning(&options(14, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
+            broker_loss_warning(&options(16, 3), 9_000, 1, "broker.session.timeout.ms").is_none()
         );
         let w =
-            broker_loss_warning(&options(13, 3), 9_000, 2, "broker.session.timeout.ms").unwrap();
+            broker_loss_warning(&options(15, 3), 9_000, 2, "broker.session.timeout.ms").unwrap();
         for part in [
-            "13s",
+            "15s",
             "3s",
             "broker.session.timeout.ms",
             "9000 ms",
             "broker 2",
-            "14s",
+            "16s",
         ] {
             assert!(w.contains(part), "{part}: {w}");
         }
