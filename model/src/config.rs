@@ -62,8 +62,10 @@ pub struct Old {
     pub no_local_deadline: bool,
 }
 
-/// Changes the model can make to the current core's behaviour, to show that
-/// a proposed fix of a finding passes (see `docs/model.md`).
+/// The fixes of the model's findings in the core (see `docs/model.md`). The
+/// core implements all of them, so [`Config::base`] switches them on; a
+/// finding's test switches its fix off to show the counterexample of the
+/// core before the fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Proposed {
     /// After the held-back check answers "nothing open", a challenger still
@@ -149,7 +151,12 @@ impl Config {
             documented_skew: 0,
             liveness_window: 6,
             old: Old::default(),
-            proposed: Proposed::default(),
+            // The core's behaviour: every fix of a finding is in.
+            proposed: Proposed {
+                read_after_held_back: true,
+                held_back_without_lease: true,
+                resign_ends_at_deadline: true,
+            },
         }
     }
 

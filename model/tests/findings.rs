@@ -1,5 +1,7 @@
-//! What the model found in the current core, each as a minimal
-//! counterexample, and the proposed fix that removes it (`docs/model.md`).
+//! What the model found in the core, each as a minimal counterexample of the
+//! core before its fix (the fix switched off in the model), and the fix (now
+//! in the core, on by default in the model) that removes it
+//! (`docs/model.md`).
 
 use krabka_model::properties::*;
 use krabka_model::{find, scenarios, Config};
@@ -26,7 +28,7 @@ fn counterexample(config: Config, property: &'static str) -> String {
 #[test]
 fn held_back_race_fences_a_healthy_leader() {
     let mut config = scenarios::neighbour();
-    config.proposed.held_back_without_lease = true;
+    config.proposed.read_after_held_back = false;
     let trace = counterexample(config.clone(), HEALTHY_LEADER_KEPT);
     assert!(
         trace.contains("held back?"),
@@ -47,7 +49,7 @@ fn held_back_race_fences_a_healthy_leader() {
 #[test]
 fn hidden_first_lease_fences_a_healthy_leader() {
     let mut config = scenarios::neighbour();
-    config.proposed.read_after_held_back = true;
+    config.proposed.held_back_without_lease = false;
     let trace = counterexample(config.clone(), HEALTHY_LEADER_KEPT);
     assert!(
         !trace.contains("held back?"),
@@ -68,6 +70,7 @@ fn hidden_first_lease_fences_a_healthy_leader() {
 #[test]
 fn a_blocked_resign_holds_past_the_deadline() {
     let mut config = scenarios::cut_off();
+    config.proposed.resign_ends_at_deadline = false;
     let trace = counterexample(config.clone(), NO_HOLDING_PAST_DEADLINE);
     assert!(trace.contains("resigning"), "the holder resigns:\n{trace}");
     config.proposed.resign_ends_at_deadline = true;

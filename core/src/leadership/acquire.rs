@@ -99,9 +99,15 @@ pub(crate) async fn acquire_with(
     let span = m.span.clone();
     let won = acquire_loop(&m, &cancel).instrument(span).await;
     match won {
-        Ok(won) => {
+        Ok(mut won) => {
             guard.disarm();
-            let leadership = Leadership::start(m, won, claim);
+            let stale = std::mem::take(&mut won.stale);
+            let leadership = Leadership::start(Arc::clone(&m), won, claim);
+            // After the renewals started: a slow heal never delays them.
+            if !stale.is_empty() {
+                let span = m.span.clone();
+                tokio::spawn(async move { heal(&m, &stale).await }.instrument(span));
+            }
             if cancel.is_cancelled() {
                 // The caller stopped waiting in the instant the role was won:
                 // hand it over rather than hold it until the lease runs out.
@@ -185,6 +191,9 @@ pub(super) struct Won {
     pub(super) epoch: Box<dyn LeaseWriter>,
     pub(super) lease: Lease,
     pub(super) sent: i64,
+    /// Members that missed their turn: their registrations go once the
+    /// renewals run (see [`passed_over`]).
+    pub(super) stale: Vec<String>,
 }
 
 /// A second live process under this member's id: it registered after this
@@ -362,19 +371,30 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Err(e) => return Err(e),
                 }
-                // An open transaction on the partition hides renewals (of
-                // this role's holder too): no visible renewal is then no
-                // sign of an expired lease. Wait until it ends. (With no
-                // lease, a committed tombstone or nobody ever holding, there
-                // is no renewal to hide; a hand-over does not pay for it.)
-                let expiry = follower.state.lease().is_some();
-                let held_back = if expiry {
-                    m.transport.held_back(m.partition).await
-                } else {
-                    Ok(false)
-                };
+                // An open transaction on the partition hides what was
+                // written after it: the holder's renewals, or the first lease
+                // of a member elected a moment ago. No visible lease or
+                // renewal is then no sign that the role is free. Wait until
+                // it ends (found by the model: with no lease in view the
+                // check was skipped, and a hidden first lease was fenced).
+                let held_back = m.transport.held_back(m.partition).await;
                 match held_back {
-                    Ok(false) => held_back_reported = false,
+                    Ok(false) => {
+                        held_back_reported = false;
+                        // The answer describes the partition now, the view
+                        // is from the poll before: records released in
+                        // between (the hidden renewals) must be read first
+                        // (found by the model).
+                        match follower.poll(m, Duration::ZERO).await {
+                            Ok(0) => {}
+                            Ok(_) => continue,
+                            Err(e) if e.is_transient() => {
+                                m.pause(backoff.take(), cancel).await?;
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
                     Ok(true) => {
                         if !held_back_reported {
                             tracing::info!("an open transaction holds the partition back; not challenging until it ends");
@@ -416,8 +436,12 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                             granted_at: lease.granted_at,
                             deadline: lease.deadline,
                         });
-                        heal(m, &stale).await;
-                        return Ok(Won { epoch, lease, sent });
+                        return Ok(Won {
+                            epoch,
+                            lease,
+                            sent,
+                            stale,
+                        });
                     }
                     Err(e) if e.means_fenced() => {
                         tracing::info!(%token, why = %e, "lost the challenge to a newer epoch");

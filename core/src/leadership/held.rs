@@ -155,7 +155,9 @@ impl Drop for Leadership {
 
 impl Leadership {
     pub(super) fn start(member: Arc<Member>, won: Won, claim: Option<Claim>) -> Leadership {
-        let Won { epoch, lease, sent } = won;
+        let Won {
+            epoch, lease, sent, ..
+        } = won;
         let (ended, _) = watch::channel(None);
         let span = member.span.clone();
         let held = Arc::new(Held {
@@ -314,8 +316,24 @@ impl Leadership {
         if first {
             let held = Arc::clone(&self.held);
             let span = held.member.span.clone();
+            // A resign that cannot finish (cut off, frozen) must not keep the
+            // term alive past the local deadline (found by the model): the
+            // term ends there with LEASE_EXPIRED, the resign goes on.
+            let watch = Arc::clone(&held);
+            let expiry = tokio::spawn(async move {
+                let left = watch.left();
+                watch.member.options.clock.sleep(left).await;
+                if !watch.is_ended() {
+                    watch.expire();
+                }
+            });
             let task = tokio::spawn(
-                async move { resign_task(&held).await.map_err(Arc::new) }.instrument(span),
+                async move {
+                    let r = resign_task(&held).await.map_err(Arc::new);
+                    expiry.abort();
+                    r
+                }
+                .instrument(span),
             );
             let held = Arc::clone(&self.held);
             tokio::spawn(async move {
