@@ -81,6 +81,20 @@ impl LeaseModel {
         self.read(s, m);
         match s.members[m].phase {
             Phase::CatchUp { offset } if s.members[m].read_upto <= offset => {}
+            Phase::CatchUp { .. } if !s.members[m].acquire.caught_up => {
+                // After the first catch-up: a lease under this id already
+                // there is a previous incarnation's, not a twin's.
+                let id = &self.config.members[m].id;
+                let found = self
+                    .view(s, m)
+                    .lease()
+                    .filter(|l| &l.member == id)
+                    .map(|l| (l.token, l.granted_at));
+                let acquire = &mut s.members[m].acquire;
+                acquire.caught_up = true;
+                acquire.found = found;
+                self.loop_head(s, m);
+            }
             _ => self.loop_head(s, m),
         }
     }
@@ -89,35 +103,52 @@ impl LeaseModel {
     /// again; otherwise, with a lease in view, it asks whether the
     /// partition is held back (the old behaviour did not ask).
     pub(crate) fn challenge_poll(&self, s: &mut State, m: usize) {
+        let read = s.log.len() as u16;
         if self.read(s, m) > 0 {
             return self.loop_head(s, m);
         }
         let leased = self.view(s, m).lease().is_some();
         let check = leased || self.config.proposed.held_back_without_lease;
         if check && !self.config.old.no_held_back_check {
-            s.members[m].phase = Phase::HeldBack;
+            s.members[m].phase = Phase::HeldBack { read };
         } else {
-            self.to_mint(s, m);
+            self.to_mint(s, m, read);
         }
     }
 
     /// The held-back check: an open transaction anywhere on the partition
     /// (the last stable offset is below the high watermark) makes the
-    /// challenger poll for one poll wait and evaluate again.
+    /// challenger poll for one poll wait and evaluate again. Not held back,
+    /// the core reads once more (a separate request) before it mints.
     pub(crate) fn held_back(&self, s: &mut State, m: usize) {
+        let Phase::HeldBack { read } = s.members[m].phase else {
+            unreachable!("a held-back check outside its phase");
+        };
         if (s.last_stable() as usize) < s.log.len() {
             let until = s.now.saturating_add(self.config.poll_wait);
             s.members[m].phase = Phase::HeldBackWait { until };
-            return;
+        } else if self.config.proposed.held_back_at_read_position {
+            self.held_back_read(s, m);
+        } else if self.config.proposed.read_after_held_back {
+            s.members[m].phase = Phase::HeldBackRead;
+        } else {
+            self.to_mint(s, m, read);
         }
-        if self.config.proposed.read_after_held_back && self.read(s, m) > 0 {
-            return self.loop_head(s, m);
-        }
-        self.to_mint(s, m);
     }
 
-    /// Decides to mint: remembers whom to deregister after winning.
-    fn to_mint(&self, s: &mut State, m: usize) {
+    /// The read after "not held back": records released since the last read
+    /// (a leader's renewals that were hidden) make the member evaluate again.
+    pub(crate) fn held_back_read(&self, s: &mut State, m: usize) {
+        let read = s.log.len() as u16;
+        if self.read(s, m) > 0 {
+            return self.loop_head(s, m);
+        }
+        self.to_mint(s, m, read);
+    }
+
+    /// Decides to mint after a last read of the log at length `read`:
+    /// remembers whom to deregister after winning.
+    fn to_mint(&self, s: &mut State, m: usize, read: u16) {
         let role = self.role_of(m);
         let view = self.view(s, m);
         let stale = rules::passed_over(&view, &self.config.members[m].id, self.wall(s, m))
@@ -128,7 +159,7 @@ impl LeaseModel {
         let waited_for_passed = crate::properties::waits_for_passed(self, s, m, &view);
         s.members[m].phase = Phase::Mint(Challenge {
             stale,
-            decided: s.log.len() as u16,
+            decided: read,
             waited_for_passed,
         });
     }
@@ -140,6 +171,7 @@ impl LeaseModel {
         };
         let role = self.role_of(m);
         let (token, previous) = kafka::init_producer_id(s, role, self.config.max_epoch);
+        s.members[m].acquire.minted.push(token);
         if let Some(previous) = previous {
             crate::properties::note_challenge(self, s, m, previous, challenge.decided);
         }
@@ -174,12 +206,13 @@ impl LeaseModel {
                 next_at: s.now.saturating_add(self.config.renew),
                 in_flight: None,
                 given_up: false,
+                expired: false,
                 first,
             });
             me.health.term_faulted = false;
-            me.phase = Phase::Heal {
-                stale: challenge.stale,
-            };
+            // The renewals start; the heal runs beside them.
+            me.phase = Phase::Leading;
+            me.heal = Some(challenge.stale);
         } else {
             let until = now.saturating_add(rules::millis(self.options.lease_duration));
             s.members[m].acquire.lost = Some((token, until));
@@ -187,24 +220,19 @@ impl LeaseModel {
         }
     }
 
-    /// The winner deregisters the members that missed their turn (the old
-    /// behaviour removed nothing; cut off, the appends fail and are not
-    /// retried), then the term begins: the renewal task's first act is the
-    /// local-deadline check, so a winner that was frozen or slow until its
-    /// first lease's deadline passed ends the term at once.
+    /// The winner deregisters the members that missed their turn, in a
+    /// task of its own beside the renewals (the old behaviour removed
+    /// nothing). One attempt each: cut off, the appends fail.
     pub(crate) fn heal(&self, s: &mut State, m: usize) {
-        let Phase::Heal { stale } = std::mem::replace(&mut s.members[m].phase, Phase::Leading)
-        else {
-            unreachable!("heal outside its phase");
-        };
+        let stale = s.members[m].heal.take().expect("a heal is pending");
+        if !s.members[m].connected {
+            return;
+        }
         crate::properties::note_passed_over(self, s, m);
-        if !self.config.old.no_heal && s.members[m].connected {
+        if !self.config.old.no_heal {
             for slot in stale {
                 kafka::append(s, self.registration_keys[slot as usize].clone(), None);
             }
-        }
-        if self.local_deadline_passed(s, m) {
-            self.end_term(s, m);
         }
     }
 

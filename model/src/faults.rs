@@ -22,11 +22,12 @@ impl LeaseModel {
         let role = self.role_of(m);
         let current = s.coordinator[role].epoch;
         if s.members[m].term.is_some_and(|t| Some(t.token) == current) {
-            s.ghost.owed[role].get_or_insert(s.now);
+            s.ghost.owed[role].get_or_insert((s.now, s.budget.faults));
         }
         self.exit(s, m);
         s.members[m].read_upto = 0;
         s.members[m].acquire = Acquire::default();
+        s.members[m].heal = None;
     }
 
     /// The process freezes.
@@ -54,14 +55,15 @@ impl LeaseModel {
                 if open {
                     kafka::decide_open(s, role, false);
                 }
-                return self.end_term(s, m);
+                s.members[m].term = Some(term);
+                return self.expire_or_end(s, m, expired);
             }
             kafka::decide_open(s, role, true);
             term.sent = sent;
             term.next_at = sent.saturating_add(self.config.renew);
             s.members[m].term = Some(term);
         } else if expired {
-            self.end_term(s, m);
+            self.expire_or_end(s, m, true);
         }
     }
 
@@ -87,14 +89,10 @@ impl LeaseModel {
     /// A process that went down starts again under the same id.
     pub(crate) fn restart(&self, s: &mut State, m: usize) {
         s.budget.restarts -= 1;
-        let started = self.wall(s, m);
         let me = &mut s.members[m];
         me.phase = Phase::Start;
         me.read_upto = 0;
-        me.acquire = Acquire {
-            started,
-            ..Default::default()
-        };
+        me.acquire = Acquire::default();
         me.health.last_change = Some(s.now);
     }
 

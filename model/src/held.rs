@@ -16,8 +16,20 @@ impl LeaseModel {
         s.now += 1;
         for m in 0..s.members.len() {
             if !s.members[m].paused && self.local_deadline_passed(s, m) {
-                self.end_term(s, m);
+                self.expire_or_end(s, m, true);
             }
+        }
+    }
+
+    /// The local deadline of member `m` passed (`expired`) or its term was
+    /// fenced: a leader's term ends and it leaves; a resigner's term ends
+    /// with `LEASE_EXPIRED` at the deadline while the resign goes on (a
+    /// fenced resigner goes on too).
+    pub(crate) fn expire_or_end(&self, s: &mut State, m: usize, expired: bool) {
+        let me = &mut s.members[m];
+        match (&me.phase, me.term.as_mut()) {
+            (Phase::Resigning { .. }, Some(term)) => term.expired |= expired,
+            _ => self.end_term(s, m),
         }
     }
 
@@ -28,6 +40,9 @@ impl LeaseModel {
         let c = &self.config;
         let me = &s.members[m];
         let Some(term) = me.term else { return false };
+        if term.expired {
+            return false;
+        }
         let expiring = match me.phase {
             Phase::Leading => !c.old.no_local_deadline,
             Phase::Resigning { .. } => c.proposed.resign_ends_at_deadline,

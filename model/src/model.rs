@@ -54,12 +54,14 @@ pub enum Action {
     /// The challenger asks whether an open transaction holds the partition
     /// back.
     HeldBack(u8),
+    /// Not held back: the challenger reads once more.
+    HeldBackRead(u8),
     /// InitProducerId.
     Mint(u8),
     /// The first lease, through the minted epoch.
     FirstLease(u8),
     /// The winner removes the registrations of members that missed their
-    /// turn.
+    /// turn (beside its renewals).
     Heal(u8),
     /// A renewal.
     Renew(u8),
@@ -196,11 +198,9 @@ impl Model for LeaseModel {
                 connected: true,
                 skew: spec.skew,
                 read_upto: 0,
-                acquire: crate::state::Acquire {
-                    started: spec.skew as i64 * TICK_MS,
-                    ..Default::default()
-                },
+                acquire: Default::default(),
                 term: None,
+                heal: None,
                 health: Default::default(),
             })
             .collect();

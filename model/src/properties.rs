@@ -19,19 +19,22 @@ pub const NO_HOLDING_PAST_DEADLINE: &str = "no holding past the local deadline";
 /// (always) With clock skew within [`crate::Config::documented_skew`] (and
 /// no clock step), no two members of a role hold with overlapping local
 /// lease windows: a challenger that ran on time is never elected while a
-/// holder elected before its decision is inside its window (from its
+/// holder whose first lease was written before the challenger's last read
+/// (visible to it, or held back from it) is inside its window (from its
 /// election to its local deadline, or to its resign's tombstone).
 pub const NO_OVERLAPPING_WINDOWS: &str = "no overlapping lease windows";
 /// (always) With clock skew below the lease duration minus the renew
 /// interval, a challenger that ran on time never fences a leader that ran
-/// on time and was elected before the challenger decided: in particular a
-/// transaction held open on the shared partition by another role does not
-/// make a standby fence its healthy leader.
+/// on time and whose first lease was written before the challenger's last
+/// read (visible to it, or held back from it): in particular a transaction
+/// held open on the shared partition by another role does not make a
+/// standby fence its healthy leader.
 pub const HEALTHY_LEADER_KEPT: &str = "a healthy leader is never fenced";
 /// (always, bounded wait) A registration of a member that was already dead
 /// when a completed election passed it over (ranked ahead of the winner, or
-/// the holder it replaced) adds no stagger to a later election's winner:
-/// each dead registration delays at most one failover.
+/// the holder it replaced; the winner reaching the cluster) adds no stagger
+/// to the wait of a later challenger that has read that election: each dead
+/// registration delays at most one failover.
 pub const DEAD_DELAY_ONCE: &str = "a dead registration delays one failover at most";
 /// (sometimes) A member is elected after another member's term.
 pub const FAILOVER: &str = "a failover";
@@ -49,7 +52,8 @@ pub const TWIN_REFUSED: &str = "a twin is refused";
 pub const CAPPED_WAIT: &str = "a far-future deadline is capped";
 /// (eventually, under the model's fairness) If a holder crashes and some
 /// member of its role stays alive, running and connected, a member of the
-/// role is elected within [`crate::Config::liveness_window`] ticks.
+/// role is elected within [`crate::Config::liveness_window`] ticks, plus a
+/// lease duration and a stagger per other member for each later fault.
 pub const CRASH_REPLACED: &str = "a crashed holder is replaced";
 
 /// Every property, in report order.
@@ -117,9 +121,16 @@ fn crash_replaced(model: &LeaseModel, s: &State) -> bool {
     if s.now < c.horizon {
         return false;
     }
+    // Each fault after the crash may cost a lease duration (a lost
+    // challenge's hold-off) and a stagger per member.
+    let per_fault = c.lease as u16 + c.stagger as u16 * (c.members.len() as u16).saturating_sub(1);
     s.ghost.owed.iter().enumerate().all(|(role, owed)| {
-        let Some(at) = *owed else { return true };
-        let judged = at as u16 + c.liveness_window as u16 <= c.horizon as u16;
+        let Some((at, faults_left)) = *owed else {
+            return true;
+        };
+        let later_faults = faults_left.saturating_sub(s.budget.faults) as u16;
+        let window = c.liveness_window as u16 + later_faults * per_fault;
+        let judged = at as u16 + window <= c.horizon as u16;
         let stayed_up = (0..s.members.len()).any(|m| {
             let me = &s.members[m];
             model.role_of(m) == role
@@ -138,8 +149,8 @@ fn clocks_within(model: &LeaseModel, s: &State, role: usize, bound: i16) -> bool
     !s.ghost.clock_stepped && skew_spread(model, s, role) <= bound
 }
 
-/// True when member `h` holds a term that began (its first lease was
-/// written) before `decided`, the log length when a challenger decided.
+/// True when member `h` holds a term whose first lease was written below
+/// `decided`, the log's length at a challenger's last read.
 fn elected_before(s: &State, h: usize, decided: u16) -> bool {
     s.members[h].term.is_some_and(|t| t.first < decided)
 }
@@ -172,8 +183,10 @@ pub(crate) fn note_challenge(
 }
 
 /// At member `m`'s decision to challenge: whether its rank counts a
-/// registration an earlier completed election passed over while dead.
+/// registration that a completed election it had read of (its view reaches
+/// that election) passed over while dead.
 pub(crate) fn waits_for_passed(model: &LeaseModel, s: &State, m: usize, view: &RoleState) -> bool {
+    let read = s.members[m].read_upto;
     let Some(own) = view.entry(&model.config.members[m].id) else {
         return false;
     };
@@ -181,7 +194,12 @@ pub(crate) fn waits_for_passed(model: &LeaseModel, s: &State, m: usize, view: &R
     view.roster()
         .take_while(|e| e.offset < own.offset)
         .filter(|e| Some(e.member.as_str()) != holder)
-        .any(|e| s.ghost.passed.contains(&(e.offset as u16)))
+        .any(|e| {
+            s.ghost
+                .passed
+                .iter()
+                .any(|(offset, at)| *offset as i64 == e.offset && *at <= read)
+        })
 }
 
 /// Member `m`'s first lease committed after `challenge`: records a
@@ -220,9 +238,11 @@ pub(crate) fn note_election(model: &LeaseModel, s: &mut State, m: usize, challen
     g.owed[role] = None;
 }
 
-/// Member `m` completed its election: the registrations of dead members it
-/// passed over (ranked ahead of it, or the holder it replaced) are recorded.
+/// Member `m` completed its election and reached the cluster to remove the
+/// registrations it passed over: those of dead members (ranked ahead of
+/// it, or the holder it replaced) are recorded with the log's length.
 pub(crate) fn note_passed_over(model: &LeaseModel, s: &mut State, m: usize) {
+    let at = s.log.len() as u16;
     let role = model.role_of(m);
     let view = model.view(s, m);
     let id = &model.config.members[m].id;
@@ -234,8 +254,8 @@ pub(crate) fn note_passed_over(model: &LeaseModel, s: &mut State, m: usize) {
             .slots(role, &e.member)
             .all(|slot| s.members[slot].phase == Phase::Down);
         let offset = e.offset as u16;
-        if passed && dead && !s.ghost.passed.contains(&offset) {
-            s.ghost.passed.push(offset);
+        if passed && dead && !s.ghost.passed.iter().any(|(o, _)| *o == offset) {
+            s.ghost.passed.push((offset, at));
             s.ghost.passed.sort_unstable();
         }
     }

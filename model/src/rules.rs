@@ -18,8 +18,9 @@ use crate::state::Acquire;
 
 /// `check_unique`: another live process uses this member id. It registered
 /// after this process did (a registration of the id at an offset this
-/// process did not write), or it renews a lease under the id that was
-/// granted after this process started.
+/// process did not write), or it writes a lease under the id while this
+/// process watches (a lease under the id other than the one the first
+/// catch-up found, with a token this process never minted).
 pub fn twin(state: &RoleState, member: &str, acquire: &Acquire) -> bool {
     let registered_after = match (state.entry(member), acquire.own.first()) {
         (Some(e), Some(first)) => {
@@ -28,9 +29,11 @@ pub fn twin(state: &RoleState, member: &str, acquire: &Acquire) -> bool {
         _ => false,
     };
     registered_after
-        || state
-            .lease()
-            .is_some_and(|l| l.member == member && l.granted_at > acquire.started)
+        || state.lease().is_some_and(|l| {
+            l.member == member
+                && acquire.found != Some((l.token, l.granted_at))
+                && !acquire.minted.contains(&l.token)
+        })
 }
 
 /// `passed_over`: the members whose turn came before this member's and who

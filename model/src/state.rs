@@ -81,6 +81,9 @@ pub struct Member {
     pub acquire: Acquire,
     /// The held term, from the first lease's commit to its end.
     pub term: Option<Term>,
+    /// The winner's removal of the registrations it passed over (member
+    /// slots), pending: it runs beside the renewals.
+    pub heal: Option<Vec<u8>>,
     /// Fault bookkeeping for the properties' premises.
     pub health: Health,
 }
@@ -90,8 +93,13 @@ pub struct Member {
 pub struct Acquire {
     /// The offsets of the registrations this process wrote.
     pub own: Vec<u16>,
-    /// The wall clock (ms) when the acquire began.
-    pub started: i64,
+    /// The first catch-up is done (`found` is set).
+    pub caught_up: bool,
+    /// A lease under this member's id the first catch-up found (token,
+    /// granted_at): a previous incarnation's, not a twin's.
+    pub found: Option<(FencingToken, i64)>,
+    /// The tokens this process minted.
+    pub minted: Vec<FencingToken>,
     /// After a lost challenge: the token that lost and until when (wall ms)
     /// to hold off.
     pub lost: Option<(FencingToken, i64)>,
@@ -114,6 +122,9 @@ pub struct Term {
     pub in_flight: Option<u8>,
     /// The lease was cleared by this member's resign tombstone.
     pub given_up: bool,
+    /// A resign outlived the local deadline: the term ended there
+    /// (`LEASE_EXPIRED`) while the resign goes on.
+    pub expired: bool,
     /// Ghost: the offset of the term's first lease.
     pub first: u16,
 }
@@ -142,7 +153,12 @@ pub enum Phase {
     ChallengePoll,
     /// Nothing new: it asks whether an open transaction holds the partition
     /// back.
-    HeldBack,
+    HeldBack {
+        /// Ghost: the log's length at its last read.
+        read: u16,
+    },
+    /// Not held back: it reads once more before it mints.
+    HeldBackRead,
     /// Held back: it polls for up to one poll wait, then evaluates again.
     HeldBackWait {
         /// The monotonic tick the poll gives up.
@@ -152,11 +168,6 @@ pub enum Phase {
     Mint(Challenge),
     /// It writes the first lease through the minted epoch.
     FirstLease(FencingToken, Challenge),
-    /// Won: it removes the registrations of members that missed their turn.
-    Heal {
-        /// Member slots to deregister.
-        stale: Vec<u8>,
-    },
     /// Holds the role and renews.
     Leading,
     /// Resigning: the step it takes next, and the tick the step's bound
@@ -179,7 +190,8 @@ pub struct Challenge {
     /// The member slots whose registrations it removes after winning (the
     /// core's `passed_over`, by id).
     pub stale: Vec<u8>,
-    /// Ghost: the log's length when it decided (what it could have known).
+    /// Ghost: the log's length at its last read before it decided: records
+    /// below were written before, visible to it or held back from it.
     pub decided: u16,
     /// Ghost: its rank counted a registration that an earlier completed
     /// election had passed over while its member was dead.
@@ -251,12 +263,12 @@ pub struct Ghost {
     pub capped_wait: bool,
     /// Per role, the member slot of the last elected member.
     pub last_elected: Vec<Option<u8>>,
-    /// A holder crashed at this tick and no member was elected since
-    /// (per role).
-    pub owed: Vec<Option<u8>>,
-    /// Offsets of registrations of members that were dead when a completed
-    /// election passed them over.
-    pub passed: Vec<u16>,
+    /// Per role: a holder crashed at this tick, with this many faults left
+    /// in the budget, and no member was elected since.
+    pub owed: Vec<Option<(u8, u8)>>,
+    /// Registrations of members that were dead when a completed election
+    /// passed them over: (offset, the log's length when it did).
+    pub passed: Vec<(u16, u16)>,
 }
 
 impl State {
@@ -269,11 +281,11 @@ impl State {
             .unwrap_or(self.log.len()) as u16
     }
 
-    /// True when member `m` runs and is in a term (`is_held` is true).
+    /// True when member `m` is in a term that has not ended (`is_held` is
+    /// true).
     pub fn holding(&self, m: usize) -> bool {
-        matches!(
-            self.members[m].phase,
-            Phase::Leading | Phase::Resigning { .. }
-        )
+        let me = &self.members[m];
+        matches!(me.phase, Phase::Leading | Phase::Resigning { .. })
+            && me.term.is_some_and(|t| !t.expired)
     }
 }

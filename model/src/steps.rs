@@ -14,6 +14,10 @@ impl LeaseModel {
         let a = m as u8;
         let net = me.connected;
         let unread = net && s.last_stable() > me.read_upto;
+        // The heal runs in its own task, beside whatever the member does.
+        if me.heal.is_some() {
+            due.push(Action::Heal(a));
+        }
         match &me.phase {
             Phase::Down => {}
             Phase::Start | Phase::Register if net => due.push(Action::Register(a)),
@@ -35,10 +39,10 @@ impl LeaseModel {
                 }
             }
             Phase::ChallengePoll if net => due.push(Action::ChallengePoll(a)),
-            Phase::HeldBack if net => due.push(Action::HeldBack(a)),
+            Phase::HeldBack { .. } if net => due.push(Action::HeldBack(a)),
+            Phase::HeldBackRead if net => due.push(Action::HeldBackRead(a)),
             Phase::Mint(_) if net => due.push(Action::Mint(a)),
             Phase::FirstLease(..) if net => due.push(Action::FirstLease(a)),
-            Phase::Heal { .. } => due.push(Action::Heal(a)),
             Phase::Leading => {
                 let term = me.term.expect("a leader holds a term");
                 if net && s.now >= term.next_at {
@@ -152,6 +156,7 @@ impl LeaseModel {
             Action::Timer(m) => self.loop_head(s, m as usize),
             Action::ChallengePoll(m) => self.challenge_poll(s, m as usize),
             Action::HeldBack(m) => self.held_back(s, m as usize),
+            Action::HeldBackRead(m) => self.held_back_read(s, m as usize),
             Action::Mint(m) => self.mint(s, m as usize),
             Action::FirstLease(m) => self.first_lease(s, m as usize),
             Action::Heal(m) => self.heal(s, m as usize),

@@ -31,6 +31,7 @@ pub fn action(model: &LeaseModel, action: &Action) -> String {
         Action::Timer(m) => format!("{}: wait over, evaluate", who(m)),
         Action::ChallengePoll(m) => format!("{}: challenge: read what is new", who(m)),
         Action::HeldBack(m) => format!("{}: challenge: held back?", who(m)),
+        Action::HeldBackRead(m) => format!("{}: challenge: read again", who(m)),
         Action::Mint(m) => format!("{}: InitProducerId", who(m)),
         Action::FirstLease(m) => format!("{}: write the first lease", who(m)),
         Action::Heal(m) => format!("{}: remove passed-over registrations", who(m)),
@@ -72,11 +73,11 @@ fn phase(model: &LeaseModel, s: &State, m: usize) -> String {
         Phase::Wait { at } if *at == i64::MAX => "following".into(),
         Phase::Wait { at } => format!("waiting until {}", at / crate::TICK_MS),
         Phase::ChallengePoll => "challenging (read)".into(),
-        Phase::HeldBack => "challenging (held back?)".into(),
+        Phase::HeldBack { .. } => "challenging (held back?)".into(),
+        Phase::HeldBackRead => "challenging (read again)".into(),
         Phase::HeldBackWait { until } => format!("held back until {until}"),
         Phase::Mint(c) => format!("minting (stale [{}])", ids(&c.stale)),
         Phase::FirstLease(token, _) => format!("writing first lease {token}"),
-        Phase::Heal { stale } => format!("healing [{}]", ids(stale)),
         Phase::Leading => "LEADING".into(),
         Phase::Resigning { stage, .. } => match stage {
             Resign::Tombstone(t) => format!("resigning (tombstone via {t})"),
@@ -95,6 +96,12 @@ fn phase(model: &LeaseModel, s: &State, m: usize) -> String {
         if t.in_flight.is_some() {
             p.push_str(" (renewal open)");
         }
+        if t.expired {
+            p.push_str(" (term ended)");
+        }
+    }
+    if let Some(stale) = &me.heal {
+        let _ = write!(p, " (to heal [{}])", ids(stale));
     }
     if me.paused {
         p.push_str(" [paused]");

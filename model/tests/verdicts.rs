@@ -29,9 +29,11 @@ fn scenario(name: &str) -> Config {
 }
 
 fn current(name: &str) {
-    let outcome = check(scenario(name));
+    let config = scenario(name);
+    let expected = scenarios::current_findings(name, &config);
+    let outcome = check(config);
     println!("{name} (current core): {}", outcome.report());
-    outcome.assert_violations(scenarios::current_findings(name));
+    outcome.assert_violations(&expected);
 }
 
 fn proposed(name: &str) {

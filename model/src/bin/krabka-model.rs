@@ -57,14 +57,10 @@ fn main() -> ExitCode {
         if proposed {
             config = scenarios::with_proposed_fixes(config);
         }
-        let outcome = check_with(config, search, threads);
+        let outcome = check_with(config.clone(), search, threads);
         states += outcome.unique_states;
         seconds += outcome.elapsed.as_secs_f64();
-        let expected: Vec<&str> = if proposed {
-            Vec::new()
-        } else {
-            scenarios::current_findings(name).to_vec()
-        };
+        let expected = scenarios::current_findings(name, &config);
         let found = outcome.violations();
         let ok = found == expected;
         println!(
