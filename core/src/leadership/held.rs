@@ -358,8 +358,28 @@ impl Leadership {
         }
         result.map_err(|e| match Arc::try_unwrap(e) {
             Ok(e) => e,
-            Err(shared) => Error::fatal("resigning", SharedError(shared)),
+            Err(shared) => same_kind("resigning", shared),
         })
+    }
+}
+
+/// An error of the same kind as `shared`, with `shared` as its cause: a
+/// transient failure of a resign stays transient (it was reported as FATAL).
+fn same_kind(context: &str, shared: Arc<Error>) -> Error {
+    match &*shared {
+        Error::Transient { .. } => Error::transient(context, SharedError(shared)),
+        Error::OutcomeUnknown { .. } => Error::OutcomeUnknown {
+            context: context.to_owned(),
+            source: Box::new(SharedError(shared)),
+        },
+        Error::Fenced(why) => Error::Fenced(why.clone()),
+        Error::LeaseExpired(why) => Error::LeaseExpired(why.clone()),
+        Error::InvalidArgument(why) => Error::InvalidArgument(why.clone()),
+        Error::Format(e) => Error::Format(e.clone()),
+        Error::Encode(e) => Error::Encode(e.clone()),
+        Error::Resigned => Error::Resigned,
+        Error::Cancelled => Error::Cancelled,
+        _ => Error::fatal(context, SharedError(shared)),
     }
 }
 
@@ -546,6 +566,28 @@ async fn renew_loop(held: Arc<Held>) {
                 held.end(e);
                 return;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_error_keeps_its_kind() {
+        let cases = vec![
+            Error::transient("deregistering", "not done within 5s"),
+            Error::Fenced("x".into()),
+            Error::LeaseExpired("x".into()),
+            Error::fatal("x", "y"),
+            Error::Cancelled,
+        ];
+        for e in cases {
+            let kind = e.kind();
+            let shared = Arc::new(e);
+            let _other_owner = Arc::clone(&shared);
+            assert_eq!(same_kind("resigning", shared).kind(), kind);
         }
     }
 }
