@@ -126,7 +126,7 @@ impl LeaseModel {
         };
         if (s.last_stable() as usize) < s.log.len() {
             let until = s.now.saturating_add(self.config.poll_wait);
-            s.members[m].phase = Phase::HeldBackWait { until };
+            s.members[m].phase = Phase::PollWait { until };
         } else if self.config.proposed.held_back_at_read_position {
             self.held_back_read(s, m);
         } else if self.config.proposed.read_after_held_back {

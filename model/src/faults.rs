@@ -84,6 +84,14 @@ impl LeaseModel {
         self.spend_fault(s, m);
         s.members[m].skew = s.members[m].skew.saturating_add(delta);
         s.ghost.clock_stepped = true;
+        // A waiting member's poll returns empty within one poll wait and it
+        // evaluates again on the stepped clock (the far-future cap follows
+        // the monotonic clock). Without a step, that re-evaluation changes
+        // nothing, so the model only takes it after one.
+        if matches!(s.members[m].phase, Phase::Wait { .. }) {
+            let until = s.now.saturating_add(self.config.poll_wait);
+            s.members[m].phase = Phase::PollWait { until };
+        }
     }
 
     /// A process that went down starts again under the same id.

@@ -159,8 +159,9 @@ pub enum Phase {
     },
     /// Not held back: it reads once more before it mints.
     HeldBackRead,
-    /// Held back: it polls for up to one poll wait, then evaluates again.
-    HeldBackWait {
+    /// It polls for up to one poll wait, then evaluates again (held back,
+    /// or its wall clock stepped while it waited).
+    PollWait {
         /// The monotonic tick the poll gives up.
         until: u8,
     },

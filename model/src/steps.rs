@@ -30,7 +30,7 @@ impl LeaseModel {
                     due.push(Action::Timer(a));
                 }
             }
-            Phase::HeldBackWait { until } => {
+            Phase::PollWait { until } => {
                 if unread {
                     due.push(Action::Poll(a));
                 }

@@ -75,7 +75,7 @@ fn phase(model: &LeaseModel, s: &State, m: usize) -> String {
         Phase::ChallengePoll => "challenging (read)".into(),
         Phase::HeldBack { .. } => "challenging (held back?)".into(),
         Phase::HeldBackRead => "challenging (read again)".into(),
-        Phase::HeldBackWait { until } => format!("held back until {until}"),
+        Phase::PollWait { until } => format!("polling until {until}"),
         Phase::Mint(c) => format!("minting (stale [{}])", ids(&c.stale)),
         Phase::FirstLease(token, _) => format!("writing first lease {token}"),
         Phase::Leading => "LEADING".into(),
