@@ -27,7 +27,6 @@ impl LeaseModel {
         self.exit(s, m);
         s.members[m].read_upto = 0;
         s.members[m].acquire = Acquire::default();
-        s.members[m].heal = None;
     }
 
     /// The process freezes.

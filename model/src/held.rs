@@ -184,11 +184,12 @@ impl LeaseModel {
         self.exit(s, m);
     }
 
-    /// The process exits.
+    /// The process exits (a pending heal goes with it).
     pub(crate) fn exit(&self, s: &mut State, m: usize) {
         let me = &mut s.members[m];
         me.phase = Phase::Down;
         me.term = None;
+        me.heal = None;
         me.paused = false;
         me.connected = true;
     }
