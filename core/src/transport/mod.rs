@@ -114,7 +114,10 @@ pub trait StateReader: Send + Sync {
 
     /// Committed records of `partition` from offset `from` on. Waits up to
     /// `max_wait` for at least one new record when there is none yet, and then
-    /// returns an empty batch. Steady-state cost grows with new records only.
+    /// returns an empty batch; an empty batch may come earlier when its
+    /// `next_offset` moved past decided records that are never returned
+    /// (aborted ones, transaction markers). Steady-state cost grows with new
+    /// records only.
     async fn poll_partition(
         &self,
         partition: i32,

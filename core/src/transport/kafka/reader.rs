@@ -17,7 +17,12 @@
 //!   whose `from` continues there reads on without a seek, so a standby's
 //!   steady-state cost grows with new records only; any other `from` re-
 //!   assigns the consumer there. It waits up to `max_wait` for a first
-//!   record, then takes what is already fetched and returns.
+//!   record, then takes what is already fetched and returns; an end-of-
+//!   partition event that moved the position past transaction markers or
+//!   aborted records ends the wait too. The `next_offset` it returns is the
+//!   consumer's position (past the markers it met), so a reader that has
+//!   read everything decided stands at the last stable offset, and with
+//!   nothing open at the high watermark (what `held_back` compares).
 //!
 //! The consumer keeps a fetch request waiting at the broker
 //! (`fetch.wait.max.ms`, [`KafkaConfig::with_fetch_wait`]), and the broker
@@ -270,8 +275,10 @@ impl PartitionReader {
         let mut records = Vec::new();
         let mut next = from;
         let deadline = super::deadline_in(max_wait);
-        // Wait for the first record; an end-of-partition event only says that
-        // nothing is there yet.
+        // Wait for the first record; an end-of-partition event says that no
+        // record is there yet, and ends the wait only when the position
+        // moved past transaction markers and aborted records (the caller
+        // then knows more of the partition than before).
         loop {
             match tokio::time::timeout_at(deadline, self.recv()).await {
                 Err(_) => break,
@@ -282,9 +289,12 @@ impl PartitionReader {
                         records.push(r);
                         break;
                     }
-                    // Nothing new yet; the position may have moved past
-                    // transaction markers and aborted records.
-                    Got::Eof => next = next.max(self.position().unwrap_or(next)),
+                    Got::Eof => {
+                        next = next.max(self.position().unwrap_or(next));
+                        if next > from {
+                            break;
+                        }
+                    }
                 },
             }
         }
@@ -296,12 +306,14 @@ impl PartitionReader {
                         next = r.offset + 1;
                         records.push(r);
                     }
-                    Got::Eof => {
-                        next = next.max(self.position().unwrap_or(next));
-                        break;
-                    }
+                    Got::Eof => break,
                 }
             }
+            // Past the transaction markers that came with the records
+            // (librdkafka hands them to no one but moves the position past
+            // them when it meets them): a reader that read a committed
+            // transaction to its end stands after its marker, not on it.
+            next = next.max(self.position().unwrap_or(next));
         }
         self.next = Some(next);
         Ok(ReadBatch {
