@@ -9,7 +9,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::transport::kafka::{ensure_state_topic, KafkaConfig, KafkaTransport};
-use krabka_coordination::transport::{Coordinator, LeaseWriter, Registrar, StateReader};
+use krabka_coordination::transport::{
+    Backlog, Coordinator, LeaseWriter, ReadBatch, Registrar, StateReader,
+};
 use krabka_coordination::{role_partition, Record, RoleState};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use support::*;
@@ -503,8 +505,9 @@ async fn kafkas_keyed_partitioning_agrees_with_role_partition() {
 
 /// A neighbour role's transaction left open on the shared partition hides
 /// every later record, the leader's renewals included. `held_back` says so
-/// (the high watermark is above the last stable offset), and a standby of
-/// the other role does not take over while it lasts (issue 9, item 4).
+/// (the high watermark is above the last stable offset, whatever the
+/// position asked about), and a standby of the other role does not take
+/// over while it lasts (issue 9, item 4).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody_over() {
     use krabka_coordination::client::Client;
@@ -549,7 +552,11 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
         "the standby waits behind the leader: {names:?}"
     );
     let probe = KafkaTransport::new(cfg.clone(), Some("held-back-probe")).unwrap();
-    assert!(!probe.held_back(0).await.unwrap(), "nothing is open yet");
+    assert_ne!(
+        probe.held_back(0, 0).await.unwrap(),
+        Backlog::HeldBack,
+        "nothing is open yet"
+    );
 
     // The neighbour stalls mid-transaction for longer than the lease.
     let stall = KafkaTransport::new(cfg.clone(), Some("held-back-stall")).unwrap();
@@ -566,8 +573,9 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
         ))
         .await
         .unwrap();
-    assert!(
-        probe.held_back(0).await.unwrap(),
+    assert_eq!(
+        probe.held_back(0, 0).await.unwrap(),
+        Backlog::HeldBack,
         "the open transaction holds it back"
     );
     tokio::time::sleep(Duration::from_secs(8)).await;
@@ -584,7 +592,7 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
     // show, and still nobody takes over.
     drop(epoch);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while probe.held_back(0).await.unwrap() {
+    while probe.held_back(0, 0).await.unwrap() == Backlog::HeldBack {
         assert!(
             Instant::now() < deadline,
             "the aborted transaction should end the stall"
@@ -600,4 +608,186 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
     );
     standby.abort();
     leader.resign().await.unwrap();
+}
+
+/// Polls `partition` from `from` until a poll brings nothing new (no
+/// record, the position unchanged): the reader then stands at the end of
+/// what is decided. Returns that position and the records read.
+async fn poll_to_end(t: &KafkaTransport, partition: i32, mut from: i64) -> (i64, Vec<Record>) {
+    let mut records = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "the reads do not settle");
+        let ReadBatch {
+            records: new,
+            next_offset,
+        } = t
+            .poll_partition(partition, from, Duration::from_millis(500))
+            .await
+            .unwrap();
+        let settled = new.is_empty() && next_offset == from;
+        records.extend(new);
+        from = next_offset;
+        if settled {
+            return (from, records);
+        }
+    }
+}
+
+/// The held-back check is one read of the high watermark against the
+/// reader's position (model finding 5). On a real broker: a read_committed
+/// reader that read a committed transaction stands past its commit marker,
+/// at the high watermark, so the check says caught up; a transaction left
+/// open by another producer holds it back; a record appended after the
+/// read is unread; an aborted transaction's record and marker are read
+/// past.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_held_back_check_compares_the_high_watermark_with_the_readers_position() {
+    let (t, cfg) = private_transport("backlog", 1).await;
+    let role = unique("backlog-role");
+    assert_eq!(t.held_back(0, 0).await.unwrap(), Backlog::CaughtUp);
+    let reg = t
+        .append(state_record(
+            0,
+            reg_key(&role, "a"),
+            Some(reg_value("a", 1)),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(t.held_back(0, reg).await.unwrap(), Backlog::Unread);
+    let (pos, _) = poll_to_end(&t, 0, 0).await;
+    assert_eq!(pos, reg + 1);
+    assert_eq!(t.held_back(0, pos).await.unwrap(), Backlog::CaughtUp);
+
+    // A committed lease: the record and its commit marker.
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    epoch
+        .write_lease(
+            state_record(0, lease_key(&role), Some(b"lease".to_vec())),
+            WITHIN,
+        )
+        .await
+        .unwrap();
+    // The poll that brings the record stands past the marker already (a
+    // read_committed fetch returns a transaction's records together with
+    // their marker): a challenger that just read a lease is caught up.
+    let first = t
+        .poll_partition(0, pos, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(first.records.len(), 1, "{first:?}");
+    assert_eq!(first.records[0].offset, pos);
+    assert_eq!(first.next_offset, pos + 2, "past the lease and its marker");
+    let (end, _) = poll_to_end(&t, 0, first.next_offset).await;
+    assert_eq!(end, pos + 2);
+    assert_eq!(t.held_back(0, end).await.unwrap(), Backlog::CaughtUp);
+    assert_eq!(
+        t.held_back(0, end - 1).await.unwrap(),
+        Backlog::Unread,
+        "the marker is part of the log"
+    );
+
+    // Another producer leaves a transaction open.
+    let other = KafkaTransport::new(cfg.clone(), Some("backlog-stall")).unwrap();
+    let neighbour = unique("backlog-neighbour");
+    let stalled = other
+        .mint_epoch(&neighbour, Duration::from_secs(60))
+        .await
+        .unwrap();
+    stalled
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&neighbour),
+            Some(b"open".to_vec()),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(t.held_back(0, end).await.unwrap(), Backlog::HeldBack);
+    // A committed record behind it is written but not readable.
+    let behind = t
+        .append(state_record(
+            0,
+            reg_key(&role, "b"),
+            Some(reg_value("b", 2)),
+        ))
+        .await
+        .unwrap();
+    assert!(behind > end);
+    let (held, records) = poll_to_end(&t, 0, end).await;
+    assert!(records.is_empty(), "{records:?}");
+    assert_eq!(held, end, "the reader stops at the open transaction");
+    assert_eq!(t.held_back(0, held).await.unwrap(), Backlog::HeldBack);
+
+    // Aborted (dropping the epoch aborts it): the reader reads past the
+    // aborted record and the abort marker, and reads the record behind.
+    drop(stalled);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut pos = held;
+    let mut read = Vec::new();
+    loop {
+        let (p, records) = poll_to_end(&t, 0, pos).await;
+        pos = p;
+        read.extend(records);
+        if t.held_back(0, pos).await.unwrap() == Backlog::CaughtUp {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the abort is not decided");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        read.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        [behind],
+        "only the committed record"
+    );
+    assert_eq!(pos, behind + 2, "past the abort marker after the record");
+
+    // A record appended after the read: not caught up until it is read.
+    let late = t
+        .append(state_record(
+            0,
+            reg_key(&role, "c"),
+            Some(reg_value("c", 3)),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(late, pos);
+    assert_eq!(t.held_back(0, pos).await.unwrap(), Backlog::Unread);
+    let (pos, _) = poll_to_end(&t, 0, pos).await;
+    assert_eq!(pos, late + 1);
+    assert_eq!(t.held_back(0, pos).await.unwrap(), Backlog::CaughtUp);
+
+    // A transaction aborted with nothing committed behind it: only its
+    // record and marker are new. A poll waiting for records returns once
+    // the position moved past them, not at the end of its wait.
+    let stalled = other
+        .mint_epoch(&neighbour, Duration::from_secs(60))
+        .await
+        .unwrap();
+    stalled
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&neighbour),
+            Some(b"open again".to_vec()),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(t.held_back(0, pos).await.unwrap(), Backlog::HeldBack);
+    let started = Instant::now();
+    let (batch, ()) = tokio::join!(t.poll_partition(0, pos, Duration::from_secs(30)), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(stalled);
+    });
+    let batch = batch.unwrap();
+    assert!(batch.records.is_empty(), "{batch:?}");
+    assert_eq!(batch.next_offset, pos + 2, "past the record and its marker");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "returned after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        t.held_back(0, batch.next_offset).await.unwrap(),
+        Backlog::CaughtUp
+    );
+    drop(epoch);
 }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::state::RoleState;
 use crate::token::FencingToken;
-use crate::transport::{LeaseWriter, StateRecord, Transport};
+use crate::transport::{Backlog, LeaseWriter, StateRecord, Transport};
 
 /// Deregisters a member whose acquire was abandoned (cancelled, dropped, or
 /// failed) so that nothing is left half done. An epoch the candidate minted
@@ -371,31 +371,44 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Err(e) => return Err(e),
                 }
-                // An open transaction on the partition hides what was
-                // written after it: the holder's renewals, or the first lease
-                // of a member elected a moment ago. No visible lease or
-                // renewal is then no sign that the role is free. Wait until
-                // it ends (found by the model: with no lease in view the
-                // check was skipped, and a hidden first lease was fenced).
-                let held_back = m.transport.held_back(m.partition).await;
-                match held_back {
-                    Ok(false) => {
+                // Is the view complete? One request answers it: the end of
+                // the log (records of open transactions included) against
+                // the follower's position (model findings 1, 2 and 5 in
+                // docs/model.md).
+                // * An open transaction on the partition hides what was
+                //   written after it: the holder's renewals, or the first
+                //   lease of a member elected a moment ago. No visible lease
+                //   or renewal is then no sign that the role is free: wait
+                //   until it ends, with or without a lease in view (finding
+                //   2: with no lease in view the check was skipped, and a
+                //   hidden first lease was fenced).
+                // * Records not read yet are missing from the view: decided
+                //   after the poll above (the renewals a transaction that
+                //   just ended released: finding 1) or not fetched yet (a
+                //   poll without a wait returns what has arrived). Read them
+                //   and evaluate again; nothing is held back, so nothing is
+                //   reported.
+                // * One request compared with the position, never a check
+                //   and a read after it (finding 5): a transaction opened
+                //   between the two hides from the read what the check did
+                //   not cover, and a read that returns before its records
+                //   arrive looks like a complete one.
+                let backlog = m
+                    .transport
+                    .held_back(m.partition, follower.position())
+                    .await;
+                match backlog {
+                    Ok(Backlog::CaughtUp) => {
                         held_back_reported = false;
-                        // The answer describes the partition now, the view
-                        // is from the poll before: records released in
-                        // between (the hidden renewals) must be read first
-                        // (found by the model).
-                        match follower.poll(m, Duration::ZERO).await {
-                            Ok(0) => {}
-                            Ok(_) => continue,
-                            Err(e) if e.is_transient() => {
-                                m.pause(backoff.take(), cancel).await?;
-                                continue;
-                            }
-                            Err(e) => return Err(e),
-                        }
                     }
-                    Ok(true) => {
+                    Ok(Backlog::Unread) => {
+                        held_back_reported = false;
+                        follower
+                            .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                            .await?;
+                        continue;
+                    }
+                    Ok(Backlog::HeldBack) => {
                         if !held_back_reported {
                             tracing::info!("an open transaction holds the partition back; not challenging until it ends");
                             m.emit(EventKind::HeldBack);

@@ -252,6 +252,13 @@ impl Follower {
         })
     }
 
+    /// The offset the follower reads from next: every record below it has
+    /// been read (committed ones applied; aborted ones and transaction
+    /// markers skipped).
+    pub(super) fn position(&self) -> i64 {
+        self.next_offset
+    }
+
     /// One poll: waits up to `wait` for new committed records and applies them.
     pub(super) async fn poll(&mut self, m: &Member, wait: Duration) -> Result<usize> {
         let batch = m

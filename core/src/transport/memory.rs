@@ -38,8 +38,8 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
 use crate::transport::{
-    check_guarded, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Record, Registrar,
-    StateReader, StateRecord, Superseded,
+    check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Record,
+    Registrar, StateReader, StateRecord, Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.
@@ -605,19 +605,27 @@ impl StateReader for MemoryTransport {
         }
     }
 
-    async fn held_back(&self, partition: i32) -> Result<bool> {
-        self.held_back_now(partition).await
+    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
+        self.held_back_now(partition, position).await
     }
 }
 
 impl MemoryTransport {
-    async fn held_back_now(&self, partition: i32) -> Result<bool> {
+    /// The end of the log (open entries included) against `position`, and
+    /// the last stable offset, read together.
+    async fn held_back_now(&self, partition: i32, position: i64) -> Result<Backlog> {
+        if position < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "read position must not be negative, got {position}"
+            )));
+        }
         let inner = self.cluster.enter("held_back")?;
         let key = (self.cluster.state_topic.clone(), partition);
-        Ok(inner
+        let (end, stable) = inner
             .partitions
             .get(&key)
-            .is_some_and(|log| last_stable(log) < log.len()))
+            .map_or((0, 0), |log| (log.len() as i64, last_stable(log) as i64));
+        Ok(Backlog::of(position, end, stable))
     }
 }
 

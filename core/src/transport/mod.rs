@@ -4,7 +4,8 @@
 //!   returns the held epoch, a [`LeaseWriter`] owned by whoever minted it)
 //!   and describe it ([`Describer`], the narrow part a third party needs).
 //! * [`StateReader`]: read a partition of `__coordination_state` (read_committed,
-//!   up to the last stable offset, in offset order).
+//!   up to the last stable offset, in offset order), and tell whether a
+//!   reader's view of it is complete ([`StateReader::held_back`]).
 //! * [`Registrar`]: append registration records through a plain idempotent producer.
 //! * [`LeaseWriter`]: the held epoch of one role: lease records and guarded
 //!   writes go through the producer that the epoch binds, and dropping it
@@ -125,11 +126,60 @@ pub trait StateReader: Send + Sync {
         max_wait: Duration,
     ) -> Result<ReadBatch>;
 
-    /// True when an open transaction holds the last stable offset of
-    /// `partition` back: records beyond it (renewals of other roles of the
-    /// partition included) are written but not yet visible. A standby must
-    /// not read the missing renewals of such a stall as an expired lease.
-    async fn held_back(&self, partition: i32) -> Result<bool>;
+    /// Whether a reader of `partition` whose next offset is `position` (the
+    /// [`ReadBatch::next_offset`] of its last poll) has read everything
+    /// written to the partition: decided by **one** read of the high
+    /// watermark (the end of the log, records of open transactions
+    /// included) compared with `position` ([`Backlog::of`]). Only when it
+    /// is not caught up may a second read tell an open transaction
+    /// ([`Backlog::HeldBack`]) from decided records not read yet
+    /// ([`Backlog::Unread`]).
+    ///
+    /// A standby must not read the missing renewals of a stall (a
+    /// transaction of another role of the partition held open) as an
+    /// expired lease, and must not take a view that misses records written
+    /// before the check for a complete one: it challenges only on
+    /// [`Backlog::CaughtUp`]. The one read is what makes the answer
+    /// describe the view at `position`; a check and a read after it, as
+    /// two requests, would let a transaction opened in between hide what
+    /// the read should have seen.
+    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog>;
+}
+
+/// What [`StateReader::held_back`] found at and past a reader's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backlog {
+    /// Nothing: every record written to the partition when the high
+    /// watermark was read lies below the position, so a reader there has
+    /// read all of it (decided: committed records applied, aborted ones and
+    /// transaction markers skipped).
+    CaughtUp,
+    /// Decided records (committed or aborted, or transaction markers) at or
+    /// past the position are not read yet, and nothing is open: read them
+    /// and look again.
+    Unread,
+    /// An open transaction holds the last stable offset back: records past
+    /// it (another role's, or this role's renewals and first leases) are
+    /// written but not readable until it ends.
+    HeldBack,
+}
+
+impl Backlog {
+    /// The answer for a reader at `position`, from the partition's
+    /// `high_watermark` (the end of the log, open transactions included):
+    /// caught up when it is at most `position`. Otherwise `last_stable`
+    /// (read after the high watermark) tells an open transaction (below the
+    /// high watermark) from decided records not read yet; a transaction
+    /// decided between the two reads counts as decided.
+    pub fn of(position: i64, high_watermark: i64, last_stable: i64) -> Backlog {
+        if high_watermark <= position {
+            Backlog::CaughtUp
+        } else if last_stable < high_watermark {
+            Backlog::HeldBack
+        } else {
+            Backlog::Unread
+        }
+    }
 }
 
 /// Appends registration records.

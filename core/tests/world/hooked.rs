@@ -5,19 +5,26 @@
 //! * right after a mint, before the member writes its first lease (a rival
 //!   minting in between makes the member lose its challenge);
 //! * right after a lease write committed (a cancel that fires in the instant
-//!   the role was won).
+//!   the role was won);
+//! * right before and right after the held-back check of a challenger
+//!   (records released, or a transaction opened, around it).
+//!
+//! It can also make the member's polls lag (return nothing, as a Kafka
+//! consumer's poll does before its fetch arrives), and it logs the names of
+//! the state-reading and minting calls in order.
 //!
 //! Every trait method is forwarded; the seam has no default bodies, so the
 //! compiler checks that nothing is dropped.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use krabka_coordination::transport::memory::MemoryTransport;
 use krabka_coordination::transport::{
-    Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
-    Superseded,
+    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader,
+    StateRecord, Superseded,
 };
 use krabka_coordination::{ElectionOptions, FencingToken, Record, Result};
 
@@ -33,6 +40,10 @@ pub struct Hooked {
     inner: MemoryTransport,
     after_mint: Slot,
     after_lease: Slot,
+    before_held_back: Slot,
+    after_held_back: Slot,
+    lagging: AtomicBool,
+    calls: Mutex<Vec<String>>,
 }
 
 impl Hooked {
@@ -41,7 +52,38 @@ impl Hooked {
             inner,
             after_mint: Arc::default(),
             after_lease: Arc::default(),
+            before_held_back: Arc::default(),
+            after_held_back: Arc::default(),
+            lagging: AtomicBool::new(false),
+            calls: Mutex::default(),
         }
+    }
+
+    /// Runs `hook` once, right before the next held-back check is sent.
+    pub fn before_next_held_back(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.before_held_back.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    /// Runs `hook` once, right after the next held-back check answered.
+    pub fn after_next_held_back(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.after_held_back.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    /// While `lagging`, every poll waits its `max_wait` on the cluster's
+    /// clock and returns nothing, though records are there: a poll that
+    /// returns before its fetch arrived.
+    pub fn set_lagging(&self, lagging: bool) {
+        self.lagging.store(lagging, Ordering::SeqCst);
+    }
+
+    /// The calls made so far (`poll_partition`, `held_back` with its answer,
+    /// `acquire_epoch`, ...), in order; clears the log.
+    pub fn take_calls(&self) -> Vec<String> {
+        std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+
+    fn log(&self, call: String) {
+        self.calls.lock().unwrap().push(call);
     }
 
     /// The wrapped transport.
@@ -111,6 +153,7 @@ impl Coordinator for Hooked {
         role: &str,
         lease_duration: Duration,
     ) -> Result<Box<dyn LeaseWriter>> {
+        self.log("acquire_epoch".into());
         let epoch = self.inner.acquire_epoch(role, lease_duration).await?;
         if let Some(hook) = take(&self.after_mint) {
             hook();
@@ -133,6 +176,7 @@ impl Coordinator for Hooked {
 #[async_trait]
 impl StateReader for Hooked {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        self.log("read_partition".into());
         self.inner.read_partition(partition).await
     }
 
@@ -142,11 +186,35 @@ impl StateReader for Hooked {
         from: i64,
         max_wait: Duration,
     ) -> Result<ReadBatch> {
+        if self.lagging.load(Ordering::SeqCst) {
+            self.log("poll_partition (lagging)".into());
+            // From past any offset: the poll finds nothing and waits its
+            // time out on the cluster's clock.
+            self.inner
+                .poll_partition(partition, i64::MAX, max_wait)
+                .await?;
+            return Ok(ReadBatch {
+                records: Vec::new(),
+                next_offset: from,
+            });
+        }
+        self.log("poll_partition".into());
         self.inner.poll_partition(partition, from, max_wait).await
     }
 
-    async fn held_back(&self, partition: i32) -> Result<bool> {
-        self.inner.held_back(partition).await
+    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
+        if let Some(hook) = take(&self.before_held_back) {
+            hook();
+        }
+        let r = self.inner.held_back(partition, position).await;
+        self.log(match &r {
+            Ok(b) => format!("held_back {b:?}"),
+            Err(_) => "held_back failed".into(),
+        });
+        if let Some(hook) = take(&self.after_held_back) {
+            hook();
+        }
+        r
     }
 }
 

@@ -166,7 +166,8 @@ use tokio::sync::Mutex as AsyncMutex;
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{
-    Coordinator, Describer, LeaseWriter, ReadBatch, Record, Registrar, StateReader, StateRecord,
+    Backlog, Coordinator, Describer, LeaseWriter, ReadBatch, Record, Registrar, StateReader,
+    StateRecord,
 };
 
 mod config;
@@ -673,16 +674,27 @@ impl StateReader for KafkaTransport {
             .await
     }
 
-    async fn held_back(&self, partition: i32) -> Result<bool> {
-        self.held_back_now(partition).await
+    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
+        self.held_back_now(partition, position).await
     }
 }
 
 impl KafkaTransport {
-    /// The high watermark first, then the last stable offset: a transaction
-    /// that commits between the two reads counts as decided.
-    async fn held_back_now(&self, partition: i32) -> Result<bool> {
+    /// One read of the high watermark through the read_uncommitted probe
+    /// (the end of the log: records of open transactions and transaction
+    /// markers included) decides. A read_committed reader's position after
+    /// an end-of-partition event is the last stable offset, markers
+    /// included, so with nothing open a reader that has read everything
+    /// stands at the high watermark. Only when the high watermark lies past
+    /// `position` does the last stable offset (a second read) tell an open
+    /// transaction from records not read yet.
+    async fn held_back_now(&self, partition: i32, position: i64) -> Result<Backlog> {
         check_partition(partition)?;
+        if position < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "read position must not be negative, got {position}"
+            )));
+        }
         let probe = self.hw_probe()?;
         let (topic, timeout) = (
             self.config.state_topic().to_owned(),
@@ -694,13 +706,16 @@ impl KafkaTransport {
         })
         .await?
         .map_err(|e| kafka_error(&context, e))?;
+        if high <= position {
+            return Ok(Backlog::CaughtUp);
+        }
         let reader = self.reader(partition).await?;
         let (_, stable) = reader
             .as_ref()
             .expect("reader() creates it")
             .watermarks()
             .await?;
-        Ok(stable < high)
+        Ok(Backlog::of(position, high, stable))
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use krabka_coordination::election::ElectionOptions;
 use krabka_coordination::transport::{
-    Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader, StateRecord,
-    Superseded, Transport,
+    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader,
+    StateRecord, Superseded, Transport,
 };
 use krabka_coordination::{FencingToken, Record, Result};
 use serde_json::{json, Value};
@@ -170,9 +170,9 @@ impl StateReader for Timed {
         r
     }
 
-    async fn held_back(&self, partition: i32) -> Result<bool> {
+    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
         let t = Instant::now();
-        let r = self.inner.held_back(partition).await;
+        let r = self.inner.held_back(partition, position).await;
         self.rec.record("held_back", t, 0, r.is_ok());
         r
     }

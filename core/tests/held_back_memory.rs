@@ -1,0 +1,256 @@
+//! The challenger's held-back check (model findings 1, 2 and 5 of
+//! `docs/model.md`) on the in-memory transport and a manual clock: one
+//! request compares the end of the log, records of open transactions
+//! included, with the follower's read position. The challenger mints only
+//! when the answer is "caught up"; it waits while a transaction is open and
+//! reads (without reporting anything held back) while records are merely
+//! unread. No read follows the check that a transaction opened in between
+//! could hide something from.
+
+mod world;
+
+use std::sync::Arc;
+
+use krabka_coordination::codec::{encode_key, Key};
+use krabka_coordination::events;
+use krabka_coordination::leadership::describe_leadership;
+use krabka_coordination::transport::memory::MemoryTransport;
+use krabka_coordination::transport::{Backlog, Registrar, StateReader, StateRecord};
+use krabka_coordination::{role_partition, ErrorKind};
+use world::hooked::Hooked;
+use world::*;
+
+/// A role other than [`ROLE`] whose records share its partition.
+fn neighbour() -> String {
+    (0..)
+        .map(|i| format!("neighbour-{i}"))
+        .find(|r| {
+            role_partition(r, PARTITIONS).unwrap() == role_partition(ROLE, PARTITIONS).unwrap()
+        })
+        .unwrap()
+}
+
+/// The neighbour role's leader stalls mid-transaction on the shared
+/// partition: everything written after it is hidden until the transaction
+/// is decided. The returned epoch keeps it open; a newer mint of the
+/// neighbour role aborts it.
+fn stall_neighbour(w: &World) -> krabka_coordination::transport::memory::MemoryEpoch {
+    let stalled = w.transport().mint(&neighbour()).unwrap();
+    stalled
+        .write_lease_open(StateRecord {
+            partition: w.partition(),
+            key: encode_key(&Key::lease(neighbour())).unwrap(),
+            value: Some(b"stalled".to_vec()),
+        })
+        .unwrap();
+    stalled
+}
+
+/// Aborts the neighbour's open transaction, as its coordinator does when
+/// the transaction times out (a newer mint of the role).
+fn abort_neighbour(t: &MemoryTransport) {
+    drop(t.mint(&neighbour()).unwrap());
+}
+
+/// The calls that follow the last held-back check in `calls`, with it.
+fn from_last_check(calls: &[String]) -> Vec<String> {
+    let last = calls
+        .iter()
+        .rposition(|c| c.starts_with("held_back"))
+        .expect("a held-back check was made");
+    calls[last..].to_vec()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_check_compares_the_end_of_the_log_with_the_readers_position() {
+    let w = World::new();
+    let t = w.transport();
+    let p = w.partition();
+    assert_eq!(t.held_back(p, 0).await.unwrap(), Backlog::CaughtUp);
+    let reg = |m: &str| StateRecord {
+        partition: p,
+        key: encode_key(&Key::registration(ROLE, m)).unwrap(),
+        value: Some(m.as_bytes().to_vec()),
+    };
+    assert_eq!(t.append(reg("a")).await.unwrap(), 0);
+    assert_eq!(t.held_back(p, 0).await.unwrap(), Backlog::Unread);
+    assert_eq!(t.held_back(p, 1).await.unwrap(), Backlog::CaughtUp);
+
+    // An open transaction at offset 1, a committed record behind it.
+    let stalled = stall_neighbour(&w);
+    assert_eq!(t.append(reg("b")).await.unwrap(), 2);
+    for position in [0, 1] {
+        assert_eq!(
+            t.held_back(p, position).await.unwrap(),
+            Backlog::HeldBack,
+            "at {position}"
+        );
+    }
+    let batch = t
+        .poll_partition(p, 1, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(batch.records.is_empty(), "nothing past the open entry");
+    assert_eq!(batch.next_offset, 1);
+
+    // Aborted: the entry is decided, the record behind it is unread.
+    abort_neighbour(&t);
+    drop(stalled);
+    assert_eq!(t.held_back(p, 1).await.unwrap(), Backlog::Unread);
+    let batch = t
+        .poll_partition(p, 1, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(batch.records.len(), 1);
+    assert_eq!(
+        batch.next_offset, 3,
+        "past the aborted entry and the record"
+    );
+    assert_eq!(t.held_back(p, 3).await.unwrap(), Backlog::CaughtUp);
+
+    let e = t.held_back(p, -1).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// Finding 1's interleaving: the challenger's read finds nothing new (the
+/// leader's renewals are hidden behind a neighbour's open transaction),
+/// then the transaction is decided before the check. The check answers for
+/// the challenger's position, so the released renewals count as unread:
+/// the challenger reads them and waits again, and reports nothing held
+/// back (nothing is, by then).
+#[tokio::test(flavor = "current_thread")]
+async fn records_released_after_the_read_are_read_before_any_challenge() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b_transport = Arc::new(Hooked::new(w.cluster.transport()));
+    let (tx, mut rx) = events::channel();
+    let b = spawn_on(b_transport.clone(), "b", w.options().with_events(tx));
+    w.run_until(T0 + 1_000).await;
+    let _stalled = stall_neighbour(&w);
+    // The transaction is decided between b's read and b's check.
+    let releaser = w.transport();
+    b_transport.before_next_held_back(move || abort_neighbour(&releaser));
+    // Past a's first deadline, which is all b has seen of a.
+    w.run_until(T0 + ms(LEASE) + 1_000).await;
+    assert!(!b.is_finished(), "b does not take over");
+    assert!(a.is_held(), "a renews all along");
+    let calls = b_transport.take_calls();
+    let after = from_last_check(&calls);
+    assert_eq!(
+        after[..2],
+        ["held_back Unread", "poll_partition"],
+        "b reads after the check: {calls:?}"
+    );
+    let seen = names(&drain(&mut rx));
+    assert!(!seen.contains(&"held_back"), "{seen:?}");
+    assert!(!seen.contains(&"challenging"), "{seen:?}");
+    w.run_until(T0 + 2 * ms(LEASE)).await;
+    assert!(!b.is_finished());
+    assert!(a.is_held());
+    let t = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
+    assert_eq!(t.token, a.token());
+}
+
+/// A read that returns before its records arrive (a Kafka consumer polled
+/// without a wait returns what its fetches brought so far) looks like a
+/// read of nothing new. The check compares the end of the log with what
+/// the challenger has actually read, so it is never taken for a complete
+/// view: the challenger keeps reading, and waits again once the leader's
+/// renewals arrive. (A check of the partition alone, "nothing open", and a
+/// read after it would have let the challenger fence a healthy leader.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_read_that_lags_is_never_taken_for_a_complete_view() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b_transport = Arc::new(Hooked::new(w.cluster.transport()));
+    let (tx, mut rx) = events::channel();
+    let b = spawn_on(b_transport.clone(), "b", w.options().with_events(tx));
+    w.run_until(T0 + 1_000).await;
+    // From here on b's polls bring nothing: a's renewals do not reach it.
+    b_transport.set_lagging(true);
+    w.run_until(T0 + 2 * ms(LEASE)).await;
+    assert!(!b.is_finished(), "b does not take over on a stale view");
+    assert!(a.is_held(), "a renews all along");
+    let calls = b_transport.take_calls();
+    assert!(
+        calls.iter().any(|c| c == "held_back Unread"),
+        "b's turn came on its stale view and the check refused it: {calls:?}"
+    );
+    assert!(!calls.iter().any(|c| c == "acquire_epoch"), "{calls:?}");
+    let seen = names(&drain(&mut rx));
+    assert!(!seen.contains(&"challenging"), "{seen:?}");
+    assert!(
+        !seen.contains(&"held_back"),
+        "nothing is held back: {seen:?}"
+    );
+
+    // The reads catch up: b sees the renewals and waits again.
+    b_transport.set_lagging(false);
+    w.run_until(T0 + 2 * ms(LEASE) + 2_000).await;
+    assert!(!b.is_finished());
+    assert!(a.is_held());
+    let t = describe_leadership(w.transport().as_ref(), ROLE)
+        .await
+        .unwrap();
+    assert_eq!(t.token, a.token());
+}
+
+/// Finding 5: the check and a read after it were two requests, and a
+/// transaction opened between them hid from the read what the check did
+/// not cover (the first lease of a challenger elected in that instant). Now
+/// the decision rests on the check alone: "caught up" is followed by the
+/// mint, with no read in between for a transaction to hide anything from.
+/// A transaction opened right after the check is the same as one opened
+/// after any check and before InitProducerId: the fence keeps it safe.
+#[tokio::test(flavor = "current_thread")]
+async fn the_decision_to_challenge_rests_on_the_check_alone() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b_transport = Arc::new(Hooked::new(w.cluster.transport()));
+    let b = spawn_on(b_transport.clone(), "b", w.options());
+    w.run_until(T0 + 1_000).await;
+    // a dies; b's turn comes at a's deadline.
+    let deadline = a.lease().deadline;
+    drop(a);
+    let staller = w.cluster.clone();
+    b_transport.after_next_held_back(move || {
+        let t = staller.transport();
+        let stalled = t.mint(&neighbour()).unwrap();
+        let p = role_partition(ROLE, PARTITIONS).unwrap();
+        stalled
+            .write_lease_open(StateRecord {
+                partition: p,
+                key: encode_key(&Key::lease(neighbour())).unwrap(),
+                value: Some(b"opened after the check".to_vec()),
+            })
+            .unwrap();
+        // Dropping the handle leaves the transaction open (only a newer
+        // mint of the neighbour role would abort it).
+        drop(stalled);
+    });
+    w.run_until(deadline + 1_000).await;
+    let b = leader(b).await;
+    let calls = b_transport.take_calls();
+    assert_eq!(
+        from_last_check(&calls),
+        ["held_back CaughtUp", "acquire_epoch"],
+        "{calls:?}"
+    );
+    let last_poll = calls
+        .iter()
+        .rposition(|c| c.starts_with("poll_partition"))
+        .unwrap();
+    assert!(
+        calls[last_poll + 1].starts_with("held_back"),
+        "one read, then the check: {calls:?}"
+    );
+    assert!(b.is_held());
+}
