@@ -439,32 +439,30 @@ impl DownNode {
 
     /// Kills node `node` (1..=3) with SIGKILL, as a crash would.
     pub fn kill(node: &str) -> DownNode {
-        let out = Command::new("bash")
-            .arg(repo_root().join("ci/kafka.sh"))
-            .args(["status", "3"])
-            .output()
-            .expect("ci/kafka.sh status 3");
-        let status = String::from_utf8_lossy(&out.stdout);
-        let pid = status
-            .lines()
-            .find_map(|l| {
-                let rest = l
-                    .trim()
-                    .strip_prefix(&format!("node {node}: running (pid "))?;
-                rest.split(')').next()?.parse::<i32>().ok()
-            })
-            .unwrap_or_else(|| panic!("no pid of node {node} in:\n{status}"));
-        let killed = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill");
-        assert!(killed.success(), "kill -KILL {pid}");
+        signal_node(node, "KILL");
         DownNode(Some(node.to_owned()))
+    }
+
+    /// Pauses node `node` (1..=3) with SIGSTOP: it keeps its connections
+    /// and answers nothing. [`DownNode::kill`]'s SIGKILL or the guard's
+    /// restart ends the pause.
+    pub fn pause(node: &str) -> DownNode {
+        signal_node(node, "STOP");
+        DownNode(Some(node.to_owned()))
+    }
+
+    /// Kills the node this guard holds down (paused or not) with SIGKILL.
+    pub fn kill_now(&self) {
+        signal_node(self.0.as_deref().expect("held down"), "KILL");
     }
 
     /// Starts the node again and waits until it is back in the metadata.
     pub async fn restart(mut self) {
         let node = self.0.take().unwrap();
+        // A paused node is still running: end it first.
+        if try_signal_node(&node, "KILL").is_ok() {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
         let n = node.clone();
         tokio::task::spawn_blocking(move || kafka_sh(&["node", "start", "3", &n]))
             .await
@@ -476,10 +474,49 @@ impl DownNode {
 impl Drop for DownNode {
     fn drop(&mut self) {
         if let Some(node) = self.0.take() {
+            if try_signal_node(&node, "KILL").is_ok() {
+                std::thread::sleep(Duration::from_millis(500));
+            }
             if let Err(e) = kafka_sh(&["node", "start", "3", &node]) {
                 eprintln!("restarting node {node} after a failure: {e}");
             }
         }
+    }
+}
+
+/// Sends `signal` (`KILL`, `STOP`, ...) to node `node` (1..=3) of the
+/// three-node cluster.
+fn signal_node(node: &str, signal: &str) {
+    if let Err(e) = try_signal_node(node, signal) {
+        panic!("{e}");
+    }
+}
+
+/// [`signal_node`], or why not (the node is not running).
+fn try_signal_node(node: &str, signal: &str) -> Result<(), String> {
+    let out = Command::new("bash")
+        .arg(repo_root().join("ci/kafka.sh"))
+        .args(["status", "3"])
+        .output()
+        .expect("ci/kafka.sh status 3");
+    let status = String::from_utf8_lossy(&out.stdout);
+    let pid = status
+        .lines()
+        .find_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix(&format!("node {node}: running (pid "))?;
+            rest.split(')').next()?.parse::<i32>().ok()
+        })
+        .ok_or_else(|| format!("no pid of node {node} in:\n{status}"))?;
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill");
+    if sent.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -{signal} {pid} failed"))
     }
 }
 

@@ -17,6 +17,15 @@
 //!   in librdkafka; the write fails with [`Error::Transient`] and the next
 //!   write of the role first finishes it.
 //!
+//! A write whose records are not acknowledged in time is aborted, but only
+//! once the coordinator has the transaction (see
+//! [`LeaseProducer::abort_registered`]): librdkafka sends EndTxn(abort)
+//! whenever it sent a partition registration, refused or lost ones
+//! included, and a coordinator without the transaction answers
+//! INVALID_TXN_STATE, which librdkafka makes fatal. On the three-broker
+//! cluster that ended a healthy leader's term when a broker was killed
+//! during its writes.
+//!
 //! Every blocking librdkafka call (init, begin, commit, abort, and dropping a
 //! producer, which flushes) runs on tokio's blocking pool.
 
@@ -28,7 +37,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureRecord, Producer as _};
 
-use super::{kafka_error, run_blocking, Producer};
+use super::{kafka_error, run_blocking, DescribeClient, Producer};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::OutRecord;
@@ -44,6 +53,11 @@ pub(crate) enum TxnState {
     CommitPending,
     /// An abort timed out and goes on in librdkafka; call abort again.
     AbortPending,
+    /// A write gave up before its records were acknowledged, and the
+    /// coordinator has not shown the transaction yet: abort it (through
+    /// [`LeaseProducer::abort_registered`]) before anything else. Nothing of
+    /// it ever commits.
+    AbortDeferred,
 }
 
 /// The producer the epoch of a role binds.
@@ -53,6 +67,11 @@ pub(crate) enum TxnState {
 pub(crate) struct LeaseProducer {
     pub(crate) producer: Producer,
     pub(crate) token: FencingToken,
+    /// Asks the coordinator whether it has the open transaction.
+    pub(crate) describe: DescribeClient,
+    /// Since when the coordinator, reachable, has shown no open transaction
+    /// of this producer while an abort waits.
+    pub(crate) unregistered_since: Option<Instant>,
     pub(crate) state: TxnState,
     /// Set when a transaction was aborted: librdkafka may then have bumped
     /// the producer's epoch itself (KIP-360), so the token must be
@@ -73,6 +92,20 @@ pub(crate) enum Outcome {
 
 /// The least time an abort gets, even past the caller's deadline.
 const MIN_ABORT_TIME: Duration = Duration::from_millis(500);
+
+/// How long a reachable coordinator must show this producer's transactions
+/// settled (none open, none completing) before an abort is sent all the
+/// same. librdkafka sends a partition registration again 20 ms after the
+/// coordinator answered "concurrent transactions", and within about a
+/// second after a connection to it broke (coordinator lookup, reconnect
+/// back-off capped at one second for lease producers); after this long none
+/// is on its way: the transaction's partitions were never registered (a
+/// topic librdkafka does not know), and librdkafka's abort ends it without
+/// asking the coordinator.
+const REGISTRATION_GRACE: Duration = Duration::from_secs(2);
+
+/// Between two looks at the coordinator while an abort waits.
+const REGISTRATION_POLL: Duration = Duration::from_millis(100);
 
 /// The time left until `deadline`, at least a millisecond.
 fn left(deadline: Instant) -> Duration {
@@ -140,6 +173,23 @@ fn fatal_outcome(role: &str, what: &str, code: RDKafkaErrorCode, reason: String)
 }
 
 impl LeaseProducer {
+    /// A producer with no transaction open.
+    pub(crate) fn new(
+        producer: Producer,
+        token: FencingToken,
+        describe: DescribeClient,
+    ) -> LeaseProducer {
+        LeaseProducer {
+            producer,
+            token,
+            describe,
+            unregistered_since: None,
+            state: TxnState::Idle,
+            aborted: false,
+            resolved: None,
+        }
+    }
+
     /// The producer's fatal error, if librdkafka has raised one.
     fn fatal(&self) -> Option<(RDKafkaErrorCode, String)> {
         self.producer.client().fatal_error()
@@ -198,7 +248,7 @@ impl LeaseProducer {
             let Ok(delivered) = tokio::time::timeout_at(deadline, d).await else {
                 // Not acknowledged in time: abort (librdkafka purges what is
                 // still queued); nothing of this transaction is written.
-                return Err(match self.abort(role, what, deadline).await {
+                return Err(match self.abort_registered(role, what, deadline).await {
                     None => Outcome::Keep(Error::transient(
                         format!("{what} for role {role:?}"),
                         "the records were not acknowledged in time; the transaction was aborted",
@@ -286,6 +336,100 @@ impl LeaseProducer {
                 None => Ok(()),
                 Some(o) => Err(o),
             },
+            TxnState::AbortDeferred => match self.abort_registered(role, what, deadline).await {
+                None => Ok(()),
+                Some(o) => Err(o),
+            },
+        }
+    }
+
+    /// Aborts the open transaction of a write that gave up before its
+    /// records were acknowledged, once the coordinator has it. `None` when it
+    /// is aborted.
+    ///
+    /// librdkafka sends EndTxn(abort) whenever a partition registration of
+    /// the transaction was sent, even one the coordinator refused ("concurrent
+    /// transactions", while the previous transaction's markers are written)
+    /// or one lost with a broken connection. A coordinator that has no open
+    /// transaction of the producer answers that EndTxn with
+    /// INVALID_TXN_STATE, and librdkafka makes it fatal: the producer, and
+    /// with it a healthy leader's term, is gone (librdkafka issue 4849; seen
+    /// on the three-broker cluster when the broker of the coordinator or of
+    /// the state partition's leader was killed). So the coordinator is asked
+    /// first (DescribeTransactions), and the abort goes ahead when it shows
+    ///
+    /// * this producer's transaction open (`Ongoing`): the EndTxn finds it;
+    /// * a newer epoch: the abort is fenced, as it must be;
+    /// * the producer's transactions settled (`Empty`, `CompleteCommit`,
+    ///   `CompleteAbort`) for [`REGISTRATION_GRACE`]: no registration is on
+    ///   its way, so none was sent and librdkafka does not ask the
+    ///   coordinator.
+    ///
+    /// While the coordinator cannot be asked, or shows the previous
+    /// transaction completing (its markers not yet written: the registration
+    /// is refused and sent again until they are), or within the grace, the
+    /// abort waits, bounded by `deadline` (at least [`MIN_ABORT_TIME`]); past
+    /// that the transaction stays [`TxnState::AbortDeferred`] and the next
+    /// write of the role aborts it first. It never commits.
+    async fn abort_registered(
+        &mut self,
+        role: &str,
+        what: &str,
+        deadline: Instant,
+    ) -> Option<Outcome> {
+        let deadline = deadline.max(Instant::now() + MIN_ABORT_TIME);
+        loop {
+            let look =
+                tokio::time::timeout_at(deadline, self.describe.describe_transaction(role)).await;
+            let now = Instant::now();
+            let go = match look {
+                Ok(Ok(Some(d))) if d.token != self.token || d.state == "Ongoing" => true,
+                Ok(Ok(answer)) => {
+                    let state = answer.as_ref().map_or("unknown", |d| d.state.as_str());
+                    let settled = matches!(
+                        state,
+                        "Empty" | "CompleteCommit" | "CompleteAbort" | "unknown"
+                    );
+                    if settled {
+                        let since = *self.unregistered_since.get_or_insert(now);
+                        let waited = now.duration_since(since);
+                        tracing::debug!(
+                            role,
+                            state,
+                            ?waited,
+                            "the abort waits for the registration"
+                        );
+                        waited >= REGISTRATION_GRACE
+                    } else {
+                        tracing::debug!(
+                            role,
+                            state,
+                            "the abort waits for the previous transaction"
+                        );
+                        self.unregistered_since = None;
+                        false
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(role, error = %e, "the abort waits: the coordinator cannot be asked");
+                    self.unregistered_since = None;
+                    false
+                }
+                Err(_) => false,
+            };
+            if go {
+                self.unregistered_since = None;
+                return self.abort(role, what, deadline).await;
+            }
+            if now + REGISTRATION_POLL >= deadline {
+                self.state = TxnState::AbortDeferred;
+                return Some(Outcome::Keep(Error::transient(
+                    format!("{what} for role {role:?}"),
+                    "the records were not acknowledged in time; the transaction will be aborted \
+                     once the coordinator has it, before the next write (nothing of it commits)",
+                )));
+            }
+            tokio::time::sleep(REGISTRATION_POLL).await;
         }
     }
 
@@ -373,7 +517,7 @@ impl LeaseProducer {
                 // A failed send or delivery inside a transaction: the
                 // transaction cannot commit any more, so abort it.
                 if self.state == TxnState::Open {
-                    if let Some(o) = self.abort(role, what, deadline).await {
+                    if let Some(o) = self.abort_registered(role, what, deadline).await {
                         return o;
                     }
                 }

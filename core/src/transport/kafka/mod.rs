@@ -188,7 +188,7 @@ pub use mint::MintStats;
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
-use lease::{LeaseProducer, TxnState};
+use lease::LeaseProducer;
 pub(crate) use librdkafka::{
     drop_off_thread, kafka_error, run_blocking, Producer, TransportContext,
 };
@@ -436,13 +436,7 @@ impl KafkaTransport {
                     describe.clone(),
                     role.clone(),
                     lease_ms,
-                    LeaseProducer {
-                        producer,
-                        token,
-                        state: TxnState::Idle,
-                        aborted: false,
-                        resolved: None,
-                    },
+                    LeaseProducer::new(producer, token, describe.clone()),
                 )
             });
             // A caller that gave up drops the receiver: the epoch it minted
