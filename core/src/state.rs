@@ -229,8 +229,9 @@ impl RoleState {
         FormatError::new(
             e.part,
             format!(
-                "record at offset {offset} of role {:?}: {}",
-                self.role, e.message
+                "record at offset {offset} of role {}: {}",
+                crate::error::quote(&self.role),
+                e.message
             ),
         )
     }

@@ -118,7 +118,7 @@ impl KafkaEpoch {
         gone.map(|g| match g {
             Gone::Fenced(why) => Error::Fenced(why),
             Gone::Fatal(why) => Error::fatal(
-                format!("{what} for role {:?}", self.role),
+                format!("{what} for role {}", crate::error::quote(&self.role)),
                 format!("the epoch's producer was dropped after: {why}"),
             ),
         })
@@ -139,7 +139,10 @@ impl KafkaEpoch {
         let mut guard = self.slot.clone().lock_owned().await;
         if guard.is_none() {
             return Err(self.gone_error(what).unwrap_or_else(|| {
-                Error::fatal(format!("{what} for role {:?}", self.role), "released")
+                Error::fatal(
+                    format!("{what} for role {}", crate::error::quote(&self.role)),
+                    "released",
+                )
             }));
         }
         let deadline = super::deadline_in(within.min(self.timeout));
@@ -178,7 +181,7 @@ impl KafkaEpoch {
             let result = match (result, moved) {
                 (r, None) => r,
                 (_, Some(now)) => Err(Outcome::Drop(Error::Fenced(format!(
-                    "{what} for role {role:?}: after an abort the role's token is {now}, not this epoch's {token}"
+                    "{what} for role {}: after an abort the role's token is {now}, not this epoch's {token}", crate::error::quote(&role)
                 )))),
             };
             match result {

@@ -118,7 +118,7 @@ fn left(deadline: Instant) -> Duration {
 /// committed. The cause (a fence included) stays the source.
 fn outcome_unknown(role: &str, what: &str, outcome: Outcome) -> Outcome {
     let wrap = |e: Error| Error::OutcomeUnknown {
-        context: format!("{what} for role {role:?}: commit"),
+        context: format!("{what} for role {}: commit", crate::error::quote(role)),
         source: Box::new(e),
     };
     match outcome {
@@ -162,11 +162,12 @@ pub(crate) fn is_fenced_code(code: RDKafkaErrorCode) -> bool {
 fn fatal_outcome(role: &str, what: &str, code: RDKafkaErrorCode, reason: String) -> Outcome {
     if is_fenced_code(code) {
         Outcome::Drop(Error::Fenced(format!(
-            "{what} for role {role:?}: the producer's epoch is superseded ({code:?}: {reason})"
+            "{what} for role {}: the producer's epoch is superseded ({code:?}: {reason})",
+            crate::error::quote(role)
         )))
     } else {
         Outcome::Drop(Error::fatal(
-            format!("{what} for role {role:?}"),
+            format!("{what} for role {}", crate::error::quote(role)),
             format!("fatal producer error {code:?}: {reason}"),
         ))
     }
@@ -250,7 +251,7 @@ impl LeaseProducer {
                 // still queued); nothing of this transaction is written.
                 return Err(match self.abort_registered(role, what, deadline).await {
                     None => Outcome::Keep(Error::transient(
-                        format!("{what} for role {role:?}"),
+                        format!("{what} for role {}", crate::error::quote(role)),
                         "the records were not acknowledged in time; the transaction was aborted",
                     )),
                     Some(o) => o,
@@ -263,7 +264,7 @@ impl LeaseProducer {
                 }
                 Err(_) => {
                     return Err(Outcome::Drop(Error::fatal(
-                        format!("{what} for role {role:?}"),
+                        format!("{what} for role {}", crate::error::quote(role)),
                         "the producer dropped a delivery report",
                     )))
                 }
@@ -424,7 +425,7 @@ impl LeaseProducer {
             if now + REGISTRATION_POLL >= deadline {
                 self.state = TxnState::AbortDeferred;
                 return Some(Outcome::Keep(Error::transient(
-                    format!("{what} for role {role:?}"),
+                    format!("{what} for role {}", crate::error::quote(role)),
                     "the records were not acknowledged in time; the transaction will be aborted \
                      once the coordinator has it, before the next write (nothing of it commits)",
                 )));
@@ -460,12 +461,12 @@ impl LeaseProducer {
                     KafkaError::Transaction(t) if t.is_retriable() => {
                         self.state = TxnState::AbortPending;
                         Some(Outcome::Keep(kafka_error(
-                            &format!("{what} for role {role:?}: abort"),
+                            &format!("{what} for role {}: abort", crate::error::quote(role)),
                             e,
                         )))
                     }
                     _ => Some(Outcome::Drop(Error::fatal(
-                        format!("{what} for role {role:?}"),
+                        format!("{what} for role {}", crate::error::quote(role)),
                         format!(
                             "the transaction could not be aborted, the producer is dropped: {e}"
                         ),
@@ -490,7 +491,7 @@ impl LeaseProducer {
         if let Some((code, reason)) = self.fatal() {
             return fatal_outcome(role, what, code, reason);
         }
-        let context = format!("{what} for role {role:?}: {step}");
+        let context = format!("{what} for role {}: {step}", crate::error::quote(role));
         match &e {
             KafkaError::Transaction(t) if t.is_fatal() => {
                 fatal_outcome(role, what, t.code(), t.string())
