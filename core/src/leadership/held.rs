@@ -257,8 +257,11 @@ impl Leadership {
     ///
     /// A write may take at most one renew interval (and never past the local
     /// lease deadline), so it never starves the renewals: one not
-    /// acknowledged by then is aborted and fails with [`Error::Transient`]
-    /// (nothing written). A failure after its commit was sent is
+    /// acknowledged by then fails with [`Error::Transient`], and nothing of
+    /// it is ever written. Its transaction is aborted once the transaction
+    /// coordinator has it (at once, unless the coordinator is moving or
+    /// still completing the previous transaction; then before the next
+    /// write or renewal of the role). A failure after its commit was sent is
     /// [`Error::OutcomeUnknown`]: the records may or may not be visible.
     pub async fn write(&self, records: Vec<OutRecord>) -> Result<()> {
         let held = &self.held;
