@@ -60,6 +60,10 @@ pub enum Field {
     Headers,
     /// The Kafka client settings.
     Kafka,
+    /// How long the first contact with the cluster may take.
+    ConnectTimeout,
+    /// The budget of one blocking client operation.
+    OperationTimeout,
 }
 
 impl Field {
@@ -81,6 +85,8 @@ impl Field {
             Field::Value => "value",
             Field::Headers => "headers",
             Field::Kafka => "kafka",
+            Field::ConnectTimeout => "connect_timeout",
+            Field::OperationTimeout => "operation_timeout",
         }
     }
 }
@@ -358,6 +364,8 @@ mod tests {
             Field::LeaseDuration,
             Field::MinInsyncReplicas,
             Field::Kafka,
+            Field::ConnectTimeout,
+            Field::OperationTimeout,
         ] {
             let n = f.name();
             assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");

@@ -13,7 +13,8 @@
 //!   a cancellation token and a bounded grace on interrupt.
 //! * [`args`]: argument checks with one wording for every language;
 //!   [`options`]: the options of the binding surface (timings, the state
-//!   topic's production defaults, partitions, Kafka settings).
+//!   topic's production defaults, partitions, the client's timeouts, Kafka
+//!   settings).
 //! * [`errors`]: the error-kind table every binding maps from (never from
 //!   message text), the record part names, the cause chain.
 //! * [`client`]: the core client built once from the host's settings, with
@@ -40,7 +41,7 @@ pub use args::{ArgError, ArgErrorKind, Field};
 pub use blocking::{block_on, Blocked, Interruptible, OnInterrupt};
 pub use client::KafkaClient;
 pub use events::{EventStream, EventView};
-pub use options::{LeadershipArgs, TopicArgs};
+pub use options::{LeadershipArgs, TimeoutArgs, TopicArgs};
 pub use per_process::PerProcess;
 pub use process_bound::ProcessBound;
 pub use runtime::RuntimeHolder;

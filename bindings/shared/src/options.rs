@@ -1,12 +1,15 @@
 //! The options of the binding surface, checked and converted once: the
 //! leadership timings, the state topic's shape (with its production
-//! defaults), the client's partition count, and the Kafka settings.
+//! defaults), the client's partition count and timeouts, and the Kafka
+//! settings.
+
+use std::time::Duration;
 
 use krabka_coordination::leadership::LeadershipOptions;
 use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
 use krabka_coordination::Error;
 
-use crate::args::{i32_in_range, seconds, ArgError, Field, SecondsBound};
+use crate::args::{i32_in_range, number, seconds, ArgError, Field, SecondsBound};
 
 /// The timing options of an acquire, as the host passed them (seconds);
 /// `None` keeps the core's default (30 s lease, 10 s renew interval, 5 s
@@ -105,6 +108,67 @@ impl TopicArgs {
 /// The partition count of a client's state topic: from 1 to `i32::MAX`.
 pub fn partitions(value: i64) -> Result<i32, ArgError> {
     i32_in_range(Field::Partitions.name(), value, 1, i32::MAX)
+}
+
+/// The client-wide timeouts, as the host passed them (seconds); `None`
+/// keeps the core's default.
+///
+/// * `connect_timeout` bounds the first contact with the cluster (default
+///   10 s, [`KafkaConfig::DEFAULT_CONNECT_TIMEOUT`]): when no broker of the
+///   bootstrap address answers within it, an acquire or a describe fails
+///   with a transient error naming the address, and nothing is registered.
+/// * `operation_timeout` bounds each blocking client operation once the
+///   cluster answered (default 30 s,
+///   [`KafkaConfig::DEFAULT_OPERATION_TIMEOUT`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimeoutArgs {
+    /// How long the first contact with the cluster may take.
+    pub connect_timeout: Option<f64>,
+    /// The budget of one blocking client operation.
+    pub operation_timeout: Option<f64>,
+}
+
+impl TimeoutArgs {
+    /// `config` with these timeouts, checked: each one by [`seconds`] as a
+    /// positive number of seconds of at most a year, then against
+    /// librdkafka's limit ([`KafkaConfig::MAX_TIMEOUT`], about 24.8 days),
+    /// so that every refusal names the argument (`connect_timeout must be a
+    /// positive number of seconds, got 0`).
+    pub fn apply(&self, config: KafkaConfig) -> Result<KafkaConfig, ArgError> {
+        let mut config = config;
+        if let Some(s) = self.connect_timeout {
+            config = config.with_connect_timeout(timeout(Field::ConnectTimeout, s)?);
+        }
+        if let Some(s) = self.operation_timeout {
+            config = config.with_operation_timeout(timeout(Field::OperationTimeout, s)?);
+        }
+        Ok(config)
+    }
+}
+
+/// A client timeout: positive, at most a year, at most librdkafka's limit.
+fn timeout(field: Field, secs: f64) -> Result<Duration, ArgError> {
+    let d = seconds(field.name(), secs, SecondsBound::Positive)?;
+    if d.is_zero() {
+        // Positive, but below a nanosecond: the core would refuse the zero
+        // without the argument's name.
+        return Err(ArgError::invalid(
+            field.name(),
+            "at least a nanosecond (0.000000001 seconds)",
+            number(secs),
+        ));
+    }
+    if d > KafkaConfig::MAX_TIMEOUT {
+        return Err(ArgError::invalid(
+            field.name(),
+            &format!(
+                "at most {} seconds (librdkafka's limit)",
+                number(KafkaConfig::MAX_TIMEOUT.as_secs_f64())
+            ),
+            number(secs),
+        ));
+    }
+    Ok(d)
 }
 
 /// A Kafka configuration from librdkafka settings, each passed through as
@@ -240,6 +304,95 @@ mod tests {
             "partitions must be an integer from 1 to 2147483647, got 0"
         );
         assert_eq!(partitions(16), Ok(16));
+    }
+
+    #[test]
+    fn timeouts_keep_the_defaults_and_set_what_is_given() {
+        let base = kafka_config([("bootstrap.servers", "h:1")]);
+        let c = TimeoutArgs::default().apply(base.clone()).unwrap();
+        assert_eq!(c.connect_timeout(), KafkaConfig::DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(
+            c.operation_timeout(),
+            KafkaConfig::DEFAULT_OPERATION_TIMEOUT
+        );
+        let c = TimeoutArgs {
+            connect_timeout: Some(1.5),
+            operation_timeout: Some(0.25),
+        }
+        .apply(base.clone())
+        .unwrap();
+        assert_eq!(c.connect_timeout(), Duration::from_millis(1500));
+        assert_eq!(c.operation_timeout(), Duration::from_millis(250));
+        assert_eq!(c.bootstrap(), "h:1", "the rest of the config is kept");
+        c.validate()
+            .expect("the core takes what the check lets through");
+        // librdkafka's limit itself is allowed.
+        let c = TimeoutArgs {
+            connect_timeout: Some(KafkaConfig::MAX_TIMEOUT.as_secs_f64()),
+            ..Default::default()
+        }
+        .apply(base)
+        .unwrap();
+        assert_eq!(c.connect_timeout(), KafkaConfig::MAX_TIMEOUT);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn timeouts_refused_name_the_argument_and_the_value() {
+        let base = || kafka_config([("bootstrap.servers", "h:1")]);
+        let connect = |s: f64| {
+            TimeoutArgs {
+                connect_timeout: Some(s),
+                ..Default::default()
+            }
+            .apply(base())
+            .unwrap_err()
+        };
+        let operation = |s: f64| {
+            TimeoutArgs {
+                operation_timeout: Some(s),
+                ..Default::default()
+            }
+            .apply(base())
+            .unwrap_err()
+        };
+        for (e, message) in [
+            (
+                connect(0.0),
+                "connect_timeout must be a positive number of seconds, got 0",
+            ),
+            (
+                connect(-1.0),
+                "connect_timeout must be a positive number of seconds, got -1",
+            ),
+            (
+                operation(f64::NAN),
+                "operation_timeout must be a positive number of seconds, got NaN",
+            ),
+            (
+                operation(f64::INFINITY),
+                "operation_timeout must be at most 31536000 seconds (a year), got inf",
+            ),
+            (
+                connect(f64::NEG_INFINITY),
+                "connect_timeout must be a positive number of seconds, got -inf",
+            ),
+            (
+                connect(1e-12),
+                "connect_timeout must be at least a nanosecond (0.000000001 seconds), got 0.000000000001",
+            ),
+            // Within a year but beyond what librdkafka takes (i32::MAX ms).
+            (
+                operation(30.0 * 86_400.0),
+                "operation_timeout must be at most 2147483.647 seconds (librdkafka's limit), got 2592000",
+            ),
+        ] {
+            assert_eq!(e.message, message);
+            assert_eq!(e.kind, crate::ArgErrorKind::Value);
+            assert!(message.starts_with(&e.field), "{message}");
+        }
+        let core: Error = connect(0.0).into();
+        assert_eq!(core.kind(), krabka_coordination::ErrorKind::InvalidArgument);
     }
 
     #[test]
