@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use krabka_coordination::Error;
 use krabka_coordination_bindings::{
-    options, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound, TopicArgs,
+    options, Field, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound, TimeoutArgs, TopicArgs,
 };
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
@@ -63,25 +63,35 @@ impl PyClient {
 impl PyClient {
     /// Builds the shared Kafka clients from `kafka` (librdkafka settings)
     /// for a state topic of `partitions` partitions, named `state_topic`
-    /// (`__coordination_state` by default). The core refuses a setting
-    /// librdkafka rejects; nothing connects yet.
+    /// (`__coordination_state` by default). `connect_timeout` (seconds,
+    /// default 10) bounds the first contact with the cluster,
+    /// `operation_timeout` (seconds, default 30) each blocking client
+    /// operation; the shared crate checks both (`TimeoutArgs`). The core
+    /// refuses a setting librdkafka rejects; nothing connects yet.
     #[new]
-    #[pyo3(signature = (kafka, partitions=None, state_topic=None))]
+    #[pyo3(signature = (kafka, partitions=None, state_topic=None, *, connect_timeout=None, operation_timeout=None))]
     fn new(
         py: Python<'_>,
         kafka: &Bound<'_, PyAny>,
         partitions: Option<&Bound<'_, PyAny>>,
         state_topic: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+        operation_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let partitions = int_value(partitions, "partitions", 1, i32::MAX.into())?
             .map(options::partitions)
             .transpose()
             .into_py_result(py)?
             .unwrap_or(krabka_coordination::ElectionOptions::DEFAULT_PARTITIONS);
+        let timeouts = TimeoutArgs {
+            connect_timeout: seconds_value(connect_timeout, Field::ConnectTimeout.name())?,
+            operation_timeout: seconds_value(operation_timeout, Field::OperationTimeout.name())?,
+        };
         let mut config = kafka_config(kafka)?;
         if let Some(topic) = state_topic.filter(|t| !t.is_none()) {
             config = config.with_state_topic(str_field(topic, "state_topic")?);
         }
+        let config = timeouts.apply(config).into_py_result(py)?;
         crate::logging::sync_level(py)?;
         let handle = runtime()?.handle().clone();
         let client = py

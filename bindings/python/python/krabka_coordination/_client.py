@@ -35,6 +35,8 @@ class _ClientBase:
         *,
         partitions: Optional[int] = None,
         state_topic: Optional[str] = None,
+        connect_timeout: Optional[float] = None,
+        operation_timeout: Optional[float] = None,
     ) -> None:
         """Builds the shared Kafka clients from ``kafka`` (librdkafka
         settings, passed through) for a state topic of ``partitions``
@@ -42,8 +44,28 @@ class _ClientBase:
         (``__coordination_state`` when left out). Every member of a
         coordination domain must use the same topic and its real partition
         count. A setting librdkafka refuses raises
-        :class:`InvalidArgumentError` here; nothing connects yet."""
-        self._native = _native._Client(kafka, partitions, state_topic)
+        :class:`InvalidArgumentError` here; nothing connects yet.
+
+        ``connect_timeout`` (seconds, 10 when left out) bounds the first
+        contact with the cluster: when no broker of the bootstrap address
+        answers within it, an acquire or a describe raises
+        :class:`TransientError` naming the address, and nothing is
+        registered. A member that reached the cluster once and loses it
+        later keeps retrying instead. ``operation_timeout`` (seconds, 30
+        when left out) bounds each blocking client operation once the
+        cluster answered (a transaction commit, a read of the state, a
+        DescribeTransactions round trip, an admin request); on expiry the
+        operation fails as transient (:class:`TransientError`). Each must be a positive number
+        of seconds of at most librdkafka's limit (about 24.8 days); another
+        value raises :class:`InvalidArgumentError` naming the argument, a
+        non-number ``TypeError``."""
+        self._native = _native._Client(
+            kafka,
+            partitions,
+            state_topic,
+            connect_timeout=connect_timeout,
+            operation_timeout=operation_timeout,
+        )
 
     @property
     def partitions(self) -> int:

@@ -218,7 +218,13 @@ class _Client:
     """The core client of one ``kafka`` settings dict, shared by every role."""
 
     def __new__(
-        cls, kafka: _KafkaSettings, partitions: Optional[int] = None, state_topic: Optional[str] = None
+        cls,
+        kafka: _KafkaSettings,
+        partitions: Optional[int] = None,
+        state_topic: Optional[str] = None,
+        *,
+        connect_timeout: Optional[float] = None,
+        operation_timeout: Optional[float] = None,
     ) -> _Client: ...
     @property
     def partitions(self) -> int:
