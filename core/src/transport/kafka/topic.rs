@@ -419,8 +419,8 @@ pub(super) fn unreachable_or(
     Error::transient(
         context.to_owned(),
         format!(
-            "no broker of the bootstrap address {} answered within {:?} (the connect timeout, \
-             KafkaConfig::with_connect_timeout): {mapped}",
+            "no broker of the bootstrap address {} answered within {:?} (the connect timeout): \
+             {mapped}",
             config.bootstrap(),
             config.connect_timeout()
         ),

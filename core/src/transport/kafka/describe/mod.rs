@@ -283,11 +283,18 @@ impl DescribeClient {
         if self.inner.reached.load(Ordering::Relaxed) {
             Error::transient(context, format!("gave up after {budget:?}: {reason}"))
         } else {
+            // The budget is the smaller of the operation and the connect
+            // timeouts: name the one that ran out.
+            let which = if budget < self.inner.connect_timeout {
+                "operation"
+            } else {
+                "connect"
+            };
             Error::transient(
                 context,
                 format!(
-                    "no broker of the bootstrap address {} answered within {budget:?} (the connect timeout, \
-                     KafkaConfig::with_connect_timeout): {reason}",
+                    "no broker of the bootstrap address {} answered within {budget:?} (the {which} \
+                     timeout): {reason}",
                     self.inner.bootstrap_text
                 ),
             )
