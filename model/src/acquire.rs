@@ -1,9 +1,10 @@
 //! The acquire loop of a member (`core/src/leadership/acquire.rs`), one
 //! atomic step per request: register, follow the partition, evaluate,
-//! challenge (read what is new, ask whether the partition is held back),
-//! mint, write the first lease, remove the registrations of members that
-//! missed their turn.
+//! challenge (read what is new, ask whether the read position is at the end
+//! of the log), mint, write the first lease, remove the registrations of
+//! members that missed their turn.
 
+use krabka_coordination::transport::Backlog;
 use krabka_coordination::{encode_lease, encode_registration, evaluate, Lease, Registration, Step};
 
 use crate::kafka;
@@ -100,8 +101,9 @@ impl LeaseModel {
     }
 
     /// The challenge's catch-up read: new records make the member evaluate
-    /// again; otherwise, with a lease in view, it asks whether the
-    /// partition is held back (the old behaviour did not ask).
+    /// again; otherwise it makes the held-back check (the core before
+    /// finding 2's fix made it only with a lease in view, the old behaviour
+    /// never).
     pub(crate) fn challenge_poll(&self, s: &mut State, m: usize) {
         let read = s.log.len() as u16;
         if self.read(s, m) > 0 {
@@ -116,19 +118,33 @@ impl LeaseModel {
         }
     }
 
-    /// The held-back check: an open transaction anywhere on the partition
-    /// (the last stable offset is below the high watermark) makes the
-    /// challenger poll for one poll wait and evaluate again. Not held back,
-    /// the core reads once more (a separate request) before it mints.
+    /// The held-back check. The core's: one request compares the end of the
+    /// log (entries of open transactions included) with the member's read
+    /// position ([`Backlog::of`], the core's own comparison). Caught up, it
+    /// mints; an open transaction, or decided records it has not read, make
+    /// it poll (for up to one poll wait; a poll returns as soon as there is
+    /// something decided to read) and evaluate again. The cores before
+    /// (`held_back_at_read_position` off) asked only whether an open
+    /// transaction held the partition back (the last stable offset below
+    /// the end of the log) and, from finding 1's fix on, read once more (a
+    /// separate request) before they minted.
     pub(crate) fn held_back(&self, s: &mut State, m: usize) {
         let Phase::HeldBack { read } = s.members[m].phase else {
             unreachable!("a held-back check outside its phase");
         };
-        if (s.last_stable() as usize) < s.log.len() {
+        let end = s.log.len() as u16;
+        if self.config.proposed.held_back_at_read_position {
+            let position = s.members[m].read_upto as i64;
+            match Backlog::of(position, end as i64, s.last_stable() as i64) {
+                Backlog::CaughtUp => self.to_mint(s, m, end),
+                Backlog::Unread | Backlog::HeldBack => {
+                    let until = s.now.saturating_add(self.config.poll_wait);
+                    s.members[m].phase = Phase::PollWait { until };
+                }
+            }
+        } else if s.last_stable() < end {
             let until = s.now.saturating_add(self.config.poll_wait);
             s.members[m].phase = Phase::PollWait { until };
-        } else if self.config.proposed.held_back_at_read_position {
-            self.held_back_read(s, m);
         } else if self.config.proposed.read_after_held_back {
             s.members[m].phase = Phase::HeldBackRead;
         } else {
@@ -136,8 +152,9 @@ impl LeaseModel {
         }
     }
 
-    /// The read after "not held back": records released since the last read
-    /// (a leader's renewals that were hidden) make the member evaluate again.
+    /// The read after "not held back" (the core between finding 1's fix and
+    /// finding 5's): records released since the last read (a leader's
+    /// renewals that were hidden) make the member evaluate again.
     pub(crate) fn held_back_read(&self, s: &mut State, m: usize) {
         let read = s.log.len() as u16;
         if self.read(s, m) > 0 {

@@ -63,10 +63,9 @@ pub struct Old {
 }
 
 /// The fixes of the model's findings (see `docs/model.md`). The core
-/// implements the first three, so [`Config::base`] switches them on; a
-/// finding's test switches its fix off to show the counterexample of the
-/// core before the fix. `held_back_at_read_position` is proposed, not in
-/// the core: off by default.
+/// implements all four, so [`Config::base`] switches them on; a finding's
+/// test switches its fix off to show the counterexample of the core before
+/// the fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Proposed {
     /// After the held-back check answers "nothing open", a challenger still
@@ -83,9 +82,11 @@ pub struct Proposed {
     pub resign_ends_at_deadline: bool,
     /// The held-back check and the read after it are one request: it
     /// answers whether anything at or past the challenger's read position
-    /// is undecided (wait) or unread (read it and evaluate again). As two
-    /// requests, a transaction opened between them can hide the first lease
-    /// of a challenger elected in that instant.
+    /// is undecided (wait) or unread (read it and evaluate again), and the
+    /// challenger mints only when nothing is. As two requests (the check,
+    /// then a read), a transaction opened between them can hide the first
+    /// lease of a challenger elected in that instant from the read. Takes
+    /// precedence over `read_after_held_back`.
     pub held_back_at_read_position: bool,
 }
 
@@ -163,7 +164,7 @@ impl Config {
                 read_after_held_back: true,
                 held_back_without_lease: true,
                 resign_ends_at_deadline: true,
-                held_back_at_read_position: false,
+                held_back_at_read_position: true,
             },
         }
     }

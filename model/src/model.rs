@@ -51,10 +51,12 @@ pub enum Action {
     Timer(u8),
     /// The challenger reads what is new before challenging.
     ChallengePoll(u8),
-    /// The challenger asks whether an open transaction holds the partition
-    /// back.
+    /// The challenger asks whether its read position is at the end of the
+    /// log (the cores before finding 5's fix: whether an open transaction
+    /// holds the partition back).
     HeldBack(u8),
-    /// Not held back: the challenger reads once more.
+    /// Not held back: the challenger reads once more (the core between the
+    /// fixes of findings 1 and 5).
     HeldBackRead(u8),
     /// InitProducerId.
     Mint(u8),

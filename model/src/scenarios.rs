@@ -116,12 +116,12 @@ pub fn all() -> Vec<(&'static str, Config)> {
     ]
 }
 
-/// The properties the checker refutes in `config` (scenario `name`) with
-/// the current core's behaviour: none in the bounded check. From two
-/// neighbour stalls on (size 2), the held-back check and the read after it
-/// being two requests lets a challenger fence a leader elected in the same
-/// instant (finding 5 of `docs/model.md`; fixed by
-/// `held_back_at_read_position`).
+/// The properties the checker refutes in `config` (scenario `name`): none
+/// with the core's behaviour (the default), at any size. With
+/// `held_back_at_read_position` switched off (the core before finding 5's
+/// fix: the held-back check and a read after it, two requests), from two
+/// neighbour stalls on (size 2) a challenger fences a leader elected in the
+/// same instant.
 pub fn current_findings(name: &str, config: &Config) -> Vec<&'static str> {
     use crate::properties::{HEALTHY_LEADER_KEPT, NO_OVERLAPPING_WINDOWS};
     let p = config.proposed;

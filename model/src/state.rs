@@ -151,16 +151,19 @@ pub enum Phase {
     },
     /// The step said `Challenge`: it reads what is new first.
     ChallengePoll,
-    /// Nothing new: it asks whether an open transaction holds the partition
-    /// back.
+    /// Nothing new: it asks whether its read position is at the end of the
+    /// log (the cores before finding 5's fix: whether an open transaction
+    /// holds the partition back).
     HeldBack {
         /// Ghost: the log's length at its last read.
         read: u16,
     },
-    /// Not held back: it reads once more before it mints.
+    /// Not held back: it reads once more before it mints (the core between
+    /// the fixes of findings 1 and 5).
     HeldBackRead,
     /// It polls for up to one poll wait, then evaluates again (held back,
-    /// or its wall clock stepped while it waited).
+    /// records unread at its check, or its wall clock stepped while it
+    /// waited).
     PollWait {
         /// The monotonic tick the poll gives up.
         until: u8,
