@@ -791,3 +791,28 @@ async fn the_held_back_check_compares_the_high_watermark_with_the_readers_positi
     );
     drop(epoch);
 }
+
+/// A read that follows a commit sees it (issue 8: a describe right after an
+/// acquire must show the new lease). The coordinator acknowledges a commit
+/// once it has logged it, before the transaction markers reach the
+/// partition; until they do, the last stable offset stays below the
+/// committed records. `read_partition` waits a moment for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_right_after_a_commit_sees_it() {
+    let t = transport("read-your-commit").await;
+    let role = unique("read-your-commit");
+    let partition = partition_of(&role);
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    for n in 1..=40 {
+        let value = lease_value("m", epoch.token(), n);
+        epoch
+            .write_lease(lease_record(&role, Some(value.clone())), WITHIN)
+            .await
+            .unwrap();
+        let records = t.read_partition(partition).await.unwrap();
+        assert!(
+            has_value(&records, &value),
+            "renewal {n} is not in a read that followed its commit"
+        );
+    }
+}

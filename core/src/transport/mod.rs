@@ -109,7 +109,9 @@ pub struct ReadBatch {
 #[async_trait]
 pub trait StateReader: Send + Sync {
     /// Every committed record of `partition` from its first offset to the last
-    /// stable offset, in offset order. Aborted records never appear. Returns
+    /// stable offset, in offset order. Aborted records never appear. A commit
+    /// acknowledged before the call is in it (on Kafka the read waits, a
+    /// moment at most, for the commit's transaction markers). Returns
     /// promptly even while another transaction is open.
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>>;
 

@@ -195,6 +195,14 @@ pub(crate) use librdkafka::{
 use mint::{Counters, Spares};
 use reader::PartitionReader;
 
+/// How long a read of a whole partition waits for the markers of a
+/// commit that was acknowledged a moment ago (see
+/// `KafkaTransport::wait_for_markers`).
+const MARKER_WAIT: Duration = Duration::from_millis(250);
+
+/// Between two looks at the last stable offset while waiting for markers.
+const MARKER_POLL: Duration = Duration::from_millis(5);
+
 /// The shortest lease librdkafka accepts as `transaction.timeout.ms`.
 pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
 
@@ -646,6 +654,7 @@ impl Coordinator for KafkaTransport {
 #[async_trait]
 impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
             .as_mut()
@@ -674,6 +683,48 @@ impl StateReader for KafkaTransport {
 }
 
 impl KafkaTransport {
+    /// Waits, at most [`MARKER_WAIT`], until the last stable offset of
+    /// `partition` reaches the high watermark read first.
+    ///
+    /// The coordinator acknowledges a commit once it has logged it, before
+    /// the transaction markers reach the partition; until they do, the last
+    /// stable offset stays below the committed records, and a read_committed
+    /// read misses them. A read right after a commit (a describe right
+    /// after an acquire returned, in this process or another) waits for
+    /// them, so it sees what was acknowledged. A transaction really held
+    /// open only costs the bound; errors are left to the read that follows.
+    async fn wait_for_markers(&self, partition: i32) {
+        let Ok(probe) = self.hw_probe() else { return };
+        let (topic, timeout) = (
+            self.config.state_topic().to_owned(),
+            self.config.operation_timeout(),
+        );
+        let high = run_blocking(move || {
+            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+        })
+        .await;
+        let Ok(Ok((_, high))) = high else { return };
+        let until = tokio::time::Instant::now() + MARKER_WAIT;
+        loop {
+            let stable = match self.reader(partition).await {
+                Ok(reader) => match reader
+                    .as_ref()
+                    .expect("reader() creates it")
+                    .watermarks()
+                    .await
+                {
+                    Ok((_, stable)) => stable,
+                    Err(_) => return,
+                },
+                Err(_) => return,
+            };
+            if stable >= high || tokio::time::Instant::now() >= until {
+                return;
+            }
+            tokio::time::sleep(MARKER_POLL).await;
+        }
+    }
+
     /// One read of the high watermark through the read_uncommitted probe
     /// (the end of the log: records of open transactions and transaction
     /// markers included) decides. A read_committed reader's position after
