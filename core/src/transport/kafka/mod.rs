@@ -683,6 +683,23 @@ impl StateReader for KafkaTransport {
 }
 
 impl KafkaTransport {
+    /// The high watermark of `partition` (the end of the log, records of
+    /// open transactions included), read with the read_uncommitted probe.
+    async fn high_watermark(&self, partition: i32) -> Result<i64> {
+        let probe = self.hw_probe()?;
+        let (topic, timeout) = (
+            self.config.state_topic().to_owned(),
+            self.config.operation_timeout(),
+        );
+        let context = format!("reading the high watermark of {topic}/{partition}");
+        let (_, high) = run_blocking(move || {
+            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+        })
+        .await?
+        .map_err(|e| kafka_error(&context, e))?;
+        Ok(high)
+    }
+
     /// Waits, at most [`MARKER_WAIT`], until the last stable offset of
     /// `partition` reaches the high watermark read first.
     ///
@@ -694,16 +711,9 @@ impl KafkaTransport {
     /// them, so it sees what was acknowledged. A transaction really held
     /// open only costs the bound; errors are left to the read that follows.
     async fn wait_for_markers(&self, partition: i32) {
-        let Ok(probe) = self.hw_probe() else { return };
-        let (topic, timeout) = (
-            self.config.state_topic().to_owned(),
-            self.config.operation_timeout(),
-        );
-        let high = run_blocking(move || {
-            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
-        })
-        .await;
-        let Ok(Ok((_, high))) = high else { return };
+        let Ok(high) = self.high_watermark(partition).await else {
+            return;
+        };
         let until = tokio::time::Instant::now() + MARKER_WAIT;
         loop {
             let stable = match self.reader(partition).await {
@@ -740,17 +750,7 @@ impl KafkaTransport {
                 "read position must not be negative, got {position}"
             )));
         }
-        let probe = self.hw_probe()?;
-        let (topic, timeout) = (
-            self.config.state_topic().to_owned(),
-            self.config.operation_timeout(),
-        );
-        let context = format!("reading the high watermark of {topic}/{partition}");
-        let (_, high) = run_blocking(move || {
-            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
-        })
-        .await?
-        .map_err(|e| kafka_error(&context, e))?;
+        let high = self.high_watermark(partition).await?;
         if high <= position {
             return Ok(Backlog::CaughtUp);
         }
