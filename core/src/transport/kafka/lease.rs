@@ -72,6 +72,10 @@ pub(crate) struct LeaseProducer {
     /// Since when the coordinator, reachable, has shown no open transaction
     /// of this producer while an abort waits.
     pub(crate) unregistered_since: Option<Instant>,
+    /// False while the open transaction has no record queued: librdkafka
+    /// has registered no partition for it, so its abort does not ask the
+    /// coordinator and needs no [`LeaseProducer::abort_registered`].
+    pub(crate) queued: bool,
     pub(crate) state: TxnState,
     /// Set when a transaction was aborted: librdkafka may then have bumped
     /// the producer's epoch itself (KIP-360), so the token must be
@@ -185,6 +189,7 @@ impl LeaseProducer {
             token,
             describe,
             unregistered_since: None,
+            queued: false,
             state: TxnState::Idle,
             aborted: false,
             resolved: None,
@@ -217,6 +222,7 @@ impl LeaseProducer {
                 return Err(self.on_error(role, what, "begin", e, deadline).await);
             }
             self.state = TxnState::Open;
+            self.queued = false;
         }
         let mut deliveries = Vec::with_capacity(records.len());
         for r in &records {
@@ -241,7 +247,10 @@ impl LeaseProducer {
                 fr = fr.headers(h);
             }
             match self.producer.send_result(fr) {
-                Ok(d) => deliveries.push(d),
+                Ok(d) => {
+                    self.queued = true;
+                    deliveries.push(d);
+                }
                 Err((e, _)) => return Err(self.on_error(role, what, "send", e, deadline).await),
             }
         }
@@ -518,7 +527,12 @@ impl LeaseProducer {
                 // A failed send or delivery inside a transaction: the
                 // transaction cannot commit any more, so abort it.
                 if self.state == TxnState::Open {
-                    if let Some(o) = self.abort_registered(role, what, deadline).await {
+                    let aborted = if self.queued {
+                        self.abort_registered(role, what, deadline).await
+                    } else {
+                        self.abort(role, what, deadline).await
+                    };
+                    if let Some(o) = aborted {
                         return o;
                     }
                 }
