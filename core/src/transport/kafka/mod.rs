@@ -178,6 +178,8 @@ mod librdkafka;
 mod mint;
 mod preflight;
 mod reader;
+mod sasl;
+mod security;
 mod topic;
 mod wire;
 
@@ -261,8 +263,8 @@ impl KafkaTransport {
     ///
     /// Builds the registration producer and the DescribeTransactions client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
-    /// address or a security setting the describe client cannot honour is
-    /// refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
+    /// address or a security setting the describe client cannot honour (or
+    /// a certificate file it cannot read) is refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
     pub fn new(config: KafkaConfig, member_id: Option<&str>) -> Result<KafkaTransport> {
         config.validate()?;
         let describe = DescribeClient::new(&config)?;
@@ -810,12 +812,12 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert!(e.to_string().contains("linger.ms"), "{e}");
         let e = KafkaTransport::new(
-            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_PLAINTEXT"),
+            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_GSSAPI"),
             None,
         )
         .unwrap_err();
         assert!(
-            e.to_string().contains("security.protocol=SASL_PLAINTEXT"),
+            e.to_string().contains("security.protocol=SASL_GSSAPI"),
             "{e}"
         );
     }
