@@ -355,7 +355,9 @@ impl KafkaTransport {
         role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<PreflightReport> {
-        self.preflight.report(&self.config, role, options).await
+        self.preflight
+            .report(&self.config, &self.describe, role, options)
+            .await
     }
 
     /// Whether the transport keeps a spare lease producer of `role`, ready or
@@ -641,7 +643,9 @@ impl Coordinator for KafkaTransport {
         role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<()> {
-        self.preflight.check(&self.config, role, options).await
+        self.preflight
+            .check(&self.config, &self.describe, role, options)
+            .await
     }
 }
 

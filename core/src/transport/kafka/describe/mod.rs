@@ -272,6 +272,40 @@ impl DescribeClient {
         }
     }
 
+    /// On a secured cluster (TLS or SASL), connects to a bootstrap broker
+    /// once, so that what no retry mends (a refused password, an untrusted
+    /// or misnamed certificate) fails at once as [`Error::Fatal`] naming
+    /// it, before the librdkafka clients, which only report it in their
+    /// logs and then time out. Retries a broker that does not answer until
+    /// the connect timeout, then fails with [`Error::Transient`] naming the
+    /// bootstrap address. Does nothing on PLAINTEXT, or once a broker has
+    /// answered this client. The connection made stays for later requests.
+    pub(crate) async fn check_access(&self) -> Result<()> {
+        if self.inner.security.tls.is_none() && self.inner.security.sasl.is_none() {
+            return Ok(());
+        }
+        if self.inner.reached.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (deadline, budget) = self.deadline(self.inner.connect_timeout);
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let mut last = String::from("no bootstrap broker answered");
+            for broker in &self.inner.bootstrap {
+                match self.connection(broker, deadline).await {
+                    Ok(_) => return Ok(()),
+                    Err(Attempt::Fail(e)) => return Err(e),
+                    Err(Attempt::Refind(r) | Attempt::Backoff(r)) => last = r,
+                }
+            }
+            if no_time_for(backoff, deadline) {
+                return Err(self.gave_up("connecting to the cluster".to_owned(), budget, last));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
     /// How many Kafka requests (ApiVersions, SaslHandshake,
     /// SaslAuthenticate, FindCoordinator, DescribeTransactions,
     /// InitProducerId) this client and its clones have sent.
