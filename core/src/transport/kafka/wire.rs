@@ -94,7 +94,7 @@ pub(super) struct Connection {
     requests: Arc<AtomicU64>,
     reader: JoinHandle<()>,
     /// When the broker will end the SASL session (KIP-368), less a margin:
-    /// the connection counts as closed from then on, so a new one is made.
+    /// from then on a new connection is made for new requests.
     session_end: Option<Instant>,
 }
 
@@ -277,11 +277,14 @@ impl Connection {
         (lo <= hi).then_some(hi)
     }
 
+    /// True once the SASL session is near its end: new requests go to a
+    /// new connection, while the requests in flight here finish (the
+    /// connection goes with the last of them).
+    pub(super) fn is_expiring(&self) -> bool {
+        self.session_end.is_some_and(|end| Instant::now() >= end)
+    }
+
     pub(super) fn is_closed(&self) -> bool {
-        if self.session_end.is_some_and(|end| Instant::now() >= end) {
-            self.close("the SASL session is about to end".into());
-            return true;
-        }
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -523,6 +526,149 @@ mod tests {
             conn.is_closed(),
             "a half-written frame must not stay on a shared connection"
         );
+        drop(broker);
+    }
+
+    /// Reads one request frame: (api key, version, correlation id, body).
+    async fn read_request(s: &mut TcpStream) -> (i16, i16, i32, Bytes) {
+        let size = s.read_i32().await.unwrap();
+        let mut buf = vec![0u8; size as usize];
+        s.read_exact(&mut buf).await.unwrap();
+        let mut req = Bytes::from(buf);
+        let key = req.get_i16();
+        let version = req.get_i16();
+        let correlation_id = req.get_i32();
+        (key, version, correlation_id, req)
+    }
+
+    async fn respond(s: &mut TcpStream, correlation_id: i32, body: &[u8]) {
+        s.write_i32(body.len() as i32 + 4).await.unwrap();
+        s.write_i32(correlation_id).await.unwrap(); // response header v0
+        s.write_all(body).await.unwrap();
+    }
+
+    /// A broker that takes SASL PLAIN from `user`/`password` and gives the
+    /// session `lifetime_ms` (KIP-368), or refuses other credentials with
+    /// SASL_AUTHENTICATION_FAILED; then keeps the connection open.
+    async fn sasl_broker(lifetime_ms: i64) -> (String, JoinHandle<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            // ApiVersions v3: SaslHandshake 0..1, SaslAuthenticate 0..1.
+            let (key, _, id, _) = read_request(&mut s).await;
+            assert_eq!(key, ApiKey::ApiVersions as i16);
+            let mut body = BytesMut::new();
+            body.put_i16(0);
+            body.put_u8(3); // compact array of 2
+            for k in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
+                body.put_i16(k as i16);
+                body.put_i16(0);
+                body.put_i16(1);
+                body.put_u8(0);
+            }
+            body.put_i32(0);
+            body.put_u8(0);
+            respond(&mut s, id, &body).await;
+            // SaslHandshake v1: PLAIN.
+            let (key, version, id, _) = read_request(&mut s).await;
+            assert_eq!((key, version), (ApiKey::SaslHandshake as i16, 1));
+            let mut body = BytesMut::new();
+            body.put_i16(0);
+            body.put_i32(1);
+            body.put_i16(5);
+            body.put_slice(b"PLAIN");
+            respond(&mut s, id, &body).await;
+            // SaslAuthenticate v1, not flexible: the header has a client id.
+            let (key, version, id, mut req) = read_request(&mut s).await;
+            assert_eq!((key, version), (ApiKey::SaslAuthenticate as i16, 1));
+            let client_id_len = req.get_i16();
+            req.advance(client_id_len.max(0) as usize);
+            let len = req.get_i32() as usize;
+            let ok = req[..len] == *b"\0alice\0pw";
+            let mut body = BytesMut::new();
+            if ok {
+                body.put_i16(0);
+                body.put_i16(-1); // no error message
+            } else {
+                body.put_i16(58);
+                let msg = b"Authentication failed: Invalid username or password";
+                body.put_i16(msg.len() as i16);
+                body.put_slice(msg);
+            }
+            body.put_i32(0); // no auth bytes
+            body.put_i64(lifetime_ms);
+            respond(&mut s, id, &body).await;
+            s
+        });
+        (addr, task)
+    }
+
+    fn plain(password: &str) -> Security {
+        Security {
+            protocol: super::super::security::Protocol::SaslPlaintext,
+            tls: None,
+            sasl: Some(SaslSettings {
+                mechanism: super::super::security::Mechanism::Plain,
+                username: "alice".into(),
+                password: password.into(),
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sasl_session_lifetime_retires_the_connection_before_it_ends() {
+        let (addr, broker) = sasl_broker(1000).await;
+        let far = Instant::now() + Duration::from_secs(60);
+        let requests = Arc::new(AtomicU64::new(0));
+        let conn = Connection::open(
+            &addr,
+            StrBytes::from_static_str("test"),
+            Arc::clone(&requests),
+            far,
+            &plain("pw"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            requests.load(Ordering::Relaxed),
+            3,
+            "ApiVersions, SaslHandshake, SaslAuthenticate"
+        );
+        assert!(!conn.is_expiring());
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        assert!(conn.is_expiring(), "retired at 85 % of the 1 s session");
+        assert!(
+            !conn.is_closed(),
+            "requests in flight may still finish on it"
+        );
+        drop(broker);
+    }
+
+    #[tokio::test]
+    async fn a_refused_password_is_fatal_and_names_mechanism_and_user() {
+        let (addr, broker) = sasl_broker(0).await;
+        let far = Instant::now() + Duration::from_secs(60);
+        let e = match Connection::open(
+            &addr,
+            StrBytes::from_static_str("test"),
+            Arc::default(),
+            far,
+            &plain("wrong-pw"),
+        )
+        .await
+        {
+            Err(OpenError::Fatal(e)) => e,
+            Err(e) => panic!("not fatal: {e}"),
+            Ok(_) => panic!("authenticated with a wrong password"),
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.contains("SASL PLAIN") && msg.contains("\"alice\""),
+            "{msg}"
+        );
+        assert!(msg.contains("Invalid username or password"), "{msg}");
+        assert!(!msg.contains("wrong-pw"), "{msg}");
         drop(broker);
     }
 }

@@ -545,7 +545,7 @@ impl DescribeClient {
         );
         let mut slot = slot.lock().await;
         if let Some(c) = slot.as_ref() {
-            if !c.is_closed() {
+            if !c.is_closed() && !c.is_expiring() {
                 return Ok(Arc::clone(c));
             }
             *slot = None;
