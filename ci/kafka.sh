@@ -9,6 +9,10 @@
 # Run `ci/kafka.sh help` for the commands. The bootstrap address is the last line that
 # `start` prints on stdout; everything else goes to stderr, so BOOT=$(ci/kafka.sh start 3)
 # works.
+#
+# Besides the plain 1-node and 3-node clusters there is the `secured` one: one node whose
+# client listener is SASL_SSL (a throw-away CA and broker certificate made here with
+# openssl, SCRAM and PLAIN users, KRaft's StandardAuthorizer on).
 set -euo pipefail
 
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -25,9 +29,10 @@ jvm_opts=${KAFKA_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1}
 extra_props=${KAFKA_EXTRA_PROPERTIES:-}
 port_1=${KAFKA_PORT_1:-19092}
 port_3=${KAFKA_PORT_3:-29092}
-for p in "$port_1" "$port_3"; do
+port_s=${KAFKA_PORT_SECURED:-18092}
+for p in "$port_1" "$port_3" "$port_s"; do
     if ! [[ $p =~ ^[1-9][0-9]*$ ]] || ((p > 65400)); then
-        printf 'kafka.sh: error: KAFKA_PORT_1 / KAFKA_PORT_3 must be port numbers, got %s\n' "$p" >&2
+        printf 'kafka.sh: error: KAFKA_PORT_1 / KAFKA_PORT_3 / KAFKA_PORT_SECURED must be port numbers, got %s\n' "$p" >&2
         exit 2
     fi
 done
@@ -38,6 +43,15 @@ if [[ -n ${JAVA_HOME:-} ]]; then java_bin=$JAVA_HOME/bin/java; fi
 readiness_txn_id=kafka-sh-readiness-probe
 # written into a broker's server.log each time this script starts it
 log_marker='===== ci/kafka.sh starts'
+
+# the secured cluster's users: name, password (SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN);
+# admin is a super user, the others have no ACL until a test grants one
+secured_users=(admin alice bob)
+secured_password() { echo "$1-secret"; }
+# the password of the broker's PKCS#12 keystore (throw-away, like the certificates)
+keystore_password=krabka-keystore
+# the password of the client key the secured cluster's certificates come with
+client_key_password=client-key-secret
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() {
@@ -52,26 +66,42 @@ usage() {
 usage: ci/kafka.sh COMMAND [ARGS]
 
   provision               download the pinned Kafka into ci/.cache/ (once; later runs are offline)
-  start [1|3]             format (first time) and start the 1-node (default) or 3-node cluster,
-                          wait until metadata and the transaction coordinator answer, then print
-                          the bootstrap address as the last line on stdout; reuses a running cluster
-  stop [1|3]              stop that cluster; without an argument, every cluster this script started
-  status [1|3]            show the clusters and their nodes; with a size, exit 3 unless fully up
-  bootstrap [1|3]         print the bootstrap address of the cluster
+  start [1|3|secured]     format (first time) and start the 1-node (default), 3-node or secured
+                          cluster, wait until metadata and the transaction coordinator answer, then
+                          print the bootstrap address as the last line on stdout; reuses a running
+                          cluster
+  stop [1|3|secured]      stop that cluster; without an argument, every cluster this script started
+  status [1|3|secured]    show the clusters and their nodes; with a cluster, exit 3 unless fully up
+  bootstrap [1|3|secured] print the bootstrap address of the cluster
+  settings secured        print the librdkafka settings (key=value lines) of the secured cluster's
+                          super user: bootstrap.servers, SASL_SSL, SCRAM-SHA-512, the CA file
   node stop SIZE I        stop node I (1..SIZE) of a cluster (e.g. node stop 3 2)
   node start SIZE I       start node I again, wait until it is back in the metadata, print the
                           bootstrap address
-  clean [1|3]             stop the cluster(s) and delete their data
+  clean [1|3|secured]     stop the cluster(s) and delete their data (and the secured cluster's
+                          certificates)
   tool NAME [ARGS...]     run a Kafka command line tool with the cached jars, e.g.
                           tool topics --bootstrap-server 127.0.0.1:29092 --list
                           NAME: topics, transactions, metadata-quorum, broker-api-versions,
                           consumer-groups, console-producer, console-consumer, get-offsets,
-                          features, storage, or a fully qualified main class
+                          features, storage, acls, or a fully qualified main class; on the
+                          secured cluster add --command-config ${state_dir}/csecured/admin.properties
   help                    this text
 
 clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
   1-node: broker $port_1, controller $((port_1 + 100)); data in ${state_dir}/c1/
   3-node: brokers $port_3,$((port_3 + 1)),$((port_3 + 2)), controllers $((port_3 + 100)),$((port_3 + 101)),$((port_3 + 102)); data in ${state_dir}/c3/
+  secured: 1 node; clients connect to SASL_SSL://localhost:$port_s (TLS; the broker's certificate
+          names localhost only, so 127.0.0.1:$port_s fails hostname verification); the broker's
+          own listeners are PLAINTEXT on loopback: inter-broker $((port_s + 50)), controller
+          $((port_s + 100)) (their principal, User:ANONYMOUS, is a super user: clients use SASL_SSL).
+          SASL mechanisms SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN; users (made at format time)
+          ${secured_users[*]} with password <user>-secret; admin is the super user, the others
+          have no ACL (StandardAuthorizer, no ACL = denied). Certificates (made with openssl) in
+          ${state_dir}/csecured/tls/: ca.pem (trust it: ssl.ca.location), other-ca.pem (a CA that
+          signed nothing, for tests of an untrusted certificate), client.pem and client.key (a
+          client certificate, its PKCS#8 key encrypted with the password client-key-secret; the
+          broker requests client certificates and checks them); data in ${state_dir}/csecured/
 
 environment:
   KAFKA_START_TIMEOUT     seconds start may take in total (default 120)
@@ -82,6 +112,7 @@ environment:
   KAFKA_PORT_1            first broker port of the 1-node cluster (default 19092)
   KAFKA_PORT_3            first broker port of the 3-node cluster (default 29092);
                           broker ports are PORT..PORT+2, controller ports are broker port + 100
+  KAFKA_PORT_SECURED      SASL_SSL port of the secured cluster (default 18092)
   KAFKA_STATE_DIR         cluster state folder (default <repo>/.kafka)
   KAFKA_CACHE_DIR         download cache (default <repo>/ci/.cache)
   JAVA_HOME               Java 17+ to use (default: java on PATH)
@@ -169,30 +200,48 @@ tool_java_within() {
 # ---------------------------------------------------------------------------------------
 # cluster layout
 
+# a cluster is named by its size (1, 3) or is `secured` (one node); `size` below is that name
 check_size() {
-    [[ ${1:-} == 1 || ${1:-} == 3 ]] || {
-        log "cluster size must be 1 or 3, got '${1:-}'"
+    [[ ${1:-} == 1 || ${1:-} == 3 || ${1:-} == secured ]] || {
+        log "cluster must be 1, 3 or secured, got '${1:-}'"
         usage
     }
 }
 
-base_port() { if [[ $1 == 1 ]]; then echo "$port_1"; else echo "$port_3"; fi; }
+# the number of nodes of a cluster
+nodes_of() { if [[ $1 == secured ]]; then echo 1; else echo "$1"; fi; }
+
+base_port() {
+    case $1 in
+    1) echo "$port_1" ;;
+    3) echo "$port_3" ;;
+    secured) echo "$port_s" ;;
+    esac
+}
 broker_port() { echo $(($(base_port "$1") + $2 - 1)); }
 controller_port() { echo $(($(broker_port "$1" "$2") + 100)); }
+# the secured cluster's PLAINTEXT inter-broker listener
+internal_port() { echo $(($(broker_port "$1" "$2") + 50)); }
+# the host clients connect to: the secured cluster's certificate names localhost only
+client_host() { if [[ $1 == secured ]]; then echo localhost; else echo 127.0.0.1; fi; }
+tls_dir() { echo "$state_dir/csecured/tls"; }
 cluster_dir() { echo "$state_dir/c$1"; }
 node_dir() { echo "$state_dir/c$1/n$2"; }
 
 bootstrap_of() {
-    local size=$1 i out=
-    for ((i = 1; i <= size; i++)); do
-        out+="${out:+,}127.0.0.1:$(broker_port "$size" "$i")"
+    local size=$1 i out= n host
+    n=$(nodes_of "$size")
+    host=$(client_host "$size")
+    for ((i = 1; i <= n; i++)); do
+        out+="${out:+,}$host:$(broker_port "$size" "$i")"
     done
     echo "$out"
 }
 
 voters_of() {
-    local size=$1 i out=
-    for ((i = 1; i <= size; i++)); do
+    local size=$1 i out= n
+    n=$(nodes_of "$size")
+    for ((i = 1; i <= n; i++)); do
         out+="${out:+,}$i@127.0.0.1:$(controller_port "$size" "$i")"
     done
     echo "$out"
@@ -226,7 +275,7 @@ lock_cluster() {
 write_props() {
     local size=$1 i=$2 ndir rf min_isr text
     ndir=$(node_dir "$size" "$i")
-    if [[ $size == 1 ]]; then rf=1 min_isr=1; else rf=3 min_isr=2; fi
+    if [[ $(nodes_of "$size") == 1 ]]; then rf=1 min_isr=1; else rf=3 min_isr=2; fi
     text=$(<"$conf_dir/server.properties.in")
     text=${text//@NODE_ID@/"$i"}
     text=${text//@VOTERS@/"$(voters_of "$size")"}
@@ -236,6 +285,19 @@ write_props() {
     text=${text//@RF@/"$rf"}
     text=${text//@MIN_ISR@/"$min_isr"}
     printf '%s\n' "$text" >"$ndir/server.properties"
+    if [[ $size == secured ]]; then
+        local u plain_users=
+        for u in "${secured_users[@]}"; do plain_users+=" user_$u=\"$(secured_password "$u")\""; done
+        text=$(<"$conf_dir/secured.properties.in")
+        text=${text//@BROKER_PORT@/"$(broker_port "$size" "$i")"}
+        text=${text//@INTERNAL_PORT@/"$(internal_port "$size" "$i")"}
+        text=${text//@CONTROLLER_PORT@/"$(controller_port "$size" "$i")"}
+        text=${text//@PLAIN_USERS@/"$plain_users"}
+        text=${text//@KEYSTORE@/"$(tls_dir)/broker.p12"}
+        text=${text//@KEYSTORE_PASSWORD@/"$keystore_password"}
+        text=${text//@TRUSTSTORE@/"$(tls_dir)/ca.pem"}
+        printf '\n%s\n' "$text" >>"$ndir/server.properties"
+    fi
     if [[ -n $extra_props ]]; then
         printf '\n# from KAFKA_EXTRA_PROPERTIES\n%s\n' "$extra_props" >>"$ndir/server.properties"
     fi
@@ -252,11 +314,12 @@ new_cluster_id() {
 }
 
 cluster_id() {
-    local size=$1 cdir i meta id
+    local size=$1 cdir i meta id n
     cdir=$(cluster_dir "$size")
+    n=$(nodes_of "$size")
     if [[ ! -s $cdir/cluster.id ]]; then
         id=
-        for ((i = 1; i <= size; i++)); do
+        for ((i = 1; i <= n; i++)); do
             meta=$(node_dir "$size" "$i")/data/meta.properties
             if [[ -f $meta ]]; then
                 id=$(sed -n 's/^cluster\.id=//p' "$meta")
@@ -270,14 +333,22 @@ cluster_id() {
 
 # format the storage of the given nodes that have none yet (in parallel)
 format_nodes() {
-    local size=$1 i ndir cid pids=() failed=0
+    local size=$1 i ndir cid pids=() failed=0 u m extra=()
     shift
     cid=$(cluster_id "$size")
+    if [[ $size == secured ]]; then
+        # the SCRAM credentials go into the metadata log's bootstrap records
+        for u in "${secured_users[@]}"; do
+            for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+                extra+=(--add-scram "$m=[name=$u,password=$(secured_password "$u")]")
+            done
+        done
+    fi
     for i in "$@"; do
         ndir=$(node_dir "$size" "$i")
         [[ -f $ndir/data/meta.properties ]] && continue
         log "formatting node $i of cluster $size (cluster id $cid)"
-        tool_java kafka.tools.StorageTool format -t "$cid" -c "$ndir/server.properties" \
+        tool_java kafka.tools.StorageTool format -t "$cid" -c "$ndir/server.properties" ${extra[@]+"${extra[@]}"} \
             >"$ndir/format.log" 2>&1 9>&- &
         pids+=("$!:$i")
     done
@@ -295,7 +366,9 @@ format_nodes() {
 launch_node() {
     local size=$1 i=$2 ndir port heap jvm
     ndir=$(node_dir "$size" "$i")
-    for port in "$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")"; do
+    local ports=("$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")")
+    if [[ $size == secured ]]; then ports+=("$(internal_port "$size" "$i")"); fi
+    for port in "${ports[@]}"; do
         if port_open "$port"; then
             die "port $port of node $i of cluster $size is taken by a process this script did not start"
         fi
@@ -322,7 +395,7 @@ launch_node() {
         sleep 0.05
     done
     [[ -s $ndir/pid ]] || die "node $i of cluster $size did not start (no pid recorded)"
-    log "started node $i of cluster $size (pid $(<"$ndir/pid"), broker 127.0.0.1:$(broker_port "$size" "$i"))"
+    log "started node $i of cluster $size (pid $(<"$ndir/pid"), broker $(client_host "$size"):$(broker_port "$size" "$i"))"
 }
 
 show_node_log() {
@@ -348,8 +421,9 @@ show_node_log() {
 # majority of the cluster's nodes are gone that can never happen (the node would wait for
 # minutes), so then the rest get a short grace period instead of the full timeout.
 stop_nodes() {
-    local size=$1 i p pid now deadline quorum_lost_at=0 pids=() alive running
+    local size=$1 i p pid now deadline quorum_lost_at=0 pids=() alive running n
     shift
+    n=$(nodes_of "$size")
     rm -f "$(cluster_dir "$size")/ready"
     for i in "$@"; do
         if pid=$(node_pid "$size" "$i"); then
@@ -370,10 +444,10 @@ stop_nodes() {
         [[ ${#alive[@]} -gt 0 ]] || break
         now=$(now_ms)
         running=0
-        for ((i = 1; i <= size; i++)); do
+        for ((i = 1; i <= n; i++)); do
             if node_pid "$size" "$i" >/dev/null; then running=$((running + 1)); fi
         done
-        if ((running < size / 2 + 1 && quorum_lost_at == 0)); then
+        if ((running < n / 2 + 1 && quorum_lost_at == 0)); then
             quorum_lost_at=$now
             deadline=$((now + 5000 < deadline ? now + 5000 : deadline))
         fi
@@ -401,14 +475,93 @@ stop_nodes() {
     for p in "${pids[@]}"; do rm -f "$(node_dir "$size" "${p#*:}")/pid"; done
 }
 
-# client settings of the readiness checks: give up on a silent broker quickly and retry
+# client settings of the readiness checks: give up on a silent broker quickly and retry;
+# on the secured cluster, the super user over SASL_SSL (the Java tools take them with
+# --command-config)
 admin_props() {
-    local f=$state_dir/readiness-admin.properties
-    if [[ ! -f $f ]]; then
+    local size=$1 f=$state_dir/readiness-admin.properties
+    if [[ $size == secured ]]; then
+        f=$(cluster_dir "$size")/admin.properties
+        if [[ ! -f $f ]]; then
+            mkdir -p "$(cluster_dir "$size")"
+            printf '%s\n' request.timeout.ms=5000 default.api.timeout.ms=15000 \
+                security.protocol=SASL_SSL sasl.mechanism=SCRAM-SHA-512 \
+                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"$(secured_password admin)\";" \
+                ssl.truststore.type=PEM "ssl.truststore.location=$(tls_dir)/ca.pem" >"$f"
+        fi
+    elif [[ ! -f $f ]]; then
         mkdir -p "$state_dir"
         printf '%s\n' request.timeout.ms=5000 default.api.timeout.ms=15000 >"$f"
     fi
     echo "$f"
+}
+
+# the secured cluster's certificates, made once (kept until `clean secured`):
+#   ca.pem, ca.key         a throw-away CA
+#   broker.pem, broker.key the broker's certificate, signed by it, for DNS:localhost ONLY (no
+#                          IP address: a client connecting to 127.0.0.1 with hostname
+#                          verification on must fail)
+#   broker.p12             the broker's key and chain as the PKCS#12 keystore it reads
+#   other-ca.pem           a second CA that signed nothing (a client trusting only it must fail)
+#   client.pem, client.key a client certificate signed by the CA, its key encrypted (PKCS#8,
+#                          AES-256) with the password client-key-secret: the broker requests
+#                          client certificates (ssl.client.auth=requested) and checks them
+make_tls() {
+    local dir log
+    dir=$(tls_dir)
+    [[ -f $dir/ready ]] && return 0
+    command -v openssl >/dev/null || die "openssl is needed to make the secured cluster's certificates (apt-get install openssl)"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    log=$dir/openssl.log
+    log "making a throw-away CA and the broker's certificate (localhost) in $dir"
+    # one && chain: `set -e` does not act inside a tested subshell
+    if ! (
+        cd "$dir" &&
+            printf '%s\n' '[req]' 'distinguished_name = dn' 'prompt = no' 'x509_extensions = ext' \
+                '[dn]' 'CN = krabka-coordination throw-away test CA' \
+                '[ext]' 'basicConstraints = critical,CA:TRUE' 'keyUsage = critical,keyCertSign,cRLSign' \
+                'subjectKeyIdentifier = hash' >ca.cnf &&
+            printf '%s\n' 'basicConstraints = critical,CA:FALSE' \
+                'keyUsage = critical,digitalSignature,keyEncipherment' 'extendedKeyUsage = serverAuth' \
+                'subjectAltName = DNS:localhost' 'subjectKeyIdentifier = hash' \
+                'authorityKeyIdentifier = keyid' >broker.ext &&
+            openssl req -x509 -new -newkey rsa:2048 -nodes -sha256 -days 3650 -config ca.cnf \
+                -keyout ca.key -out ca.pem &&
+            openssl req -x509 -new -newkey rsa:2048 -nodes -sha256 -days 3650 -config ca.cnf \
+                -subj "/CN=krabka-coordination other test CA (signed nothing)" \
+                -keyout other-ca.key -out other-ca.pem &&
+            openssl req -new -newkey rsa:2048 -nodes -subj /CN=localhost -keyout broker.key -out broker.csr &&
+            openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -set_serial "0x$(openssl rand -hex 8)" \
+                -days 3650 -sha256 -extfile broker.ext -out broker.pem &&
+            openssl pkcs12 -export -in broker.pem -inkey broker.key -certfile ca.pem -name broker \
+                -passout "pass:$keystore_password" -out broker.p12 &&
+            printf '%s\n' 'basicConstraints = critical,CA:FALSE' 'keyUsage = critical,digitalSignature' \
+                'extendedKeyUsage = clientAuth' 'subjectKeyIdentifier = hash' \
+                'authorityKeyIdentifier = keyid' >client.ext &&
+            openssl req -new -newkey rsa:2048 -nodes -subj /CN=krabka-test-client -keyout client-plain.key \
+                -out client.csr &&
+            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial "0x$(openssl rand -hex 8)" \
+                -days 3650 -sha256 -extfile client.ext -out client.pem &&
+            openssl pkcs8 -topk8 -v2 aes-256-cbc -in client-plain.key -passout "pass:$client_key_password" \
+                -out client.key &&
+            rm -f other-ca.key broker.csr client.csr client-plain.key &&
+            openssl verify -CAfile ca.pem broker.pem client.pem
+    ) >"$log" 2>&1; then
+        cat "$log" >&2
+        die "making the secured cluster's certificates failed (see $log)"
+    fi
+    touch "$dir/ready"
+}
+
+# how to connect to the secured cluster, for people (stderr)
+show_secured() {
+    local u users=()
+    for u in "${secured_users[@]}"; do users+=("$u/$(secured_password "$u")"); done
+    log "secured cluster: SASL_SSL on $(bootstrap_of secured) (TLS; the certificate names localhost only)"
+    log "  trust the CA $(tls_dir)/ca.pem (ssl.ca.location); $(tls_dir)/other-ca.pem signed nothing"
+    log "  users (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN): ${users[*]}; admin is the super user, the others have no ACL"
+    log "  librdkafka settings: ci/kafka.sh settings secured; Java tools: --command-config $(admin_props secured)"
 }
 
 # seconds a readiness check may take: at most 30, and not much past the start deadline
@@ -421,8 +574,8 @@ check_secs() {
 metadata_brokers() {
     local size=$1 deadline=$2 out
     out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.BrokerApiVersionsCommand \
-        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" 2>/dev/null) || return 1
-    sed -n 's/^127\.0\.0\.1:[0-9]* (id: \([0-9]*\) rack.*/\1/p' <<<"$out" | sort -u
+        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props "$size")" 2>/dev/null) || return 1
+    sed -n 's/^[^ ]*:[0-9]* (id: \([0-9]*\) rack.*/\1/p' <<<"$out" | sort -u
 }
 
 # true once the transaction coordinator of the probe id answers: FindCoordinator found a
@@ -431,7 +584,7 @@ metadata_brokers() {
 txn_coordinator_answers() {
     local size=$1 deadline=$2 out
     out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.TransactionsCommand \
-        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props)" describe --transactional-id "$readiness_txn_id" 2>&1) && return 0
+        --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props "$size")" describe --transactional-id "$readiness_txn_id" 2>&1) && return 0
     [[ $out == *TransactionalIdNotFound* || $out == *"ID could not be found"* ]]
 }
 
@@ -451,10 +604,11 @@ fail_start() {
 # wait until the given nodes answer on their broker port and the metadata lists them; with
 # mode `full` also until the transaction coordinator answers
 wait_ready() {
-    local size=$1 deadline=$2 mode=$3 i brokers missing all=()
+    local size=$1 deadline=$2 mode=$3 i brokers missing all=() n
     shift 3
     local want=("$@")
-    for ((i = 1; i <= size; i++)); do all+=("$i"); done
+    n=$(nodes_of "$size")
+    for ((i = 1; i <= n; i++)); do all+=("$i"); done
     for i in "${want[@]}"; do
         while ! port_open "$(broker_port "$size" "$i")"; do
             node_pid "$size" "$i" >/dev/null || fail_start "$size" "node $i of cluster $size exited while starting" "$i"
@@ -493,22 +647,25 @@ wait_ready() {
 started=()
 
 cmd_start() {
-    local size=${1:-1} t0 deadline i cdir ndir todo=()
+    local size=${1:-1} t0 deadline i cdir ndir todo=() n
     check_size "$size"
+    n=$(nodes_of "$size")
     t0=$(now_ms)
     deadline=$((t0 + start_timeout * 1000))
     provision
     lock_cluster "$size"
     cdir=$(cluster_dir "$size")
-    for ((i = 1; i <= size; i++)); do
+    for ((i = 1; i <= n; i++)); do
         node_up "$size" "$i" || todo+=("$i")
     done
     if [[ ${#todo[@]} -eq 0 && -f $cdir/ready ]]; then
         log "cluster $size is already running; reusing it"
+        if [[ $size == secured ]]; then show_secured; fi
         bootstrap_of "$size"
         return 0
     fi
     check_java
+    if [[ $size == secured ]]; then make_tls; fi
     for i in "${todo[@]}"; do
         if node_pid "$size" "$i" >/dev/null; then continue; fi # alive, port not open yet
         ndir=$(node_dir "$size" "$i")
@@ -527,17 +684,18 @@ cmd_start() {
         done
     fi
     local want=()
-    for ((i = 1; i <= size; i++)); do want+=("$i"); done
+    for ((i = 1; i <= n; i++)); do want+=("$i"); done
     wait_ready "$size" "$deadline" full "${want[@]}"
     touch "$cdir/ready"
     local tenths=$((($(now_ms) - t0 + 50) / 100))
     log "cluster $size ready in $((tenths / 10)).$((tenths % 10)) s"
+    if [[ $size == secured ]]; then show_secured; fi
     bootstrap_of "$size"
 }
 
 cmd_stop() {
     local sizes=("$@") size
-    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3 secured); fi
     for size in "${sizes[@]}"; do check_size "$size"; done
     for size in "${sizes[@]}"; do
         [[ -d $(cluster_dir "$size") ]] || continue
@@ -547,15 +705,16 @@ cmd_stop() {
 }
 
 stop_cluster() {
-    local size=$1 i nodes=()
-    for ((i = 1; i <= size; i++)); do nodes+=("$i"); done
+    local size=$1 i nodes=() n
+    n=$(nodes_of "$size")
+    for ((i = 1; i <= n; i++)); do nodes+=("$i"); done
     stop_nodes "$size" "${nodes[@]}"
     log "cluster $size stopped"
 }
 
 cmd_clean() {
     local sizes=("$@") size
-    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3 secured); fi
     for size in "${sizes[@]}"; do check_size "$size"; done
     for size in "${sizes[@]}"; do
         [[ -d $(cluster_dir "$size") ]] || continue
@@ -567,13 +726,14 @@ cmd_clean() {
 }
 
 cmd_status() {
-    local sizes=("$@") size i pid up n state rc=0 port
-    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3); fi
+    local sizes=("$@") size i pid up n state rc=0 port count
+    if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3 secured); fi
     for size in "${sizes[@]}"; do
         check_size "$size"
+        count=$(nodes_of "$size")
         up=0
         n=()
-        for ((i = 1; i <= size; i++)); do
+        for ((i = 1; i <= count; i++)); do
             port=$(broker_port "$size" "$i")
             if pid=$(node_pid "$size" "$i"); then
                 if port_open "$port"; then
@@ -587,18 +747,18 @@ cmd_status() {
             else
                 state="not created"
             fi
-            n+=("  node $i: $state, broker 127.0.0.1:$port, controller 127.0.0.1:$(controller_port "$size" "$i"), dir ${state_dir}/c$size/n$i")
+            n+=("  node $i: $state, broker $(client_host "$size"):$port, controller 127.0.0.1:$(controller_port "$size" "$i"), dir ${state_dir}/c$size/n$i")
         done
-        if ((up == size)); then
+        if ((up == count)); then
             state=running
         elif [[ ! -f $(cluster_dir "$size")/cluster.id ]]; then
             state="not created"
         elif ((up == 0)); then
             state=stopped
         else
-            state="partly running ($up of $size)"
+            state="partly running ($up of $count)"
         fi
-        ((up == size)) || rc=3
+        ((up == count)) || rc=3
         echo "cluster $size: $state, bootstrap $(bootstrap_of "$size")"
         printf '%s\n' "${n[@]}"
     done
@@ -609,8 +769,8 @@ cmd_node() {
     [[ $# -eq 3 ]] || usage
     local action=$1 size=$2 i=$3 t0 deadline ndir
     check_size "$size"
-    if ! [[ $i =~ ^[1-9][0-9]*$ ]] || ((i > size)); then
-        log "node must be 1..$size, got '$i'"
+    if ! [[ $i =~ ^[1-9][0-9]*$ ]] || ((i > $(nodes_of "$size"))); then
+        log "node must be 1..$(nodes_of "$size"), got '$i'"
         usage
     fi
     case $action in
@@ -627,6 +787,7 @@ cmd_node() {
         ndir=$(node_dir "$size" "$i")
         if ! node_pid "$size" "$i" >/dev/null; then
             check_java
+            if [[ $size == secured ]]; then make_tls; fi
             mkdir -p "$ndir"
             write_props "$size" "$i"
             format_nodes "$size" "$i" || exit 1
@@ -656,6 +817,7 @@ cmd_tool() {
     get-offsets) main=org.apache.kafka.tools.GetOffsetShell ;;
     features) main=org.apache.kafka.tools.FeatureCommand ;;
     storage) main=kafka.tools.StorageTool ;;
+    acls) main=org.apache.kafka.tools.AclCommand ;;
     *.*) main=$name ;;
     *)
         log "unknown tool '$name'"
@@ -696,6 +858,13 @@ bootstrap)
     [[ $# -le 1 ]] || usage
     check_size "${1:-1}"
     bootstrap_of "${1:-1}"
+    ;;
+settings)
+    [[ $# -eq 1 && $1 == secured ]] || usage
+    [[ -f $(tls_dir)/ready ]] || die "the secured cluster has no certificates yet: run ci/kafka.sh start secured"
+    printf '%s\n' "bootstrap.servers=$(bootstrap_of secured)" security.protocol=SASL_SSL \
+        sasl.mechanism=SCRAM-SHA-512 sasl.username=admin "sasl.password=$(secured_password admin)" \
+        "ssl.ca.location=$(tls_dir)/ca.pem"
     ;;
 node) cmd_node "$@" ;;
 tool) cmd_tool "$@" ;;

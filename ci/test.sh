@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The umbrella: every check, in order. This is the README's test command and
 # what .ci/run calls. Starts the local Kafka clusters (unless KRABKA_BOOTSTRAP
-# is set) and stops what it started at the end.
+# is set; the secured one always) and stops what it started at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=()
@@ -28,6 +28,10 @@ if [[ -z ${KRABKA_BOOTSTRAP_3:-} ]]; then
     started+=(3)
     export KRABKA_BOOTSTRAP_3
 fi
+# The secured cluster (SASL_SSL, ACLs) of core/tests/kafka_secured.rs: one node.
+step "kafka (secured)"
+ci/kafka.sh start secured >/dev/null
+started+=(secured)
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=$KRABKA_BOOTSTRAP_3" >&2
 
 step golden; ci/golden.sh

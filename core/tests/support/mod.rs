@@ -8,6 +8,9 @@
 //!   use the address it prints last;
 //! * `KRABKA_BOOTSTRAP_3` names the three-node cluster (RF 3, min ISR 2);
 //!   when unset, `ci/kafka.sh start 3`.
+//! * the secured cluster (SASL_SSL, ACLs) is always `ci/kafka.sh start
+//!   secured` (which reuses a running one): the tests need its certificates
+//!   and users, which `ci/kafka.sh settings secured` names.
 //!
 //! A cluster that cannot be reached FAILS the test, with a message saying so.
 #![allow(dead_code)]
@@ -53,6 +56,18 @@ pub fn repo_root() -> PathBuf {
 /// Runs `ci/kafka.sh` with `args` and returns its last non-empty stdout
 /// line (empty when it printed nothing).
 pub fn kafka_sh(args: &[&str]) -> Result<String, String> {
+    let stdout = kafka_sh_stdout(args)?;
+    Ok(stdout
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// Runs `ci/kafka.sh` with `args` and returns all it printed on stdout.
+pub fn kafka_sh_stdout(args: &[&str]) -> Result<String, String> {
     let script = repo_root().join("ci/kafka.sh");
     if !script.exists() {
         return Err(format!("{} does not exist", script.display()));
@@ -71,14 +86,7 @@ pub fn kafka_sh(args: &[&str]) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    Ok(stdout
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
-        .to_owned())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn resolve(env: &str, size: &str) -> Result<String, String> {
@@ -144,6 +152,99 @@ pub fn bootstrap3() -> String {
         Err(e) => {
             panic!("a real three-node Kafka is needed for this test and is not available: {e}")
         }
+    }
+}
+
+/// The secured cluster of `ci/kafka.sh start secured`: one broker whose
+/// client listener is SASL_SSL on `localhost` (its certificate names
+/// `localhost` only), SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN users
+/// `admin` (super user), `alice` and `bob` (no ACLs) with the password
+/// `<user>-secret`, and KRaft's StandardAuthorizer.
+#[derive(Debug, Clone)]
+pub struct Secured {
+    /// `localhost:<port>`.
+    pub bootstrap: String,
+    /// The SASL_SSL port.
+    pub port: u16,
+    /// The CA that signed the broker's certificate.
+    pub ca: String,
+    /// A CA that signed nothing.
+    pub other_ca: String,
+    /// A client certificate the CA signed (the broker requests client
+    /// certificates and checks them).
+    pub client_cert: String,
+    /// Its key, PKCS#8 encrypted with [`Secured::CLIENT_KEY_PASSWORD`].
+    pub client_key: String,
+}
+
+impl Secured {
+    /// The password of the client key.
+    pub const CLIENT_KEY_PASSWORD: &'static str = "client-key-secret";
+
+    /// The password of `user` (`admin`, `alice`, `bob`).
+    pub fn password(user: &str) -> String {
+        format!("{user}-secret")
+    }
+
+    /// Settings for `user` with `mechanism` over SASL_SSL, trusting the CA.
+    pub fn config(
+        &self,
+        mechanism: &str,
+        user: &str,
+    ) -> krabka_coordination::transport::kafka::KafkaConfig {
+        config(&self.bootstrap)
+            .set("security.protocol", "SASL_SSL")
+            .set("sasl.mechanism", mechanism)
+            .set("sasl.username", user)
+            .set("sasl.password", Self::password(user))
+            .set("ssl.ca.location", &self.ca)
+    }
+}
+
+/// The secured cluster, started if needed. Panics (fails the test) when it
+/// cannot be started.
+pub fn secured() -> Secured {
+    static CLUSTER: OnceLock<Result<Secured, String>> = OnceLock::new();
+    let resolved = CLUSTER.get_or_init(|| {
+        let bootstrap = kafka_sh(&["start", "secured"])?;
+        let settings = kafka_sh_stdout(&["settings", "secured"])?;
+        let get = |key: &str| {
+            settings
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    format!("ci/kafka.sh settings secured printed no {key}:\n{settings}")
+                })
+        };
+        let ca = get("ssl.ca.location")?;
+        if get("bootstrap.servers")? != bootstrap {
+            return Err(format!(
+                "ci/kafka.sh start secured printed {bootstrap}, settings another"
+            ));
+        }
+        let port = bootstrap
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .ok_or_else(|| format!("no port in {bootstrap:?}"))?;
+        let beside = |name: &str| {
+            std::path::Path::new(&ca)
+                .with_file_name(name)
+                .to_string_lossy()
+                .into_owned()
+        };
+        Ok(Secured {
+            other_ca: beside("other-ca.pem"),
+            client_cert: beside("client.pem"),
+            client_key: beside("client.key"),
+            bootstrap,
+            port,
+            ca,
+        })
+    });
+    match resolved {
+        Ok(s) => s.clone(),
+        Err(e) => panic!("the secured Kafka (ci/kafka.sh start secured) is needed for this test and is not available: {e}"),
     }
 }
 

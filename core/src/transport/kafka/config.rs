@@ -58,10 +58,11 @@ use crate::error::{Error, Result};
 ///
 /// Both are at most `i32::MAX` milliseconds (librdkafka's limit).
 ///
-/// The DescribeTransactions client ([`super::DescribeClient`]) speaks
-/// PLAINTEXT only; a configuration with any other `security.protocol`, or
-/// with `sasl.*` / `ssl.*` settings, is refused by
-/// [`KafkaConfig::check_plaintext`] with an error that names them.
+/// The project's own protocol client ([`super::DescribeClient`]: the
+/// DescribeTransactions requests and the epoch bump) reads the same
+/// security settings: TLS (rustls) and SASL PLAIN, SCRAM-SHA-256 and
+/// SCRAM-SHA-512. A security setting it cannot honour is refused by
+/// [`KafkaConfig::check_security`] with an error that names it.
 ///
 /// ```
 /// # use krabka_coordination::transport::kafka::KafkaConfig;
@@ -255,29 +256,19 @@ impl KafkaConfig {
         Ok(())
     }
 
-    /// Refuses every setting the DescribeTransactions client cannot honour: a
-    /// `security.protocol` other than `plaintext`, and any `sasl.*` or
-    /// `ssl.*` setting. The error names each of them.
-    pub fn check_plaintext(&self) -> Result<()> {
-        let mut refused = Vec::new();
-        for (k, v) in &self.settings {
-            let lower = k.to_ascii_lowercase();
-            if lower == "security.protocol" {
-                if !v.eq_ignore_ascii_case("plaintext") {
-                    refused.push(format!("security.protocol={v}"));
-                }
-            } else if lower.starts_with("sasl.") || lower.starts_with("ssl.") {
-                refused.push(k.clone());
-            }
-        }
-        if refused.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "the DescribeTransactions client supports PLAINTEXT only; unsupported security settings: {}",
-                refused.join(", ")
-            )))
-        }
+    /// Checks the security settings as the project's own protocol client
+    /// (the [`super::DescribeClient`]) reads them: `security.protocol`
+    /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism(s)`
+    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 with `sasl.username` and
+    /// `sasl.password`; `ssl.ca.location`, `ssl.ca.pem`,
+    /// `ssl.certificate.location` / `.pem`, `ssl.key.location` / `.pem`,
+    /// `ssl.key.password` and `ssl.endpoint.identification.algorithm`
+    /// (`https`, the default, or `none`). Any other `ssl.*` or `sasl.*`
+    /// setting, and a value it cannot honour, is refused with an
+    /// [`Error::InvalidArgument`] naming each of them. The files the
+    /// settings name are read and must hold what they should.
+    pub fn check_security(&self) -> Result<()> {
+        super::security::Security::from_config(self).map(drop)
     }
 
     /// The timeout in whole milliseconds, at least 1, for librdkafka.
@@ -381,25 +372,28 @@ mod tests {
     }
 
     #[test]
-    fn refuses_security_the_describe_client_lacks() {
-        assert!(KafkaConfig::new("h:1").check_plaintext().is_ok());
+    fn checks_security_as_the_protocol_client_reads_it() {
+        assert!(KafkaConfig::new("h:1").check_security().is_ok());
         assert!(KafkaConfig::new("h:1")
             .set("security.protocol", "PLAINTEXT")
-            .check_plaintext()
+            .check_security()
+            .is_ok());
+        assert!(KafkaConfig::new("h:1")
+            .set("security.protocol", "SASL_PLAINTEXT")
+            .set("sasl.mechanism", "SCRAM-SHA-256")
+            .set("sasl.username", "u")
+            .set("sasl.password", "p")
+            .check_security()
             .is_ok());
         let e = KafkaConfig::new("h:1")
             .set("security.protocol", "SASL_SSL")
-            .set("sasl.mechanism", "PLAIN")
-            .set("ssl.ca.location", "/x")
-            .check_plaintext()
+            .set("sasl.mechanism", "GSSAPI")
+            .set("ssl.keystore.location", "/x")
+            .check_security()
             .unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::InvalidArgument(_)), "{msg}");
-        for name in [
-            "security.protocol=SASL_SSL",
-            "sasl.mechanism",
-            "ssl.ca.location",
-        ] {
+        for name in ["sasl.mechanism=GSSAPI", "ssl.keystore.location"] {
             assert!(msg.contains(name), "{msg} should name {name}");
         }
     }

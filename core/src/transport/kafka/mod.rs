@@ -178,6 +178,8 @@ mod librdkafka;
 mod mint;
 mod preflight;
 mod reader;
+mod sasl;
+mod security;
 mod topic;
 mod wire;
 
@@ -269,8 +271,8 @@ impl KafkaTransport {
     ///
     /// Builds the registration producer and the DescribeTransactions client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
-    /// address or a security setting the describe client cannot honour is
-    /// refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
+    /// address or a security setting the describe client cannot honour (or
+    /// a certificate file it cannot read) is refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
     pub fn new(config: KafkaConfig, member_id: Option<&str>) -> Result<KafkaTransport> {
         config.validate()?;
         let describe = DescribeClient::new(&config)?;
@@ -361,7 +363,9 @@ impl KafkaTransport {
         role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<PreflightReport> {
-        self.preflight.report(&self.config, role, options).await
+        self.preflight
+            .report(&self.config, &self.describe, role, options)
+            .await
     }
 
     /// Whether the transport keeps a spare lease producer of `role`, ready or
@@ -647,7 +651,9 @@ impl Coordinator for KafkaTransport {
         role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<()> {
-        self.preflight.check(&self.config, role, options).await
+        self.preflight
+            .check(&self.config, &self.describe, role, options)
+            .await
     }
 }
 
@@ -861,12 +867,12 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
         assert!(e.to_string().contains("linger.ms"), "{e}");
         let e = KafkaTransport::new(
-            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_PLAINTEXT"),
+            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_GSSAPI"),
             None,
         )
         .unwrap_err();
         assert!(
-            e.to_string().contains("security.protocol=SASL_PLAINTEXT"),
+            e.to_string().contains("security.protocol=SASL_GSSAPI"),
             "{e}"
         );
     }

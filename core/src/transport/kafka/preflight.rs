@@ -34,6 +34,7 @@ use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::config::KafkaConfig;
+use super::describe::DescribeClient;
 use super::topic::{self, Admin, TopicFacts, TopicReport};
 use super::{drop_off_thread, lease_millis};
 use crate::election::ElectionOptions;
@@ -117,6 +118,7 @@ impl Preflight {
     pub(super) async fn report(
         &self,
         config: &KafkaConfig,
+        describe: &DescribeClient,
         role: &str,
         options: &ElectionOptions,
     ) -> Result<PreflightReport> {
@@ -124,6 +126,10 @@ impl Preflight {
         options.validate()?;
         let lease_ms = lease_millis(options.lease_duration)?;
         check_settings(config, options.lease_duration, lease_ms)?;
+        // On a secured cluster, a refused password or an untrusted
+        // certificate fails here at once, named, instead of as librdkafka's
+        // timeout below.
+        describe.check_access().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
         if let Some((max, broker)) = facts.broker.transaction_max_timeout {
@@ -170,10 +176,11 @@ impl Preflight {
     pub(super) async fn check(
         &self,
         config: &KafkaConfig,
+        describe: &DescribeClient,
         role: &str,
         options: &ElectionOptions,
     ) -> Result<()> {
-        let report = self.report(config, role, options).await?;
+        let report = self.report(config, describe, role, options).await?;
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
         for w in report.warnings {
             if !warned.contains(&w) {

@@ -1,7 +1,14 @@
-//! The wire under the DescribeTransactions client: one TCP connection per
-//! broker carrying concurrent requests, each with its own correlation id; a
-//! writer lock keeps each frame whole on the wire, and a reader task hands
-//! each response to the request that waits for it.
+//! The wire under the DescribeTransactions client: one connection per
+//! broker (TCP, TLS over TCP with `ssl` / `sasl_ssl`) carrying concurrent
+//! requests, each with its own correlation id; a writer lock keeps each frame
+//! whole on the wire, and a reader task hands each response to the request
+//! that waits for it.
+//!
+//! Opening a connection: TCP connect, the TLS handshake (when on), ApiVersions,
+//! then SaslHandshake v1 and SaslAuthenticate (when SASL is on), all within
+//! the connect deadline. A failed authentication, an untrusted certificate
+//! and a missing mechanism are [`OpenError::Fatal`]; everything else may pass
+//! and is [`OpenError::Retry`].
 //!
 //! A connection that may be out of step (a write that failed, timed out or
 //! was abandoned half-way, an undecodable or mismatched response) is closed;
@@ -14,18 +21,56 @@ use std::sync::{Arc, Mutex as StdMutex};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{
     encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::describe::code_name;
+use super::sasl::{Exchange, Step};
+use super::security::{self, SaslSettings, Security};
+use crate::error::Error;
+
+/// A byte stream to a broker: plain TCP or TLS over TCP.
+pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+type BoxedStream = Box<dyn Stream>;
+
+/// Why a connection could not be opened.
+#[derive(Debug)]
+pub(super) enum OpenError {
+    /// The broker may answer later (unreachable, timed out, closed).
+    Retry(std::io::Error),
+    /// No retry mends it: a failed authentication, an untrusted or misnamed
+    /// certificate, a mechanism the broker does not enable.
+    Fatal(Error),
+}
+
+impl From<std::io::Error> for OpenError {
+    fn from(e: std::io::Error) -> Self {
+        OpenError::Retry(e)
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Retry(e) => e.fmt(f),
+            OpenError::Fatal(e) => e.fmt(f),
+        }
+    }
+}
+
+/// The share of a SASL session's lifetime after which the connection is
+/// replaced (the broker closes it at the end, KIP-368); Kafka's Java client
+/// re-authenticates between 85 % and 95 %.
+const SESSION_USE: f64 = 0.85;
 
 /// The largest response frame accepted (a describe answer is a few hundred bytes).
 const MAX_FRAME: usize = 64 * 1024 * 1024;
@@ -37,17 +82,20 @@ pub(super) struct Pending {
     closed: Option<String>,
 }
 
-/// One TCP connection to one broker, shared by concurrent requests.
+/// One connection to one broker, shared by concurrent requests.
 pub(super) struct Connection {
     pub(super) addr: String,
     client_id: StrBytes,
-    writer: AsyncMutex<OwnedWriteHalf>,
+    writer: AsyncMutex<WriteHalf<BoxedStream>>,
     pending: Arc<StdMutex<Pending>>,
     next_correlation: AtomicI32,
     /// API key → (min, max) version the broker supports.
     versions: HashMap<i16, (i16, i16)>,
     requests: Arc<AtomicU64>,
     reader: JoinHandle<()>,
+    /// When the broker will end the SASL session (KIP-368), less a margin:
+    /// from then on a new connection is made for new requests.
+    session_end: Option<Instant>,
 }
 
 impl Drop for Connection {
@@ -57,20 +105,51 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    /// Connects to `addr` and asks for its API versions.
+    /// Connects to `addr`, secures the connection as `security` says (TLS,
+    /// SASL) and asks for its API versions, all by `deadline`.
     pub(super) async fn open(
         addr: &str,
         client_id: StrBytes,
         requests: Arc<AtomicU64>,
         deadline: Instant,
-    ) -> std::io::Result<Connection> {
-        let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
+        security: &Security,
+    ) -> Result<Connection, OpenError> {
+        let timed_out = |what: &str| {
+            OpenError::Retry(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("{what} timed out"),
+            ))
+        };
+        let tcp = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
             .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
-            })??;
-        stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
+            .map_err(|_| timed_out("connect"))??;
+        tcp.set_nodelay(true)?;
+        let stream: BoxedStream = match &security.tls {
+            None => Box::new(tcp),
+            Some(tls) => {
+                let name = security::server_name(addr).map_err(|e| {
+                    OpenError::Fatal(Error::InvalidArgument(format!(
+                        "broker address {addr}: {e}"
+                    )))
+                })?;
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.config));
+                let handshake = connector.connect(name, tcp);
+                match tokio::time::timeout_at(deadline, handshake).await {
+                    Err(_) => return Err(timed_out("TLS handshake")),
+                    Ok(Ok(s)) => Box::new(s),
+                    Ok(Err(e)) => {
+                        let rustls_error = e
+                            .get_ref()
+                            .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                        return Err(match rustls_error {
+                            Some(r) => OpenError::Fatal(security::tls_error(addr, tls, r)),
+                            None => OpenError::Retry(e),
+                        });
+                    }
+                }
+            }
+        };
+        let (read, write) = tokio::io::split(stream);
         let pending = Arc::new(StdMutex::new(Pending::default()));
         let reader = tokio::spawn(read_loop(read, Arc::clone(&pending)));
         let mut conn = Connection {
@@ -82,9 +161,89 @@ impl Connection {
             versions: HashMap::new(),
             requests,
             reader,
+            session_end: None,
         };
         conn.versions = conn.api_versions(deadline).await?;
+        if let Some(sasl) = &security.sasl {
+            let started = Instant::now();
+            if let Some(lifetime) = conn.authenticate(sasl, deadline).await? {
+                conn.session_end = Some(started + lifetime.mul_f64(SESSION_USE));
+            }
+        }
         Ok(conn)
+    }
+
+    /// SaslHandshake v1 then SaslAuthenticate until the mechanism is done
+    /// (KIP-152). Returns the session lifetime the broker set, if any.
+    async fn authenticate(
+        &self,
+        sasl: &SaslSettings,
+        deadline: Instant,
+    ) -> Result<Option<std::time::Duration>, OpenError> {
+        let context = || {
+            format!(
+                "SASL {} authentication as user {} at {}",
+                sasl.mechanism,
+                crate::error::quote(&sasl.username),
+                self.addr
+            )
+        };
+        let fatal = |why: String| OpenError::Fatal(Error::fatal(context(), why));
+        if self.version_for(ApiKey::SaslHandshake, (1, 1)).is_none() {
+            return Err(fatal(
+                "the broker does not speak SaslHandshake v1 (Kafka 1.0 or newer is needed)".into(),
+            ));
+        }
+        let Some(auth_version) = self.version_for(ApiKey::SaslAuthenticate, (0, 2)) else {
+            return Err(fatal("the broker does not speak SaslAuthenticate".into()));
+        };
+        let mut req = SaslHandshakeRequest::default();
+        req.mechanism = StrBytes::from_static_str(sasl.mechanism.name());
+        let resp: SaslHandshakeResponse = self
+            .request(ApiKey::SaslHandshake, 1, &req, deadline)
+            .await?;
+        match resp.error_code {
+            0 => {}
+            33 => {
+                let enabled: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
+                return Err(fatal(format!(
+                    "the broker does not enable the mechanism {} on this listener (it enables: {})",
+                    sasl.mechanism,
+                    enabled.join(", ")
+                )));
+            }
+            code => return Err(fatal(format!("SaslHandshake answered {}", code_name(code)))),
+        }
+        let (mut exchange, first) = Exchange::start(sasl).map_err(fatal)?;
+        let mut out = first;
+        loop {
+            let mut req = SaslAuthenticateRequest::default();
+            req.auth_bytes = Bytes::from(std::mem::take(&mut out));
+            let resp: SaslAuthenticateResponse = self
+                .request(ApiKey::SaslAuthenticate, auth_version, &req, deadline)
+                .await?;
+            if resp.error_code != 0 {
+                // The broker's message names the mechanism, never the password.
+                return Err(fatal(format!(
+                    "the broker refused the credentials: {}{}",
+                    code_name(resp.error_code),
+                    resp.error_message
+                        .as_ref()
+                        .map(|m| format!(": {}", m.as_str()))
+                        .unwrap_or_default()
+                )));
+            }
+            match exchange.step(&resp.auth_bytes).map_err(fatal)? {
+                Step::Send(next) => out = next,
+                Step::Done => {
+                    let lifetime = u64::try_from(resp.session_lifetime_ms)
+                        .ok()
+                        .filter(|ms| *ms > 0)
+                        .map(std::time::Duration::from_millis);
+                    return Ok(lifetime);
+                }
+            }
+        }
     }
 
     async fn api_versions(&self, deadline: Instant) -> std::io::Result<HashMap<i16, (i16, i16)>> {
@@ -116,6 +275,13 @@ impl Connection {
         let hi = max.min(ours.1);
         let lo = min.max(ours.0);
         (lo <= hi).then_some(hi)
+    }
+
+    /// True once the SASL session is near its end: new requests go to a
+    /// new connection, while the requests in flight here finish (the
+    /// connection goes with the last of them).
+    pub(super) fn is_expiring(&self) -> bool {
+        self.session_end.is_some_and(|end| Instant::now() >= end)
     }
 
     pub(super) fn is_closed(&self) -> bool {
@@ -172,7 +338,9 @@ impl Connection {
         };
         let written = tokio::time::timeout_at(deadline, async {
             let mut w = self.writer.lock().await;
-            w.write_all(&frame).await
+            w.write_all(&frame).await?;
+            // TLS keeps written bytes in its buffer until flushed.
+            w.flush().await
         })
         .await;
         mid_write.done = true;
@@ -263,7 +431,7 @@ fn close_pending(pending: &StdMutex<Pending>, why: String) {
 }
 
 /// Reads response frames and hands each to the request waiting for it.
-async fn read_loop(mut read: OwnedReadHalf, pending: Arc<StdMutex<Pending>>) {
+async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pending>>) {
     let why = loop {
         let size = match read.read_i32().await {
             Ok(s) => s,
@@ -337,6 +505,7 @@ mod tests {
             StrBytes::from_static_str("test"),
             Arc::default(),
             far,
+            &Security::plaintext(),
         )
         .await
         .unwrap();
@@ -357,6 +526,149 @@ mod tests {
             conn.is_closed(),
             "a half-written frame must not stay on a shared connection"
         );
+        drop(broker);
+    }
+
+    /// Reads one request frame: (api key, version, correlation id, body).
+    async fn read_request(s: &mut TcpStream) -> (i16, i16, i32, Bytes) {
+        let size = s.read_i32().await.unwrap();
+        let mut buf = vec![0u8; size as usize];
+        s.read_exact(&mut buf).await.unwrap();
+        let mut req = Bytes::from(buf);
+        let key = req.get_i16();
+        let version = req.get_i16();
+        let correlation_id = req.get_i32();
+        (key, version, correlation_id, req)
+    }
+
+    async fn respond(s: &mut TcpStream, correlation_id: i32, body: &[u8]) {
+        s.write_i32(body.len() as i32 + 4).await.unwrap();
+        s.write_i32(correlation_id).await.unwrap(); // response header v0
+        s.write_all(body).await.unwrap();
+    }
+
+    /// A broker that takes SASL PLAIN from `user`/`password` and gives the
+    /// session `lifetime_ms` (KIP-368), or refuses other credentials with
+    /// SASL_AUTHENTICATION_FAILED; then keeps the connection open.
+    async fn sasl_broker(lifetime_ms: i64) -> (String, JoinHandle<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let task = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            // ApiVersions v3: SaslHandshake 0..1, SaslAuthenticate 0..1.
+            let (key, _, id, _) = read_request(&mut s).await;
+            assert_eq!(key, ApiKey::ApiVersions as i16);
+            let mut body = BytesMut::new();
+            body.put_i16(0);
+            body.put_u8(3); // compact array of 2
+            for k in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
+                body.put_i16(k as i16);
+                body.put_i16(0);
+                body.put_i16(1);
+                body.put_u8(0);
+            }
+            body.put_i32(0);
+            body.put_u8(0);
+            respond(&mut s, id, &body).await;
+            // SaslHandshake v1: PLAIN.
+            let (key, version, id, _) = read_request(&mut s).await;
+            assert_eq!((key, version), (ApiKey::SaslHandshake as i16, 1));
+            let mut body = BytesMut::new();
+            body.put_i16(0);
+            body.put_i32(1);
+            body.put_i16(5);
+            body.put_slice(b"PLAIN");
+            respond(&mut s, id, &body).await;
+            // SaslAuthenticate v1, not flexible: the header has a client id.
+            let (key, version, id, mut req) = read_request(&mut s).await;
+            assert_eq!((key, version), (ApiKey::SaslAuthenticate as i16, 1));
+            let client_id_len = req.get_i16();
+            req.advance(client_id_len.max(0) as usize);
+            let len = req.get_i32() as usize;
+            let ok = req[..len] == *b"\0alice\0pw";
+            let mut body = BytesMut::new();
+            if ok {
+                body.put_i16(0);
+                body.put_i16(-1); // no error message
+            } else {
+                body.put_i16(58);
+                let msg = b"Authentication failed: Invalid username or password";
+                body.put_i16(msg.len() as i16);
+                body.put_slice(msg);
+            }
+            body.put_i32(0); // no auth bytes
+            body.put_i64(lifetime_ms);
+            respond(&mut s, id, &body).await;
+            s
+        });
+        (addr, task)
+    }
+
+    fn plain(password: &str) -> Security {
+        Security {
+            protocol: super::super::security::Protocol::SaslPlaintext,
+            tls: None,
+            sasl: Some(SaslSettings {
+                mechanism: super::super::security::Mechanism::Plain,
+                username: "alice".into(),
+                password: password.into(),
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sasl_session_lifetime_retires_the_connection_before_it_ends() {
+        let (addr, broker) = sasl_broker(1000).await;
+        let far = Instant::now() + Duration::from_secs(60);
+        let requests = Arc::new(AtomicU64::new(0));
+        let conn = Connection::open(
+            &addr,
+            StrBytes::from_static_str("test"),
+            Arc::clone(&requests),
+            far,
+            &plain("pw"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            requests.load(Ordering::Relaxed),
+            3,
+            "ApiVersions, SaslHandshake, SaslAuthenticate"
+        );
+        assert!(!conn.is_expiring());
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        assert!(conn.is_expiring(), "retired at 85 % of the 1 s session");
+        assert!(
+            !conn.is_closed(),
+            "requests in flight may still finish on it"
+        );
+        drop(broker);
+    }
+
+    #[tokio::test]
+    async fn a_refused_password_is_fatal_and_names_mechanism_and_user() {
+        let (addr, broker) = sasl_broker(0).await;
+        let far = Instant::now() + Duration::from_secs(60);
+        let e = match Connection::open(
+            &addr,
+            StrBytes::from_static_str("test"),
+            Arc::default(),
+            far,
+            &plain("wrong-pw"),
+        )
+        .await
+        {
+            Err(OpenError::Fatal(e)) => e,
+            Err(e) => panic!("not fatal: {e}"),
+            Ok(_) => panic!("authenticated with a wrong password"),
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.contains("SASL PLAIN") && msg.contains("\"alice\""),
+            "{msg}"
+        );
+        assert!(msg.contains("Invalid username or password"), "{msg}");
+        assert!(!msg.contains("wrong-pw"), "{msg}");
         drop(broker);
     }
 }

@@ -31,6 +31,18 @@
 //! One connection per broker carries concurrent requests (the `wire`
 //! module).
 //!
+//! # Security
+//!
+//! The client reads the same librdkafka keys the librdkafka clients get
+//! (`security.protocol`, `sasl.*`, `ssl.*`; the `security` module lists what
+//! it honours): TLS through rustls (hostname verification on unless
+//! `ssl.endpoint.identification.algorithm=none`), SASL PLAIN, SCRAM-SHA-256
+//! and SCRAM-SHA-512. A setting it cannot honour is refused by
+//! [`DescribeClient::new`] naming it. A failed authentication (naming the
+//! mechanism and the user), an untrusted or misnamed broker certificate
+//! and a mechanism the broker does not enable are [`Error::Fatal`] at once,
+//! never retried.
+//!
 //! # Answers
 //!
 //! `TRANSACTIONAL_ID_NOT_FOUND` (a role no member has taken, or whose id the
@@ -40,10 +52,6 @@
 //! everything that may pass is [`Error::Transient`]. A transactional id the
 //! protocol cannot carry (empty, over 32767 bytes, a NUL byte) is refused
 //! before any request ([`Error::InvalidArgument`]).
-//!
-//! Only PLAINTEXT listeners are supported: [`DescribeClient::new`] refuses a
-//! configuration with other security settings (see
-//! [`KafkaConfig::check_plaintext`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,7 +71,8 @@ use super::config::KafkaConfig;
 
 mod producer_id;
 use super::deadline_in;
-use super::wire::Connection;
+use super::security::Security;
+use super::wire::{Connection, OpenError};
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
 
@@ -135,6 +144,8 @@ struct Inner {
     /// that need it.
     connections: StdMutex<HashMap<String, ConnectionSlot>>,
     requests: Arc<AtomicU64>,
+    /// TLS and SASL of every connection.
+    security: Security,
 }
 
 impl std::fmt::Debug for DescribeClient {
@@ -160,12 +171,13 @@ enum Attempt {
 impl DescribeClient {
     /// A client for the cluster of `config`. Connects lazily.
     ///
-    /// Refuses a configuration with security settings other than PLAINTEXT,
-    /// naming them, and a malformed bootstrap address.
+    /// Refuses, naming them, security settings the client cannot honour
+    /// (see [`KafkaConfig::check_security`]) and a malformed bootstrap
+    /// address. Reads the certificate and key files the settings name.
     pub fn new(config: &KafkaConfig) -> Result<Self> {
         config.validate()?;
-        config.check_plaintext()?;
-        let bootstrap = parse_bootstrap(config.bootstrap())?;
+        let security = Security::from_config(config)?;
+        let bootstrap = parse_bootstrap(config.bootstrap(), security.protocol.name())?;
         let client_id = config
             .get("client.id")
             .map(str::to_owned)
@@ -181,6 +193,7 @@ impl DescribeClient {
                 coordinators: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
+                security,
             }),
         })
     }
@@ -259,8 +272,43 @@ impl DescribeClient {
         }
     }
 
-    /// How many Kafka requests (ApiVersions, FindCoordinator,
-    /// DescribeTransactions) this client and its clones have sent.
+    /// On a secured cluster (TLS or SASL), connects to a bootstrap broker
+    /// once, so that what no retry mends (a refused password, an untrusted
+    /// or misnamed certificate) fails at once as [`Error::Fatal`] naming
+    /// it, before the librdkafka clients, which only report it in their
+    /// logs and then time out. Retries a broker that does not answer until
+    /// the connect timeout, then fails with [`Error::Transient`] naming the
+    /// bootstrap address. Does nothing on PLAINTEXT, or once a broker has
+    /// answered this client. The connection made stays for later requests.
+    pub(crate) async fn check_access(&self) -> Result<()> {
+        if self.inner.security.tls.is_none() && self.inner.security.sasl.is_none() {
+            return Ok(());
+        }
+        if self.inner.reached.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (deadline, budget) = self.deadline(self.inner.connect_timeout);
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let mut last = String::from("no bootstrap broker answered");
+            for broker in &self.inner.bootstrap {
+                match self.connection(broker, deadline).await {
+                    Ok(_) => return Ok(()),
+                    Err(Attempt::Fail(e)) => return Err(e),
+                    Err(Attempt::Refind(r) | Attempt::Backoff(r)) => last = r,
+                }
+            }
+            if no_time_for(backoff, deadline) {
+                return Err(self.gave_up("connecting to the cluster".to_owned(), budget, last));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// How many Kafka requests (ApiVersions, SaslHandshake,
+    /// SaslAuthenticate, FindCoordinator, DescribeTransactions,
+    /// InitProducerId) this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
     }
@@ -497,7 +545,7 @@ impl DescribeClient {
         );
         let mut slot = slot.lock().await;
         if let Some(c) = slot.as_ref() {
-            if !c.is_closed() {
+            if !c.is_closed() && !c.is_expiring() {
                 return Ok(Arc::clone(c));
             }
             *slot = None;
@@ -509,9 +557,13 @@ impl DescribeClient {
             self.inner.client_id.clone(),
             Arc::clone(&self.inner.requests),
             connect_deadline,
+            &self.inner.security,
         )
         .await
-        .map_err(|e| Attempt::Backoff(format!("connecting to {addr}: {e}")))?;
+        .map_err(|e| match e {
+            OpenError::Fatal(e) => Attempt::Fail(e),
+            OpenError::Retry(e) => Attempt::Backoff(format!("connecting to {addr}: {e}")),
+        })?;
         self.inner.reached.store(true, Ordering::Relaxed);
         let conn = Arc::new(conn);
         *slot = Some(Arc::clone(&conn));
@@ -606,8 +658,10 @@ fn format_addr(host: &str, port: i32) -> String {
     }
 }
 
-/// Splits `host:port[,host:port...]`, dropping a `PLAINTEXT://` prefix.
-fn parse_bootstrap(bootstrap: &str) -> Result<Vec<String>> {
+/// Splits `host:port[,host:port...]`, dropping a `<protocol>://` prefix that
+/// names the configured `security.protocol` (librdkafka refuses another one
+/// too).
+fn parse_bootstrap(bootstrap: &str, protocol: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for raw in bootstrap.split(',') {
         let entry = raw.trim();
@@ -615,10 +669,10 @@ fn parse_bootstrap(bootstrap: &str) -> Result<Vec<String>> {
             continue;
         }
         let entry = match entry.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("plaintext") => rest,
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case(protocol) => rest,
             Some((scheme, _)) => {
                 return Err(Error::InvalidArgument(format!(
-                    "bootstrap address {entry:?} uses {scheme}, but the DescribeTransactions client supports PLAINTEXT only"
+                    "bootstrap address {entry:?} names the protocol {scheme}, but security.protocol is {protocol}"
                 )))
             }
             None => entry,
@@ -647,23 +701,48 @@ mod tests {
 
     #[test]
     fn parses_bootstrap_lists() {
-        assert_eq!(parse_bootstrap("a:1, b:2").unwrap(), vec!["a:1", "b:2"]);
-        assert_eq!(parse_bootstrap("PLAINTEXT://a:1").unwrap(), vec!["a:1"]);
-        assert_eq!(parse_bootstrap("[::1]:9092").unwrap(), vec!["[::1]:9092"]);
+        let p = "PLAINTEXT";
+        assert_eq!(parse_bootstrap("a:1, b:2", p).unwrap(), vec!["a:1", "b:2"]);
+        assert_eq!(parse_bootstrap("PLAINTEXT://a:1", p).unwrap(), vec!["a:1"]);
+        assert_eq!(
+            parse_bootstrap("sasl_ssl://a:1", "SASL_SSL").unwrap(),
+            vec!["a:1"]
+        );
+        assert_eq!(
+            parse_bootstrap("[::1]:9092", p).unwrap(),
+            vec!["[::1]:9092"]
+        );
         for bad in ["", " , ", "a", "a:x", ":9", "SSL://a:1"] {
-            let e = parse_bootstrap(bad).unwrap_err();
+            let e = parse_bootstrap(bad, p).unwrap_err();
             assert!(matches!(e, Error::InvalidArgument(_)), "{bad:?}: {e}");
         }
     }
 
     #[test]
-    fn refuses_security_settings_by_name() {
-        let e = DescribeClient::new(&KafkaConfig::new("a:1").set("security.protocol", "SSL"))
+    fn refuses_security_settings_it_cannot_honour_by_name() {
+        let e = DescribeClient::new(&KafkaConfig::new("a:1").set("security.protocol", "SSL_X"))
             .unwrap_err();
-        assert!(e.to_string().contains("security.protocol=SSL"), "{e}");
-        let e =
-            DescribeClient::new(&KafkaConfig::new("a:1").set("sasl.username", "u")).unwrap_err();
-        assert!(e.to_string().contains("sasl.username"), "{e}");
+        assert!(e.to_string().contains("security.protocol=SSL_X"), "{e}");
+        let e = DescribeClient::new(&KafkaConfig::new("a:1").set("sasl.kerberos.keytab", "/k"))
+            .unwrap_err();
+        assert!(e.to_string().contains("sasl.kerberos.keytab"), "{e}");
+        let e = DescribeClient::new(
+            &KafkaConfig::new("a:1")
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanism", "OAUTHBEARER"),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert!(e.to_string().contains("OAUTHBEARER"), "{e}");
+        // What it honours is accepted (SASL_PLAINTEXT reads no file).
+        DescribeClient::new(
+            &KafkaConfig::new("a:1")
+                .set("security.protocol", "SASL_PLAINTEXT")
+                .set("sasl.mechanism", "SCRAM-SHA-512")
+                .set("sasl.username", "u")
+                .set("sasl.password", "p"),
+        )
+        .unwrap();
     }
 
     #[test]
