@@ -92,7 +92,7 @@ pub(super) fn denied(code: RDKafkaErrorCode) -> Option<&'static str> {
         C::ClusterAuthorizationFailed => {
             "the cluster resource: the principal needs IDEMPOTENT_WRITE (and DESCRIBE_CONFIGS) on the cluster"
         }
-        C::GroupAuthorizationFailed => "the consumer group (group.id): the principal needs READ on it",
+        C::GroupAuthorizationFailed => "the consumer group (group.id): the principal needs DESCRIBE on it",
         C::DelegationTokenAuthorizationFailed => "the delegation token",
         _ => return None,
     })

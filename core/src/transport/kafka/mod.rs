@@ -100,6 +100,8 @@
 //! Before a member registers, [`Coordinator::check_member`] checks what it
 //! depends on ([`KafkaTransport::preflight`] reports the same): the state
 //! topic exists, has the member's partition count and is compacted; the
+//! member's principal has the ACLs a member needs (README, "Secured
+//! clusters"); the
 //! lease fits the brokers' `transaction.max.timeout.ms`; the user's producer
 //! timeouts fit the lease. The cluster is read once per transport, the first
 //! request bounded by the connect timeout
@@ -188,6 +190,7 @@ pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
+pub use reader::READER_GROUP;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
 use lease::LeaseProducer;
@@ -357,7 +360,12 @@ impl KafkaTransport {
     /// bootstrap address when no broker answers): a missing state topic, one
     /// of another partition count than `options.partitions` or not compacted
     /// ([`Error::Fatal`] naming the topic and the numbers), a lease over the
-    /// brokers' `transaction.max.timeout.ms` ([`Error::InvalidArgument`]).
+    /// brokers' `transaction.max.timeout.ms` ([`Error::InvalidArgument`]),
+    /// and an ACL the member lacks: WRITE or DESCRIBE on TransactionalId
+    /// `role`, DESCRIBE on the state readers' consumer group (`group.id`,
+    /// [`READER_GROUP`] unless set), READ on the state topic
+    /// ([`Error::Fatal`] naming the resource; the requests that ask change
+    /// nothing).
     pub async fn preflight(
         &self,
         role: &str,
@@ -385,9 +393,7 @@ impl KafkaTransport {
             .client_config(&format!("{}-hw", self.client_suffix));
         cc.set("isolation.level", "read_uncommitted");
         cc.set("enable.auto.commit", "false");
-        if self.config.get("group.id").is_none() {
-            cc.set("group.id", "krabka-coordination-reader");
-        }
+        cc.set("group.id", reader::reader_group(&self.config));
         let probe: HwProbe = cc
             .create_with_context(TransportContext)
             .map_err(|e| kafka_error("creating the high-watermark probe", e))?;

@@ -11,6 +11,12 @@
 //! * the state topic: it exists, has the member's partition count and
 //!   `cleanup.policy=compact` ([`Error::Fatal`] naming the topic and the
 //!   numbers otherwise; a missing topic says how to create it);
+//! * the member's ACLs, asked of the authorizer with requests that change
+//!   nothing (the describe client's `access` module): WRITE and DESCRIBE on
+//!   TransactionalId `<role>`, DESCRIBE on the state readers' consumer
+//!   group, READ on the state topic; a denial is [`Error::Fatal`] naming the
+//!   resource and the ACL, before anything is registered. Asked for every
+//!   member (ACLs change), not remembered;
 //! * the brokers' configuration (DescribeConfigs of every broker, each
 //!   bounded by the connect timeout): a lease over the lowest
 //!   `transaction.max.timeout.ms` is refused ([`Error::InvalidArgument`]),
@@ -132,6 +138,16 @@ impl Preflight {
         describe.check_access().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
+        // The ACLs a member needs, while nothing is registered yet.
+        let partition = crate::partition::role_partition(role, options.partitions)?;
+        describe
+            .check_member_access(
+                role,
+                config.state_topic(),
+                partition,
+                super::reader::reader_group(config),
+            )
+            .await?;
         if let Some((max, broker)) = facts.broker.transaction_max_timeout {
             if lease_ms > max {
                 return Err(Error::InvalidArgument(format!(

@@ -44,6 +44,16 @@ use crate::error::{Error, Result};
 use crate::transport::ReadBatch;
 use crate::transport::Record;
 
+/// The consumer group the state readers name when the user's settings name
+/// none (`group.id`).
+pub const READER_GROUP: &str = "krabka-coordination-reader";
+
+/// The consumer group of the state readers: the user's `group.id`, or
+/// [`READER_GROUP`]. They never join it nor commit to it, but librdkafka's
+/// consumers look up its coordinator, so a member needs an ACL on it.
+pub(super) fn reader_group(config: &KafkaConfig) -> &str {
+    config.get("group.id").unwrap_or(READER_GROUP)
+}
 /// The consumer of one partition and where it stands.
 ///
 /// Dropping it blocks (librdkafka joins its threads): the transport hands a
@@ -94,9 +104,7 @@ impl PartitionReader {
         }
         // librdkafka's assign() needs a group handle, so the consumer names a
         // group; it never joins it (no subscribe) and never commits to it.
-        if config.get("group.id").is_none() {
-            cc.set("group.id", "krabka-coordination-reader");
-        }
+        cc.set("group.id", reader_group(config));
         // The transport's own settings win over user values.
         cc.set("isolation.level", "read_committed");
         cc.set("enable.partition.eof", "true");
@@ -138,14 +146,45 @@ impl PartitionReader {
     pub(crate) async fn watermarks(&self) -> Result<(i64, i64)> {
         let c = Arc::clone(&self.consumer);
         let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
-        run_blocking(move || c.fetch_watermarks(&topic, partition, timeout))
-            .await?
-            .map_err(|e| {
-                self.read_error(
-                    format!("reading the offsets of {}/{}", self.topic, self.partition),
-                    e,
-                )
-            })
+        let context = format!("reading the offsets of {}/{}", self.topic, self.partition);
+        match run_blocking(move || c.fetch_watermarks(&topic, partition, timeout)).await? {
+            Ok(w) => Ok(w),
+            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownPartition) => {
+                // librdkafka says the same of a topic the principal may not
+                // see: ask the metadata which it is.
+                Err(self
+                    .denied(&context)
+                    .await
+                    .unwrap_or_else(|| self.read_error(context, e)))
+            }
+            Err(e) => Err(self.read_error(context, e)),
+        }
+    }
+
+    /// [`Error::Fatal`] naming the topic when the metadata answers that the
+    /// principal may not describe it; `None` otherwise.
+    async fn denied(&self, context: &str) -> Option<Error> {
+        let c = Arc::clone(&self.consumer);
+        let (topic, timeout) = (self.topic.clone(), self.timeout);
+        let code = run_blocking(move || {
+            c.fetch_metadata(Some(&topic), timeout)
+                .ok()
+                .and_then(|m| m.topics().first().and_then(|t| t.error()))
+        })
+        .await
+        .ok()
+        .flatten()?;
+        (RDKafkaErrorCode::from(code) == RDKafkaErrorCode::TopicAuthorizationFailed).then(|| {
+            Error::fatal(
+                context.to_owned(),
+                format!(
+                    "not authorized to read the state topic {}: reading a role's state needs READ and \
+                     DESCRIBE on Topic {} (and DESCRIBE on the readers' consumer group)",
+                    crate::error::quote(&self.topic),
+                    crate::error::quote(&self.topic)
+                ),
+            )
+        })
     }
 
     fn read_error(&self, context: String, e: KafkaError) -> Error {

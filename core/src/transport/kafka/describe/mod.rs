@@ -16,7 +16,9 @@
 //!
 //! The transport also sends one InitProducerId through it to fence a
 //! transaction a crashed holder left open (see the `mint` module), the
-//! request `Admin.fenceProducers` sends.
+//! request `Admin.fenceProducers` sends, and, before a member registers,
+//! three requests that ask the authorizer what the member may do and change
+//! nothing (the `access` module).
 //!
 //! The coordinator of each transactional id and the connection to each broker
 //! are cached, so once the coordinator is known a describe costs exactly one
@@ -69,6 +71,7 @@ use tokio::time::Instant;
 
 use super::config::KafkaConfig;
 
+mod access;
 mod producer_id;
 use super::deadline_in;
 use super::security::Security;
@@ -83,6 +86,8 @@ use crate::token::{FencingToken, NO_EPOCH};
 
 /// FindCoordinator's key type of a transactional id.
 const KEY_TYPE_TRANSACTION: i8 = 1;
+/// FindCoordinator's key type of a consumer group.
+const KEY_TYPE_GROUP: i8 = 0;
 /// The first pause between retries; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(20);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
@@ -156,6 +161,14 @@ impl std::fmt::Debug for DescribeClient {
             .field("requests_sent", &self.requests_sent())
             .finish_non_exhaustive()
     }
+}
+
+/// A FindCoordinator's answer.
+enum Found {
+    /// The coordinator's address.
+    At(String),
+    /// An error code, and the request and answer in words.
+    Refused { code: i16, what: String },
 }
 
 /// Why one attempt failed, and what to do about it.
@@ -308,7 +321,8 @@ impl DescribeClient {
 
     /// How many Kafka requests (ApiVersions, SaslHandshake,
     /// SaslAuthenticate, FindCoordinator, DescribeTransactions,
-    /// InitProducerId) this client and its clones have sent.
+    /// InitProducerId, and the EndTxn and Fetch of a member's ACL check)
+    /// this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
     }
@@ -375,7 +389,7 @@ impl DescribeClient {
         let mut last = String::from("no bootstrap broker answered");
         for broker in &self.inner.bootstrap {
             match self
-                .find_coordinator_at(broker, transactional_id, deadline)
+                .find_coordinator_at(broker, transactional_id, KEY_TYPE_TRANSACTION, deadline)
                 .await
             {
                 Ok(addr) => {
@@ -393,12 +407,33 @@ impl DescribeClient {
         Err(Attempt::Backoff(last))
     }
 
+    /// One FindCoordinator at `broker` for `key` of `key_type` (a
+    /// transactional id, or a group): the coordinator's address.
     async fn find_coordinator_at(
         &self,
         broker: &str,
-        transactional_id: &str,
+        key: &str,
+        key_type: i8,
         deadline: Instant,
     ) -> Result<String, Attempt> {
+        match self
+            .find_coordinator_answer(broker, key, key_type, deadline)
+            .await?
+        {
+            Found::At(addr) => Ok(addr),
+            Found::Refused { code, what } => Err(classify_code(code, what)),
+        }
+    }
+
+    /// One FindCoordinator at `broker`: the broker's answer, error codes
+    /// included; only a failure to get an answer is an `Attempt`.
+    async fn find_coordinator_answer(
+        &self,
+        broker: &str,
+        key: &str,
+        key_type: i8,
+        deadline: Instant,
+    ) -> Result<Found, Attempt> {
         let conn = self.connection(broker, deadline).await?;
         let version = conn
             .version_for(
@@ -412,11 +447,11 @@ impl DescribeClient {
                 ))
             })?;
         let mut req = FindCoordinatorRequest::default();
-        req.key_type = KEY_TYPE_TRANSACTION;
+        req.key_type = key_type;
         if version >= 4 {
-            req.coordinator_keys = vec![StrBytes::from_string(transactional_id.to_owned())];
+            req.coordinator_keys = vec![StrBytes::from_string(key.to_owned())];
         } else {
-            req.key = StrBytes::from_string(transactional_id.to_owned());
+            req.key = StrBytes::from_string(key.to_owned());
         }
         let resp: FindCoordinatorResponse = self
             .call(&conn, ApiKey::FindCoordinator, version, &req, deadline)
@@ -446,15 +481,15 @@ impl DescribeClient {
         if code != 0 {
             let what = format!(
                 "FindCoordinator for {} at {broker}: {}{}",
-                crate::error::quote(transactional_id),
+                crate::error::quote(key),
                 code_name(code),
                 message
                     .map(|m| format!(" ({})", m.as_str()))
                     .unwrap_or_default()
             );
-            return Err(classify_code(code, what));
+            return Ok(Found::Refused { code, what });
         }
-        Ok(format_addr(host.as_str(), port))
+        Ok(Found::At(format_addr(host.as_str(), port)))
     }
 
     /// One DescribeTransactions request to the coordinator at `addr`.
