@@ -54,6 +54,16 @@ pub const READER_GROUP: &str = "krabka-coordination-reader";
 pub(super) fn reader_group(config: &KafkaConfig) -> &str {
     config.get("group.id").unwrap_or(READER_GROUP)
 }
+
+/// What the metadata says of a reader's partition.
+enum Shown {
+    /// The partition exists.
+    Present,
+    /// The topic or the partition does not exist.
+    Absent,
+    /// The principal may not describe the topic.
+    Denied,
+}
 /// The consumer of one partition and where it stands.
 ///
 /// Dropping it blocks (librdkafka joins its threads): the transport hands a
@@ -144,47 +154,64 @@ impl PartitionReader {
 
     /// The (first offset, last stable offset) of the partition.
     pub(crate) async fn watermarks(&self) -> Result<(i64, i64)> {
-        let c = Arc::clone(&self.consumer);
-        let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
         let context = format!("reading the offsets of {}/{}", self.topic, self.partition);
-        match run_blocking(move || c.fetch_watermarks(&topic, partition, timeout)).await? {
-            Ok(w) => Ok(w),
-            Err(e) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownPartition) => {
-                // librdkafka says the same of a topic the principal may not
-                // see: ask the metadata which it is.
-                Err(self
-                    .denied(&context)
-                    .await
-                    .unwrap_or_else(|| self.read_error(context, e)))
+        let mut asked = false;
+        loop {
+            let c = Arc::clone(&self.consumer);
+            let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
+            match run_blocking(move || c.fetch_watermarks(&topic, partition, timeout)).await? {
+                Ok(w) => return Ok(w),
+                // librdkafka says "unknown partition" of a partition beyond
+                // the topic's count, of a topic the principal may not see,
+                // and of a topic its metadata has not caught up with yet
+                // (just created): ask the metadata which it is, once.
+                Err(e)
+                    if !asked
+                        && e.rdkafka_error_code() == Some(RDKafkaErrorCode::UnknownPartition) =>
+                {
+                    asked = true;
+                    match self.partition_metadata().await {
+                        Some(Shown::Denied) => return Err(self.denied(&context)),
+                        Some(Shown::Present) => continue,
+                        _ => return Err(self.read_error(context, e)),
+                    }
+                }
+                Err(e) => return Err(self.read_error(context, e)),
             }
-            Err(e) => Err(self.read_error(context, e)),
         }
     }
 
-    /// [`Error::Fatal`] naming the topic when the metadata answers that the
-    /// principal may not describe it; `None` otherwise.
-    async fn denied(&self, context: &str) -> Option<Error> {
+    /// What a fresh metadata request says of this reader's partition; `None`
+    /// when the request failed.
+    async fn partition_metadata(&self) -> Option<Shown> {
         let c = Arc::clone(&self.consumer);
-        let (topic, timeout) = (self.topic.clone(), self.timeout);
-        let code = run_blocking(move || {
-            c.fetch_metadata(Some(&topic), timeout)
-                .ok()
-                .and_then(|m| m.topics().first().and_then(|t| t.error()))
+        let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
+        run_blocking(move || {
+            let md = c.fetch_metadata(Some(&topic), timeout).ok()?;
+            let t = md.topics().first()?;
+            Some(match t.error().map(RDKafkaErrorCode::from) {
+                Some(RDKafkaErrorCode::TopicAuthorizationFailed) => Shown::Denied,
+                Some(_) => Shown::Absent,
+                None if t.partitions().iter().any(|p| p.id() == partition) => Shown::Present,
+                None => Shown::Absent,
+            })
         })
         .await
         .ok()
-        .flatten()?;
-        (RDKafkaErrorCode::from(code) == RDKafkaErrorCode::TopicAuthorizationFailed).then(|| {
-            Error::fatal(
-                context.to_owned(),
-                format!(
-                    "not authorized to read the state topic {}: reading a role's state needs READ and \
-                     DESCRIBE on Topic {} (and DESCRIBE on the readers' consumer group)",
-                    crate::error::quote(&self.topic),
-                    crate::error::quote(&self.topic)
-                ),
-            )
-        })
+        .flatten()
+    }
+
+    /// The error of a topic the principal may not describe.
+    fn denied(&self, context: &str) -> Error {
+        Error::fatal(
+            context.to_owned(),
+            format!(
+                "not authorized to read the state topic {}: reading a role's state needs READ and \
+                 DESCRIBE on Topic {} (and DESCRIBE on the readers' consumer group)",
+                crate::error::quote(&self.topic),
+                crate::error::quote(&self.topic)
+            ),
+        )
     }
 
     fn read_error(&self, context: String, e: KafkaError) -> Error {
