@@ -49,8 +49,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::leadership::{
-    acquire_with, describe_leadership, describe_role_state, Leadership, LeadershipOptions,
-    LeadershipStatus, RoleStateReport,
+    acquire_with, describe_leadership, describe_role_state, describe_roles, Leadership,
+    LeadershipOptions, LeadershipStatus, RoleListing, RoleStateReport,
 };
 #[cfg(feature = "kafka")]
 use crate::transport::kafka::{
@@ -241,6 +241,12 @@ impl Client {
     pub async fn describe_role_state(&self, role: &str) -> Result<RoleStateReport> {
         crate::codec::check_role(role)?;
         describe_role_state(self.inner.transport.as_ref(), role, self.inner.partitions).await
+    }
+
+    /// Every role in the state topic with a roster or a lease: each
+    /// partition read once, all at the same time (see [`describe_roles`]).
+    pub async fn describe_roles(&self) -> Result<RoleListing> {
+        describe_roles(self.inner.transport.as_ref(), self.inner.partitions).await
     }
 
     /// Creates the state topic with `spec` unless it exists, then checks it

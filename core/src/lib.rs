@@ -50,6 +50,7 @@ pub mod codec;
 pub mod election;
 pub mod error;
 pub mod events;
+mod join;
 pub mod leadership;
 pub mod partition;
 pub mod state;

@@ -75,3 +75,58 @@ pub async fn describe_role_state(
         lease: state.lease().cloned(),
     })
 }
+
+/// Every role found in the state topic ([`describe_roles`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleListing {
+    /// The roles with a roster or a lease, by partition, then by name.
+    pub roles: Vec<RoleStateReport>,
+    /// Roles whose records do not decode: the role, its partition and the
+    /// first error (see [`RoleState`]'s policy for malformed data).
+    pub unreadable: Vec<(String, i32, crate::error::FormatError)>,
+    /// Records whose key does not decode, so that belong to no role.
+    pub malformed_keys: u64,
+}
+
+/// Reads every partition of the state topic once (all of them at the same
+/// time) and reports each role that has a roster or a lease. A role whose
+/// records do not decode is listed in [`RoleListing::unreadable`] instead of
+/// failing the others.
+pub async fn describe_roles(reader: &dyn StateReader, partitions: i32) -> Result<RoleListing> {
+    if partitions < 1 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "the partition count must be at least 1, not {partitions}"
+        )));
+    }
+    let reads = (0..partitions).map(|p| reader.read_partition(p)).collect();
+    let mut listing = RoleListing::default();
+    for (partition, records) in (0..partitions).zip(crate::join::join_all(reads).await) {
+        let records = records?;
+        // Each role's records, in offset order.
+        let mut by_role: std::collections::HashMap<&str, Vec<&crate::transport::Record>> =
+            std::collections::HashMap::new();
+        for r in &records {
+            match crate::codec::decode_key_ref(&r.key) {
+                Ok(k) => by_role.entry(k.role).or_default().push(r),
+                Err(_) => listing.malformed_keys += 1,
+            }
+        }
+        let mut roles: Vec<_> = by_role.into_iter().collect();
+        roles.sort_unstable_by_key(|(role, _)| *role);
+        for (role, records) in roles {
+            match RoleState::build(role, records) {
+                Ok(state) if state.roster_len() > 0 || state.lease().is_some() => {
+                    listing.roles.push(RoleStateReport {
+                        role: role.to_owned(),
+                        partition,
+                        roster: state.roster().cloned().collect(),
+                        lease: state.lease().cloned(),
+                    })
+                }
+                Ok(_) => {}
+                Err(e) => listing.unreadable.push((role.to_owned(), partition, e)),
+            }
+        }
+    }
+    Ok(listing)
+}

@@ -74,6 +74,9 @@ mod options;
 
 pub use acquire::acquire_leadership;
 pub(crate) use acquire::acquire_with;
-pub use describe::{describe_leadership, describe_role_state, LeadershipStatus, RoleStateReport};
+pub use describe::{
+    describe_leadership, describe_role_state, describe_roles, LeadershipStatus, RoleListing,
+    RoleStateReport,
+};
 pub use held::{EndReason, Leadership};
 pub use options::LeadershipOptions;

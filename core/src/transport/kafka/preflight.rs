@@ -29,10 +29,7 @@
 //! Warnings are logged (`tracing::warn!`) once per transport.
 
 use std::collections::HashSet;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::task::Poll;
 use std::time::Duration;
 
 use rdkafka::admin::{AdminOptions, ConfigResource, ResourceSpecifier};
@@ -45,6 +42,7 @@ use super::topic::{self, Admin, TopicFacts, TopicReport};
 use super::{drop_off_thread, lease_millis};
 use crate::election::ElectionOptions;
 use crate::error::{Error, Result};
+use crate::join::join_all;
 
 /// The time given, beyond the cluster's failure detection, for the dead
 /// broker's coordinators to load elsewhere and for the clients to find them:
@@ -378,35 +376,6 @@ impl BrokerFacts {
     }
 }
 
-/// Runs `futures` concurrently on the calling task and returns their
-/// outputs in order (no task is spawned, so nothing outlives a caller that
-/// stops waiting).
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if out.is_none() {
-                match f.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs
-        .into_iter()
-        .map(|o| o.expect("every future is ready"))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,16 +440,5 @@ mod tests {
             .with_lease_duration(Duration::MAX)
             .with_renew_interval(Duration::MAX);
         assert!(broker_loss_warning(&huge, u64::MAX, 1, "k").is_none());
-    }
-
-    #[tokio::test]
-    async fn join_all_keeps_the_order() {
-        let futures = (0..5u64)
-            .map(|i| async move {
-                tokio::time::sleep(Duration::from_millis(5 * (5 - i))).await;
-                i
-            })
-            .collect();
-        assert_eq!(join_all(futures).await, vec![0, 1, 2, 3, 4]);
     }
 }
