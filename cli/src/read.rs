@@ -1,0 +1,384 @@
+//! The read commands (`describe`, `state`, `roles`, `watch`) and `topic`.
+//! Every fact comes from the core (`Client` and `RoleState`); this module
+//! only prints it.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+use krabka_coordination::leadership::RoleStateReport;
+use krabka_coordination::transport::kafka::{TopicReport, TopicSpec};
+use krabka_coordination::{role_partition, FencingToken, Lease, RoleState, NO_EPOCH};
+use serde_json::{json, Value};
+
+use crate::settings::KafkaArgs;
+use crate::Failure;
+
+/// `describe ROLE [--token PID/EPOCH]`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The role.
+    pub role: String,
+    /// A token to check, as PRODUCER_ID/EPOCH (as `state` prints it):
+    /// exit code 0 when it is the role's current token, 1 otherwise.
+    #[arg(long, value_name = "PID/EPOCH")]
+    pub token: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `state ROLE` and `watch ROLE`.
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    /// The role.
+    pub role: String,
+    /// Print JSON (`watch`: one JSON object per line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `roles`.
+#[derive(Debug, Args)]
+pub struct RolesArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `topic ensure` / `topic check`.
+#[derive(Debug, Subcommand)]
+pub enum TopicCommand {
+    /// Create the state topic unless it exists (production defaults:
+    /// replication factor 3, min.insync.replicas 2), then check it.
+    Ensure {
+        /// The replication factor of a topic this creates.
+        #[arg(long, default_value_t = TopicSpec::default().replication_factor)]
+        replication_factor: i32,
+        /// min.insync.replicas of a topic this creates.
+        #[arg(long, default_value_t = TopicSpec::default().min_insync_replicas)]
+        min_insync_replicas: i32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check that the state topic exists with --partitions partitions and is
+    /// compacted.
+    Check {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A token as `PID/EPOCH`.
+pub fn parse_token(s: &str) -> Result<FencingToken, Failure> {
+    let bad = || {
+        Failure::usage(format!(
+            "--token {s:?}: expected PRODUCER_ID/EPOCH, e.g. 4001/3"
+        ))
+    };
+    let (pid, epoch) = s.split_once('/').ok_or_else(bad)?;
+    let pid: i64 = pid.trim().parse().map_err(|_| bad())?;
+    let epoch: i16 = epoch.trim().parse().map_err(|_| bad())?;
+    Ok(FencingToken::new(pid, epoch))
+}
+
+fn token_json(t: &FencingToken) -> Value {
+    if t.is_no_epoch() {
+        Value::Null
+    } else {
+        json!({ "producer_id": t.producer_id, "producer_epoch": t.producer_epoch })
+    }
+}
+
+/// Milliseconds since the epoch on this machine's wall clock (the clock of
+/// lease deadlines).
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn lease_json(l: &Lease, now: i64) -> Value {
+    json!({
+        "member": l.member,
+        "token": token_json(&l.token),
+        "granted_at": l.granted_at,
+        "deadline": l.deadline,
+        "left_ms": (l.deadline - now).max(0),
+    })
+}
+
+fn lease_line(l: &Lease, now: i64) -> String {
+    let left = l.deadline - now;
+    let left = if left > 0 {
+        format!("{:.1} s left", left as f64 / 1000.0)
+    } else {
+        format!("expired {:.1} s ago", -left as f64 / 1000.0)
+    };
+    format!(
+        "lease: {} holds token {} (granted at {}, deadline {}, {left})",
+        l.member, l.token, l.granted_at, l.deadline
+    )
+}
+
+fn report_json(r: &RoleStateReport, now: i64) -> Value {
+    json!({
+        "role": r.role,
+        "partition": r.partition,
+        "roster": r.roster.iter().enumerate().map(|(rank, e)| json!({
+            "rank": rank,
+            "member": e.member,
+            "offset": e.offset,
+            "registered_at": e.registered_at,
+        })).collect::<Vec<_>>(),
+        "lease": r.lease.as_ref().map(|l| lease_json(l, now)),
+    })
+}
+
+fn print_report(r: &RoleStateReport, now: i64) {
+    println!("role {} (partition {})", r.role, r.partition);
+    if r.roster.is_empty() {
+        println!("roster: empty");
+    }
+    for (rank, e) in r.roster.iter().enumerate() {
+        println!(
+            "  {rank}. {} (registered at offset {}, time {})",
+            e.member, e.offset, e.registered_at
+        );
+    }
+    match &r.lease {
+        Some(l) => println!("{}", lease_line(l, now)),
+        None => println!("lease: none"),
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{v}");
+}
+
+/// `describe`.
+pub async fn describe(kafka: &KafkaArgs, a: DescribeArgs) -> Result<u8, Failure> {
+    let asked = a.token.as_deref().map(parse_token).transpose()?;
+    let client = kafka.client()?;
+    let status = client.describe_leadership(&a.role).await?;
+    let authoritative = asked.map(|t| status.authoritative(&t));
+    if a.json {
+        let mut v = json!({ "role": a.role, "token": token_json(&status.token) });
+        if let (Some(t), Some(yes)) = (asked, authoritative) {
+            v["asked"] = json!(t.to_string());
+            v["authoritative"] = json!(yes);
+        }
+        print_json(&v);
+    } else {
+        if status.token == NO_EPOCH {
+            println!("role {}: no epoch (no member has taken it)", a.role);
+        } else {
+            println!("role {}: token {}", a.role, status.token);
+        }
+        if let (Some(t), Some(yes)) = (asked, authoritative) {
+            println!(
+                "token {t} is {}",
+                if yes {
+                    "authoritative"
+                } else {
+                    "not authoritative"
+                }
+            );
+        }
+    }
+    Ok(if authoritative == Some(false) { 1 } else { 0 })
+}
+
+/// `state`.
+pub async fn state(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
+    let client = kafka.client()?;
+    let report = client.describe_role_state(&a.role).await?;
+    let now = now_ms();
+    if a.json {
+        print_json(&report_json(&report, now));
+    } else {
+        print_report(&report, now);
+    }
+    Ok(0)
+}
+
+/// `roles`.
+pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
+    let client = kafka.client()?;
+    let listing = client.describe_roles().await?;
+    let now = now_ms();
+    if a.json {
+        print_json(&json!({
+            "roles": listing.roles.iter().map(|r| report_json(r, now)).collect::<Vec<_>>(),
+            "unreadable": listing.unreadable.iter().map(|(role, p, e)| json!({
+                "role": role, "partition": p, "error": e.to_string(),
+            })).collect::<Vec<_>>(),
+            "malformed_keys": listing.malformed_keys,
+        }));
+        return Ok(0);
+    }
+    if listing.roles.is_empty() && listing.unreadable.is_empty() {
+        println!("no roles");
+    }
+    for r in &listing.roles {
+        let holder = match &r.lease {
+            Some(l) => {
+                let left = l.deadline - now;
+                if left > 0 {
+                    format!(
+                        "{} token {} {:.1} s left",
+                        l.member,
+                        l.token,
+                        left as f64 / 1000.0
+                    )
+                } else {
+                    format!("{} token {} (lease expired)", l.member, l.token)
+                }
+            }
+            None => "no lease".to_owned(),
+        };
+        println!(
+            "{}\tpartition {}\t{}\t{} member(s)",
+            r.role,
+            r.partition,
+            holder,
+            r.roster.len()
+        );
+    }
+    for (role, p, e) in &listing.unreadable {
+        println!("{role}\tpartition {p}\tunreadable: {e}");
+    }
+    if listing.malformed_keys > 0 {
+        println!(
+            "{} record(s) with a key that does not decode",
+            listing.malformed_keys
+        );
+    }
+    Ok(0)
+}
+
+/// `watch`: prints the state once caught up, then each change, until
+/// SIGINT or SIGTERM.
+pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
+    let client = kafka.client()?;
+    let partition = role_partition(&a.role, kafka.partitions)?;
+    let reader = client.transport().clone();
+    let mut state = RoleState::new(&a.role);
+    let mut from = 0i64;
+    let mut shown: Option<(Vec<String>, Option<Lease>)> = None;
+    let mut stop = Box::pin(crate::run::stop_signal());
+    loop {
+        let batch = tokio::select! {
+            b = reader.poll_partition(partition, from, Duration::from_secs(1)) => b?,
+            _ = &mut stop => return Ok(0),
+        };
+        for r in &batch.records {
+            state.apply(r).map_err(krabka_coordination::Error::from)?;
+        }
+        from = batch.next_offset.max(from);
+        let now_state = (
+            state.roster().map(|e| e.member.clone()).collect::<Vec<_>>(),
+            state.lease().cloned(),
+        );
+        if shown.as_ref() != Some(&now_state) {
+            let report = RoleStateReport {
+                role: a.role.clone(),
+                partition,
+                roster: state.roster().cloned().collect(),
+                lease: state.lease().cloned(),
+            };
+            let now = now_ms();
+            if a.json {
+                print_json(&report_json(&report, now));
+            } else {
+                println!("--");
+                print_report(&report, now);
+            }
+            shown = Some(now_state);
+        }
+    }
+}
+
+fn topic_json(r: &TopicReport) -> Value {
+    json!({
+        "topic": r.topic,
+        "created": r.created,
+        "partitions": r.partitions,
+        "replication_factor": r.replication_factor,
+        "cleanup_policy": r.cleanup_policy,
+        "min_insync_replicas": r.min_insync_replicas,
+        "warnings": r.warnings,
+    })
+}
+
+/// `topic ensure` / `topic check`.
+pub async fn topic(kafka: &KafkaArgs, t: TopicCommand) -> Result<u8, Failure> {
+    let client = kafka.client()?;
+    let spec = TopicSpec::default().with_partitions(kafka.partitions);
+    let (report, json) = match t {
+        TopicCommand::Ensure {
+            replication_factor,
+            min_insync_replicas,
+            json,
+        } => {
+            let spec = TopicSpec {
+                replication_factor,
+                min_insync_replicas,
+                ..spec
+            };
+            (client.ensure_state_topic(spec).await?, json)
+        }
+        TopicCommand::Check { json } => (client.check_state_topic(spec).await?, json),
+    };
+    if json {
+        print_json(&topic_json(&report));
+    } else {
+        println!(
+            "topic {}: {}{} partitions, replication factor {}, cleanup.policy={}, min.insync.replicas={}",
+            report.topic,
+            if report.created { "created, " } else { "" },
+            report.partitions,
+            report.replication_factor,
+            report.cleanup_policy,
+            report
+                .min_insync_replicas
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "unknown".to_owned()),
+        );
+        for w in &report.warnings {
+            println!("warning: {w}");
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_parse_as_state_prints_them() {
+        let t = FencingToken::new(4001, 3);
+        assert_eq!(parse_token(&t.to_string()).unwrap(), t);
+        for bad in ["4001", "x/1", "1/x", "1/70000", ""] {
+            let e = parse_token(bad).unwrap_err();
+            assert_eq!(e.code, 2);
+            assert!(e.message.contains("PRODUCER_ID/EPOCH"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_lease_line_says_the_time_left_or_since_expiry() {
+        let l = Lease {
+            member: "a".into(),
+            token: FencingToken::new(1, 2),
+            granted_at: 1_000,
+            deadline: 11_000,
+        };
+        assert!(lease_line(&l, 6_000).contains("5.0 s left"));
+        assert!(lease_line(&l, 13_500).contains("expired 2.5 s ago"));
+        assert_eq!(lease_json(&l, 13_500)["left_ms"], 0);
+    }
+}

@@ -1,0 +1,409 @@
+//! `krabka` as a user runs it, against the real local Kafka
+//! (`KRABKA_BOOTSTRAP`, or `ci/kafka.sh start 1` is run): separate `krabka`
+//! processes, children that are shell commands, signals from outside.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+const KRABKA: &str = env!("CARGO_BIN_EXE_krabka");
+
+/// The bootstrap address of the single-node cluster; panics (fails the
+/// test) when Kafka cannot be had.
+fn bootstrap() -> String {
+    static ADDR: OnceLock<String> = OnceLock::new();
+    ADDR.get_or_init(|| {
+        if let Ok(b) = std::env::var("KRABKA_BOOTSTRAP") {
+            if !b.trim().is_empty() {
+                return b.trim().to_owned();
+            }
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/kafka.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["start", "1"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("running ci/kafka.sh");
+        assert!(
+            out.status.success(),
+            "a real Kafka is needed and ci/kafka.sh start 1 failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .expect("ci/kafka.sh printed the bootstrap address")
+            .trim()
+            .to_owned()
+    })
+    .clone()
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{nanos:x}", std::process::id())
+}
+
+/// `krabka -b <bootstrap> <args>`, waited for.
+fn krabka(args: &[&str]) -> Output {
+    Command::new(KRABKA)
+        .arg("-b")
+        .arg(bootstrap())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running krabka")
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "krabka failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// A `krabka run` whose child appends `<member> <token>` to `log` when it
+/// starts, then runs `then` (a shell snippet).
+struct Runner {
+    child: Child,
+    member: String,
+    /// What krabka printed on stderr, read by a thread (the child's own
+    /// children may hold the pipe open after krabka exits).
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Runner {
+    fn start(role: &str, member: &str, log: &Path, then: &str) -> Runner {
+        let script = format!(
+            "echo \"$KRABKA_MEMBER $KRABKA_TOKEN $KRABKA_PRODUCER_ID $KRABKA_EPOCH\" >> '{}'; {then}",
+            log.display()
+        );
+        let child = Command::new(KRABKA)
+            .arg("-b")
+            .arg(bootstrap())
+            .args([
+                "run",
+                "--role",
+                role,
+                "--member",
+                member,
+                "--lease",
+                "6s",
+                "--renew",
+                "1s",
+                "--stagger",
+                "500ms",
+                "--grace",
+                "3s",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting krabka run");
+        let mut child = child;
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let pipe = child.stderr.take().unwrap();
+        let sink = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                eprintln!("[krabka] {line}");
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Runner {
+            child,
+            member: member.to_owned(),
+            stderr,
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child this test spawned and has not reaped.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, sig);
+        }
+    }
+
+    /// Waits for the exit; returns the code and what it printed on stderr.
+    fn wait(mut self, within: Duration) -> (Option<i32>, String) {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // The reader thread takes the last lines.
+                std::thread::sleep(Duration::from_millis(200));
+                let err = self.stderr.lock().unwrap().clone();
+                return (status.code(), err);
+            }
+            if started.elapsed() > within {
+                let _ = self.child.kill();
+                panic!(
+                    "krabka run of {} did not exit within {within:?}",
+                    self.member
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lines of `log`.
+fn lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits until `log` has `n` lines; returns them.
+fn until_lines(log: &Path, n: usize, within: Duration) -> Vec<String> {
+    let started = Instant::now();
+    loop {
+        let l = lines(log);
+        if l.len() >= n {
+            return l;
+        }
+        assert!(
+            started.elapsed() < within,
+            "{} line(s) in {} after {within:?}, wanted {n}: {l:?}",
+            l.len(),
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn temp_log(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(unique(name));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("children.log")
+}
+
+fn ensure_topic() {
+    let out = krabka(&[
+        "topic",
+        "ensure",
+        "--replication-factor",
+        "1",
+        "--min-insync-replicas",
+        "1",
+        "--json",
+    ]);
+    let v = stdout_json(&out);
+    assert_eq!(v["partitions"], 16);
+}
+
+#[test]
+fn run_starts_the_child_only_on_the_leader_and_hands_over_when_it_exits() {
+    ensure_topic();
+    let role = unique("cli-run");
+    let log = temp_log("run");
+    // a's child runs until a file appears, then exits 7.
+    let release = log.with_file_name("release");
+    let a = Runner::start(
+        &role,
+        "a",
+        &log,
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.1; done; exit 7",
+            release.display()
+        ),
+    );
+    let first = until_lines(&log, 1, Duration::from_secs(30));
+    let b = Runner::start(&role, "b", &log, "sleep 600");
+    // b waits: only a's child runs.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(lines(&log).len(), 1, "{:?}", lines(&log));
+    let fields: Vec<&str> = first[0].split(' ').collect();
+    assert_eq!(fields[0], "a");
+    let token = fields[1];
+    assert_eq!(token, format!("{}/{}", fields[2], fields[3]));
+
+    // The token the child got is the role's, by describe's exit code.
+    let out = krabka(&["describe", &role, "--token", token]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = krabka(&["describe", &role, "--token", "1/0", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["authoritative"], false);
+    assert_eq!(v["token"]["producer_id"].to_string(), fields[2]);
+
+    // state agrees: a holds the lease with that token, b is ranked second.
+    let v = stdout_json(&krabka(&["state", &role, "--json"]));
+    assert_eq!(v["lease"]["member"], "a");
+    assert_eq!(v["roster"][0]["member"], "a");
+    assert_eq!(v["roster"][1]["member"], "b");
+    let roles = stdout_json(&krabka(&["roles", "--json"]));
+    let listed = roles["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == role.as_str())
+        .expect("the role is listed");
+    assert_eq!(listed["lease"]["member"], "a");
+    assert_eq!(listed["partition"], v["partition"]);
+
+    // a's child exits 7: a resigns and exits 7, b's child starts at once.
+    std::fs::write(&release, b"").unwrap();
+    let handed = Instant::now();
+    let (code, err) = a.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(7), "{err}");
+    let both = until_lines(&log, 2, Duration::from_secs(10));
+    eprintln!("b's child started {:?} after a's exited", handed.elapsed());
+    assert!(both[1].starts_with("b "), "{both:?}");
+    assert!(
+        handed.elapsed() < Duration::from_secs(5),
+        "the hand-over waited for the lease ({:?})",
+        handed.elapsed()
+    );
+
+    // SIGTERM to b: its child is stopped (sleep dies of SIGTERM: 143), b
+    // resigns, and the role is free.
+    b.signal(libc::SIGTERM);
+    let (code, err) = b.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(143), "{err}");
+    let v = stdout_json(&krabka(&["state", &role, "--json"]));
+    assert_eq!(v["roster"].as_array().unwrap().len(), 0, "{v}");
+    assert!(v["lease"].is_null(), "{v}");
+}
+
+#[test]
+fn a_paused_leader_stops_its_child_when_it_resumes_and_exits_5() {
+    ensure_topic();
+    let role = unique("cli-fenced");
+    let log = temp_log("fenced");
+    let a = Runner::start(&role, "a", &log, "sleep 600");
+    until_lines(&log, 1, Duration::from_secs(30));
+    let b = Runner::start(&role, "b", &log, "sleep 600");
+    std::thread::sleep(Duration::from_secs(2));
+    // a is paused past its lease: b takes over meanwhile.
+    a.signal(libc::SIGSTOP);
+    let l = until_lines(&log, 2, Duration::from_secs(30));
+    assert!(l[1].starts_with("b "), "{l:?}");
+    a.signal(libc::SIGCONT);
+    let resumed = Instant::now();
+    let (code, err) = a.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(5), "{err}");
+    assert!(
+        resumed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        resumed.elapsed()
+    );
+    assert!(err.contains("ended"), "{err}");
+    // The role is b's.
+    let v = stdout_json(&krabka(&["state", &role, "--json"]));
+    assert_eq!(v["lease"]["member"], "b");
+    b.signal(libc::SIGTERM);
+    b.wait(Duration::from_secs(30));
+}
+
+#[test]
+fn watch_prints_each_change_of_the_role() {
+    ensure_topic();
+    let role = unique("cli-watch");
+    let mut watch = Command::new(KRABKA)
+        .arg("-b")
+        .arg(bootstrap())
+        .args(["watch", &role, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no line for {what}"))
+    };
+    let v = next("the empty role");
+    assert!(v["roster"].as_array().unwrap().is_empty(), "{v}");
+    let log = temp_log("watch");
+    let a = Runner::start(&role, "a", &log, "sleep 600");
+    // Registered, then leading (maybe in one batch).
+    let mut v = next("a's registration");
+    while v["lease"].is_null() {
+        v = next("a's lease");
+    }
+    assert_eq!(v["lease"]["member"], "a");
+    assert_eq!(v["roster"][0]["member"], "a");
+    a.signal(libc::SIGTERM);
+    a.wait(Duration::from_secs(30));
+    let mut v = next("a's resign");
+    while !v["roster"].as_array().unwrap().is_empty() || !v["lease"].is_null() {
+        v = next("the role freed");
+    }
+    // SIGTERM ends the watch with 0.
+    // SAFETY: kill(2) on a child this test spawned.
+    unsafe {
+        libc::kill(watch.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let status = watch.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn bad_arguments_and_an_unreachable_cluster_get_one_line_and_their_code() {
+    let out = Command::new(KRABKA)
+        .args(["-b", "127.0.0.1:1", "describe", "r"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("127.0.0.1:1") && err.lines().count() == 1,
+        "{err}"
+    );
+    let cases: [&[&str]; 4] = [
+        &["describe", ""],
+        &["describe", "r", "--token", "x"],
+        &["-X", "no-equals", "state", "r"],
+        &[
+            "run", "--role", "r", "--member", "m", "--lease", "3 weeks", "--", "true",
+        ],
+    ];
+    for args in cases {
+        let out = krabka(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A missing state topic: refused, named.
+    let out = krabka(&["--state-topic", &unique("no-such-topic"), "topic", "check"]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-topic"));
+}
