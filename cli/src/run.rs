@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// of exiting.
     #[arg(long)]
     pub keep_going: bool,
+    /// Serve the member's metrics in the Prometheus text format on
+    /// http://HOST:PORT/metrics (port 0: any free port, printed on stderr).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -175,10 +179,29 @@ fn start(a: &RunArgs, leadership: &Leadership) -> Result<Child, Failure> {
         })
 }
 
+/// Installs the Prometheus recorder and serves it at `addr`.
+async fn serve_metrics(addr: &str) -> Result<(), Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::usage(format!("--metrics-addr {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::usage(format!("--metrics-addr {addr}: {e}")))?;
+    let registry = crate::prometheus::Registry::default();
+    metrics::set_global_recorder(registry.clone())
+        .map_err(|e| Failure::usage(format!("--metrics-addr: {e}")))?;
+    tokio::spawn(crate::prometheus::serve(listener, registry));
+    eprintln!("krabka: metrics on http://{bound}/metrics");
+    Ok(())
+}
+
 /// `run`.
 pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
     if a.command.is_empty() || a.command[0].is_empty() {
         return Err(Failure::usage("no COMMAND after --"));
+    }
+    if let Some(addr) = &a.metrics_addr {
+        serve_metrics(addr).await?;
     }
     let client = kafka.client()?;
     let mut options = client.leadership_options();

@@ -86,6 +86,11 @@ struct Runner {
 
 impl Runner {
     fn start(role: &str, member: &str, log: &Path, then: &str) -> Runner {
+        Runner::start_with(role, member, log, then, &[])
+    }
+
+    /// [`Runner::start`] with more `run` options.
+    fn start_with(role: &str, member: &str, log: &Path, then: &str, extra: &[&str]) -> Runner {
         let script = format!(
             "echo \"$KRABKA_MEMBER $KRABKA_TOKEN $KRABKA_PRODUCER_ID $KRABKA_EPOCH\" >> '{}'; {then}",
             log.display()
@@ -107,11 +112,9 @@ impl Runner {
                 "500ms",
                 "--grace",
                 "3s",
-                "--",
-                "sh",
-                "-c",
-                &script,
             ])
+            .args(extra)
+            .args(["--", "sh", "-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -406,4 +409,98 @@ fn bad_arguments_and_an_unreachable_cluster_get_one_line_and_their_code() {
     let out = krabka(&["--state-topic", &unique("no-such-topic"), "topic", "check"]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-topic"));
+}
+
+/// GET /metrics from the `krabka run` of `runner` (its address is on its
+/// stderr); the value of each `name{labels} value` line.
+fn scrape(runner: &Runner) -> std::collections::HashMap<String, f64> {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let addr = loop {
+        let err = runner.stderr.lock().unwrap().clone();
+        if let Some(rest) = err.split("metrics on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no metrics address: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    let body = text.split("\r\n\r\n").nth(1).unwrap();
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect()
+}
+
+/// The value of the series `name` whose labels include `member="<m>"`
+/// (0 when absent).
+fn series(m: &std::collections::HashMap<String, f64>, name: &str, member: &str) -> f64 {
+    m.iter()
+        .filter(|(k, _)| {
+            k.split('{').next() == Some(name)
+                && (member.is_empty() || k.contains(&format!("member=\"{member}\"")))
+        })
+        .map(|(_, v)| *v)
+        .sum()
+}
+
+#[test]
+fn metrics_follow_a_failover() {
+    ensure_topic();
+    let role = unique("cli-metrics");
+    let log = temp_log("metrics");
+    let metrics = ["--metrics-addr", "127.0.0.1:0", "--keep-going"];
+    let a = Runner::start_with(&role, "a", &log, "sleep 600", &metrics);
+    until_lines(&log, 1, Duration::from_secs(30));
+    let m = scrape(&a);
+    assert_eq!(series(&m, "krabka_role_held", "a"), 1.0, "{m:?}");
+    assert_eq!(series(&m, "krabka_elections_total", "a"), 1.0, "{m:?}");
+    assert_eq!(series(&m, "krabka_acquire_seconds_count", ""), 1.0, "{m:?}");
+    let renewed = series(&m, "krabka_renewals_total", "a");
+    std::thread::sleep(Duration::from_millis(2500));
+    let m = scrape(&a);
+    assert!(
+        series(&m, "krabka_renewals_total", "a") >= renewed + 1.0,
+        "{m:?}"
+    );
+    assert!(series(&m, "krabka_lease_left_seconds", "a") > 0.0, "{m:?}");
+
+    // a is paused past its lease; b takes over; a, resumed, counts the end.
+    let b = Runner::start_with(&role, "b", &log, "sleep 600", &metrics[..2]);
+    std::thread::sleep(Duration::from_secs(2));
+    a.signal(libc::SIGSTOP);
+    until_lines(&log, 2, Duration::from_secs(30));
+    a.signal(libc::SIGCONT);
+    let started = Instant::now();
+    loop {
+        let m = scrape(&a);
+        let ended = series(&m, "krabka_lease_expirations_total", "a")
+            + series(&m, "krabka_fences_total", "a");
+        if series(&m, "krabka_role_held", "a") == 0.0 && ended >= 1.0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{m:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let m = scrape(&b);
+    assert_eq!(series(&m, "krabka_role_held", "b"), 1.0, "{m:?}");
+    assert_eq!(series(&m, "krabka_elections_total", "b"), 1.0, "{m:?}");
+    assert_eq!(
+        series(&m, "krabka_handover_seconds_count", ""),
+        1.0,
+        "{m:?}"
+    );
+    a.signal(libc::SIGTERM);
+    b.signal(libc::SIGTERM);
+    a.wait(Duration::from_secs(30));
+    b.wait(Duration::from_secs(30));
 }

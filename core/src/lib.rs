@@ -52,6 +52,7 @@ pub mod error;
 pub mod events;
 mod join;
 pub mod leadership;
+pub mod metrics;
 pub mod partition;
 pub mod state;
 pub mod token;

@@ -40,9 +40,10 @@ pub async fn describe_leadership(
     role: &str,
 ) -> Result<LeadershipStatus> {
     crate::codec::check_role(role)?;
-    Ok(LeadershipStatus {
-        token: describer.describe_epoch(role).await?,
-    })
+    let started = std::time::Instant::now();
+    let token = describer.describe_epoch(role).await?;
+    crate::metrics::describe(started.elapsed());
+    Ok(LeadershipStatus { token })
 }
 
 /// The roster (with ranks) and the lease of a role, for tools that report a

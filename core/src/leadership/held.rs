@@ -539,6 +539,10 @@ async fn renew_loop(held: Arc<Held>) {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = 0;
                 backoff.reset();
+                crate::metrics::renewal(
+                    &m.role,
+                    Duration::from_millis(m.mono().saturating_sub(sent).max(0) as u64),
+                );
                 m.emit(EventKind::Renewed { deadline });
                 next_at = sent.saturating_add(renew);
             }

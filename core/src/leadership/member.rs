@@ -62,6 +62,8 @@ pub(super) struct Member {
     pub(super) span: tracing::Span,
     role_arc: Arc<str>,
     member_arc: Arc<str>,
+    /// What the member's metrics need beyond its events.
+    timings: crate::metrics::Timings,
 }
 
 impl Member {
@@ -91,6 +93,10 @@ impl Member {
             partition,
             lease_key,
             registration_key,
+            timings: crate::metrics::Timings {
+                started: options.clock.elapsed_millis(),
+                ..Default::default()
+            },
             options,
             events,
         })
@@ -109,6 +115,14 @@ impl Member {
     /// Sends `kind` to the member's subscribers, stamped with the member's
     /// clock.
     pub(super) fn emit(&self, kind: EventKind) {
+        crate::metrics::on_event(
+            &self.role,
+            &self.member,
+            &kind,
+            &self.timings,
+            self.mono(),
+            self.now(),
+        );
         self.events.emit(Event {
             role: Arc::clone(&self.role_arc),
             member: Arc::clone(&self.member_arc),
