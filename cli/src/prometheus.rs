@@ -70,10 +70,13 @@ enum Kind {
 /// A series: its name and its labels in order.
 type SeriesKey = (String, Vec<(String, String)>);
 
+/// Every series, with its kind and value.
+type Series = BTreeMap<SeriesKey, (Kind, Arc<Value>)>;
+
 /// The recorder: every series by (name, labels).
 #[derive(Debug, Default, Clone)]
 pub struct Registry {
-    series: Arc<Mutex<BTreeMap<SeriesKey, (Kind, Arc<Value>)>>>,
+    series: Arc<Mutex<Series>>,
     help: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
