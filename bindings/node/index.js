@@ -23,21 +23,22 @@ function load() {
 const native = load()
 const errors = require('./lib/errors')
 native._registerErrorFactory(errors.makeError)
+const values = require('./lib/values').makeValues(native)
 const { Leadership, LeadershipEvents } = require('./lib/leadership')
 const Client = require('./lib/client').makeClient(native)
 
 module.exports = {
   // The conformance surface.
-  Key: native.Key,
-  Registration: native.Registration,
-  Lease: native.Lease,
-  FencingToken: native.FencingToken,
-  NO_EPOCH: native._noEpoch(),
-  encodeKey: native.encodeKey,
+  Key: values.Key,
+  Registration: values.Registration,
+  Lease: values.Lease,
+  FencingToken: values.FencingToken,
+  NO_EPOCH: values.NO_EPOCH,
+  encodeKey: values.encodeKey,
   decodeKey: native.decodeKey,
-  encodeRegistration: native.encodeRegistration,
+  encodeRegistration: values.encodeRegistration,
   decodeRegistration: native.decodeRegistration,
-  encodeLease: native.encodeLease,
+  encodeLease: values.encodeLease,
   decodeLease: native.decodeLease,
   rolePartition: native.rolePartition,
   murmur2: native.murmur2,

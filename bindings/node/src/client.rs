@@ -95,7 +95,7 @@ impl NativeClient {
     /// (seconds, default 10) and `operationTimeout` (seconds, default 30),
     /// checked by the shared crate. The core refuses a setting librdkafka
     /// rejects; nothing connects yet.
-    #[napi(constructor)]
+    #[napi(constructor, ts_args_type = "kafka: KafkaSettings, options?: ClientOptions")]
     pub fn new(env: Env, kafka: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Self> {
         let options = opt_object(&env, options.as_ref(), "options")?;
         let o = options.as_ref();
@@ -155,7 +155,10 @@ impl NativeClient {
     /// epoch, writes the first lease. `options`: `leaseDuration`,
     /// `renewInterval`, `challengeStagger` (seconds; left out: the core's
     /// defaults). Firing `cancel` stops a waiting acquire.
-    #[napi]
+    #[napi(
+        ts_args_type = "role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken",
+        ts_return_type = "Promise<_Leadership>"
+    )]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
@@ -195,7 +198,7 @@ impl NativeClient {
     }
 
     /// The role's current token at its transaction coordinator.
-    #[napi]
+    #[napi(ts_args_type = "role: string", ts_return_type = "Promise<LeadershipStatus>")]
     pub fn describe_leadership<'env>(
         &self,
         env: &'env Env,
@@ -207,7 +210,7 @@ impl NativeClient {
     }
 
     /// The roster and the lease of `role`.
-    #[napi]
+    #[napi(ts_args_type = "role: string", ts_return_type = "Promise<RoleStateReport>")]
     pub fn describe_role_state<'env>(
         &self,
         env: &'env Env,
@@ -221,7 +224,7 @@ impl NativeClient {
     /// Creates the state topic unless it exists, then checks it. `options`:
     /// `development` (one broker: replication factor 1, min ISR 1),
     /// `replicationFactor`, `minInsyncReplicas`.
-    #[napi]
+    #[napi(ts_args_type = "options?: TopicOptions", ts_return_type = "Promise<TopicReport>")]
     pub fn ensure_state_topic<'env>(
         &self,
         env: &'env Env,
@@ -253,7 +256,7 @@ impl NativeClient {
 
     /// Checks the state topic: it exists, is compacted and has this
     /// client's partition count.
-    #[napi]
+    #[napi(ts_return_type = "Promise<TopicReport>")]
     pub fn check_state_topic<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let fut = self.client(env)?.check_state_topic();
         promise(env, fut, |env, report| js(env, TopicReport::from(report)))

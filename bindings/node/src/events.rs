@@ -23,7 +23,7 @@ use napi_derive::napi;
 
 use crate::error::error_value;
 use crate::runtime::{js, promise, runtime};
-use crate::values::FencingToken;
+use crate::values::token_to_js;
 
 /// The event stream of one leadership. Internal: the package wraps it.
 #[napi(js_name = "_EventStream")]
@@ -70,7 +70,11 @@ pub fn event_object(env: &Env, event: &Event) -> napi::Result<sys::napi_value> {
         o.set("challengeAt", BigInt::from(at))?;
     }
     if let Some(token) = v.token {
-        o.set("token", FencingToken { inner: token })?;
+        let token = token_to_js(env, token)?;
+        // SAFETY: a value made in this env.
+        o.set("token", unsafe {
+            napi::bindgen_prelude::Unknown::from_raw_unchecked(env.raw(), token)
+        })?;
     }
     if let Some(at) = v.granted_at {
         o.set("grantedAt", BigInt::from(at))?;
@@ -107,7 +111,7 @@ pub fn event_object(env: &Env, event: &Event) -> napi::Result<sys::napi_value> {
 impl NativeEventStream {
     /// A promise of the next event, or of `null` once the term ended and
     /// its last events were delivered.
-    #[napi]
+    #[napi(ts_return_type = "Promise<LeadershipEvent | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let stream = Arc::clone(self.stream.get().map_err(|e| crate::error::to_napi(env, &e))?);
         promise(

@@ -3,7 +3,8 @@
 //! Every function converts its arguments, calls the core function of the
 //! same name, and maps the result; none re-implements a layout or a hash.
 //! Bytes come in as a `Buffer` or `Uint8Array` (read in place) and go out as
-//! a `Buffer`.
+//! a `Buffer`. The encoders are internal (`_encodeKey`...): the package's
+//! `encodeKey` checks the value's class first (`lib/values.js`).
 
 use krabka_coordination as core;
 use napi::bindgen_prelude::{Buffer, Unknown};
@@ -12,56 +13,57 @@ use napi_derive::napi;
 
 use crate::convert::{int_arg, str_arg, with_bytes, I32};
 use crate::error::OrThrow;
-use crate::values::{instance_arg, Key, Lease, Registration};
+use crate::values::{
+    key_from_js, key_to_js, lease_from_js, lease_to_js, registration_from_js, registration_to_js,
+    Made,
+};
 
-/// Encodes a record key. Throws `EncodeError` (`code` `'ENCODE'`, with
-/// `part` and `field`) for a key the layout cannot hold: an empty role, an
-/// empty member in a registration key, or a role or member over 32767
-/// bytes of UTF-8.
-#[napi(ts_args_type = "key: Key")]
+/// Encodes a record key (a `Key`). Throws `EncodeError` for a key the
+/// layout cannot hold.
+#[napi(js_name = "_encodeKey", skip_typescript)]
 pub fn encode_key(env: Env, key: Unknown<'_>) -> napi::Result<Buffer> {
-    let key = instance_arg::<Key>(&env, &key, "key", "Key")?;
-    Ok(core::encode_key(&key.inner).or_throw(&env)?.into())
+    let key = key_from_js(&env, &key)?;
+    Ok(core::encode_key(&key).or_throw(&env)?.into())
 }
 
 /// Decodes a record key from a `Buffer` or `Uint8Array`. Throws
 /// `FormatError` with `part === 'key'` for malformed bytes.
-#[napi(ts_args_type = "data: Uint8Array")]
-pub fn decode_key(env: Env, data: Unknown<'_>) -> napi::Result<Key> {
+#[napi(ts_args_type = "data: Uint8Array", ts_return_type = "Key")]
+pub fn decode_key(env: Env, data: Unknown<'_>) -> napi::Result<Made> {
     let key = with_bytes(&env, &data, "data", core::decode_key)?.or_throw(&env)?;
-    Ok(Key { inner: key })
+    key_to_js(&env, key).map(Made)
 }
 
-/// Encodes a registration value. Throws `EncodeError` for an empty or
-/// over-long member.
-#[napi(ts_args_type = "registration: Registration")]
+/// Encodes a registration value (a `Registration`). Throws `EncodeError`
+/// for an empty or over-long member.
+#[napi(js_name = "_encodeRegistration", skip_typescript)]
 pub fn encode_registration(env: Env, registration: Unknown<'_>) -> napi::Result<Buffer> {
-    let reg = instance_arg::<Registration>(&env, &registration, "registration", "Registration")?;
-    Ok(core::encode_registration(&reg.inner).or_throw(&env)?.into())
+    let reg = registration_from_js(&env, &registration)?;
+    Ok(core::encode_registration(&reg).or_throw(&env)?.into())
 }
 
 /// Decodes a registration value from a `Buffer` or `Uint8Array`. Throws
 /// `FormatError` with `part === 'registration value'` for malformed bytes.
-#[napi(ts_args_type = "data: Uint8Array")]
-pub fn decode_registration(env: Env, data: Unknown<'_>) -> napi::Result<Registration> {
+#[napi(ts_args_type = "data: Uint8Array", ts_return_type = "Registration")]
+pub fn decode_registration(env: Env, data: Unknown<'_>) -> napi::Result<Made> {
     let reg = with_bytes(&env, &data, "data", core::decode_registration)?.or_throw(&env)?;
-    Ok(Registration { inner: reg })
+    registration_to_js(&env, reg).map(Made)
 }
 
-/// Encodes a lease value. Throws `EncodeError` for an empty or over-long
-/// member.
-#[napi(ts_args_type = "lease: Lease")]
+/// Encodes a lease value (a `Lease`). Throws `EncodeError` for an empty or
+/// over-long member.
+#[napi(js_name = "_encodeLease", skip_typescript)]
 pub fn encode_lease(env: Env, lease: Unknown<'_>) -> napi::Result<Buffer> {
-    let lease = instance_arg::<Lease>(&env, &lease, "lease", "Lease")?;
-    Ok(core::encode_lease(&lease.inner).or_throw(&env)?.into())
+    let lease = lease_from_js(&env, &lease)?;
+    Ok(core::encode_lease(&lease).or_throw(&env)?.into())
 }
 
 /// Decodes a lease value from a `Buffer` or `Uint8Array`. Throws
 /// `FormatError` with `part === 'lease value'` for malformed bytes.
-#[napi(ts_args_type = "data: Uint8Array")]
-pub fn decode_lease(env: Env, data: Unknown<'_>) -> napi::Result<Lease> {
+#[napi(ts_args_type = "data: Uint8Array", ts_return_type = "Lease")]
+pub fn decode_lease(env: Env, data: Unknown<'_>) -> napi::Result<Made> {
     let lease = with_bytes(&env, &data, "data", core::decode_lease)?.or_throw(&env)?;
-    Ok(Lease { inner: lease })
+    lease_to_js(&env, lease).map(Made)
 }
 
 /// The partition of `role` among `partitions`: Kafka's murmur2 of the
@@ -82,3 +84,4 @@ pub fn role_partition(env: Env, role: Unknown<'_>, partitions: Unknown<'_>) -> n
 pub fn murmur2(env: Env, data: Unknown<'_>) -> napi::Result<i32> {
     with_bytes(&env, &data, "data", core::murmur2)
 }
+

@@ -247,6 +247,93 @@ export declare class LeadershipEvents implements AsyncIterableIterator<Leadershi
   [Symbol.asyncIterator](): LeadershipEvents
 }
 
+/**
+ * The leadership token of a role: the producer id and producer epoch Kafka's
+ * transaction coordinator minted for `transactional.id = <role>`. Ordered by
+ * `producerId` first, then `producerEpoch` (the core's order): the epoch is an
+ * i16 that Kafka answers by rotating to a fresh producer id. A frozen value.
+ */
+export declare class FencingToken {
+  /** A token of `producerId` (an i64: a `bigint`, or a `number` that is a safe
+   * integer; any other number is refused, never rounded) and `producerEpoch`
+   * (an i16). */
+  constructor(producerId: bigint | number, producerEpoch: number)
+  /** The producer id the coordinator assigned to the transactional id. */
+  readonly producerId: bigint
+  /** The producer epoch within that producer id. */
+  readonly producerEpoch: number
+  /** -1, 0 or 1 as this token is older than, the same as, or newer than
+   * `other` (producer id first); usable as a sort comparator. */
+  compare(other: FencingToken): -1 | 0 | 1
+  /** True when `other` is a token with the same producer id and epoch. */
+  equals(other: unknown): boolean
+  /** True for {@link NO_EPOCH}. */
+  get isNoEpoch(): boolean
+  /** `FencingToken(4001n, 7)`. */
+  toString(): string
+}
+
+/** The key of a state record: a registration key (role and member) or a
+ * lease key (role only). A frozen value. */
+export declare class Key {
+  private constructor()
+  /** The registration key of `member` in `role`. */
+  static registration(role: string, member: string): Key
+  /** The lease key of `role`. */
+  static lease(role: string): Key
+  /** `'registration'` or `'lease'`. */
+  readonly kind: 'registration' | 'lease'
+  /** The role name. */
+  readonly role: string
+  /** The member id of a registration key; `''` for a lease key. */
+  readonly member: string
+  /** True when `other` is a key of the same kind, role and member. */
+  equals(other: unknown): boolean
+  toString(): string
+}
+
+/** The value of a registration record. A frozen value. */
+export declare class Registration {
+  /** A registration of `member` at `registeredAt` (epoch ms, an i64). */
+  constructor(member: string, registeredAt: bigint | number)
+  /** The registering member. */
+  readonly member: string
+  /** When the member registered, in epoch milliseconds. */
+  readonly registeredAt: bigint
+  /** True when `other` is a registration with the same fields. */
+  equals(other: unknown): boolean
+  toString(): string
+}
+
+/** The value of a lease record. A frozen value. */
+export declare class Lease {
+  /** A lease of `member` under `token`, written at `grantedAt` and running to
+   * `deadline` (epoch ms of the holder's clock, i64s). */
+  constructor(member: string, token: FencingToken, grantedAt: bigint | number, deadline: bigint | number)
+  /** The member that holds the lease. */
+  readonly member: string
+  /** The holder's fencing token. */
+  readonly token: FencingToken
+  /** When the lease was written, in epoch milliseconds of the holder's clock. */
+  readonly grantedAt: bigint
+  /** When a standby may stop waiting, in epoch milliseconds of the holder's clock. */
+  readonly deadline: bigint
+  /** True when `other` is a lease with the same fields. */
+  equals(other: unknown): boolean
+  toString(): string
+}
+
+/** Encodes a record key. Throws an {@link EncodeError} for a key the layout
+ * cannot hold (an empty role, an empty member in a registration key, over
+ * 32767 bytes of UTF-8). */
+export declare function encodeKey(key: Key): Buffer
+/** Encodes a registration value. Throws an {@link EncodeError} for an empty or
+ * over-long member. */
+export declare function encodeRegistration(registration: Registration): Buffer
+/** Encodes a lease value. Throws an {@link EncodeError} for an empty or
+ * over-long member. */
+export declare function encodeLease(lease: Lease): Buffer
+
 /** The token of a role no member has taken: `FencingToken(-1n, -1)`; ranks
  * below every minted token, and no status is authoritative for it. */
 export declare const NO_EPOCH: FencingToken

@@ -24,7 +24,7 @@ use crate::convert::{int_arg, is_nullish, opt_bytes, prop, str_arg, type_name, w
 use crate::error::{arg_napi, error_value, OrThrow};
 use crate::events::NativeEventStream;
 use crate::runtime::{js, promise, runtime};
-use crate::values::{FencingToken, Lease};
+use crate::values::{lease_to_js, token_to_js, Made};
 
 /// The held leadership of a role (see the module documentation).
 #[napi(js_name = "_Leadership")]
@@ -145,11 +145,9 @@ fn headers(env: &Env, v: Option<&Unknown<'_>>) -> napi::Result<Vec<(String, Vec<
 #[napi]
 impl NativeLeadership {
     /// The fencing token of this term.
-    #[napi(getter)]
-    pub fn token(&self, env: Env) -> napi::Result<FencingToken> {
-        Ok(FencingToken {
-            inner: self.core(&env)?.token(),
-        })
+    #[napi(getter, ts_return_type = "FencingToken")]
+    pub fn token(&self, env: Env) -> napi::Result<Made> {
+        token_to_js(&env, self.core(&env)?.token()).map(Made)
     }
 
     /// The role.
@@ -171,11 +169,9 @@ impl NativeLeadership {
     }
 
     /// The last lease this member wrote.
-    #[napi(getter)]
-    pub fn lease(&self, env: Env) -> napi::Result<Lease> {
-        Ok(Lease {
-            inner: self.core(&env)?.lease(),
-        })
+    #[napi(getter, ts_return_type = "Lease")]
+    pub fn lease(&self, env: Env) -> napi::Result<Made> {
+        lease_to_js(&env, self.core(&env)?.lease()).map(Made)
     }
 
     /// The lease time left on this member's monotonic clock, in seconds.
@@ -198,7 +194,7 @@ impl NativeLeadership {
 
     /// Why the role ended, as the error the package throws for it, or
     /// `null` while it is held.
-    #[napi]
+    #[napi(ts_return_type = "KrabkaError | null")]
     pub fn error<'env>(&self, env: &'env Env) -> napi::Result<Option<Unknown<'env>>> {
         let Some(reason) = self.core(env)?.err() else {
             return Ok(None);
@@ -209,7 +205,7 @@ impl NativeLeadership {
     }
 
     /// A promise that resolves when the role ends.
-    #[napi]
+    #[napi(ts_return_type = "Promise<void>")]
     pub fn wait<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let done = self.core(env)?.done();
         promise(
@@ -224,7 +220,7 @@ impl NativeLeadership {
 
     /// A guarded write of `records` (an array of `{ topic, value, key?,
     /// partition?, headers? }`) in one transaction of the term's epoch.
-    #[napi]
+    #[napi(ts_args_type = "records: OutRecord[]", ts_return_type = "Promise<void>")]
     pub fn write<'env>(&self, env: &'env Env, records: Unknown<'_>) -> napi::Result<Object<'env>> {
         if !records.is_array()? {
             return Err(arg_napi(
@@ -247,7 +243,7 @@ impl NativeLeadership {
 
     /// Gives the role up: the core stops renewing, supersedes the token,
     /// clears the lease and deregisters. Idempotent.
-    #[napi]
+    #[napi(ts_return_type = "Promise<void>")]
     pub fn resign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let l = Arc::clone(self.core(env)?);
         promise(env, async move { l.resign().await }, |env, ()| js(env, ()))

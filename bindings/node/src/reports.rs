@@ -7,7 +7,7 @@ use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::values::{instance_arg, FencingToken, Lease};
+use crate::values::{lease_to_js, token_from_js, token_to_js, Made};
 
 /// The authority of a role as its transaction coordinator reports it, from
 /// `client.describeLeadership(role)`. A read at one instant, not a fence.
@@ -20,19 +20,17 @@ pub struct LeadershipStatus {
 impl LeadershipStatus {
     /// The newest token the coordinator minted for the role (`NO_EPOCH`
     /// when no member has taken it).
-    #[napi(getter)]
-    pub fn token(&self) -> FencingToken {
-        FencingToken {
-            inner: self.inner.token,
-        }
+    #[napi(getter, ts_return_type = "FencingToken")]
+    pub fn token(&self, env: Env) -> napi::Result<Made> {
+        token_to_js(&env, self.inner.token).map(Made)
     }
 
     /// True when `token` is the role's current token: its holder is
     /// authoritative. `NO_EPOCH` never is.
     #[napi(ts_args_type = "token: FencingToken")]
     pub fn authoritative(&self, env: Env, token: Unknown<'_>) -> napi::Result<bool> {
-        let token = instance_arg::<FencingToken>(&env, &token, "token", "FencingToken")?;
-        Ok(self.inner.authoritative(&token.inner))
+        let token = token_from_js(&env, &token)?;
+        Ok(self.inner.authoritative(&token))
     }
 }
 
@@ -94,9 +92,13 @@ impl RoleStateReport {
     }
 
     /// The current lease, or `null` (never taken, or cleared by a resign).
-    #[napi(getter)]
-    pub fn lease(&self) -> Option<Lease> {
-        self.inner.lease.clone().map(|inner| Lease { inner })
+    #[napi(getter, ts_return_type = "Lease | null")]
+    pub fn lease(&self, env: Env) -> napi::Result<Option<Made>> {
+        self.inner
+            .lease
+            .clone()
+            .map(|l| lease_to_js(&env, l).map(Made))
+            .transpose()
     }
 }
 

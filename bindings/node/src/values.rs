@@ -1,349 +1,279 @@
-//! The value classes: `Key`, `Registration`, `Lease`, `FencingToken`.
+//! The value classes `Key`, `Registration`, `Lease` and `FencingToken`,
+//! between JavaScript and the core.
 //!
-//! Each wraps the core's own type and nothing else, so equality and (for
-//! `FencingToken`) order are the core's trait implementations, and encoding
-//! hands the wrapped value to the core as it is. The classes are immutable:
-//! every field is a getter, made into a JavaScript value when read. Every
-//! `i64` (a producer id, a timestamp) is a `bigint`.
+//! The classes themselves are plain, frozen JavaScript objects
+//! (`lib/values.js`): reading a field is a property read, with no call into
+//! the addon (a napi class getter costs about a microsecond). Everything
+//! they do that is a rule is here, on the core's types:
+//!
+//! * their constructors' argument checks (`_tokenArgs`, `_keyArgs`, ...),
+//!   with the shared crate's wording;
+//! * the order of tokens (`_compareTokens`: the core's `Ord`, producer id
+//!   first);
+//! * the making of values from core values: through the factories the
+//!   package registers (`_registerFactories`), so a decoded lease is built
+//!   with one call back into JavaScript and no argument re-checking;
+//! * reading a value back into the core type ([`token_from_js`], ...) for
+//!   encoding, describing and comparing.
+//!
+//! Every `i64` (a producer id, a timestamp) is a `bigint`.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
 
 use krabka_coordination as core;
-use krabka_coordination_bindings::ArgError;
-use napi::bindgen_prelude::{validate_type_tag, BigInt, JavaScriptClassExt, TypeTag, Unknown};
+use napi::bindgen_prelude::{
+    BigInt, FnArgs, Function, FunctionRef, JsObjectValue, Object, Unknown,
+};
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
-use crate::convert::{int_arg, str_arg, type_name, I16, I64};
-use crate::error::arg_napi;
+use crate::convert::{int_arg, str_arg, I16, I64};
 
-/// The instance of class `T` in `v`, or `None` for any other value: an
-/// `instanceof` check, then N-API's type tag (which a prototype cannot
-/// spoof), then the unwrap. The classes are immutable, so a shared borrow
-/// for the length of the call needs no further tracking.
-pub fn instance<'a, T>(env: &Env, v: &Unknown<'_>) -> Option<&'a T>
-where
-    T: JavaScriptClassExt + TypeTag + 'static,
-{
-    if v.get_type().ok()? != ValueType::Object || !T::instance_of(env, v).ok()? {
-        return None;
-    }
-    // SAFETY: an object value of this env; the tag check below makes sure
-    // the wrapped pointer is a `T` before it is read.
-    unsafe {
-        validate_type_tag(env.raw(), v.raw(), &T::type_tag(), "").ok()?;
-        let mut wrapped: *mut std::ffi::c_void = std::ptr::null_mut();
-        if sys::napi_unwrap(env.raw(), v.raw(), &mut wrapped) != sys::Status::napi_ok
-            || wrapped.is_null()
-        {
-            return None;
-        }
-        Some(&*(wrapped as *const T))
-    }
+type TokenArgs = FnArgs<(BigInt, i32)>;
+type KeyArgs = FnArgs<(&'static str, String, String)>;
+type RegistrationArgs = FnArgs<(String, BigInt)>;
+type LeaseArgs = FnArgs<(String, BigInt, i32, BigInt, BigInt)>;
+
+/// The factories of one environment (see the module documentation).
+struct Factories {
+    token: FunctionRef<TokenArgs, Unknown<'static>>,
+    key: FunctionRef<KeyArgs, Unknown<'static>>,
+    registration: FunctionRef<RegistrationArgs, Unknown<'static>>,
+    lease: FunctionRef<LeaseArgs, Unknown<'static>>,
 }
 
-/// The instance of class `T` in `v`, or a `TypeError` naming `field`
-/// (`token must be a FencingToken, got object`).
-pub fn instance_arg<'a, T: JavaScriptClassExt + TypeTag + 'static>(
-    env: &Env,
-    v: &Unknown<'_>,
-    field: &str,
-    class: &str,
-) -> napi::Result<&'a T> {
-    instance(env, v).ok_or_else(|| {
-        arg_napi(
-            env,
-            ArgError::wrong_type(field, &format!("a {class}"), &type_name(v)),
-        )
+thread_local! {
+    static FACTORIES: RefCell<Option<Factories>> = const { RefCell::new(None) };
+}
+
+/// Registers the functions that make value objects from checked fields.
+/// Called once by the package's loader.
+#[napi(js_name = "_registerFactories", skip_typescript)]
+pub fn register_factories(
+    token: Function<TokenArgs, Unknown<'static>>,
+    key: Function<KeyArgs, Unknown<'static>>,
+    registration: Function<RegistrationArgs, Unknown<'static>>,
+    lease: Function<LeaseArgs, Unknown<'static>>,
+) -> napi::Result<()> {
+    let made = Factories {
+        token: token.create_ref()?,
+        key: key.create_ref()?,
+        registration: registration.create_ref()?,
+        lease: lease.create_ref()?,
+    };
+    FACTORIES.with(|f| *f.borrow_mut() = Some(made));
+    Ok(())
+}
+
+fn with_factories<R>(
+    f: impl FnOnce(&Factories) -> napi::Result<R>,
+) -> napi::Result<R> {
+    FACTORIES.with(|cell| match cell.borrow().as_ref() {
+        Some(factories) => f(factories),
+        None => Err(napi::Error::from_reason(
+            "krabka-coordination: load the package (index.js), not the addon on its own",
+        )),
     })
 }
 
-/// A JSON-style string literal, for `toString()`.
-fn quote(s: &str) -> String {
-    format!("{s:?}")
+/// The JavaScript `FencingToken` of a core token.
+pub fn token_to_js(env: &Env, t: core::FencingToken) -> napi::Result<sys::napi_value> {
+    with_factories(|f| {
+        let v = f
+            .token
+            .borrow_back(env)?
+            .call((BigInt::from(t.producer_id), i32::from(t.producer_epoch)).into())?;
+        Ok(v.raw())
+    })
 }
 
-/// The key of a state record: a registration key (role and member) or a
-/// lease key (role only). Made by `Key.registration` and `Key.lease`, or
-/// by `decodeKey`.
-#[napi]
-#[derive(Debug, Clone)]
-pub struct Key {
-    pub(crate) inner: core::Key,
+/// The JavaScript `Key` of a core key.
+pub fn key_to_js(env: &Env, k: core::Key) -> napi::Result<sys::napi_value> {
+    with_factories(|f| {
+        let v = f
+            .key
+            .borrow_back(env)?
+            .call((k.kind.as_str(), k.role, k.member).into())?;
+        Ok(v.raw())
+    })
 }
 
-#[napi]
-impl Key {
-    /// The registration key of `member` in `role`.
-    #[napi(factory, ts_args_type = "role: string, member: string")]
-    pub fn registration(env: Env, role: Unknown<'_>, member: Unknown<'_>) -> napi::Result<Key> {
-        Ok(Key {
-            inner: core::Key::registration(
-                str_arg(&env, &role, "role")?,
-                str_arg(&env, &member, "member")?,
-            ),
-        })
-    }
+/// The JavaScript `Registration` of a core registration.
+pub fn registration_to_js(env: &Env, r: core::Registration) -> napi::Result<sys::napi_value> {
+    with_factories(|f| {
+        let v = f
+            .registration
+            .borrow_back(env)?
+            .call((r.member, BigInt::from(r.registered_at)).into())?;
+        Ok(v.raw())
+    })
+}
 
-    /// The lease key of `role`.
-    #[napi(factory, ts_args_type = "role: string")]
-    pub fn lease(env: Env, role: Unknown<'_>) -> napi::Result<Key> {
-        Ok(Key {
-            inner: core::Key::lease(str_arg(&env, &role, "role")?),
-        })
-    }
+/// The JavaScript `Lease` of a core lease.
+pub fn lease_to_js(env: &Env, l: core::Lease) -> napi::Result<sys::napi_value> {
+    with_factories(|f| {
+        let v = f.lease.borrow_back(env)?.call(
+            (
+                l.member,
+                BigInt::from(l.token.producer_id),
+                i32::from(l.token.producer_epoch),
+                BigInt::from(l.granted_at),
+                BigInt::from(l.deadline),
+            )
+                .into(),
+        )?;
+        Ok(v.raw())
+    })
+}
 
-    /// `'registration'` or `'lease'`.
-    #[napi(getter, ts_return_type = "'registration' | 'lease'")]
-    pub fn kind(&self) -> &'static str {
-        self.inner.kind.as_str()
-    }
+/// A value made by a factory, as a `napi` return value.
+pub struct Made(pub sys::napi_value);
 
-    /// The role name.
-    #[napi(getter)]
-    pub fn role(&self) -> String {
-        self.inner.role.clone()
-    }
-
-    /// The member id of a registration key; `''` for a lease key.
-    #[napi(getter)]
-    pub fn member(&self) -> String {
-        self.inner.member.clone()
-    }
-
-    /// True when `other` is a `Key` of the same kind, role and member.
-    #[napi(ts_args_type = "other: unknown")]
-    pub fn equals(&self, env: Env, other: Unknown<'_>) -> bool {
-        instance::<Key>(&env, &other).is_some_and(|o| o.inner == self.inner)
-    }
-
-    /// `Key.registration("role", "member")` or `Key.lease("role")`.
-    #[napi(js_name = "toString")]
-    pub fn to_js_string(&self) -> String {
-        match self.inner.kind {
-            core::KeyKind::Registration => format!(
-                "Key.registration({}, {})",
-                quote(&self.inner.role),
-                quote(&self.inner.member)
-            ),
-            core::KeyKind::Lease => format!("Key.lease({})", quote(&self.inner.role)),
-        }
+impl napi::bindgen_prelude::ToNapiValue for Made {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        Ok(val.0)
     }
 }
 
-/// The value of a registration record.
-#[napi]
-#[derive(Debug, Clone)]
-pub struct Registration {
-    pub(crate) inner: core::Registration,
-}
-
-#[napi]
-impl Registration {
-    /// A registration of `member` at `registeredAt` (epoch milliseconds, an
-    /// i64: a `bigint`, or a `number` that is a safe integer).
-    #[napi(constructor, ts_args_type = "member: string, registeredAt: bigint | number")]
-    pub fn new(env: Env, member: Unknown<'_>, registered_at: Unknown<'_>) -> napi::Result<Self> {
-        Ok(Registration {
-            inner: core::Registration {
-                member: str_arg(&env, &member, "member")?,
-                registered_at: int_arg(&env, &registered_at, "registered_at", I64)?,
-            },
-        })
+impl napi::bindgen_prelude::TypeName for Made {
+    fn type_name() -> &'static str {
+        "Object"
     }
 
-    /// The registering member.
-    #[napi(getter)]
-    pub fn member(&self) -> String {
-        self.inner.member.clone()
-    }
-
-    /// When the member registered, in epoch milliseconds.
-    #[napi(getter)]
-    pub fn registered_at(&self) -> BigInt {
-        BigInt::from(self.inner.registered_at)
-    }
-
-    /// True when `other` is a `Registration` with the same fields.
-    #[napi(ts_args_type = "other: unknown")]
-    pub fn equals(&self, env: Env, other: Unknown<'_>) -> bool {
-        instance::<Registration>(&env, &other).is_some_and(|o| o.inner == self.inner)
-    }
-
-    /// `Registration("member", 1767225600000n)`.
-    #[napi(js_name = "toString")]
-    pub fn to_js_string(&self) -> String {
-        format!(
-            "Registration({}, {}n)",
-            quote(&self.inner.member),
-            self.inner.registered_at
-        )
+    fn value_type() -> ValueType {
+        ValueType::Object
     }
 }
 
-/// The value of a lease record.
-#[napi]
-#[derive(Debug, Clone)]
-pub struct Lease {
-    pub(crate) inner: core::Lease,
+fn field<'a>(obj: &Object<'a>, name: &str) -> napi::Result<Unknown<'a>> {
+    obj.get_named_property(name)
 }
 
-#[napi]
-impl Lease {
-    /// A lease of `member` under `token`, written at `grantedAt` and running
-    /// to `deadline` (epoch milliseconds of the holder's clock, i64s).
-    #[napi(
-        constructor,
-        ts_args_type = "member: string, token: FencingToken, grantedAt: bigint | number, deadline: bigint | number"
-    )]
-    pub fn new(
-        env: Env,
-        member: Unknown<'_>,
-        token: Unknown<'_>,
-        granted_at: Unknown<'_>,
-        deadline: Unknown<'_>,
-    ) -> napi::Result<Self> {
-        let member = str_arg(&env, &member, "member")?;
-        let token = instance_arg::<FencingToken>(&env, &token, "token", "FencingToken")?.inner;
-        Ok(Lease {
-            inner: core::Lease {
-                member,
-                token,
-                granted_at: int_arg(&env, &granted_at, "granted_at", I64)?,
-                deadline: int_arg(&env, &deadline, "deadline", I64)?,
-            },
-        })
+fn object<'a>(v: &Unknown<'a>) -> napi::Result<Object<'a>> {
+    if v.get_type()? != ValueType::Object {
+        return Err(napi::Error::from_reason("expected a value object"));
     }
-
-    /// The member that holds the lease.
-    #[napi(getter)]
-    pub fn member(&self) -> String {
-        self.inner.member.clone()
-    }
-
-    /// The holder's fencing token.
-    #[napi(getter)]
-    pub fn token(&self) -> FencingToken {
-        FencingToken {
-            inner: self.inner.token,
-        }
-    }
-
-    /// When the lease was written, in epoch milliseconds of the holder's clock.
-    #[napi(getter)]
-    pub fn granted_at(&self) -> BigInt {
-        BigInt::from(self.inner.granted_at)
-    }
-
-    /// When a standby may stop waiting, in epoch milliseconds of the
-    /// holder's clock.
-    #[napi(getter)]
-    pub fn deadline(&self) -> BigInt {
-        BigInt::from(self.inner.deadline)
-    }
-
-    /// True when `other` is a `Lease` with the same fields.
-    #[napi(ts_args_type = "other: unknown")]
-    pub fn equals(&self, env: Env, other: Unknown<'_>) -> bool {
-        instance::<Lease>(&env, &other).is_some_and(|o| o.inner == self.inner)
-    }
-
-    /// `Lease("member", FencingToken(4001n, 7), 1767225600000n, 1767225630000n)`.
-    #[napi(js_name = "toString")]
-    pub fn to_js_string(&self) -> String {
-        format!(
-            "Lease({}, {}, {}n, {}n)",
-            quote(&self.inner.member),
-            FencingToken {
-                inner: self.inner.token
-            }
-            .to_js_string(),
-            self.inner.granted_at,
-            self.inner.deadline
-        )
-    }
+    // SAFETY: an object value.
+    unsafe { v.cast::<Object<'a>>() }
 }
 
-/// The leadership token of a role: the producer id and producer epoch
-/// Kafka's transaction coordinator minted for `transactional.id = <role>`.
-///
-/// Ordered by `producerId` first, then `producerEpoch` (the core's order):
-/// the epoch is an i16 that Kafka answers by rotating to a fresh producer
-/// id. `NO_EPOCH` ranks below every minted token.
-#[napi]
-#[derive(Debug, Clone, Copy)]
-pub struct FencingToken {
-    pub(crate) inner: core::FencingToken,
+/// The core token of a JavaScript `FencingToken` (its class was checked by
+/// the package; its fields are checked again here).
+pub fn token_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::FencingToken> {
+    let o = object(v)?;
+    Ok(core::FencingToken::new(
+        int_arg(env, &field(&o, "producerId")?, "producer_id", I64)?,
+        int_arg(env, &field(&o, "producerEpoch")?, "producer_epoch", I16)? as i16,
+    ))
 }
 
-#[napi]
-impl FencingToken {
-    /// A token of `producerId` (an i64: a `bigint`, or a `number` that is a
-    /// safe integer) and `producerEpoch` (an i16 `number`).
-    #[napi(
-        constructor,
-        ts_args_type = "producerId: bigint | number, producerEpoch: number"
-    )]
-    pub fn new(env: Env, producer_id: Unknown<'_>, producer_epoch: Unknown<'_>) -> napi::Result<Self> {
-        Ok(FencingToken {
-            inner: core::FencingToken::new(
-                int_arg(&env, &producer_id, "producer_id", I64)?,
-                int_arg(&env, &producer_epoch, "producer_epoch", I16)? as i16,
-            ),
-        })
-    }
+/// The core key of a JavaScript `Key`.
+pub fn key_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Key> {
+    let o = object(v)?;
+    let role = str_arg(env, &field(&o, "role")?, "role")?;
+    let member = str_arg(env, &field(&o, "member")?, "member")?;
+    let kind = str_arg(env, &field(&o, "kind")?, "kind")?;
+    Ok(if kind == core::KeyKind::Lease.as_str() {
+        core::Key::lease(role)
+    } else {
+        core::Key::registration(role, member)
+    })
+}
 
-    /// The producer id the coordinator assigned to the transactional id.
-    #[napi(getter)]
-    pub fn producer_id(&self) -> BigInt {
-        BigInt::from(self.inner.producer_id)
-    }
+/// The core registration of a JavaScript `Registration`.
+pub fn registration_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Registration> {
+    let o = object(v)?;
+    Ok(core::Registration {
+        member: str_arg(env, &field(&o, "member")?, "member")?,
+        registered_at: int_arg(env, &field(&o, "registeredAt")?, "registered_at", I64)?,
+    })
+}
 
-    /// The producer epoch within that producer id.
-    #[napi(getter)]
-    pub fn producer_epoch(&self) -> i32 {
-        i32::from(self.inner.producer_epoch)
-    }
+/// The core lease of a JavaScript `Lease`.
+pub fn lease_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Lease> {
+    let o = object(v)?;
+    Ok(core::Lease {
+        member: str_arg(env, &field(&o, "member")?, "member")?,
+        token: token_from_js(env, &field(&o, "token")?)?,
+        granted_at: int_arg(env, &field(&o, "grantedAt")?, "granted_at", I64)?,
+        deadline: int_arg(env, &field(&o, "deadline")?, "deadline", I64)?,
+    })
+}
 
-    /// -1, 0 or 1 as this token is older than, the same as, or newer than
-    /// `other`: producer id first, then epoch. Usable as a sort comparator.
-    #[napi(ts_args_type = "other: FencingToken", ts_return_type = "-1 | 0 | 1")]
-    pub fn compare(&self, env: Env, other: Unknown<'_>) -> napi::Result<i32> {
-        let other = instance_arg::<FencingToken>(&env, &other, "other", "FencingToken")?;
-        Ok(match self.inner.cmp(&other.inner) {
-            Ordering::Less => -1,
-            Ordering::Equal => 0,
-            Ordering::Greater => 1,
-        })
-    }
+/// The checked fields of `new FencingToken(producerId, producerEpoch)`:
+/// `[producerId as bigint, producerEpoch]`.
+#[napi(js_name = "_tokenArgs", skip_typescript)]
+pub fn token_args(
+    env: Env,
+    producer_id: Unknown<'_>,
+    producer_epoch: Unknown<'_>,
+) -> napi::Result<(BigInt, i32)> {
+    Ok((
+        BigInt::from(int_arg(&env, &producer_id, "producer_id", I64)?),
+        int_arg(&env, &producer_epoch, "producer_epoch", I16)? as i32,
+    ))
+}
 
-    /// True when `other` is a `FencingToken` with the same producer id and
-    /// epoch.
-    #[napi(ts_args_type = "other: unknown")]
-    pub fn equals(&self, env: Env, other: Unknown<'_>) -> bool {
-        instance::<FencingToken>(&env, &other).is_some_and(|o| o.inner == self.inner)
-    }
+/// The checked fields of `Key.registration(role, member)` (and of
+/// `Key.lease(role)`, with the member `''`): `[role, member]`.
+#[napi(js_name = "_keyArgs", skip_typescript)]
+pub fn key_args(
+    env: Env,
+    role: Unknown<'_>,
+    member: Unknown<'_>,
+) -> napi::Result<(String, String)> {
+    Ok((str_arg(&env, &role, "role")?, str_arg(&env, &member, "member")?))
+}
 
-    /// True for `NO_EPOCH`, the token of a role no member has taken.
-    #[napi(getter)]
-    pub fn is_no_epoch(&self) -> bool {
-        self.inner.is_no_epoch()
-    }
+/// The checked fields of `new Registration(member, registeredAt)`.
+#[napi(js_name = "_registrationArgs", skip_typescript)]
+pub fn registration_args(
+    env: Env,
+    member: Unknown<'_>,
+    registered_at: Unknown<'_>,
+) -> napi::Result<(String, BigInt)> {
+    Ok((
+        str_arg(&env, &member, "member")?,
+        BigInt::from(int_arg(&env, &registered_at, "registered_at", I64)?),
+    ))
+}
 
-    /// `FencingToken(4001n, 7)`.
-    #[napi(js_name = "toString")]
-    pub fn to_js_string(&self) -> String {
-        format!(
-            "FencingToken({}n, {})",
-            self.inner.producer_id, self.inner.producer_epoch
-        )
-    }
+/// The checked fields of `new Lease(member, token, grantedAt, deadline)`
+/// but the token (whose class the package checks).
+#[napi(js_name = "_leaseArgs", skip_typescript)]
+pub fn lease_args(
+    env: Env,
+    member: Unknown<'_>,
+    granted_at: Unknown<'_>,
+    deadline: Unknown<'_>,
+) -> napi::Result<(String, BigInt, BigInt)> {
+    Ok((
+        str_arg(&env, &member, "member")?,
+        BigInt::from(int_arg(&env, &granted_at, "granted_at", I64)?),
+        BigInt::from(int_arg(&env, &deadline, "deadline", I64)?),
+    ))
+}
+
+/// The core's order of two tokens: -1, 0 or 1 (producer id first).
+#[napi(js_name = "_compareTokens", skip_typescript)]
+pub fn compare_tokens(env: Env, a: Unknown<'_>, b: Unknown<'_>) -> napi::Result<i32> {
+    let (a, b) = (token_from_js(&env, &a)?, token_from_js(&env, &b)?);
+    Ok(match a.cmp(&b) {
+        Ordering::Less => -1,
+        Ordering::Equal => 0,
+        Ordering::Greater => 1,
+    })
+}
+
+/// True for the core's `NO_EPOCH`.
+#[napi(js_name = "_isNoEpoch", skip_typescript)]
+pub fn is_no_epoch(env: Env, token: Unknown<'_>) -> napi::Result<bool> {
+    Ok(token_from_js(&env, &token)?.is_no_epoch())
 }
 
 /// The core's `NO_EPOCH`. Internal: the package exports it as `NO_EPOCH`.
 #[napi(js_name = "_noEpoch", skip_typescript)]
-pub fn no_epoch() -> FencingToken {
-    FencingToken {
-        inner: core::NO_EPOCH,
-    }
+pub fn no_epoch(env: Env) -> napi::Result<Made> {
+    token_to_js(&env, core::NO_EPOCH).map(Made)
 }
