@@ -95,7 +95,10 @@ impl NativeClient {
     /// (seconds, default 10) and `operationTimeout` (seconds, default 30),
     /// checked by the shared crate. The core refuses a setting librdkafka
     /// rejects; nothing connects yet.
-    #[napi(constructor, ts_args_type = "kafka: KafkaSettings, options?: ClientOptions")]
+    #[napi(
+        constructor,
+        ts_args_type = "kafka: KafkaSettings, options?: ClientOptions"
+    )]
     pub fn new(env: Env, kafka: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Self> {
         let options = opt_object(&env, options.as_ref(), "options")?;
         let o = options.as_ref();
@@ -198,7 +201,10 @@ impl NativeClient {
     }
 
     /// The role's current token at its transaction coordinator.
-    #[napi(ts_args_type = "role: string", ts_return_type = "Promise<LeadershipStatus>")]
+    #[napi(
+        ts_args_type = "role: string",
+        ts_return_type = "Promise<LeadershipStatus>"
+    )]
     pub fn describe_leadership<'env>(
         &self,
         env: &'env Env,
@@ -210,7 +216,10 @@ impl NativeClient {
     }
 
     /// The roster and the lease of `role`.
-    #[napi(ts_args_type = "role: string", ts_return_type = "Promise<RoleStateReport>")]
+    #[napi(
+        ts_args_type = "role: string",
+        ts_return_type = "Promise<RoleStateReport>"
+    )]
     pub fn describe_role_state<'env>(
         &self,
         env: &'env Env,
@@ -224,7 +233,10 @@ impl NativeClient {
     /// Creates the state topic unless it exists, then checks it. `options`:
     /// `development` (one broker: replication factor 1, min ISR 1),
     /// `replicationFactor`, `minInsyncReplicas`.
-    #[napi(ts_args_type = "options?: TopicOptions", ts_return_type = "Promise<TopicReport>")]
+    #[napi(
+        ts_args_type = "options?: TopicOptions",
+        ts_return_type = "Promise<TopicReport>"
+    )]
     pub fn ensure_state_topic<'env>(
         &self,
         env: &'env Env,

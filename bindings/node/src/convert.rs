@@ -15,7 +15,9 @@
 use krabka_coordination::transport::kafka::KafkaConfig;
 use krabka_coordination_bindings::args::{self, ArgError, SecondsBound, SECONDS_TYPE};
 use krabka_coordination_bindings::options;
-use napi::bindgen_prelude::{BigInt, FromNapiValue, JsObjectValue, Object, TypedArrayType, Unknown};
+use napi::bindgen_prelude::{
+    BigInt, FromNapiValue, JsObjectValue, Object, TypedArrayType, Unknown,
+};
 use napi::{sys, Env, JsValue, ValueType};
 
 use crate::error::arg_napi;
@@ -356,8 +358,7 @@ pub fn prop<'a>(obj: Option<&Object<'a>>, name: &str) -> napi::Result<Option<Unk
 /// decimal, a boolean as `"true"` / `"false"`). The core checks them when
 /// the client is built.
 pub fn kafka_config(env: &Env, v: &Unknown<'_>) -> napi::Result<KafkaConfig> {
-    let expected =
-        "an object of librdkafka settings (e.g. { 'bootstrap.servers': 'host:9092' })";
+    let expected = "an object of librdkafka settings (e.g. { 'bootstrap.servers': 'host:9092' })";
     if v.get_type()? != ValueType::Object || v.is_array()? {
         return Err(arg_napi(
             env,

@@ -314,7 +314,10 @@ pub fn throw_core_error(env: Env, variant: String, message: String) -> napi::Res
         "resigned" => Error::Resigned,
         "cancelled" => Error::Cancelled,
         "transient" => Error::transient(message, "the broker did not answer"),
-        "fatal" => Error::fatal(message, std::io::Error::other("the topic has the wrong shape")),
+        "fatal" => Error::fatal(
+            message,
+            std::io::Error::other("the topic has the wrong shape"),
+        ),
         "lease_expired" => Error::LeaseExpired(message),
         "outcome_unknown" => Error::OutcomeUnknown {
             context: message,

@@ -113,7 +113,11 @@ impl NativeEventStream {
     /// its last events were delivered.
     #[napi(ts_return_type = "Promise<LeadershipEvent | null>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let stream = Arc::clone(self.stream.get().map_err(|e| crate::error::to_napi(env, &e))?);
+        let stream = Arc::clone(
+            self.stream
+                .get()
+                .map_err(|e| crate::error::to_napi(env, &e))?,
+        );
         promise(
             env,
             async move {

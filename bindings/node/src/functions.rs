@@ -84,4 +84,3 @@ pub fn role_partition(env: Env, role: Unknown<'_>, partitions: Unknown<'_>) -> n
 pub fn murmur2(env: Env, data: Unknown<'_>) -> napi::Result<i32> {
     with_bytes(&env, &data, "data", core::murmur2)
 }
-

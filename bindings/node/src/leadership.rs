@@ -110,7 +110,10 @@ fn headers(env: &Env, v: Option<&Unknown<'_>>) -> napi::Result<Vec<(String, Vec<
         let pairs = unsafe { v.cast::<Array<'_>>() }?;
         for i in 0..pairs.len() {
             let pair: Unknown<'_> = pairs.get(i)?.ok_or_else(|| {
-                arg_napi(env, ArgError::wrong_type("a header", "a [name, bytes] pair", "undefined"))
+                arg_napi(
+                    env,
+                    ArgError::wrong_type("a header", "a [name, bytes] pair", "undefined"),
+                )
             })?;
             if !pair.is_array()? {
                 return Err(arg_napi(
@@ -129,14 +132,20 @@ fn headers(env: &Env, v: Option<&Unknown<'_>>) -> napi::Result<Vec<(String, Vec<
                 ));
             };
             let name = str_arg(env, &name, "header name")?;
-            out.push((name, with_bytes(env, &data, "header value", <[u8]>::to_vec)?));
+            out.push((
+                name,
+                with_bytes(env, &data, "header value", <[u8]>::to_vec)?,
+            ));
         }
     } else {
         // SAFETY: an object value of this env.
         let obj = unsafe { v.cast::<Object<'_>>() }?;
         for name in Object::keys(&obj)? {
             let data: Unknown<'_> = obj.get_named_property(&name)?;
-            out.push((name, with_bytes(env, &data, "header value", <[u8]>::to_vec)?));
+            out.push((
+                name,
+                with_bytes(env, &data, "header value", <[u8]>::to_vec)?,
+            ));
         }
     }
     Ok(out)
@@ -220,7 +229,10 @@ impl NativeLeadership {
 
     /// A guarded write of `records` (an array of `{ topic, value, key?,
     /// partition?, headers? }`) in one transaction of the term's epoch.
-    #[napi(ts_args_type = "records: OutRecord[]", ts_return_type = "Promise<void>")]
+    #[napi(
+        ts_args_type = "records: OutRecord[]",
+        ts_return_type = "Promise<void>"
+    )]
     pub fn write<'env>(&self, env: &'env Env, records: Unknown<'_>) -> napi::Result<Object<'env>> {
         if !records.is_array()? {
             return Err(arg_napi(
@@ -233,12 +245,17 @@ impl NativeLeadership {
         let mut out = Vec::with_capacity(array.len() as usize);
         for i in 0..array.len() {
             let item: Unknown<'_> = array.get(i)?.ok_or_else(|| {
-                arg_napi(env, ArgError::wrong_type("a record", "an object", "undefined"))
+                arg_napi(
+                    env,
+                    ArgError::wrong_type("a record", "an object", "undefined"),
+                )
             })?;
             out.push(out_record(env, &item, "a record")?);
         }
         let l = Arc::clone(self.core(env)?);
-        promise(env, async move { l.write(out).await }, |env, ()| js(env, ()))
+        promise(env, async move { l.write(out).await }, |env, ()| {
+            js(env, ())
+        })
     }
 
     /// Gives the role up: the core stops renewing, supersedes the token,

@@ -1,7 +1,9 @@
 //! What the describe and topic operations return: `LeadershipStatus`,
 //! `RoleStateReport`, `RosterEntry`, `TopicReport`.
 
-use krabka_coordination::leadership::{LeadershipStatus as CoreStatus, RoleStateReport as CoreReport};
+use krabka_coordination::leadership::{
+    LeadershipStatus as CoreStatus, RoleStateReport as CoreReport,
+};
 use krabka_coordination::transport::kafka::TopicReport as CoreTopicReport;
 use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::Env;

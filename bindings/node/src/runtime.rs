@@ -36,14 +36,15 @@ pub static RUNTIME: RuntimeHolder = RuntimeHolder::new(THREAD_NAME, WORKER_THREA
 /// The runtime of this process, built on first use.
 pub fn runtime() -> napi::Result<&'static Runtime> {
     RUNTIME.get().map_err(|e| {
-        napi::Error::from_reason(format!(
-            "cannot start the krabka-coordination runtime: {e}"
-        ))
+        napi::Error::from_reason(format!("cannot start the krabka-coordination runtime: {e}"))
     })
 }
 
+/// What makes a promise's value on the JavaScript thread.
+type MakeValue = Box<dyn FnOnce(&Env) -> napi::Result<sys::napi_value> + Send>;
+
 /// A value made on the JavaScript thread when a promise settles.
-pub struct Settle(Box<dyn FnOnce(&Env) -> napi::Result<sys::napi_value> + Send>);
+pub struct Settle(MakeValue);
 
 impl ToNapiValue for Settle {
     unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
@@ -75,7 +76,10 @@ where
                     } else {
                         "the task was aborted".to_owned()
                     };
-                    Err(to_napi(env, &Error::fatal("a krabka-coordination task", why)))
+                    Err(to_napi(
+                        env,
+                        &Error::fatal("a krabka-coordination task", why),
+                    ))
                 }
             })))
         });

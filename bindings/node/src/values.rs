@@ -66,9 +66,7 @@ pub fn register_factories(
     Ok(())
 }
 
-fn with_factories<R>(
-    f: impl FnOnce(&Factories) -> napi::Result<R>,
-) -> napi::Result<R> {
+fn with_factories<R>(f: impl FnOnce(&Factories) -> napi::Result<R>) -> napi::Result<R> {
     FACTORIES.with(|cell| match cell.borrow().as_ref() {
         Some(factories) => f(factories),
         None => Err(napi::Error::from_reason(
@@ -223,7 +221,10 @@ pub fn key_args(
     role: Unknown<'_>,
     member: Unknown<'_>,
 ) -> napi::Result<(String, String)> {
-    Ok((str_arg(&env, &role, "role")?, str_arg(&env, &member, "member")?))
+    Ok((
+        str_arg(&env, &role, "role")?,
+        str_arg(&env, &member, "member")?,
+    ))
 }
 
 /// The checked fields of `new Registration(member, registeredAt)`.
