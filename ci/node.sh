@@ -4,8 +4,9 @@
 #
 #   1. npm install in examples/node, whose package.json depends on
 #      "file:../../bindings/node": npm installs the package as a user does and
-#      its install step (`napi build --release`) builds the addon from source
-#      and regenerates index.d.ts; typescript comes from npm as a devDependency;
+#      its install step (scripts/build.js: `napi build --release`, the CLI run
+#      through npx since npm gives a linked folder no dependencies) builds the
+#      addon from source and regenerates index.d.ts; typescript comes from npm as a devDependency;
 #   2. the checked-in index.d.ts must be what the build generated
 #      (git diff --exit-code);
 #   3. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set, else
