@@ -25,7 +25,7 @@ try {
   commandArgs = [path.join(path.dirname(cliPkg), typeof bin === 'string' ? bin : bin.napi), ...args]
 } catch {
   command = process.platform === 'win32' ? 'npx.cmd' : 'npx'
-  commandArgs = ['--yes', `@napi-rs/cli@${version}`, ...args]
+  commandArgs = ['--yes', '--package', `@napi-rs/cli@${version}`, 'napi', ...args]
 }
 console.error(`krabka-coordination: building the addon: ${path.basename(command)} ${commandArgs.join(' ')}`)
 const done = spawnSync(command, commandArgs, { cwd: pkgDir, stdio: 'inherit' })
