@@ -1,0 +1,5 @@
+//! Sets up the link arguments of a Node addon (napi-build).
+
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,135 @@
+'use strict'
+// The held leadership of a role: a thin class over the native handle
+// (src/leadership.rs); every operation is the core's.
+
+const { EventEmitter } = require('node:events')
+const { argTypeError } = require('./errors')
+
+/** The events of a leadership as an async iterator; ends with the term. */
+class LeadershipEvents {
+  #stream
+  #finished = false
+
+  constructor(stream) {
+    this.#stream = stream
+  }
+
+  async next() {
+    if (this.#finished) return { done: true, value: undefined }
+    const event = await this.#stream.next()
+    if (event === null) {
+      this.#finished = true
+      return { done: true, value: undefined }
+    }
+    return { done: false, value: event }
+  }
+
+  async return() {
+    this.#finished = true
+    return { done: true, value: undefined }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+}
+
+class Leadership extends EventEmitter {
+  #native
+  #error = null
+  #pumping = false
+
+  constructor(native) {
+    super()
+    this.#native = native
+    // Settles when the term ends; resolves with the reason, never rejects.
+    this.done = native.wait().then(() => this.error)
+    this.on('newListener', () => this.#pump())
+  }
+
+  get token() {
+    return this.#native.token
+  }
+
+  get role() {
+    return this.#native.role
+  }
+
+  get member() {
+    return this.#native.member
+  }
+
+  get partition() {
+    return this.#native.partition
+  }
+
+  get lease() {
+    return this.#native.lease
+  }
+
+  get leaseLeft() {
+    return this.#native.leaseLeft
+  }
+
+  get renewalFailures() {
+    return this.#native.renewalFailures
+  }
+
+  get isHeld() {
+    return this.#native.isHeld
+  }
+
+  get error() {
+    if (this.#error === null) this.#error = this.#native.error()
+    return this.#error
+  }
+
+  async write(topic, value, options) {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      throw argTypeError('options', 'an object { key?, partition?, headers? }', options)
+    }
+    const record = { topic, value }
+    if (options !== undefined) {
+      record.key = options.key
+      record.partition = options.partition
+      record.headers = options.headers
+    }
+    return this.#native.write([record])
+  }
+
+  async writeRecords(records) {
+    return this.#native.write(records)
+  }
+
+  async resign() {
+    return this.#native.resign()
+  }
+
+  events() {
+    return new LeadershipEvents(this.#native.events())
+  }
+
+  [Symbol.asyncIterator]() {
+    return this.events()
+  }
+
+  // Relays the events to the emitter from the first listener on.
+  #pump() {
+    if (this.#pumping) return
+    this.#pumping = true
+    const events = this.events()
+    queueMicrotask(async () => {
+      for await (const event of events) {
+        this.emit('event', event)
+        this.emit(event.kind, event)
+      }
+      this.emit('end', this.error)
+    })
+  }
+
+  toString() {
+    return `Leadership(${JSON.stringify(this.role)}, ${JSON.stringify(this.member)}, ${this.token}, held=${this.isHeld})`
+  }
+}
+
+module.exports = { Leadership, LeadershipEvents }

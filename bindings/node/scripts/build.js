@@ -1,0 +1,36 @@
+'use strict'
+// The package's install step (and `npm run build`): builds the addon from
+// source with the napi-rs CLI (`napi build --release`), which also writes
+// index.d.ts. The CLI is the package's own devDependency when it is
+// installed (npm install inside bindings/node); a folder installed by
+// `npm install ./bindings/node` is linked and gets no dependencies of its
+// own, so the same pinned CLI then runs through npx from the npm registry.
+// `--debug` builds without optimisations.
+
+const { spawnSync } = require('node:child_process')
+const path = require('node:path')
+
+const pkgDir = path.resolve(__dirname, '..')
+const pkg = require(path.join(pkgDir, 'package.json'))
+const version = pkg.devDependencies['@napi-rs/cli']
+const args = ['build', '--dts', 'index.d.ts']
+if (!process.argv.includes('--debug')) args.splice(1, 0, '--release')
+
+let command
+let commandArgs
+try {
+  const cliPkg = require.resolve('@napi-rs/cli/package.json', { paths: [pkgDir] })
+  const bin = require(cliPkg).bin
+  command = process.execPath
+  commandArgs = [path.join(path.dirname(cliPkg), typeof bin === 'string' ? bin : bin.napi), ...args]
+} catch {
+  command = process.platform === 'win32' ? 'npx.cmd' : 'npx'
+  commandArgs = ['--yes', '--package', `@napi-rs/cli@${version}`, 'napi', ...args]
+}
+console.error(`krabka-coordination: building the addon: ${path.basename(command)} ${commandArgs.join(' ')}`)
+const done = spawnSync(command, commandArgs, { cwd: pkgDir, stdio: 'inherit' })
+if (done.error) {
+  console.error(`krabka-coordination: cannot run the napi-rs CLI: ${done.error.message}`)
+  process.exit(1)
+}
+process.exit(done.status ?? 1)

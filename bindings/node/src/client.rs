@@ -1,0 +1,300 @@
+//! `_Client`: the core client, built once from the Kafka settings object,
+//! behind the package's `Client` (`lib/client.js`).
+//!
+//! One `_Client` owns one set of Kafka clients (the state-partition reader,
+//! the registration producer, the DescribeTransactions connections), shared
+//! by every role it acquires or describes; only a held role's epoch-bound
+//! producer is per role. Every operation checks its arguments when called
+//! (a bad argument throws at the call, before any I/O) and returns a
+//! promise of work done on the runtime.
+//!
+//! An acquire is stopped through the core's cancellation token
+//! ([`CancelToken`], fired by the package when the caller's `AbortSignal`
+//! aborts): the core deregisters the member, and resigns a role won in the
+//! instant of the cancel.
+
+use std::sync::Mutex;
+
+use krabka_coordination::{ElectionOptions, Error};
+use krabka_coordination_bindings::{
+    options, Field, KafkaClient, LeadershipArgs, ProcessBound, TimeoutArgs, TopicArgs,
+};
+use napi::bindgen_prelude::{Object, Unknown};
+use napi::Env;
+use napi_derive::napi;
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::{
+    bool_value, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg,
+};
+use crate::error::{to_napi, OrThrow};
+use crate::leadership::NativeLeadership;
+use crate::reports::{LeadershipStatus, RoleStateReport, TopicReport};
+use crate::runtime::{js, promise, runtime};
+
+/// A cancellation token for one acquire. Internal: the package fires it
+/// when the caller's `AbortSignal` aborts.
+#[napi(js_name = "_CancelToken")]
+pub struct CancelToken {
+    token: CancellationToken,
+}
+
+#[napi]
+impl CancelToken {
+    /// A token not yet fired.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        CancelToken {
+            token: CancellationToken::new(),
+        }
+    }
+
+    /// Fires the token (idempotent).
+    #[napi]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// True once fired.
+    #[napi(getter)]
+    pub fn cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// The core client of one Kafka settings object (see the module
+/// documentation).
+#[napi(js_name = "_Client")]
+pub struct NativeClient {
+    /// `None` once closed.
+    inner: Mutex<Option<ProcessBound<KafkaClient>>>,
+    partitions: i32,
+}
+
+impl NativeClient {
+    /// The core client (a cheap clone), or `InvalidArgumentError` once
+    /// closed.
+    fn client(&self, env: &Env) -> napi::Result<KafkaClient> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(bound) => bound.get().cloned().or_throw(env),
+            None => Err(to_napi(
+                env,
+                &Error::InvalidArgument("the client is closed".into()),
+            )),
+        }
+    }
+}
+
+#[napi]
+impl NativeClient {
+    /// Builds the shared Kafka clients from `kafka` (librdkafka settings).
+    /// `options`: `partitions` (of the state topic, default 16),
+    /// `stateTopic` (default `__coordination_state`), `connectTimeout`
+    /// (seconds, default 10) and `operationTimeout` (seconds, default 30),
+    /// checked by the shared crate. The core refuses a setting librdkafka
+    /// rejects; nothing connects yet.
+    #[napi(
+        constructor,
+        ts_args_type = "kafka: KafkaSettings, options?: ClientOptions"
+    )]
+    pub fn new(env: Env, kafka: Unknown<'_>, options: Option<Unknown<'_>>) -> napi::Result<Self> {
+        let options = opt_object(&env, options.as_ref(), "options")?;
+        let o = options.as_ref();
+        let partitions = opt_int_value(
+            &env,
+            prop(o, "partitions")?.as_ref(),
+            Field::Partitions.name(),
+            1,
+            i32::MAX.into(),
+        )?
+        .map(options::partitions)
+        .transpose()
+        .or_throw(&env)?
+        .unwrap_or(ElectionOptions::DEFAULT_PARTITIONS);
+        let timeouts = TimeoutArgs {
+            connect_timeout: seconds_value(
+                &env,
+                prop(o, "connectTimeout")?.as_ref(),
+                Field::ConnectTimeout.name(),
+            )?,
+            operation_timeout: seconds_value(
+                &env,
+                prop(o, "operationTimeout")?.as_ref(),
+                Field::OperationTimeout.name(),
+            )?,
+        };
+        let mut config = kafka_config(&env, &kafka)?;
+        if let Some(topic) = prop(o, "stateTopic")? {
+            config = config.with_state_topic(str_arg(&env, &topic, "state_topic")?);
+        }
+        let config = timeouts.apply(config).or_throw(&env)?;
+        let handle = runtime()?.handle().clone();
+        let client = {
+            // librdkafka's clients are made inside the runtime.
+            let _entered = handle.enter();
+            KafkaClient::new(config, partitions).or_throw(&env)?
+        };
+        Ok(NativeClient {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        })
+    }
+
+    /// The partition count of the state topic.
+    #[napi(getter)]
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// The name of the state topic.
+    #[napi(getter)]
+    pub fn state_topic(&self, env: Env) -> napi::Result<String> {
+        Ok(self.client(&env)?.config().state_topic().to_owned())
+    }
+
+    /// Acquires `role` as `member`: registers, waits for the turn, mints the
+    /// epoch, writes the first lease. `options`: `leaseDuration`,
+    /// `renewInterval`, `challengeStagger` (seconds; left out: the core's
+    /// defaults). Firing `cancel` stops a waiting acquire.
+    #[napi(
+        ts_args_type = "role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken",
+        ts_return_type = "Promise<_Leadership>"
+    )]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        role: Unknown<'_>,
+        member: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+        cancel: &CancelToken,
+    ) -> napi::Result<Object<'env>> {
+        let role = str_arg(env, &role, "role")?;
+        let member = str_arg(env, &member, "member")?;
+        let options = opt_object(env, options.as_ref(), "options")?;
+        let o = options.as_ref();
+        let args = LeadershipArgs {
+            lease_duration: seconds_value(
+                env,
+                prop(o, "leaseDuration")?.as_ref(),
+                Field::LeaseDuration.name(),
+            )?,
+            renew_interval: seconds_value(
+                env,
+                prop(o, "renewInterval")?.as_ref(),
+                Field::RenewInterval.name(),
+            )?,
+            challenge_stagger: seconds_value(
+                env,
+                prop(o, "challengeStagger")?.as_ref(),
+                Field::ChallengeStagger.name(),
+            )?,
+        };
+        let acquire = self
+            .client(env)?
+            .acquire(role, member, &args, cancel.token.clone(), None)
+            .or_throw(env)?;
+        promise(env, acquire, |env, leadership| {
+            js(env, NativeLeadership::new(leadership)?)
+        })
+    }
+
+    /// The role's current token at its transaction coordinator.
+    #[napi(
+        ts_args_type = "role: string",
+        ts_return_type = "Promise<LeadershipStatus>"
+    )]
+    pub fn describe_leadership<'env>(
+        &self,
+        env: &'env Env,
+        role: Unknown<'_>,
+    ) -> napi::Result<Object<'env>> {
+        let role = str_arg(env, &role, "role")?;
+        let fut = self.client(env)?.describe_leadership(role);
+        promise(env, fut, |env, inner| js(env, LeadershipStatus { inner }))
+    }
+
+    /// The roster and the lease of `role`.
+    #[napi(
+        ts_args_type = "role: string",
+        ts_return_type = "Promise<RoleStateReport>"
+    )]
+    pub fn describe_role_state<'env>(
+        &self,
+        env: &'env Env,
+        role: Unknown<'_>,
+    ) -> napi::Result<Object<'env>> {
+        let role = str_arg(env, &role, "role")?;
+        let fut = self.client(env)?.describe_role_state(role);
+        promise(env, fut, |env, inner| js(env, RoleStateReport { inner }))
+    }
+
+    /// Creates the state topic unless it exists, then checks it. `options`:
+    /// `development` (one broker: replication factor 1, min ISR 1),
+    /// `replicationFactor`, `minInsyncReplicas`.
+    #[napi(
+        ts_args_type = "options?: TopicOptions",
+        ts_return_type = "Promise<TopicReport>"
+    )]
+    pub fn ensure_state_topic<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = opt_object(env, options.as_ref(), "options")?;
+        let o = options.as_ref();
+        let max = i64::from(i16::MAX);
+        let args = TopicArgs {
+            development: bool_value(env, prop(o, "development")?.as_ref(), "development")?,
+            replication_factor: opt_int_value(
+                env,
+                prop(o, "replicationFactor")?.as_ref(),
+                Field::ReplicationFactor.name(),
+                1,
+                max,
+            )?,
+            min_insync_replicas: opt_int_value(
+                env,
+                prop(o, "minInsyncReplicas")?.as_ref(),
+                Field::MinInsyncReplicas.name(),
+                1,
+                max,
+            )?,
+        };
+        let fut = self.client(env)?.ensure_state_topic(&args).or_throw(env)?;
+        promise(env, fut, |env, report| js(env, TopicReport::from(report)))
+    }
+
+    /// Checks the state topic: it exists, is compacted and has this
+    /// client's partition count.
+    #[napi(ts_return_type = "Promise<TopicReport>")]
+    pub fn check_state_topic<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let fut = self.client(env)?.check_state_topic();
+        promise(env, fut, |env, report| js(env, TopicReport::from(report)))
+    }
+
+    /// DescribeTransactions requests sent so far by this client (for tests
+    /// of the request cost).
+    #[napi(js_name = "_describeRequests")]
+    pub fn describe_requests(&self, env: Env) -> napi::Result<f64> {
+        Ok(self.client(&env)?.describe_requests() as f64)
+    }
+
+    /// Lets go of the shared Kafka clients. Held leaderships keep what they
+    /// need and go on; further operations throw. Idempotent.
+    #[napi]
+    pub fn close(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(taken);
+    }
+
+    /// True once closed.
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}

@@ -1,0 +1,133 @@
+//! The leadership event stream in JavaScript: the native stream behind
+//! `Leadership.events()` and the `Leadership` emitter.
+//!
+//! An event is a plain object made from the core's event, flattened by the
+//! shared crate (`EventView`): `kind` is the core's stable name
+//! (`'elected'`, `'renewed'`, `'fenced'`, ...), `role`, `member` and `at`
+//! (the member's clock, epoch ms, a `bigint`) are always set, and the kind's
+//! own fields (`token`, `deadline`, `rank`, `offset`, `failures`, `error`,
+//! ...) are set for the kinds that have them and absent otherwise.
+//!
+//! The stream is the shared `EventStream`: it yields the member's events
+//! from the subscription on and ends with the term. Its `next()` is one
+//! promise; the stream sits behind an async mutex, so no event is lost.
+
+use std::sync::Arc;
+
+use krabka_coordination::events::Event;
+use krabka_coordination::leadership::Leadership;
+use krabka_coordination_bindings::{EventStream, EventView, ProcessBound};
+use napi::bindgen_prelude::{BigInt, Null, Object};
+use napi::{sys, Env};
+use napi_derive::napi;
+
+use crate::error::error_value;
+use crate::runtime::{js, promise, runtime};
+use crate::values::token_to_js;
+
+/// The event stream of one leadership. Internal: the package wraps it.
+#[napi(js_name = "_EventStream")]
+pub struct NativeEventStream {
+    stream: ProcessBound<Arc<tokio::sync::Mutex<EventStream>>>,
+}
+
+impl NativeEventStream {
+    /// Subscribes to `leadership` from now on.
+    pub fn subscribe(leadership: &Arc<Leadership>) -> napi::Result<Self> {
+        let handle = runtime()?.handle().clone();
+        let stream = {
+            let _entered = handle.enter();
+            EventStream::subscribe(leadership)
+        };
+        Ok(NativeEventStream {
+            stream: ProcessBound::new(
+                "event stream",
+                Arc::new(tokio::sync::Mutex::new(stream)),
+                Some(handle),
+            ),
+        })
+    }
+}
+
+/// The JavaScript object of an event (see the module documentation).
+pub fn event_object(env: &Env, event: &Event) -> napi::Result<sys::napi_value> {
+    let v = EventView::from(event);
+    let mut o = Object::new(env)?;
+    o.set("kind", v.kind)?;
+    o.set("role", &*v.role)?;
+    o.set("member", &*v.member)?;
+    o.set("at", BigInt::from(v.at))?;
+    if let Some(p) = v.partition {
+        o.set("partition", p)?;
+    }
+    if let Some(off) = v.offset {
+        o.set("offset", BigInt::from(off))?;
+    }
+    if let Some(rank) = v.rank {
+        o.set("rank", rank as f64)?;
+    }
+    if let Some(at) = v.challenge_at {
+        o.set("challengeAt", BigInt::from(at))?;
+    }
+    if let Some(token) = v.token {
+        let token = token_to_js(env, token)?;
+        // SAFETY: a value made in this env.
+        o.set("token", unsafe {
+            napi::bindgen_prelude::Unknown::from_raw_unchecked(env.raw(), token)
+        })?;
+    }
+    if let Some(at) = v.granted_at {
+        o.set("grantedAt", BigInt::from(at))?;
+    }
+    if let Some(d) = v.deadline {
+        o.set("deadline", BigInt::from(d))?;
+    }
+    if let Some(f) = v.failures {
+        o.set("failures", f)?;
+    }
+    if let Some(what) = &v.what {
+        o.set("what", &**what)?;
+    }
+    if let Some(a) = v.attempt {
+        o.set("attempt", a)?;
+    }
+    if let Some(r) = v.retry_in {
+        o.set("retryIn", r.as_secs_f64())?;
+    }
+    if let Some(e) = &v.error {
+        let value = error_value(env, e)?;
+        // SAFETY: a value made in this env.
+        o.set("error", unsafe {
+            napi::bindgen_prelude::Unknown::from_raw_unchecked(env.raw(), value)
+        })?;
+    }
+    if let Some(c) = v.cleared {
+        o.set("cleared", c)?;
+    }
+    js(env, o)
+}
+
+#[napi]
+impl NativeEventStream {
+    /// A promise of the next event, or of `null` once the term ended and
+    /// its last events were delivered.
+    #[napi(ts_return_type = "Promise<LeadershipEvent | null>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let stream = Arc::clone(
+            self.stream
+                .get()
+                .map_err(|e| crate::error::to_napi(env, &e))?,
+        );
+        promise(
+            env,
+            async move {
+                let mut stream = stream.lock().await;
+                Ok(stream.next().await)
+            },
+            |env, event| match event {
+                Some(event) => event_object(env, &event),
+                None => js(env, Null),
+            },
+        )
+    }
+}

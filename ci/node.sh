@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# CI of the Node.js binding (bindings/node, the npm package krabka-coordination),
+# from a fresh clone:
+#
+#   1. npm install in examples/node, whose package.json depends on
+#      "file:../../bindings/node": npm installs the package as a user does and
+#      its install step (scripts/build.js: `napi build --release`, the CLI run
+#      through npx since npm gives a linked folder no dependencies) builds the
+#      addon from source and regenerates index.d.ts; typescript comes from npm as a devDependency;
+#   2. the checked-in index.d.ts must be what the build generated
+#      (git diff --exit-code);
+#   3. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set, else
+#      the local one-node cluster of `ci/kafka.sh start 1` (started, or reused
+#      when running);
+#   4. the node:test suites (golden vectors, arguments and errors, leadership
+#      on the real Kafka: failover between processes, fencing, abort);
+#   5. examples/node/service.mjs for a few seconds (it must lead, write
+#      results through guarded writes, and resign cleanly on SIGTERM);
+#   6. tsc --noEmit of examples/node/typed.ts against the shipped index.d.ts;
+#   7. a short run of the decode benchmark (bindings/node/bench/decode.mjs).
+#
+# Usage: bash ci/node.sh   (CARGO_TARGET_DIR is honoured; nothing else is cached)
+# Needs: node >= 20 and npm, a Rust toolchain, a C toolchain, cmake, libssl-dev
+#        and pkg-config for librdkafka, and Java for the local Kafka (or
+#        KRABKA_BOOTSTRAP=host:port of a cluster).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PKG="$ROOT/bindings/node"
+EXAMPLES="$ROOT/examples/node"
+started=$(date +%s)
+
+step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
+
+step "toolchain"
+node --version
+npm --version
+node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 20) { console.error("the binding needs node >= 20"); process.exit(1) }'
+
+step "npm install (examples/node -> file:../../bindings/node: builds the addon from source)"
+(cd "$EXAMPLES" && npm install --no-audit --no-fund --foreground-scripts)
+test -f "$PKG/krabka-coordination.node" || { echo "ci/node.sh: the install step built no addon" >&2; exit 1; }
+
+step "index.d.ts is the one the build generated"
+git -C "$ROOT" diff --exit-code -- bindings/node/index.d.ts
+if [ -n "$(git -C "$ROOT" status --porcelain -- bindings/node/index.d.ts)" ]; then
+    echo "ci/node.sh: bindings/node/index.d.ts is not checked in" >&2
+    exit 1
+fi
+
+step "require and import of the installed package"
+(cd "$EXAMPLES" && node -e 'const kc = require("krabka-coordination"); if (kc.rolePartition("orders", 16) !== 12) process.exit(1); console.log("require: ok")')
+(cd "$EXAMPLES" && node --input-type=module -e 'import { rolePartition } from "krabka-coordination"; if (rolePartition("orders", 16) !== 12) process.exit(1); console.log("import: ok")')
+
+step "kafka for the leadership tests"
+if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
+    KRABKA_BOOTSTRAP="$(bash "$ROOT/ci/kafka.sh" start 1 | tail -n 1)"
+fi
+export KRABKA_BOOTSTRAP
+echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
+
+step "node --test (bindings/node/test)"
+(cd "$PKG" && node --test --test-concurrency=1 test/*.test.js)
+
+step "example (examples/node/service.mjs, 5 s on the real Kafka)"
+SERVICE_TOPIC=krabka-node-service-results
+bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
+    --create --if-not-exists --topic "$SERVICE_TOPIC" --partitions 1 --replication-factor 1 >/dev/null
+SERVICE_LOG="$(mktemp)"
+set +e
+node "$EXAMPLES/service.mjs" --bootstrap "$KRABKA_BOOTSTRAP" --role "ci-node-service-$$-$(date +%s)" \
+    --member ci-service --topic "$SERVICE_TOPIC" --interval 0.5 --lease 3 --renew 1 --stagger 1 \
+    --for-seconds 5 >"$SERVICE_LOG" 2>&1
+service_rc=$?
+set -e
+cat "$SERVICE_LOG"
+if [ "$service_rc" -ne 0 ] || ! grep -q "leading " "$SERVICE_LOG" \
+    || ! grep -q "result 1 written" "$SERVICE_LOG" || ! grep -q "SIGTERM: resigned" "$SERVICE_LOG"; then
+    echo "service.mjs: expected exit 0 after leading, two guarded writes and a resign (exit $service_rc)" >&2
+    rm -f "$SERVICE_LOG"
+    exit 1
+fi
+rm -f "$SERVICE_LOG"
+
+step "tsc --noEmit (examples/node/typed.ts against index.d.ts)"
+(cd "$EXAMPLES" && npx --no-install tsc -p .)
+
+step "decode benchmark (short run)"
+(cd "$PKG" && node bench/decode.mjs --short)
+
+step "node binding: all checks passed in $(($(date +%s) - started)) s"

@@ -1,0 +1,63 @@
+// A small typed use of the package, checked by `tsc --noEmit` against the
+// shipped index.d.ts (ci/node.sh). It is not run.
+import {
+  Client,
+  FencingToken,
+  FencedError,
+  Key,
+  Lease,
+  Leadership,
+  LeadershipEvent,
+  NO_EPOCH,
+  decodeLease,
+  encodeKey,
+  encodeLease,
+  rolePartition,
+  type KrabkaError,
+} from 'krabka-coordination'
+
+export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
+  const client = new Client({ 'bootstrap.servers': bootstrap, 'socket.timeout.ms': 10_000 }, { connectTimeout: 5 })
+  await client.ensureStateTopic({ development: true })
+  const leadership: Leadership = await client.acquireLeadership('billing', 'host-a', {
+    leaseDuration: 30,
+    renewInterval: 10,
+    signal,
+  })
+  leadership.on('renewed', (e: LeadershipEvent) => {
+    const deadline: bigint | undefined = e.deadline
+    void deadline
+  })
+  try {
+    await leadership.write('billing-out', Buffer.from('result'), { key: new Uint8Array([1]) })
+    await leadership.writeRecords([{ topic: 'billing-out', value: null, headers: [['h', Buffer.from('v')]] }])
+  } catch (e) {
+    if (e instanceof FencedError) {
+      const code: 'FENCED' = e.code
+      void code
+    }
+  }
+  for await (const event of leadership) {
+    if (event.kind === 'fenced') break
+  }
+  const status = await client.describeLeadership('billing')
+  const authoritative: boolean = status.authoritative(leadership.token)
+  void authoritative
+  const report = await client.describeRoleState('billing')
+  const first: bigint | undefined = report.roster[0]?.offset
+  void first
+  await leadership.resign()
+  const reason: KrabkaError = await leadership.done
+  void reason
+  client.close()
+  return leadership.token
+}
+
+const token = new FencingToken(4001n, 7)
+const lease = new Lease('node-1', token, 1767225600000n, 1767225630000n)
+const bytes: Buffer = encodeLease(lease)
+const back: Lease = decodeLease(bytes)
+const newer: -1 | 0 | 1 = back.token.compare(NO_EPOCH)
+const partition: number = rolePartition('orders', 16)
+const key: Buffer = encodeKey(Key.lease('orders'))
+export { newer, partition, key }
