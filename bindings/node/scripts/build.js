@@ -5,7 +5,7 @@
 // installed (npm install inside bindings/node); a folder installed by
 // `npm install ./bindings/node` is linked and gets no dependencies of its
 // own, so the same pinned CLI then runs through npx from the npm registry.
-// `--debug` builds without optimisations.
+// `--debug` (or KRABKA_NODE_BUILD=debug) builds without optimisations.
 
 const { spawnSync } = require('node:child_process')
 const path = require('node:path')
@@ -14,7 +14,10 @@ const pkgDir = path.resolve(__dirname, '..')
 const pkg = require(path.join(pkgDir, 'package.json'))
 const version = pkg.devDependencies['@napi-rs/cli']
 const args = ['build', '--dts', 'index.d.ts']
-if (!process.argv.includes('--debug')) args.splice(1, 0, '--release')
+// KRABKA_NODE_BUILD=debug does the same (ci/node.sh sets it: the workspace's
+// tests have compiled the core and librdkafka without optimisations by then).
+const debug = process.argv.includes('--debug') || process.env.KRABKA_NODE_BUILD === 'debug'
+if (!debug) args.splice(1, 0, '--release')
 
 let command
 let commandArgs
