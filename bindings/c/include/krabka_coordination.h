@@ -24,8 +24,8 @@
  *
  * NULL. A NULL pointer argument is refused with KRABKA_RESULT_NULL_ARGUMENT
  *   (the message names it) and never dereferenced, except: `err` (no report),
- *   the `options` of a call (the defaults), a callback (none), `user_data`
- *   (passed as it is), an optional byte range given as NULL with length 0
+ *   the `options` of a call (the defaults), a callback or a cancellation
+ *   (none), `user_data` (passed as it is), an optional byte range given as NULL with length 0
  *   (absent), and arrays given as NULL with count 0 (empty). A length above
  *   the largest object (SIZE_MAX / 2) is KRABKA_RESULT_INVALID_ARGUMENT.
  *
@@ -226,6 +226,14 @@ typedef enum krabka_key_kind krabka_key_kind;
 typedef uint32_t krabka_key_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// A cancellation (opaque): fire it to stop the acquires it was given, from
+// any thread (typically a thread that waits for SIGTERM with `sigwait`).
+// Made by `krabka_cancel_new`, freed by `krabka_cancel_free`. Thread safety:
+// any number of threads may fire it and pass it to acquires at once;
+// freeing it must not race with those. Firing is not async-signal-safe:
+// do not call it from a signal handler.
+typedef struct krabka_cancel krabka_cancel;
 
 // A client (opaque): one set of Kafka clients shared by every role it
 // acquires or describes. Made by `krabka_client_new`, freed by
@@ -525,9 +533,26 @@ krabka_result krabka_leadership_options_default(krabka_leadership_options *out);
 krabka_result krabka_client_new(const char *const *keys, const char *const *values, size_t count, const krabka_client_options *options, krabka_client **out, krabka_error *err);
 
 // Frees a client; NULL is a no-op. Held leaderships keep what they need and
-// go on. Blocks briefly while librdkafka's clients close (on the runtime's
-// threads); must not race with another call on the client.
+// go on. Blocks the calling thread while the librdkafka clients it alone
+// holds close (they are closed here, not left to a background thread, so a
+// program that frees its handles before it exits leaves nothing running);
+// must not race with another call on the client.
 void krabka_client_free(krabka_client *client);
+
+// Makes a cancellation, not fired; `*out` is the caller's to free with
+// `krabka_cancel_free`. Does not block; any thread.
+krabka_result krabka_cancel_new(krabka_cancel **out);
+
+// Fires the cancellation: every acquire it was given that is still waiting
+// stops, its member deregistered (a role won in that instant is resigned),
+// and returns `KRABKA_RESULT_CANCELLED`; an acquire given it later returns
+// that at once. Idempotent. Does not block; any thread, but not a signal
+// handler.
+krabka_result krabka_cancel_fire(const krabka_cancel *cancel);
+
+// Frees a cancellation; NULL is a no-op. An acquire still using it keeps
+// what it needs.
+void krabka_cancel_free(krabka_cancel *cancel);
 
 // Acquires `role` as `member` (NUL-terminated UTF-8, borrowed for the
 // call): registers, waits for its turn, mints the role's epoch, writes the
@@ -536,7 +561,9 @@ void krabka_client_free(krabka_client *client);
 // limit; 0 and up otherwise). At the timeout the attempt is cancelled, the
 // core deregisters the member (waiting up to 10 s for it; a role won in
 // that instant is resigned) and the call returns `KRABKA_RESULT_TIMED_OUT`.
-// `options` may be NULL for the defaults.
+// `options` may be NULL for the defaults. `cancel` (NULL: none) stops the
+// attempt when fired from another thread: the member is deregistered and
+// the call returns `KRABKA_RESULT_CANCELLED`.
 //
 // On success `*out` is a new `krabka_leadership` the caller owns (free it
 // with `krabka_leadership_free`); on failure it is NULL. A client refuses a
@@ -556,7 +583,7 @@ void krabka_client_free(krabka_client *client);
 // any function of the library.
 //
 // Any thread, except a callback's when it would wait on its own events.
-krabka_result krabka_client_acquire(const krabka_client *client, const char *role, const char *member, const krabka_leadership_options *options, double timeout, krabka_event_callback callback, void *user_data, krabka_leadership **out, krabka_error *err);
+krabka_result krabka_client_acquire(const krabka_client *client, const char *role, const char *member, const krabka_leadership_options *options, double timeout, const krabka_cancel *cancel, krabka_event_callback callback, void *user_data, krabka_leadership **out, krabka_error *err);
 
 // Asks the role's transaction coordinator for the role's current token
 // (one DescribeTransactions request once the coordinator is known) into
@@ -743,6 +770,18 @@ krabka_result krabka_leadership_resign(const krabka_leadership *leadership, krab
 // when the lease runs out (call `krabka_leadership_resign` first to hand
 // over at once). Must not race with another call on the leadership.
 void krabka_leadership_free(krabka_leadership *leadership);
+
+// Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
+// library has no task left running: every handle was freed and the work
+// they left in the background (a renewal loop ending, an aborted request's
+// reader, a resign's last step) is done. Returns `KRABKA_RESULT_OK` once
+// idle (at once if no client was ever made), `KRABKA_RESULT_TIMED_OUT`
+// otherwise. For a program, or a leak checker, that wants nothing of the
+// library running when it exits, in the spirit of librdkafka's
+// `rd_kafka_wait_destroyed`; the runtime's own threads stay (they are made
+// once per process). Blocks the calling thread; any thread but a callback's
+// while its leadership lives.
+krabka_result krabka_wait_idle(double timeout);
 
 #ifdef __cplusplus
 }  // extern "C"

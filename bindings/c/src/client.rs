@@ -239,21 +239,68 @@ pub unsafe extern "C" fn krabka_client_new(
             operation_timeout: Some(o.operation_timeout),
         }
         .apply(config)?;
-        let handle = runtime()?.handle().clone();
+        // The runtime is started now, so that a failure to start it is
+        // reported here rather than at the first operation.
+        runtime()?;
         let client = KafkaClient::new(config, partitions)?;
         *out = into_handle(krabka_client {
-            inner: ProcessBound::new("krabka_client", client, Some(handle)),
+            inner: ProcessBound::new("krabka_client", client, None),
         });
         Ok(())
     })
 }
 
 /// Frees a client; NULL is a no-op. Held leaderships keep what they need and
-/// go on. Blocks briefly while librdkafka's clients close (on the runtime's
-/// threads); must not race with another call on the client.
+/// go on. Blocks the calling thread while the librdkafka clients it alone
+/// holds close (they are closed here, not left to a background thread, so a
+/// program that frees its handles before it exits leaves nothing running);
+/// must not race with another call on the client.
 #[no_mangle]
 pub unsafe extern "C" fn krabka_client_free(client: *mut krabka_client) {
     guard_value((), || unsafe { free_handle(client) })
+}
+
+/// A cancellation (opaque): fire it to stop the acquires it was given, from
+/// any thread (typically a thread that waits for SIGTERM with `sigwait`).
+/// Made by `krabka_cancel_new`, freed by `krabka_cancel_free`. Thread safety:
+/// any number of threads may fire it and pass it to acquires at once;
+/// freeing it must not race with those. Firing is not async-signal-safe:
+/// do not call it from a signal handler.
+pub struct krabka_cancel {
+    token: CancellationToken,
+}
+
+/// Makes a cancellation, not fired; `*out` is the caller's to free with
+/// `krabka_cancel_free`. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_cancel_new(out: *mut *mut krabka_cancel) -> krabka_result {
+    guard(std::ptr::null_mut(), || {
+        let out = unsafe { output(out, "out") }?;
+        *out = into_handle(krabka_cancel {
+            token: CancellationToken::new(),
+        });
+        Ok(())
+    })
+}
+
+/// Fires the cancellation: every acquire it was given that is still waiting
+/// stops, its member deregistered (a role won in that instant is resigned),
+/// and returns `KRABKA_RESULT_CANCELLED`; an acquire given it later returns
+/// that at once. Idempotent. Does not block; any thread, but not a signal
+/// handler.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_cancel_fire(cancel: *const krabka_cancel) -> krabka_result {
+    guard(std::ptr::null_mut(), || {
+        unsafe { input(cancel, "cancel") }?.token.cancel();
+        Ok(())
+    })
+}
+
+/// Frees a cancellation; NULL is a no-op. An acquire still using it keeps
+/// what it needs.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_cancel_free(cancel: *mut krabka_cancel) {
+    guard_value((), || unsafe { free_handle(cancel) })
 }
 
 fn settle_acquired(won: Result<Leadership, Error>) -> Option<BoxFuture> {
@@ -271,7 +318,9 @@ fn settle_acquired(won: Result<Leadership, Error>) -> Option<BoxFuture> {
 /// limit; 0 and up otherwise). At the timeout the attempt is cancelled, the
 /// core deregisters the member (waiting up to 10 s for it; a role won in
 /// that instant is resigned) and the call returns `KRABKA_RESULT_TIMED_OUT`.
-/// `options` may be NULL for the defaults.
+/// `options` may be NULL for the defaults. `cancel` (NULL: none) stops the
+/// attempt when fired from another thread: the member is deregistered and
+/// the call returns `KRABKA_RESULT_CANCELLED`.
 ///
 /// On success `*out` is a new `krabka_leadership` the caller owns (free it
 /// with `krabka_leadership_free`); on failure it is NULL. A client refuses a
@@ -298,6 +347,7 @@ pub unsafe extern "C" fn krabka_client_acquire(
     member: *const c_char,
     options: *const krabka_leadership_options,
     timeout: f64,
+    cancel: *const krabka_cancel,
     callback: krabka_event_callback,
     user_data: *mut c_void,
     out: *mut *mut krabka_leadership,
@@ -319,7 +369,12 @@ pub unsafe extern "C" fn krabka_client_acquire(
             },
         };
         let rt = runtime()?;
-        let cancel = CancellationToken::new();
+        // The acquire's own token: fired at the timeout, or with the
+        // caller's cancellation (its parent).
+        let cancel = match unsafe { cancel.as_ref() } {
+            Some(c) => c.token.child_token(),
+            None => CancellationToken::new(),
+        };
         let (events, mut dispatch) = match callback {
             Some(cb) => {
                 let (tx, rx) = krabka_coordination::events::channel();
@@ -350,11 +405,7 @@ pub unsafe extern "C" fn krabka_client_acquire(
                 if let Some(d) = dispatch.as_mut() {
                     d.acquired(Some(Arc::clone(&leadership)));
                 }
-                *out = into_handle(krabka_leadership::new(
-                    leadership,
-                    rt.handle().clone(),
-                    dispatch,
-                ));
+                *out = into_handle(krabka_leadership::new(leadership, dispatch));
                 Ok(())
             }
             Err(e) => {

@@ -78,15 +78,13 @@ pub struct krabka_leadership {
 }
 
 impl krabka_leadership {
-    /// Wraps a won leadership (and the dispatch of its events).
-    pub fn new(
-        leadership: Arc<Leadership>,
-        handle: tokio::runtime::Handle,
-        dispatch: Option<Dispatch>,
-    ) -> krabka_leadership {
+    /// Wraps a won leadership (and the dispatch of its events). It is
+    /// dropped on the thread that frees it, outside the runtime: what only
+    /// it holds is closed before the free returns.
+    pub fn new(leadership: Arc<Leadership>, dispatch: Option<Dispatch>) -> krabka_leadership {
         krabka_leadership {
             dispatch: Mutex::new(dispatch),
-            inner: ProcessBound::new("krabka_leadership", leadership, Some(handle)),
+            inner: ProcessBound::new("krabka_leadership", leadership, None),
         }
     }
 

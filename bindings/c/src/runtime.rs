@@ -127,3 +127,33 @@ where
         Err(b) => Err(blocked(b)),
     }
 }
+
+/// Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
+/// library has no task left running: every handle was freed and the work
+/// they left in the background (a renewal loop ending, an aborted request's
+/// reader, a resign's last step) is done. Returns `KRABKA_RESULT_OK` once
+/// idle (at once if no client was ever made), `KRABKA_RESULT_TIMED_OUT`
+/// otherwise. For a program, or a leak checker, that wants nothing of the
+/// library running when it exits, in the spirit of librdkafka's
+/// `rd_kafka_wait_destroyed`; the runtime's own threads stay (they are made
+/// once per process). Blocks the calling thread; any thread but a callback's
+/// while its leadership lives.
+#[no_mangle]
+pub extern "C" fn krabka_wait_idle(timeout: f64) -> krabka_result {
+    crate::ffi::guard(std::ptr::null_mut(), || {
+        let limit = crate::client::timeout_arg(timeout)?;
+        let deadline = limit.map(|d| Instant::now() + d);
+        loop {
+            if RUNTIME.alive_tasks() == 0 {
+                return Ok(());
+            }
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                return Err(Failure::new(
+                    krabka_result::TimedOut,
+                    format!("{} tasks are still running", RUNTIME.alive_tasks()),
+                ));
+            }
+            std::thread::sleep(SLICE);
+        }
+    })
+}
