@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
     options.lease_duration = 3.0;
     options.renew_interval = 1.0;
     options.challenge_stagger = 1.0;
-    r = krabka_client_acquire(client, argv[2], argv[3], &options, KRABKA_NO_TIMEOUT, on_event, NULL, &leadership,
+    r = krabka_client_acquire(client, argv[2], argv[3], &options, KRABKA_NO_TIMEOUT, NULL, on_event, NULL, &leadership,
                               &err);
     if (r != KRABKA_RESULT_OK) {
         printf("error acquire %s %s\n", krabka_result_name(r), buf);
@@ -128,5 +128,6 @@ int main(int argc, char **argv) {
     }
     krabka_leadership_free(leadership);
     krabka_client_free(client);
+    krabka_wait_idle(30);
     return 0;
 }

@@ -303,26 +303,38 @@ static void clients(void) {
     REQUIRE(client != NULL, "no client: %s", te.buf);
 
     /* acquire */
-    EXPECT_NULL(krabka_client_acquire(NULL, "r", "m", NULL, 1, NULL, NULL, &l, err), "client");
+    EXPECT_NULL(krabka_client_acquire(NULL, "r", "m", NULL, 1, NULL, NULL, NULL, &l, err), "client");
     CHECK(l == NULL, "out cleared");
-    EXPECT_NULL(krabka_client_acquire(client, NULL, "m", NULL, 1, NULL, NULL, &l, err), "role");
-    EXPECT_NULL(krabka_client_acquire(client, "r", NULL, NULL, 1, NULL, NULL, &l, err), "member");
-    EXPECT_NULL(krabka_client_acquire(client, "r", "m", NULL, 1, NULL, NULL, NULL, err), "out");
-    EXPECT(krabka_client_acquire(client, "r", "m", NULL, -2, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
+    EXPECT_NULL(krabka_client_acquire(client, NULL, "m", NULL, 1, NULL, NULL, NULL, &l, err), "role");
+    EXPECT_NULL(krabka_client_acquire(client, "r", NULL, NULL, 1, NULL, NULL, NULL, &l, err), "member");
+    EXPECT_NULL(krabka_client_acquire(client, "r", "m", NULL, 1, NULL, NULL, NULL, NULL, err), "out");
+    EXPECT(krabka_client_acquire(client, "r", "m", NULL, -2, NULL, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
     CHECK(strstr(te.buf, "timeout must be a non-negative number of seconds, got -2") != NULL, "%s", te.buf);
-    EXPECT(krabka_client_acquire(client, "", "m", NULL, 1, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
+    EXPECT(krabka_client_acquire(client, "", "m", NULL, 1, NULL, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
     lo.lease_duration = 3;
-    EXPECT(krabka_client_acquire(client, "r", "m", &lo, 1, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
+    EXPECT(krabka_client_acquire(client, "r", "m", &lo, 1, NULL, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
     CHECK(strstr(te.buf, "lease duration") != NULL, "the core relates the timings: %s", te.buf);
     lo.renew_interval = NAN;
-    EXPECT(krabka_client_acquire(client, "r", "m", &lo, 1, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
+    EXPECT(krabka_client_acquire(client, "r", "m", &lo, 1, NULL, NULL, NULL, &l, err), KRABKA_RESULT_INVALID_ARGUMENT);
     CHECK(strstr(te.buf, "renew_interval must be a positive number of seconds, got NaN") != NULL, "%s", te.buf);
     /* Nothing listens: the acquire fails within the connect timeout, naming
      * the address, and nothing is left running. */
-    EXPECT(krabka_client_acquire(client, "r", "m", NULL, KRABKA_NO_TIMEOUT, NULL, NULL, &l, err),
+    EXPECT(krabka_client_acquire(client, "r", "m", NULL, KRABKA_NO_TIMEOUT, NULL, NULL, NULL, &l, err),
            KRABKA_RESULT_TRANSIENT);
     CHECK(strstr(te.buf, "127.0.0.1:1") != NULL, "the bootstrap address is named: %s", te.buf);
     CHECK(l == NULL, "no leadership");
+
+    /* cancellations */
+    {
+        krabka_cancel *cancel = NULL;
+        EXPECT(krabka_cancel_new(NULL), KRABKA_RESULT_NULL_ARGUMENT);
+        EXPECT(krabka_cancel_fire(NULL), KRABKA_RESULT_NULL_ARGUMENT);
+        EXPECT(krabka_cancel_new(&cancel), KRABKA_RESULT_OK);
+        EXPECT(krabka_cancel_fire(cancel), KRABKA_RESULT_OK);
+        EXPECT(krabka_cancel_fire(cancel), KRABKA_RESULT_OK);
+        krabka_cancel_free(cancel);
+        krabka_cancel_free(NULL);
+    }
 
     /* describe, role state, topic */
     EXPECT_NULL(krabka_client_describe_leadership(NULL, "r", &status, err), "client");
@@ -362,6 +374,8 @@ static void clients(void) {
 
     krabka_client_free(client);
     krabka_client_free(NULL);
+    EXPECT(krabka_wait_idle(-3), KRABKA_RESULT_INVALID_ARGUMENT);
+    EXPECT(krabka_wait_idle(30), KRABKA_RESULT_OK);
 }
 
 int main(void) {

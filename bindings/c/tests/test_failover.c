@@ -247,5 +247,6 @@ int main(int argc, char **argv) {
     CHECK(exit_status(b.pid, 30) == 0, "b exits cleanly after the fence");
     close(b.fd);
     krabka_client_free(client);
+    CHECK(krabka_wait_idle(30) == KRABKA_RESULT_OK, "the library is idle after every handle was freed");
     return check_summary("failover");
 }
