@@ -40,4 +40,5 @@ step model;  ci/model.sh --ci
 step faults; ci/faults.sh
 step fuzz;   ci/fuzz.sh
 step python; ci/python.sh
+step c;      ci/c.sh
 step "all checks passed"
