@@ -734,6 +734,19 @@ krabka_result krabka_leadership_is_held(const krabka_leadership *leadership, boo
 // before it reaches 0. Does not block; any thread.
 krabka_result krabka_leadership_lease_left(const krabka_leadership *leadership, double *out, krabka_error *err);
 
+// Sets `*out` to the partition of the state topic that holds the role.
+// Does not block; any thread.
+krabka_result krabka_leadership_partition(const krabka_leadership *leadership, int32_t *out, krabka_error *err);
+
+// Sets `*out` to how many renewals in a row have failed with a transient
+// error (0 while they commit). Does not block; any thread.
+krabka_result krabka_leadership_renewal_failures(const krabka_leadership *leadership, uint32_t *out, krabka_error *err);
+
+// The last lease this member wrote: `*out` is a new `krabka_lease` the
+// caller owns (read it with `krabka_lease_get_fields`, free it with
+// `krabka_lease_free`); NULL on failure. Does not block; any thread.
+krabka_result krabka_leadership_lease(const krabka_leadership *leadership, krabka_lease **out, krabka_error *err);
+
 // Sets `*out_reason` to why the role ended: `KRABKA_RESULT_OK` while it is
 // held, else the reason's code (`FENCED`, `LEASE_EXPIRED`, `RESIGNED`,
 // `FATAL`, ...). The call returns `KRABKA_RESULT_OK`; when the role ended,

@@ -356,6 +356,11 @@ pub fn lease_fields(lease: &Lease) -> krabka_lease_fields {
     }
 }
 
+/// A new lease handle of `lease`, the caller's to free.
+pub fn lease_handle(lease: Lease) -> *mut krabka_lease {
+    into_handle(krabka_lease { lease })
+}
+
 /// Reads the fields of a decoded lease value (see `krabka_key_get_fields`).
 #[no_mangle]
 pub unsafe extern "C" fn krabka_lease_get_fields(

@@ -158,6 +158,56 @@ pub unsafe extern "C" fn krabka_leadership_lease_left(
     })
 }
 
+/// Sets `*out` to the partition of the state topic that holds the role.
+/// Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_leadership_partition(
+    leadership: *const krabka_leadership,
+    out: *mut i32,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let out = unsafe { output(out, "out") }?;
+        let l = unsafe { input(leadership, "leadership") }?.core()?;
+        *out = l.partition();
+        Ok(())
+    })
+}
+
+/// Sets `*out` to how many renewals in a row have failed with a transient
+/// error (0 while they commit). Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_leadership_renewal_failures(
+    leadership: *const krabka_leadership,
+    out: *mut u32,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let out = unsafe { output(out, "out") }?;
+        let l = unsafe { input(leadership, "leadership") }?.core()?;
+        *out = l.renewal_failures();
+        Ok(())
+    })
+}
+
+/// The last lease this member wrote: `*out` is a new `krabka_lease` the
+/// caller owns (read it with `krabka_lease_get_fields`, free it with
+/// `krabka_lease_free`); NULL on failure. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_leadership_lease(
+    leadership: *const krabka_leadership,
+    out: *mut *mut crate::codec::krabka_lease,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let out = unsafe { output(out, "out") }?;
+        *out = std::ptr::null_mut();
+        let l = unsafe { input(leadership, "leadership") }?.core()?;
+        *out = crate::codec::lease_handle(l.lease());
+        Ok(())
+    })
+}
+
 /// Why the role ended, into `*out_reason`: `KRABKA_RESULT_OK` while it is
 /// held, else the code of the reason (`FENCED`, `LEASE_EXPIRED`,
 /// `RESIGNED`, `FATAL`, ...), whose message goes to `err` although the call

@@ -4,7 +4,12 @@
  * Kafka: the client made here points at a port where nothing listens, and
  * its acquire must fail within the connect timeout naming the address.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -248,7 +253,7 @@ static void clients(void) {
     krabka_client *client = NULL;
     krabka_leadership *l = (krabka_leadership *)&co;
     krabka_role_state *state = NULL;
-    krabka_leadership_status status;
+    krabka_leadership_status status, status_out;
     krabka_fencing_token token = {1, 1};
     krabka_roster_entry entry;
     krabka_lease_fields lf;
@@ -361,11 +366,41 @@ static void clients(void) {
     EXPECT(krabka_client_ensure_state_topic(client, &to, &flag, err), KRABKA_RESULT_INVALID_ARGUMENT);
     CHECK(strstr(te.buf, "min_insync_replicas must be an integer from 1") != NULL, "%s", te.buf);
 
+    /* A forked child may not use its parent's client: FATAL, nothing run. */
+    {
+        pid_t pid;
+        int status = -1;
+        fflush(stdout);
+        fflush(stderr);
+        pid = fork();
+        if (pid == 0) {
+            test_error ce;
+            krabka_result r = krabka_client_describe_leadership(client, "r", &status_out, error_init(&ce));
+            int ok = r == KRABKA_RESULT_FATAL && strstr(ce.buf, "using a krabka_client in process") != NULL;
+            if (!ok) fprintf(stderr, "child: %s: %s\n", krabka_result_name(r), ce.buf);
+            krabka_client_free(client); /* leaked there by design, never dropped */
+            /* The child holds the parent's client on purpose: it ends by a
+             * signal, so no leak checker's exit hook reports that. */
+            if (ok) raise(SIGUSR1);
+            _exit(1);
+        }
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1,
+              "a forked child's call on the parent's client returns FATAL (status %d)", status);
+    }
+
     /* leadership functions with no leadership */
     memset(&rec, 0, sizeof rec);
     EXPECT_NULL(krabka_leadership_token(NULL, &token, err), "leadership");
     EXPECT_NULL(krabka_leadership_is_held(NULL, &flag, err), "leadership");
     EXPECT_NULL(krabka_leadership_lease_left(NULL, &secs, err), "leadership");
+    EXPECT_NULL(krabka_leadership_partition(NULL, &part, err), "leadership");
+    {
+        uint32_t failures = 0;
+        krabka_lease *lease = (krabka_lease *)&co;
+        EXPECT_NULL(krabka_leadership_renewal_failures(NULL, &failures, err), "leadership");
+        EXPECT_NULL(krabka_leadership_lease(NULL, &lease, err), "leadership");
+        CHECK(lease == NULL, "out cleared");
+    }
     EXPECT_NULL(krabka_leadership_reason(NULL, &reason, err), "leadership");
     EXPECT_NULL(krabka_leadership_wait(NULL, 0, &reason, err), "leadership");
     EXPECT_NULL(krabka_leadership_write(NULL, &rec, 1, err), "leadership");

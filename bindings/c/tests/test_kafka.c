@@ -257,6 +257,25 @@ int main(void) {
     CHECK(left > 0 && left <= fast.lease_duration, "lease left %.3f", left);
     CHECK_RESULT(krabka_leadership_reason(l, &reason, err), KRABKA_RESULT_OK, err);
     CHECK(reason == KRABKA_RESULT_OK && te.err.length == 0, "no end reason while held");
+    {
+        int32_t p = -1, want = -2;
+        uint32_t failures = 99;
+        krabka_lease *own = NULL;
+        krabka_lease_fields f;
+        krabka_role_partition(role, strlen(role), 16, &want, NULL);
+        CHECK_RESULT(krabka_leadership_partition(l, &p, err), KRABKA_RESULT_OK, err);
+        CHECK(p == want, "partition %d, the codec says %d", p, want);
+        CHECK_RESULT(krabka_leadership_renewal_failures(l, &failures, err), KRABKA_RESULT_OK, err);
+        CHECK(failures == 0, "renewal failures %u", failures);
+        CHECK_RESULT(krabka_leadership_lease(l, &own, err), KRABKA_RESULT_OK, err);
+        CHECK(own && krabka_lease_get_fields(own, &f) == KRABKA_RESULT_OK && f.member_len == 1 &&
+                  f.member[0] == 'a' && f.token.producer_id == token.producer_id && f.deadline > f.granted_at,
+              "the member's own lease");
+        krabka_lease_free(own);
+        CHECK_RESULT(krabka_leadership_partition(l, NULL, err), KRABKA_RESULT_NULL_ARGUMENT, err);
+        CHECK_RESULT(krabka_leadership_renewal_failures(l, NULL, err), KRABKA_RESULT_NULL_ARGUMENT, err);
+        CHECK_RESULT(krabka_leadership_lease(l, NULL, err), KRABKA_RESULT_NULL_ARGUMENT, err);
+    }
     CHECK_RESULT(krabka_leadership_wait(l, 0, &reason, err), KRABKA_RESULT_TIMED_OUT, err);
     t0 = now();
     CHECK_RESULT(krabka_leadership_wait(l, 0.3, &reason, err), KRABKA_RESULT_TIMED_OUT, err);
