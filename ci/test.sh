@@ -41,4 +41,5 @@ step faults; ci/faults.sh
 step fuzz;   ci/fuzz.sh
 step python; ci/python.sh
 step node;   ci/node.sh
+step c;      ci/c.sh
 step "all checks passed"

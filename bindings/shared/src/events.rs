@@ -84,6 +84,23 @@ impl EventStream {
         }
     }
 
+    /// A stream over a subscription made before `leadership` existed: the
+    /// receiver of the sender an acquire was given
+    /// (`LeadershipOptions::with_events`), so the member's events from its
+    /// registration on reach one consumer in order, with no gap and no
+    /// duplicate at the moment the acquire returns. It ends with the term
+    /// like [`EventStream::subscribe`]: events already in `rx` come first,
+    /// including those of a term that has ended by now.
+    pub fn with_receiver(leadership: &Arc<Leadership>, rx: EventReceiver) -> EventStream {
+        EventStream {
+            rx: Some(rx),
+            leadership: Arc::downgrade(leadership),
+            done: Box::pin(leadership.done()),
+            state: State::Live,
+            end_seen: false,
+        }
+    }
+
     /// The next event, or `None` once the term ended and its last events
     /// were yielded. Cancel-safe: dropping the future loses no event.
     pub async fn next(&mut self) -> Option<Event> {
@@ -375,6 +392,51 @@ mod tests {
         // The stream did not keep the leadership: it ends.
         let kinds = kinds_until_end(&mut stream).await;
         assert!(kinds.iter().all(|k| *k == "renewed"), "{kinds:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_over_the_acquires_receiver_has_every_event_and_ends_with_the_term() {
+        let cluster = cluster();
+        let client = Client::from_transport(Arc::new(cluster.transport()));
+        let (tx, rx) = events::channel();
+        let options = client
+            .leadership_options()
+            .with_lease_duration(Duration::from_millis(600))
+            .with_renew_interval(Duration::from_millis(50))
+            .with_challenge_stagger(Duration::ZERO)
+            .with_poll_wait(Duration::from_millis(20))
+            .with_events(tx);
+        let l = Arc::new(client.acquire(ROLE, "a", options).await.unwrap());
+        let mut stream = EventStream::with_receiver(&l, rx);
+        let resign = {
+            let l = Arc::clone(&l);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(120)).await;
+                l.resign().await
+            })
+        };
+        let kinds = kinds_until_end(&mut stream).await;
+        resign.await.unwrap().unwrap();
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        assert!(kinds.contains(&"elected"), "{kinds:?}");
+        assert!(kinds.ends_with(&["resigned", "deregistered"]), "{kinds:?}");
+        assert!(stream.next().await.is_none());
+
+        // A term that ended before the stream was made: its events, then the end.
+        let (tx, rx) = events::channel();
+        let options = client
+            .leadership_options()
+            .with_lease_duration(Duration::from_millis(600))
+            .with_renew_interval(Duration::from_millis(50))
+            .with_challenge_stagger(Duration::ZERO)
+            .with_poll_wait(Duration::from_millis(20))
+            .with_events(tx);
+        let l = Arc::new(client.acquire(ROLE, "b", options).await.unwrap());
+        l.resign().await.unwrap();
+        let mut stream = EventStream::with_receiver(&l, rx);
+        let kinds = kinds_until_end(&mut stream).await;
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        assert!(kinds.ends_with(&["resigned", "deregistered"]), "{kinds:?}");
     }
 
     #[test]
