@@ -176,6 +176,7 @@ mod epoch;
 mod lease;
 mod librdkafka;
 mod mint;
+mod oauth;
 mod preflight;
 mod reader;
 mod sasl;
@@ -187,6 +188,7 @@ pub use config::KafkaConfig;
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
+pub use oauth::{OAuthToken, OAuthTokenError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
@@ -296,7 +298,7 @@ impl KafkaTransport {
         cc.set("acks", "all");
         cc.set("allow.auto.create.topics", "false");
         let registrar: Producer = cc
-            .create_with_context(TransportContext)
+            .create_with_context(TransportContext::new(&config))
             .map_err(|e| kafka_error("creating the registration producer", e))?;
         Ok(KafkaTransport {
             spares: Spares::new(config.clone(), client_suffix.clone()),
@@ -389,9 +391,10 @@ impl KafkaTransport {
             cc.set("group.id", "krabka-coordination-reader");
         }
         let probe: HwProbe = cc
-            .create_with_context(TransportContext)
+            .create_with_context(TransportContext::new(&self.config))
             .map_err(|e| kafka_error("creating the high-watermark probe", e))?;
         let probe = Arc::new(probe);
+        oauth::keep_fresh(&probe);
         match self.hw_probe.set(Arc::clone(&probe)) {
             Ok(()) => Ok(probe),
             // Another call made one first: use that one.
@@ -699,10 +702,12 @@ impl KafkaTransport {
         );
         let context = format!("reading the high watermark of {topic}/{partition}");
         let (_, high) = run_blocking(move || {
+            // Nothing polls the probe: it gets its OAUTHBEARER token here.
+            oauth::ensure_token(rdkafka::consumer::Consumer::client(&*probe))?;
             rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+                .map_err(|e| kafka_error(&context, e))
         })
-        .await?
-        .map_err(|e| kafka_error(&context, e))?;
+        .await??;
         Ok(high)
     }
 

@@ -36,12 +36,20 @@
 //! The client reads the same librdkafka keys the librdkafka clients get
 //! (`security.protocol`, `sasl.*`, `ssl.*`; the `security` module lists what
 //! it honours): TLS through rustls (hostname verification on unless
-//! `ssl.endpoint.identification.algorithm=none`), SASL PLAIN, SCRAM-SHA-256
-//! and SCRAM-SHA-512. A setting it cannot honour is refused by
-//! [`DescribeClient::new`] naming it. A failed authentication (naming the
-//! mechanism and the user), an untrusted or misnamed broker certificate
-//! and a mechanism the broker does not enable are [`Error::Fatal`] at once,
-//! never retried.
+//! `ssl.endpoint.identification.algorithm=none`), SASL PLAIN, SCRAM-SHA-256,
+//! SCRAM-SHA-512 and OAUTHBEARER (tokens from the configuration's token
+//! provider, [`KafkaConfig::with_oauth_token_provider`]). A setting it cannot
+//! honour is refused by [`DescribeClient::new`] naming it. A failed
+//! authentication (naming the mechanism and the user, or the token
+//! provider), an untrusted or misnamed broker certificate and a mechanism
+//! the broker does not enable are [`Error::Fatal`] at once, never retried;
+//! a token provider that fails ends the request at once with its error.
+//!
+//! A broker that sets a SASL session lifetime (KIP-368,
+//! `connections.max.reauth.ms`) ends each connection's session then: the
+//! client stops sending new requests on a connection at 85 % of its
+//! lifetime and makes a new one (requests in flight finish on the old one),
+//! so no request meets the end of a session.
 //!
 //! # Answers
 //!
@@ -71,7 +79,7 @@ use super::config::KafkaConfig;
 
 mod producer_id;
 use super::deadline_in;
-use super::security::Security;
+use super::security::{Credentials, SaslSettings, Security};
 use super::wire::{Connection, OpenError};
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
@@ -280,9 +288,28 @@ impl DescribeClient {
     /// the connect timeout, then fails with [`Error::Transient`] naming the
     /// bootstrap address. Does nothing on PLAINTEXT, or once a broker has
     /// answered this client. The connection made stays for later requests.
+    ///
+    /// With OAUTHBEARER it also makes sure the configuration's token cache
+    /// holds a fresh token (asking the provider on tokio's blocking pool if
+    /// not), so that the librdkafka clients made next take it from there.
     pub(crate) async fn check_access(&self) -> Result<()> {
         if self.inner.security.tls.is_none() && self.inner.security.sasl.is_none() {
             return Ok(());
+        }
+        if let Some(SaslSettings {
+            credentials: Credentials::Token(source),
+            ..
+        }) = &self.inner.security.sasl
+        {
+            let source = Arc::clone(source);
+            tokio::task::spawn_blocking(move || source.token())
+                .await
+                .map_err(|e| {
+                    Error::fatal(
+                        "getting an OAUTHBEARER token from the token provider",
+                        e.to_string(),
+                    )
+                })??;
         }
         if self.inner.reached.load(Ordering::Relaxed) {
             return Ok(());
@@ -561,7 +588,7 @@ impl DescribeClient {
         )
         .await
         .map_err(|e| match e {
-            OpenError::Fatal(e) => Attempt::Fail(e),
+            OpenError::Fail(e) => Attempt::Fail(e),
             OpenError::Retry(e) => Attempt::Backoff(format!("connecting to {addr}: {e}")),
         })?;
         self.inner.reached.store(true, Ordering::Relaxed);
