@@ -99,6 +99,8 @@ pub(super) struct Connection {
     /// When the broker will end the SASL session (KIP-368), less a margin:
     /// from then on a new connection is made for new requests.
     session_end: Option<Instant>,
+    /// The SASL session lifetime the broker set, if any.
+    pub(super) session_lifetime: Option<std::time::Duration>,
 }
 
 impl Drop for Connection {
@@ -165,6 +167,7 @@ impl Connection {
             requests,
             reader,
             session_end: None,
+            session_lifetime: None,
         };
         conn.versions = conn.api_versions(deadline).await?;
         if let Some(sasl) = &security.sasl {
@@ -172,6 +175,7 @@ impl Connection {
             if let Some(lifetime) = conn.authenticate(sasl, deadline).await? {
                 tracing::debug!(addr, ?lifetime, "SASL session lifetime (KIP-368)");
                 conn.session_end = Some(started + lifetime.mul_f64(SESSION_USE));
+                conn.session_lifetime = Some(lifetime);
             }
         }
         Ok(conn)

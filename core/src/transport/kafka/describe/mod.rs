@@ -152,6 +152,11 @@ struct Inner {
     /// that need it.
     connections: StdMutex<HashMap<String, ConnectionSlot>>,
     requests: Arc<AtomicU64>,
+    /// Connections made (each with its handshakes).
+    connects: AtomicU64,
+    /// The SASL session lifetime of the last connection made, in ms (0:
+    /// none).
+    session_lifetime_ms: AtomicU64,
     /// TLS and SASL of every connection.
     security: Security,
 }
@@ -201,6 +206,8 @@ impl DescribeClient {
                 coordinators: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
+                connects: AtomicU64::new(0),
+                session_lifetime_ms: AtomicU64::new(0),
                 security,
             }),
         })
@@ -338,6 +345,22 @@ impl DescribeClient {
     /// InitProducerId) this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// How many connections this client and its clones made. For tests.
+    #[doc(hidden)]
+    pub fn connections_made(&self) -> u64 {
+        self.inner.connects.load(Ordering::Relaxed)
+    }
+
+    /// The SASL session lifetime (KIP-368) the broker gave the last
+    /// connection made, if it gave one. For tests.
+    #[doc(hidden)]
+    pub fn sasl_session_lifetime(&self) -> Option<Duration> {
+        match self.inner.session_lifetime_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     /// The deadline of a request with `budget`, and the budget it really
@@ -592,6 +615,12 @@ impl DescribeClient {
             OpenError::Retry(e) => Attempt::Backoff(format!("connecting to {addr}: {e}")),
         })?;
         self.inner.reached.store(true, Ordering::Relaxed);
+        self.inner.connects.fetch_add(1, Ordering::Relaxed);
+        self.inner.session_lifetime_ms.store(
+            conn.session_lifetime
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            Ordering::Relaxed,
+        );
         let conn = Arc::new(conn);
         *slot = Some(Arc::clone(&conn));
         Ok(conn)
