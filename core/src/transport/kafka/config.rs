@@ -193,8 +193,9 @@ impl KafkaConfig {
     /// A failing provider is an error naming the token provider with its
     /// message: [`Error::Transient`], or [`Error::Fatal`] when it returned
     /// this crate's fatal error (e.g. `Error::fatal("fetching a token",
-    /// "the client credentials were revoked")`), which no retry mends. A
-    /// panic is a fatal error too. Once a token was given, a failing
+    /// "the client credentials were revoked")`), which no retry mends, or
+    /// [`Error::InvalidArgument`] when it returned that. A panic is a fatal
+    /// error too. Once a token was given, a failing
     /// refresh keeps the last token in use until it expires. A token
     /// already expired, empty or with spaces or control characters is
     /// [`Error::InvalidArgument`]. SASL extensions are not supported.

@@ -244,12 +244,17 @@ impl TokenSource {
     }
 }
 
-/// The error of a provider that returned `e`: [`Error::Fatal`] when `e` is
-/// this crate's fatal error, else [`Error::Transient`]; both name the token
-/// provider and keep `e` as the cause.
+/// The error of a provider that returned `e`, naming the token provider:
+/// [`Error::Fatal`] when `e` is this crate's fatal error,
+/// [`Error::InvalidArgument`] when it is this crate's invalid argument,
+/// else [`Error::Transient`]; the fatal and transient errors keep `e` as
+/// their cause.
 fn provider_error(e: OAuthTokenError) -> Error {
     match e.downcast::<Error>() {
         Ok(e) if e.kind() == crate::ErrorKind::Fatal => Error::fatal(CONTEXT, e),
+        Ok(e) if e.kind() == crate::ErrorKind::InvalidArgument => {
+            Error::InvalidArgument(format!("{CONTEXT}: {e}"))
+        }
         Ok(e) => Error::transient(CONTEXT, e),
         Err(e) => Error::transient(CONTEXT, e),
     }
@@ -482,6 +487,12 @@ mod tests {
         let e = fatal.token().unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Fatal, "{e}");
         assert!(e.to_string().contains("revoked"), "{e}");
+        let invalid = TokenSource::new(|| {
+            Err(Box::new(Error::InvalidArgument("a bad return value".into())) as _)
+        });
+        let e = invalid.token().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("a bad return value"), "{e}");
         let panicking = TokenSource::new(|| panic!("boom in the provider"));
         let e = panicking.token().unwrap_err();
         assert!(e.to_string().contains("boom in the provider"), "{e}");
