@@ -160,11 +160,19 @@ async fn leadership_round(config: &KafkaConfig, hold: Duration, idle: Duration) 
         tokio::time::sleep(idle).await;
         let status = client.describe_leadership(&role).await.expect("describe");
         assert!(!status.authoritative(&token), "{status:?}");
+        // Promptly: a reader whose token expired meanwhile would first fail
+        // to re-authenticate and retry.
+        let started = Instant::now();
         let state = client
             .describe_role_state(&role)
             .await
             .expect("the role's state after a pause");
         assert!(state.roster.is_empty(), "{state:?}");
+        assert!(
+            started.elapsed() < PROMPT,
+            "reading the state after the pause took {:?}",
+            started.elapsed()
+        );
     }
 }
 
@@ -301,18 +309,53 @@ async fn short_lived_tokens_are_replaced_before_they_expire() {
     // On the listener with short SASL sessions (KIP-368): every connection
     // re-authenticates (librdkafka) or is replaced (the protocol client)
     // every couple of seconds, the broker takes a session no longer than
-    // its token lives, and refuses an expired token. Tokens of 4 s, a round
-    // of 9 s and a pause of 6 s: it only lasts if every client keeps taking
-    // new tokens, the idle ones included.
+    // its token lives, and refuses an expired token. Tokens of 16 s (15 to
+    // 16: `exp` is in whole seconds; librdkafka looks at its token's refresh
+    // time once a second, so much shorter tokens could expire before it asks
+    // for the next), a round of 10 s (the source fetches the second token
+    // half-way through the first) and a pause of 17 s, longer than a token
+    // lives: it only lasts if every client keeps taking new tokens, the idle
+    // state readers included.
     let calls = Arc::new(AtomicU32::new(0));
     let config = oauth_config(
         &secured_reauth_bootstrap(),
-        jwt_provider("admin", Duration::from_secs(4), &calls),
+        jwt_provider("admin", Duration::from_secs(16), &calls),
     );
-    leadership_round(&config, Duration::from_secs(9), Duration::from_secs(6)).await;
+    leadership_round(&config, Duration::from_secs(10), Duration::from_secs(17)).await;
     let calls = calls.load(Ordering::SeqCst);
     assert!(
         calls >= 3,
-        "a 9 s round on 4 s tokens took only {calls} tokens"
+        "a 10 s round and a 17 s pause on 16 s tokens took only {calls} tokens"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_provider_that_does_not_answer_is_a_transient_error_within_the_connect_timeout() {
+    init_tracing();
+    let cluster = secured();
+    let slow = oauth_config(&cluster.bootstrap, || {
+        std::thread::sleep(Duration::from_secs(3));
+        Err("too late".into())
+    })
+    .with_connect_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let e = describe_unknown(&slow).await.expect_err("no token");
+    eprintln!("describe after {:?}: {e}", started.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
+    assert!(
+        e.to_string().contains("token provider did not answer"),
+        "{e}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(2500), "{e}");
+    // A member: its first connect is bounded the same way.
+    let client = Client::new(slow).expect("client");
+    let started = Instant::now();
+    let e = client
+        .acquire(&unique("oauth-slow"), "m", client.leadership_options())
+        .await
+        .expect_err("no token");
+    eprintln!("acquire after {:?}: {e}", started.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
+    assert!(e.to_string().contains("did not answer"), "{e}");
+    assert!(started.elapsed() < Duration::from_millis(2500), "{e}");
 }

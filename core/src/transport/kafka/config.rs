@@ -181,14 +181,16 @@ impl KafkaConfig {
     /// `provider` returns a valid token: its value (often a JWT; printable
     /// ASCII without spaces), when it expires, and optionally the principal
     /// it names (for the clients' logs; the broker reads the principal from
-    /// the token). It is called when a client first needs a token and again
-    /// once 80 % of the last token's life has passed; the clients of one
-    /// configuration (and of its clones) share the token it returned, so it
-    /// is called about once per token lifetime. It may block (an HTTP
-    /// request to an identity provider) but should answer well within the
-    /// connect timeout; it runs on librdkafka's threads and on tokio's
-    /// blocking pool, and may run on a tokio worker thread when a state
-    /// consumer refreshes its token.
+    /// the token). It is called when a client first needs a token and then,
+    /// on a thread of its own, half-way through each token's life; the
+    /// clients of one configuration (and of its clones) share the token it
+    /// returned and take the next one at 80 % of theirs, so it is called
+    /// about twice per token lifetime, and a client with a token never waits
+    /// for it. It may block (an HTTP request to an identity provider) but
+    /// should answer well within the connect timeout; it runs on that
+    /// thread, librdkafka's threads and tokio's blocking pool. Tokens should
+    /// live minutes, as usual: librdkafka looks at its refresh time once a
+    /// second, so tokens of a few seconds can expire before it asks.
     ///
     /// A failing provider is an error naming the token provider with its
     /// message: [`Error::Transient`], or [`Error::Fatal`] when it returned

@@ -188,7 +188,7 @@ pub use config::KafkaConfig;
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
-pub use oauth::{OAuthToken, OAuthTokenError};
+pub use oauth::{OAuthToken, OAuthTokenError, TokenProviderError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 

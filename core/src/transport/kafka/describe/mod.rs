@@ -309,14 +309,19 @@ impl DescribeClient {
         }) = &self.inner.security.sasl
         {
             let source = Arc::clone(source);
-            tokio::task::spawn_blocking(move || source.token())
+            let context = "getting an OAUTHBEARER token from the token provider";
+            let within = self.inner.connect_timeout;
+            tokio::time::timeout(within, tokio::task::spawn_blocking(move || source.token()))
                 .await
-                .map_err(|e| {
-                    Error::fatal(
-                        "getting an OAUTHBEARER token from the token provider",
-                        e.to_string(),
+                .map_err(|_| {
+                    Error::transient(
+                        context,
+                        format!(
+                            "the provider did not answer within {within:?} (the connect timeout)"
+                        ),
                     )
-                })??;
+                })?
+                .map_err(|e| Error::fatal(context, e.to_string()))??;
         }
         if self.inner.reached.load(Ordering::Relaxed) {
             return Ok(());
