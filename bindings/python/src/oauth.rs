@@ -6,9 +6,9 @@
 //! seconds since the Unix epoch (`int` or `float`, as `time.time() + 3600`
 //! writes it) and the principal it names (`str`, for the clients' logs),
 //! the shape confluent-kafka's `oauth_cb` returns. Everything else is the
-//! core's: when it is called (a client's first connect, then once 80 % of
-//! the token's life has passed, shared by every client of the `Client`),
-//! what a token may hold, and how a failure is reported.
+//! core's: when it is called (a client's first connect, then half-way
+//! through each token's life, shared by every client of the `Client`), what
+//! a token may hold, and how a failure is reported.
 //!
 //! It is called on a background thread (librdkafka's, or the runtime's
 //! blocking pool) with the GIL taken; the blocking calls of `Client`

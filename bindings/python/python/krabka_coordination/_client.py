@@ -74,7 +74,7 @@ class _ClientBase:
         a function of no argument returning ``(token, expiry)`` or ``(token,
         expiry, principal)`` (:data:`OAuthTokenProvider`). Every Kafka client
         of this client takes its token from it; it is called when the first
-        needs one and again once 80 % of the token's life has passed, on a
+        needs one and again half-way through each token's life, on a
         background thread (keep it quick and thread-safe; it must not use
         the event loop of an :class:`AsyncClient`). An exception it raises
         fails the operation that needed the token at once:
