@@ -11,8 +11,10 @@
 # works.
 #
 # Besides the plain 1-node and 3-node clusters there is the `secured` one: one node whose
-# client listener is SASL_SSL (a throw-away CA and broker certificate made here with
-# openssl, SCRAM and PLAIN users, KRaft's StandardAuthorizer on).
+# client listeners are SASL_SSL (a throw-away CA and broker certificate made here with
+# openssl, SCRAM and PLAIN users, OAUTHBEARER with unsigned tokens, KRaft's
+# StandardAuthorizer on); its second client listener ends every SASL session after a
+# few seconds (KIP-368), for the tests of re-authentication.
 set -euo pipefail
 
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -30,9 +32,10 @@ extra_props=${KAFKA_EXTRA_PROPERTIES:-}
 port_1=${KAFKA_PORT_1:-19092}
 port_3=${KAFKA_PORT_3:-29092}
 port_s=${KAFKA_PORT_SECURED:-18092}
-for p in "$port_1" "$port_3" "$port_s"; do
+port_r=${KAFKA_PORT_SECURED_REAUTH:-$((port_s + 1))}
+for p in "$port_1" "$port_3" "$port_s" "$port_r"; do
     if ! [[ $p =~ ^[1-9][0-9]*$ ]] || ((p > 65400)); then
-        printf 'kafka.sh: error: KAFKA_PORT_1 / KAFKA_PORT_3 / KAFKA_PORT_SECURED must be port numbers, got %s\n' "$p" >&2
+        printf 'kafka.sh: error: KAFKA_PORT_1 / KAFKA_PORT_3 / KAFKA_PORT_SECURED / KAFKA_PORT_SECURED_REAUTH must be port numbers, got %s\n' "$p" >&2
         exit 2
     fi
 done
@@ -48,6 +51,10 @@ log_marker='===== ci/kafka.sh starts'
 # admin is a super user, the others have no ACL until a test grants one
 secured_users=(admin alice bob)
 secured_password() { echo "$1-secret"; }
+# the SASL session lifetime (KIP-368 connections.max.reauth.ms) of the secured cluster's
+# second client listener: short, so a test sees several sessions end; the first listener
+# sets none (sessions last as long as their connection)
+reauth_ms=2000
 # the password of the broker's PKCS#12 keystore (throw-away, like the certificates)
 keystore_password=krabka-keystore
 # the password of the client key the secured cluster's certificates come with
@@ -73,8 +80,11 @@ usage: ci/kafka.sh COMMAND [ARGS]
   stop [1|3|secured]      stop that cluster; without an argument, every cluster this script started
   status [1|3|secured]    show the clusters and their nodes; with a cluster, exit 3 unless fully up
   bootstrap [1|3|secured] print the bootstrap address of the cluster
-  settings secured        print the librdkafka settings (key=value lines) of the secured cluster's
-                          super user: bootstrap.servers, SASL_SSL, SCRAM-SHA-512, the CA file
+  settings secured [reauth]
+                          print the librdkafka settings (key=value lines) of the secured cluster's
+                          super user: bootstrap.servers, SASL_SSL, SCRAM-SHA-512, the CA file; with
+                          reauth, bootstrap.servers is the listener whose SASL sessions end after
+                          ${reauth_ms} ms
   node stop SIZE I        stop node I (1..SIZE) of a cluster (e.g. node stop 3 2)
   node start SIZE I       start node I again, wait until it is back in the metadata, print the
                           bootstrap address
@@ -92,12 +102,17 @@ clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
   1-node: broker $port_1, controller $((port_1 + 100)); data in ${state_dir}/c1/
   3-node: brokers $port_3,$((port_3 + 1)),$((port_3 + 2)), controllers $((port_3 + 100)),$((port_3 + 101)),$((port_3 + 102)); data in ${state_dir}/c3/
   secured: 1 node; clients connect to SASL_SSL://localhost:$port_s (TLS; the broker's certificate
-          names localhost only, so 127.0.0.1:$port_s fails hostname verification); the broker's
-          own listeners are PLAINTEXT on loopback: inter-broker $((port_s + 50)), controller
-          $((port_s + 100)) (their principal, User:ANONYMOUS, is a super user: clients use SASL_SSL).
+          names localhost only, so 127.0.0.1:$port_s fails hostname verification), or to the
+          second SASL_SSL listener localhost:$port_r, the same but ending every SASL session
+          after ${reauth_ms} ms (connections.max.reauth.ms, KIP-368: a client re-authenticates
+          or reconnects); the broker's own listeners are PLAINTEXT on loopback: inter-broker
+          $((port_s + 50)), controller $((port_s + 100)) (their principal, User:ANONYMOUS, is a
+          super user: clients use SASL_SSL).
           SASL mechanisms SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN; users (made at format time)
           ${secured_users[*]} with password <user>-secret; admin is the super user, the others
-          have no ACL (StandardAuthorizer, no ACL = denied). Certificates (made with openssl) in
+          have no ACL (StandardAuthorizer, no ACL = denied). OAUTHBEARER too, with Kafka's
+          unsecured validator: any unsigned JWT (header {"alg":"none"}) with "sub" (the
+          principal) and "exp" claims, e.g. sub admin. Certificates (made with openssl) in
           ${state_dir}/csecured/tls/: ca.pem (trust it: ssl.ca.location), other-ca.pem (a CA that
           signed nothing, for tests of an untrusted certificate), client.pem and client.key (a
           client certificate, its PKCS#8 key encrypted with the password client-key-secret; the
@@ -113,6 +128,9 @@ environment:
   KAFKA_PORT_3            first broker port of the 3-node cluster (default 29092);
                           broker ports are PORT..PORT+2, controller ports are broker port + 100
   KAFKA_PORT_SECURED      SASL_SSL port of the secured cluster (default 18092)
+  KAFKA_PORT_SECURED_REAUTH
+                          the secured cluster's listener with short SASL sessions (default
+                          KAFKA_PORT_SECURED + 1)
   KAFKA_STATE_DIR         cluster state folder (default <repo>/.kafka)
   KAFKA_CACHE_DIR         download cache (default <repo>/ci/.cache)
   JAVA_HOME               Java 17+ to use (default: java on PATH)
@@ -222,6 +240,8 @@ broker_port() { echo $(($(base_port "$1") + $2 - 1)); }
 controller_port() { echo $(($(broker_port "$1" "$2") + 100)); }
 # the secured cluster's PLAINTEXT inter-broker listener
 internal_port() { echo $(($(broker_port "$1" "$2") + 50)); }
+# the secured cluster's SASL_SSL listener with short SASL sessions
+reauth_port() { echo $((port_r + $2 - 1)); }
 # the host clients connect to: the secured cluster's certificate names localhost only
 client_host() { if [[ $1 == secured ]]; then echo localhost; else echo 127.0.0.1; fi; }
 tls_dir() { echo "$state_dir/csecured/tls"; }
@@ -272,9 +292,11 @@ lock_cluster() {
     flock -w 600 9 || die "timed out waiting for another ci/kafka.sh on cluster $1"
 }
 
+# write node I's server.properties (to OUT, default the node's own file)
 write_props() {
-    local size=$1 i=$2 ndir rf min_isr text
+    local size=$1 i=$2 ndir rf min_isr text out
     ndir=$(node_dir "$size" "$i")
+    out=${3:-$ndir/server.properties}
     if [[ $(nodes_of "$size") == 1 ]]; then rf=1 min_isr=1; else rf=3 min_isr=2; fi
     text=$(<"$conf_dir/server.properties.in")
     text=${text//@NODE_ID@/"$i"}
@@ -284,23 +306,36 @@ write_props() {
     text=${text//@LOG_DIR@/"$ndir/data"}
     text=${text//@RF@/"$rf"}
     text=${text//@MIN_ISR@/"$min_isr"}
-    printf '%s\n' "$text" >"$ndir/server.properties"
+    printf '%s\n' "$text" >"$out"
     if [[ $size == secured ]]; then
         local u plain_users=
         for u in "${secured_users[@]}"; do plain_users+=" user_$u=\"$(secured_password "$u")\""; done
         text=$(<"$conf_dir/secured.properties.in")
         text=${text//@BROKER_PORT@/"$(broker_port "$size" "$i")"}
+        text=${text//@REAUTH_PORT@/"$(reauth_port "$size" "$i")"}
+        text=${text//@REAUTH_MS@/"$reauth_ms"}
         text=${text//@INTERNAL_PORT@/"$(internal_port "$size" "$i")"}
         text=${text//@CONTROLLER_PORT@/"$(controller_port "$size" "$i")"}
         text=${text//@PLAIN_USERS@/"$plain_users"}
         text=${text//@KEYSTORE@/"$(tls_dir)/broker.p12"}
         text=${text//@KEYSTORE_PASSWORD@/"$keystore_password"}
         text=${text//@TRUSTSTORE@/"$(tls_dir)/ca.pem"}
-        printf '\n%s\n' "$text" >>"$ndir/server.properties"
+        printf '\n%s\n' "$text" >>"$out"
     fi
     if [[ -n $extra_props ]]; then
-        printf '\n# from KAFKA_EXTRA_PROPERTIES\n%s\n' "$extra_props" >>"$ndir/server.properties"
+        printf '\n# from KAFKA_EXTRA_PROPERTIES\n%s\n' "$extra_props" >>"$out"
     fi
+}
+
+# true when running node I was started with the settings this script would write now
+props_current() {
+    local size=$1 i=$2 ndir now rc=0
+    ndir=$(node_dir "$size" "$i")
+    now=$(mktemp "$ndir/server.properties.now.XXXXXX")
+    write_props "$size" "$i" "$now"
+    cmp -s "$now" "$ndir/server.properties" || rc=1
+    rm -f "$now"
+    return "$rc"
 }
 
 # a random Kafka Uuid: 16 bytes, URL-safe base64 without padding, not starting with '-'
@@ -367,7 +402,7 @@ launch_node() {
     local size=$1 i=$2 ndir port heap jvm
     ndir=$(node_dir "$size" "$i")
     local ports=("$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")")
-    if [[ $size == secured ]]; then ports+=("$(internal_port "$size" "$i")"); fi
+    if [[ $size == secured ]]; then ports+=("$(internal_port "$size" "$i")" "$(reauth_port "$size" "$i")"); fi
     for port in "${ports[@]}"; do
         if port_open "$port"; then
             die "port $port of node $i of cluster $size is taken by a process this script did not start"
@@ -561,7 +596,9 @@ show_secured() {
     log "secured cluster: SASL_SSL on $(bootstrap_of secured) (TLS; the certificate names localhost only)"
     log "  trust the CA $(tls_dir)/ca.pem (ssl.ca.location); $(tls_dir)/other-ca.pem signed nothing"
     log "  users (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN): ${users[*]}; admin is the super user, the others have no ACL"
-    log "  librdkafka settings: ci/kafka.sh settings secured; Java tools: --command-config $(admin_props secured)"
+    log "  OAUTHBEARER: an unsigned JWT (alg none) with claims sub (the principal, e.g. admin) and exp"
+    log "  localhost:$(reauth_port secured 1): the same, SASL sessions end after ${reauth_ms} ms (KIP-368)"
+    log "  librdkafka settings: ci/kafka.sh settings secured [reauth]; Java tools: --command-config $(admin_props secured)"
 }
 
 # seconds a readiness check may take: at most 30, and not much past the start deadline
@@ -659,6 +696,10 @@ cmd_start() {
         node_up "$size" "$i" || todo+=("$i")
     done
     if [[ ${#todo[@]} -eq 0 && -f $cdir/ready ]]; then
+        for ((i = 1; i <= n; i++)); do
+            props_current "$size" "$i" ||
+                die "cluster $size is running with other settings than ci/kafka/*.properties.in and the environment give now (node $i); restart it: ci/kafka.sh stop $size && ci/kafka.sh start $size"
+        done
         log "cluster $size is already running; reusing it"
         if [[ $size == secured ]]; then show_secured; fi
         bootstrap_of "$size"
@@ -860,9 +901,11 @@ bootstrap)
     bootstrap_of "${1:-1}"
     ;;
 settings)
-    [[ $# -eq 1 && $1 == secured ]] || usage
+    [[ ($# -eq 1 || ($# -eq 2 && $2 == reauth)) && $1 == secured ]] || usage
     [[ -f $(tls_dir)/ready ]] || die "the secured cluster has no certificates yet: run ci/kafka.sh start secured"
-    printf '%s\n' "bootstrap.servers=$(bootstrap_of secured)" security.protocol=SASL_SSL \
+    settings_bootstrap=$(bootstrap_of secured)
+    if [[ ${2:-} == reauth ]]; then settings_bootstrap=localhost:$(reauth_port secured 1); fi
+    printf '%s\n' "bootstrap.servers=$settings_bootstrap" security.protocol=SASL_SSL \
         sasl.mechanism=SCRAM-SHA-512 sasl.username=admin "sasl.password=$(secured_password admin)" \
         "ssl.ca.location=$(tls_dir)/ca.pem"
     ;;

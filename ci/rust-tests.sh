@@ -3,8 +3,9 @@
 # integration and end-to-end tests against the real local Kafka.
 # Needs KRABKA_BOOTSTRAP (and KRABKA_BOOTSTRAP_3 for the replication tests);
 # when unset, the tests start the local clusters themselves with ci/kafka.sh.
-# The secured tests (core/tests/kafka_secured.rs) always use
-# `ci/kafka.sh start secured`, which reuses a running secured cluster.
+# The secured tests (core/tests/kafka_secured.rs, kafka_oauth.rs,
+# kafka_reauth.rs) always use `ci/kafka.sh start secured`, which reuses a
+# running secured cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --all-targets

@@ -28,7 +28,8 @@ if [[ -z ${KRABKA_BOOTSTRAP_3:-} ]]; then
     started+=(3)
     export KRABKA_BOOTSTRAP_3
 fi
-# The secured cluster (SASL_SSL, ACLs) of core/tests/kafka_secured.rs: one node.
+# The secured cluster (SASL_SSL, OAUTHBEARER, short sessions, ACLs) of
+# core/tests/kafka_secured.rs, kafka_oauth.rs and kafka_reauth.rs: one node.
 step "kafka (secured)"
 ci/kafka.sh start secured >/dev/null
 started+=(secured)

@@ -66,10 +66,12 @@ impl PyClient {
     /// (`__coordination_state` by default). `connect_timeout` (seconds,
     /// default 10) bounds the first contact with the cluster,
     /// `operation_timeout` (seconds, default 30) each blocking client
-    /// operation; the shared crate checks both (`TimeoutArgs`). The core
-    /// refuses a setting librdkafka rejects; nothing connects yet.
+    /// operation; the shared crate checks both (`TimeoutArgs`).
+    /// `oauth_token`, a callable, supplies the OAUTHBEARER tokens
+    /// ([`crate::oauth`]). The core refuses a setting librdkafka rejects;
+    /// nothing connects yet.
     #[new]
-    #[pyo3(signature = (kafka, partitions=None, state_topic=None, *, connect_timeout=None, operation_timeout=None))]
+    #[pyo3(signature = (kafka, partitions=None, state_topic=None, *, connect_timeout=None, operation_timeout=None, oauth_token=None))]
     fn new(
         py: Python<'_>,
         kafka: &Bound<'_, PyAny>,
@@ -77,6 +79,7 @@ impl PyClient {
         state_topic: Option<&Bound<'_, PyAny>>,
         connect_timeout: Option<&Bound<'_, PyAny>>,
         operation_timeout: Option<&Bound<'_, PyAny>>,
+        oauth_token: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let partitions = int_value(partitions, "partitions", 1, i32::MAX.into())?
             .map(options::partitions)
@@ -90,6 +93,9 @@ impl PyClient {
         let mut config = kafka_config(kafka)?;
         if let Some(topic) = state_topic.filter(|t| !t.is_none()) {
             config = config.with_state_topic(str_field(topic, "state_topic")?);
+        }
+        if let Some(provider) = oauth_token.filter(|p| !p.is_none()) {
+            config = config.with_oauth_token_provider(crate::oauth::token_provider(provider)?);
         }
         let config = timeouts.apply(config).into_py_result(py)?;
         crate::logging::sync_level(py)?;

@@ -66,7 +66,7 @@ pub fn display(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// True for a Python `int` that is not a `bool`.
-fn is_int(value: &Bound<'_, PyAny>) -> bool {
+pub fn is_int(value: &Bound<'_, PyAny>) -> bool {
     value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>()
 }
 

@@ -30,13 +30,16 @@
 //! `source()` chain becomes the `__cause__` chain: a link that is itself a
 //! Python exception is attached as it is (type and traceback survive the
 //! trip through the core), a link that is a core error is mapped by its own
-//! kind, and any other link becomes a `KrabkaError` carrying its message.
+//! kind, a token provider's error (the core's `TokenProviderError`) is
+//! replaced by what the provider raised or returned, and any other link
+//! becomes a `KrabkaError` carrying its message.
 //!
 //! Argument refusals of the shared crate ([`arg_error`]) map by their
 //! `ArgErrorKind`: `TypeError`, `InvalidArgumentError`, `OverflowError`.
 
 use std::error::Error as StdError;
 
+use krabka_coordination::transport::kafka::TokenProviderError;
 use krabka_coordination::{
     EncodeError as CoreEncodeError, Error, ErrorKind, FormatError as CoreFormatError, SharedError,
 };
@@ -251,6 +254,11 @@ fn cause_to_py(py: Python<'_>, cause: &(dyn StdError + 'static)) -> PyErr {
     }
     if let Some(SharedError(core)) = cause.downcast_ref::<SharedError>() {
         return error_to_py(py, core);
+    }
+    // What an OAUTHBEARER token provider returned (an `oauth_token`
+    // callable's exception): the link is only its carrier.
+    if let Some(provided) = cause.downcast_ref::<TokenProviderError>() {
+        return cause_to_py(py, provided.get_ref());
     }
     let err = Exc::Krabka.new_err(py, cause.to_string());
     if let Some(next) = cause.source() {

@@ -18,7 +18,8 @@
 //!   leadership API, each operation once, as a [`pending::PyPending`].
 //! * [`pending`], [`asyncio`]: waiting for an operation, blocking or awaited.
 //! * [`runtime`]: the runtime holder and the fork hook.
-//! * [`error`], [`convert`]: exceptions and argument conversion.
+//! * [`error`], [`convert`]: exceptions and argument conversion;
+//!   [`oauth`]: a callable as the OAUTHBEARER token provider.
 //! * [`logging`]: the core's log events in Python's `logging`.
 
 pub mod asyncio;
@@ -29,6 +30,7 @@ pub mod events;
 pub mod functions;
 pub mod leadership;
 pub mod logging;
+pub mod oauth;
 pub mod pending;
 pub mod records;
 pub mod reports;

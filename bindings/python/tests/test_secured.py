@@ -1,8 +1,9 @@
 """The binding on the secured cluster (``ci/kafka.sh start secured``: SASL_SSL,
-SCRAM and PLAIN users, ACLs): the settings dict reaches the core unchanged,
-for its librdkafka clients and its own protocol client alike. One leadership
-round as the super user, and a wrong password, which is a ``FatalError``
-naming the mechanism and the user at once, not a timeout.
+SCRAM and PLAIN users, OAUTHBEARER, ACLs): the settings dict reaches the core
+unchanged, for its librdkafka clients and its own protocol client alike. One
+leadership round as the super user, a wrong password, which is a
+``FatalError`` naming the mechanism and the user at once, not a timeout, and
+a leadership round authenticated by tokens from an ``oauth_token`` callable.
 
 ``ci/kafka.sh start secured`` starts the cluster or finds it running;
 ``ci/kafka.sh settings secured`` prints the super user's settings.
@@ -10,9 +11,11 @@ naming the mechanism and the user at once, not a timeout.
 
 from __future__ import annotations
 
+import base64
+import json
 import subprocess
 import time
-from typing import Dict
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -67,3 +70,55 @@ def test_a_wrong_password_is_a_prompt_fatal_error(mechanism: str) -> None:
     assert mechanism in message and '"admin"' in message, message
     assert "not-the-password" not in message, message
     assert elapsed < 5, f"took {elapsed:.1f} s: {message}"
+
+
+def unsigned_jwt(sub: str, exp: int) -> str:
+    """An unsigned JWT (``{"alg":"none"}``): what the secured cluster's
+    OAUTHBEARER validator takes, the principal being ``sub``."""
+
+    def b64(data: Dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+    return f"{b64({'alg': 'none'})}.{b64({'sub': sub, 'iat': int(time.time()), 'exp': exp})}."
+
+
+def test_oauthbearer_with_a_token_callable(request: pytest.FixtureRequest) -> None:
+    base = secured_settings()
+    settings = {
+        "bootstrap.servers": base["bootstrap.servers"],
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "OAUTHBEARER",
+        "ssl.ca.location": base["ssl.ca.location"],
+    }
+    calls: List[float] = []
+
+    def token() -> Tuple[str, float, str]:
+        calls.append(time.time())
+        exp = int(time.time()) + 3600
+        return unsigned_jwt("admin", exp), exp, "admin"
+
+    role = unique_role(request.node.name)
+    with kc.Client(settings, oauth_token=token) as client:
+        client.ensure_state_topic(development=True)
+        with client.acquire_leadership(role, "m", **FAST) as leadership:
+            assert client.describe_leadership(role).authoritative(leadership.token)
+        assert isinstance(leadership.error, kc.Resigned)
+    # Every Kafka client took the one token.
+    assert len(calls) == 1, calls
+
+    # An exception of the callable fails the operation at once, kept as the cause.
+    def unreachable() -> Tuple[str, float]:
+        raise ConnectionError("the identity provider is unreachable")
+
+    with kc.Client(settings, oauth_token=unreachable) as client:
+        started = time.monotonic()
+        with pytest.raises(kc.TransientError) as info:
+            client.describe_leadership(role)
+        assert time.monotonic() - started < 5
+    assert "token provider" in str(info.value), info.value
+    assert isinstance(info.value.__cause__, ConnectionError), repr(info.value.__cause__)
+    # A callable is needed, and OAUTHBEARER needs one.
+    with pytest.raises(TypeError, match="oauth_token"):
+        kc.Client(settings, oauth_token="a token")  # type: ignore[arg-type]
+    with pytest.raises(kc.InvalidArgumentError, match="OAUTHBEARER needs a token provider"):
+        kc.Client(settings)

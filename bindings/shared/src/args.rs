@@ -64,6 +64,8 @@ pub enum Field {
     ConnectTimeout,
     /// The budget of one blocking client operation.
     OperationTimeout,
+    /// The OAUTHBEARER token provider (a host callable).
+    OAuthToken,
 }
 
 impl Field {
@@ -87,6 +89,7 @@ impl Field {
             Field::Kafka => "kafka",
             Field::ConnectTimeout => "connect_timeout",
             Field::OperationTimeout => "operation_timeout",
+            Field::OAuthToken => "oauth_token",
         }
     }
 }
@@ -220,6 +223,20 @@ pub fn seconds(field: &str, secs: f64, bound: SecondsBound) -> Result<Duration, 
         .map_err(|_| ArgError::invalid(field, requirement, number(secs)))
 }
 
+/// A point in time given as `secs` seconds since the Unix epoch (a token's
+/// expiry, as `time.time() + 3600` or `Date.now() / 1000 + 3600` write
+/// it): refused when NaN, infinite, or not after the epoch.
+pub fn epoch_seconds(field: &str, secs: f64) -> Result<std::time::SystemTime, ArgError> {
+    let requirement = "a time in seconds since the Unix epoch";
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(ArgError::invalid(field, requirement, number(secs)));
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| std::time::UNIX_EPOCH.checked_add(d))
+        .ok_or_else(|| ArgError::invalid(field, requirement, number(secs)))
+}
+
 /// A number as messages write it: integers without a fraction (`-1`, not
 /// `-1.0`), others in their shortest exact form, `NaN`, `inf`.
 pub fn number(x: f64) -> String {
@@ -254,6 +271,24 @@ pub fn out_of_range(field: &str, min: i64, max: i64, got: impl fmt::Display) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epoch_seconds_are_points_in_time_after_1970() {
+        let t = epoch_seconds("expiry", 1_700_000_000.5).unwrap();
+        assert_eq!(
+            t.duration_since(std::time::UNIX_EPOCH).unwrap(),
+            Duration::from_millis(1_700_000_000_500)
+        );
+        for bad in [f64::NAN, f64::INFINITY, 0.0, -5.0, 1e300] {
+            let e = epoch_seconds("expiry", bad).unwrap_err();
+            assert_eq!(e.kind, ArgErrorKind::Value);
+            assert!(
+                e.message
+                    .starts_with("expiry must be a time in seconds since the Unix epoch, got"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn durations() {

@@ -629,3 +629,52 @@ pub fn node_of(addr: &str, bootstrap: &str) -> String {
         .unwrap_or_else(|| panic!("{addr} is not one of {bootstrap}"));
     (i + 1).to_string()
 }
+
+/// The bootstrap address of the secured cluster's second SASL_SSL listener,
+/// whose SASL sessions end after a few seconds (KIP-368
+/// `connections.max.reauth.ms`, see `ci/kafka/secured.properties.in`).
+/// Starts the cluster if needed.
+pub fn secured_reauth_bootstrap() -> String {
+    let _ = secured();
+    let settings = kafka_sh_stdout(&["settings", "secured", "reauth"])
+        .unwrap_or_else(|e| panic!("ci/kafka.sh settings secured reauth: {e}"));
+    settings
+        .lines()
+        .find_map(|l| l.strip_prefix("bootstrap.servers="))
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            panic!("ci/kafka.sh settings secured reauth printed no bootstrap.servers:\n{settings}")
+        })
+}
+
+/// An unsigned JWT (`{"alg":"none"}`, no signature) with the claims `sub`
+/// and `exp` (and `iat`, now): what the secured cluster's OAUTHBEARER
+/// validator (Kafka's unsecured one) takes, the principal being `sub`.
+pub fn unsigned_jwt(sub: &str, exp: SystemTime) -> String {
+    fn b64url(bytes: &[u8]) -> String {
+        const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            for i in 0..=chunk.len() {
+                out.push(char::from(ABC[(n >> (18 - 6 * i) & 63) as usize]));
+            }
+        }
+        out
+    }
+    let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let claims = format!(
+        r#"{{"sub":{},"iat":{},"exp":{}}}"#,
+        serde_json::to_string(sub).expect("a JSON string"),
+        secs(SystemTime::now()),
+        secs(exp)
+    );
+    format!(
+        "{}.{}.",
+        b64url(br#"{"alg":"none"}"#),
+        b64url(claims.as_bytes())
+    )
+}

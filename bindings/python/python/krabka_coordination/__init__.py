@@ -31,7 +31,7 @@ Errors derive from :class:`KrabkaError`, one class per core error kind
 ``krabka_coordination``.
 """
 
-from ._client import AsyncClient, Client, KafkaSettings
+from ._client import AsyncClient, Client, KafkaSettings, OAuthTokenProvider
 from ._leadership import AsyncEvents, AsyncLeadership, Events, Leadership
 from ._native import (
     NO_EPOCH,
@@ -88,6 +88,7 @@ __all__ = [
     "LeaseExpired",
     "Leadership",
     "LeadershipStatus",
+    "OAuthTokenProvider",
     "OutRecord",
     "OutcomeUnknown",
     "Registration",

@@ -11,7 +11,7 @@ method is called, before any I/O.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Mapping, Optional, Type, Union
+from typing import Callable, Mapping, Optional, Tuple, Type, Union
 
 from . import _native
 from ._leadership import AsyncLeadership, Leadership
@@ -21,7 +21,14 @@ KafkaSettings = Mapping[str, Union[str, int, float, bool]]
 """librdkafka client settings: ``"bootstrap.servers"`` at least; values are
 ``str``, or numbers and bools written as librdkafka's strings."""
 
-__all__ = ["AsyncClient", "Client", "KafkaSettings"]
+OAuthTokenProvider = Callable[[], Union[Tuple[str, float], Tuple[str, float, str]]]
+"""A function supplying OAUTHBEARER tokens (``oauth_token=``): it takes no
+argument and returns ``(token, expiry)`` or ``(token, expiry, principal)``,
+the token as a ``str``, its expiry in seconds since the epoch (as
+``time.time() + 3600`` writes it) and the principal it names (for the
+logs; the broker reads the principal from the token)."""
+
+__all__ = ["AsyncClient", "Client", "KafkaSettings", "OAuthTokenProvider"]
 
 
 class _ClientBase:
@@ -37,6 +44,7 @@ class _ClientBase:
         state_topic: Optional[str] = None,
         connect_timeout: Optional[float] = None,
         operation_timeout: Optional[float] = None,
+        oauth_token: Optional[OAuthTokenProvider] = None,
     ) -> None:
         """Builds the shared Kafka clients from ``kafka`` (librdkafka
         settings, passed through) for a state topic of ``partitions``
@@ -58,13 +66,30 @@ class _ClientBase:
         operation fails as transient (:class:`TransientError`). Each must be a positive number
         of seconds of at most librdkafka's limit (about 24.8 days); another
         value raises :class:`InvalidArgumentError` naming the argument, a
-        non-number ``TypeError``."""
+        non-number ``TypeError``.
+
+        ``oauth_token`` supplies the tokens of SASL/OAUTHBEARER (with
+        ``"security.protocol": "SASL_SSL"`` and ``"sasl.mechanism":
+        "OAUTHBEARER"`` in ``kafka``; without it that mechanism is refused):
+        a function of no argument returning ``(token, expiry)`` or ``(token,
+        expiry, principal)`` (:data:`OAuthTokenProvider`). Every Kafka client
+        of this client takes its token from it; it is called when the first
+        needs one and again half-way through each token's life, on a
+        background thread (keep it quick and thread-safe; it must not use
+        the event loop of an :class:`AsyncClient`). An exception it raises
+        fails the operation that needed the token at once:
+        :class:`TransientError` with the exception as ``__cause__``, or
+        :class:`FatalError` when it raised :class:`FatalError`; a return
+        value of another shape or an expired token raises
+        :class:`InvalidArgumentError`. A token the broker refuses is a
+        :class:`FatalError`. A non-callable raises ``TypeError`` here."""
         self._native = _native._Client(
             kafka,
             partitions,
             state_topic,
             connect_timeout=connect_timeout,
             operation_timeout=operation_timeout,
+            oauth_token=oauth_token,
         )
 
     @property

@@ -8,6 +8,7 @@ built on (each operation returns an ``_Pending`` that they wait for or await).
 
 from typing import (
     Any,
+    Callable,
     ClassVar,
     Final,
     Generator,
@@ -225,6 +226,7 @@ class _Client:
         *,
         connect_timeout: Optional[float] = None,
         operation_timeout: Optional[float] = None,
+        oauth_token: Optional[Callable[[], Union[Tuple[str, float], Tuple[str, float, str]]]] = None,
     ) -> _Client: ...
     @property
     def partitions(self) -> int:

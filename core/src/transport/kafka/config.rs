@@ -2,10 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
 
+use super::oauth::{OAuthToken, OAuthTokenError, TokenSource};
 use crate::error::{Error, Result};
 
 /// The connection settings of a [`super::KafkaTransport`] and of the helpers
@@ -60,9 +62,11 @@ use crate::error::{Error, Result};
 ///
 /// The project's own protocol client ([`super::DescribeClient`]: the
 /// DescribeTransactions requests and the epoch bump) reads the same
-/// security settings: TLS (rustls) and SASL PLAIN, SCRAM-SHA-256 and
-/// SCRAM-SHA-512. A security setting it cannot honour is refused by
-/// [`KafkaConfig::check_security`] with an error that names it.
+/// security settings: TLS (rustls) and SASL PLAIN, SCRAM-SHA-256,
+/// SCRAM-SHA-512 and OAUTHBEARER (with a token provider:
+/// [`KafkaConfig::with_oauth_token_provider`]). A security setting it cannot
+/// honour is refused by [`KafkaConfig::check_security`] with an error that
+/// names it.
 ///
 /// ```
 /// # use krabka_coordination::transport::kafka::KafkaConfig;
@@ -81,6 +85,8 @@ pub struct KafkaConfig {
     fetch_wait: Duration,
     operation_timeout: Duration,
     connect_timeout: Duration,
+    /// The OAUTHBEARER token provider and its last token, shared by clones.
+    oauth: Option<Arc<TokenSource>>,
 }
 
 impl KafkaConfig {
@@ -106,6 +112,7 @@ impl KafkaConfig {
             fetch_wait: Self::DEFAULT_FETCH_WAIT,
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            oauth: None,
         }
     }
 
@@ -164,6 +171,74 @@ impl KafkaConfig {
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
+    }
+
+    /// Supplies the OAUTHBEARER tokens of every client built from this
+    /// configuration (with `security.protocol` `SASL_SSL` or
+    /// `SASL_PLAINTEXT` and `sasl.mechanism` `OAUTHBEARER`): the librdkafka
+    /// clients and the project's own protocol client alike.
+    ///
+    /// `provider` returns a valid token: its value (often a JWT; printable
+    /// ASCII without spaces), when it expires, and optionally the principal
+    /// it names (for the clients' logs; the broker reads the principal from
+    /// the token). It is called when a client first needs a token and then,
+    /// on a thread of its own, half-way through each token's life; the
+    /// clients of one configuration (and of its clones) share the token it
+    /// returned and take the next one at 80 % of theirs, so it is called
+    /// about twice per token lifetime, and a client with a token never waits
+    /// for it. It may block (an HTTP request to an identity provider) but
+    /// should answer well within the connect timeout; it runs on that
+    /// thread, librdkafka's threads and tokio's blocking pool. Tokens should
+    /// live minutes, as usual: librdkafka looks at its refresh time once a
+    /// second, so tokens of a few seconds can expire before it asks.
+    ///
+    /// A failing provider is an error naming the token provider with its
+    /// message: [`Error::Transient`], or [`Error::Fatal`] when it returned
+    /// this crate's fatal error (e.g. `Error::fatal("fetching a token",
+    /// "the client credentials were revoked")`), which no retry mends, or
+    /// [`Error::InvalidArgument`] when it returned that. A panic is a fatal
+    /// error too. Once a token was given, a failing
+    /// refresh keeps the last token in use until it expires. A token
+    /// already expired, empty or with spaces or control characters is
+    /// [`Error::InvalidArgument`]. SASL extensions are not supported.
+    ///
+    /// librdkafka's own token retrieval (`sasl.oauthbearer.method=oidc`,
+    /// `sasl.oauthbearer.config`, `enable.sasl.oauthbearer.unsecure.jwt`,
+    /// ...) is refused ([`KafkaConfig::check_security`]): the protocol
+    /// client could not use it.
+    ///
+    /// ```
+    /// # use krabka_coordination::transport::kafka::{KafkaConfig, OAuthToken};
+    /// # use std::time::{Duration, SystemTime};
+    /// # fn fetch_from_identity_provider() -> std::io::Result<(String, u64)> { Ok(("eyJ...".into(), 3600)) }
+    /// let config = KafkaConfig::new("broker-1.example:9093")
+    ///     .set("security.protocol", "SASL_SSL")
+    ///     .set("sasl.mechanism", "OAUTHBEARER")
+    ///     .with_oauth_token_provider(|| {
+    ///         let (jwt, expires_in) = fetch_from_identity_provider()?;
+    ///         let expires_at = SystemTime::now() + Duration::from_secs(expires_in);
+    ///         Ok(OAuthToken::new(jwt, expires_at).with_principal("billing"))
+    ///     });
+    /// assert!(config.has_oauth_token_provider());
+    /// assert!(config.check_security().is_ok());
+    /// ```
+    pub fn with_oauth_token_provider<F>(mut self, provider: F) -> Self
+    where
+        F: Fn() -> std::result::Result<OAuthToken, OAuthTokenError> + Send + Sync + 'static,
+    {
+        self.oauth = Some(Arc::new(TokenSource::new(provider)));
+        self
+    }
+
+    /// True when an OAUTHBEARER token provider was given
+    /// ([`KafkaConfig::with_oauth_token_provider`]).
+    pub fn has_oauth_token_provider(&self) -> bool {
+        self.oauth.is_some()
+    }
+
+    /// The token provider and its cache, shared by every client.
+    pub(crate) fn token_source(&self) -> Option<Arc<TokenSource>> {
+        self.oauth.clone()
     }
 
     /// The bootstrap address.
@@ -260,7 +335,9 @@ impl KafkaConfig {
     /// (the [`super::DescribeClient`]) reads them: `security.protocol`
     /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism(s)`
     /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 with `sasl.username` and
-    /// `sasl.password`; `ssl.ca.location`, `ssl.ca.pem`,
+    /// `sasl.password`, or OAUTHBEARER with a token provider
+    /// ([`KafkaConfig::with_oauth_token_provider`]; `sasl.oauthbearer.method`
+    /// may only be `default`); `ssl.ca.location`, `ssl.ca.pem`,
     /// `ssl.certificate.location` / `.pem`, `ssl.key.location` / `.pem`,
     /// `ssl.key.password` and `ssl.endpoint.identification.algorithm`
     /// (`https`, the default, or `none`). Any other `ssl.*` or `sasl.*`
@@ -308,6 +385,10 @@ impl fmt::Debug for KafkaConfig {
             .field("fetch_wait", &self.fetch_wait)
             .field("operation_timeout", &self.operation_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field(
+                "oauth_token_provider",
+                &self.oauth.as_ref().map(|_| "(a function)"),
+            )
             .finish()
     }
 }

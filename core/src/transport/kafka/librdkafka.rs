@@ -6,16 +6,40 @@
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::FutureProducer;
 
+use super::config::KafkaConfig;
 use super::lease::is_fenced_code;
+use super::oauth::ClientToken;
 use crate::error::{Error, Result};
 
-/// The rdkafka context of every client the transport builds. It routes
-/// librdkafka's error callbacks to `tracing` at fitting levels: an
-/// end-of-partition event (one per caught-up read) is not an error.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TransportContext;
+/// The rdkafka context of every client the transport builds (one per
+/// client: [`TransportContext::new`]). It routes librdkafka's error
+/// callbacks to `tracing` at fitting levels (an end-of-partition event, one
+/// per caught-up read, is not an error), and gives the client OAUTHBEARER
+/// tokens from the configuration's token provider when librdkafka asks for
+/// one (see the `oauth` module).
+#[derive(Debug, Default)]
+pub(crate) struct TransportContext {
+    oauth: Option<ClientToken>,
+}
+
+impl TransportContext {
+    /// The context of one new client of `config`.
+    pub(crate) fn new(config: &KafkaConfig) -> TransportContext {
+        TransportContext {
+            oauth: config.token_source().map(ClientToken::new),
+        }
+    }
+
+    /// The client's token state, with OAUTHBEARER.
+    pub(crate) fn oauth(&self) -> Option<&ClientToken> {
+        self.oauth.as_ref()
+    }
+}
 
 impl rdkafka::ClientContext for TransportContext {
+    // Without OAUTHBEARER librdkafka never asks.
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
     fn error(&self, error: KafkaError, reason: &str) {
         let eof = matches!(error, KafkaError::PartitionEOF(_))
             || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF);
@@ -23,6 +47,32 @@ impl rdkafka::ClientContext for TransportContext {
             tracing::trace!(target: "librdkafka", "{reason}");
         } else {
             tracing::warn!(target: "librdkafka", "{error}: {reason}");
+        }
+    }
+
+    /// Called on the thread that polls the client when librdkafka wants a
+    /// token (at the start and 80 % into each token's life). librdkafka
+    /// keeps the error and reports it with the connections it fails.
+    fn generate_oauth_token(
+        &self,
+        _oauthbearer_config: Option<&str>,
+    ) -> std::result::Result<rdkafka::client::OAuthToken, Box<dyn std::error::Error>> {
+        let Some(state) = &self.oauth else {
+            return Err("sasl.mechanism=OAUTHBEARER needs a token provider \
+                        (KafkaConfig::with_oauth_token_provider)"
+                .into());
+        };
+        match state.token() {
+            Ok(token) => Ok(rdkafka::client::OAuthToken {
+                lifetime_ms: token.expires_at_ms(),
+                principal_name: token.principal().to_owned(),
+                token: token.value().to_owned(),
+            }),
+            Err(e) => {
+                tracing::warn!(target: "librdkafka", "no OAUTHBEARER token for a librdkafka client: {e}");
+                // librdkafka takes the message as a C string.
+                Err(e.to_string().replace('\0', " ").into())
+            }
         }
     }
 }

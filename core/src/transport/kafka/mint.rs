@@ -144,7 +144,7 @@ pub(crate) fn create_lease_producer(
     lease_ms: u64,
 ) -> Result<Producer> {
     lease_client_config(config, client_suffix, role, lease_ms)
-        .create_with_context(TransportContext)
+        .create_with_context(TransportContext::new(config))
         .map_err(|e| {
             kafka_error(
                 &format!(

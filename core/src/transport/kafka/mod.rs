@@ -178,6 +178,7 @@ mod epoch;
 mod lease;
 mod librdkafka;
 mod mint;
+mod oauth;
 mod preflight;
 mod reader;
 mod sasl;
@@ -189,6 +190,7 @@ pub use config::KafkaConfig;
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
+pub use oauth::{OAuthToken, OAuthTokenError, TokenProviderError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use reader::READER_GROUP;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
@@ -299,7 +301,7 @@ impl KafkaTransport {
         cc.set("acks", "all");
         cc.set("allow.auto.create.topics", "false");
         let registrar: Producer = cc
-            .create_with_context(TransportContext)
+            .create_with_context(TransportContext::new(&config))
             .map_err(|e| kafka_error("creating the registration producer", e))?;
         Ok(KafkaTransport {
             spares: Spares::new(config.clone(), client_suffix.clone()),
@@ -395,9 +397,10 @@ impl KafkaTransport {
         cc.set("enable.auto.commit", "false");
         cc.set("group.id", reader::reader_group(&self.config));
         let probe: HwProbe = cc
-            .create_with_context(TransportContext)
+            .create_with_context(TransportContext::new(&self.config))
             .map_err(|e| kafka_error("creating the high-watermark probe", e))?;
         let probe = Arc::new(probe);
+        oauth::keep_fresh(&probe);
         match self.hw_probe.set(Arc::clone(&probe)) {
             Ok(()) => Ok(probe),
             // Another call made one first: use that one.
@@ -705,10 +708,12 @@ impl KafkaTransport {
         );
         let context = format!("reading the high watermark of {topic}/{partition}");
         let (_, high) = run_blocking(move || {
+            // Nothing polls the probe: it gets its OAUTHBEARER token here.
+            oauth::ensure_token(rdkafka::consumer::Consumer::client(&*probe))?;
             rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+                .map_err(|e| kafka_error(&context, e))
         })
-        .await?
-        .map_err(|e| kafka_error(&context, e))?;
+        .await??;
         Ok(high)
     }
 

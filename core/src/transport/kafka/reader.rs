@@ -39,7 +39,7 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::KafkaConfig;
-use super::{kafka_error, run_blocking, TransportContext};
+use super::{kafka_error, oauth, run_blocking, TransportContext};
 use crate::error::{Error, Result};
 use crate::transport::ReadBatch;
 use crate::transport::Record;
@@ -122,11 +122,15 @@ impl PartitionReader {
         cc.set("enable.auto.offset.store", "false");
         // An offset outside the log is the caller's error, not a silent jump.
         cc.set("auto.offset.reset", "error");
-        let consumer: StreamConsumer<TransportContext> =
-            cc.create_with_context(TransportContext)
-                .map_err(|e| kafka_error("creating a state consumer", e))?;
+        let consumer: StreamConsumer<TransportContext> = cc
+            .create_with_context(TransportContext::new(config))
+            .map_err(|e| kafka_error("creating a state consumer", e))?;
+        let consumer = Arc::new(consumer);
+        // Between reads nothing polls the consumer, where librdkafka asks
+        // for a new OAUTHBEARER token.
+        oauth::keep_fresh(&consumer);
         Ok(PartitionReader {
-            consumer: Arc::new(consumer),
+            consumer,
             topic: config.state_topic().to_owned(),
             partition,
             next: None,
@@ -146,10 +150,11 @@ impl PartitionReader {
         let c = Arc::clone(&self.consumer);
         self.assigned = offset;
         self.seeks.fetch_add(1, Ordering::Relaxed);
-        run_blocking(move || c.assign(&tpl))
-            .await?
-            .map_err(|e| kafka_error(&context, e))?;
-        Ok(())
+        run_blocking(move || {
+            oauth::ensure_token(c.client())?;
+            c.assign(&tpl).map_err(|e| kafka_error(&context, e))
+        })
+        .await?
     }
 
     /// The (first offset, last stable offset) of the partition.
@@ -159,7 +164,14 @@ impl PartitionReader {
         loop {
             let c = Arc::clone(&self.consumer);
             let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
-            match run_blocking(move || c.fetch_watermarks(&topic, partition, timeout)).await? {
+            // Before its first receive nothing polls the consumer: it gets
+            // its OAUTHBEARER token here.
+            let fetched = run_blocking(move || {
+                oauth::ensure_token(c.client())
+                    .map(|()| c.fetch_watermarks(&topic, partition, timeout))
+            })
+            .await??;
+            match fetched {
                 Ok(w) => return Ok(w),
                 // librdkafka says "unknown partition" of a partition beyond
                 // the topic's count, of a topic the principal may not see,

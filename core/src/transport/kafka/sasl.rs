@@ -1,6 +1,13 @@
 //! The client side of the SASL mechanisms the protocol client speaks: PLAIN
-//! (RFC 4616) and SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677), as
-//! Kafka runs them inside SaslAuthenticate requests (KIP-152).
+//! (RFC 4616), SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677) and
+//! OAUTHBEARER (RFC 7628, KIP-255), as Kafka runs them inside
+//! SaslAuthenticate requests (KIP-152).
+//!
+//! OAUTHBEARER sends one message, the GS2 header without channel binding or
+//! authorization id and the token: `n,,\x01auth=Bearer <token>\x01\x01` (no
+//! extensions). The broker answers nothing when it takes the token; when it
+//! refuses it, it answers a JSON error (`{"status":"invalid_token"}`), the
+//! client answers `\x01`, and the broker then fails the exchange.
 //!
 //! Only the message exchange lives here; the hashing is *ring*'s (HMAC,
 //! SHA-2, PBKDF2). As in Kafka's Java client and in librdkafka, the password
@@ -15,7 +22,7 @@ use base64::Engine as _;
 use ring::rand::SecureRandom as _;
 use ring::{digest, hmac, pbkdf2};
 
-use super::security::{Mechanism, SaslSettings};
+use super::security::{Credentials, Mechanism, SaslSettings};
 
 /// The fewest PBKDF2 iterations a SCRAM server may ask for (Kafka's minimum).
 const MIN_ITERATIONS: u32 = 4096;
@@ -85,6 +92,11 @@ enum State {
     FinalSent {
         server_signature: Vec<u8>,
     },
+    /// OAUTHBEARER: the token went out.
+    TokenSent,
+    /// OAUTHBEARER: the server refused the token (its error, as it sent
+    /// it); the client acknowledged, the server ends the exchange.
+    TokenRefused,
     Done,
 }
 
@@ -93,27 +105,28 @@ pub(crate) struct Exchange {
     hash: Option<ScramHash>,
     password: Vec<u8>,
     state: State,
+    /// What the server said when it refused the credentials, if it said
+    /// anything (OAUTHBEARER's JSON error).
+    refusal: Option<String>,
 }
 
 impl Exchange {
     /// Starts an exchange for `settings`: the exchange and the first message
-    /// to send.
+    /// to send. OAUTHBEARER starts with [`Exchange::oauth`] instead, once
+    /// the token is at hand.
     pub(crate) fn start(settings: &SaslSettings) -> Result<(Exchange, Vec<u8>), String> {
+        let Credentials::Password { username, password } = &settings.credentials else {
+            return Err("OAUTHBEARER starts with a token".into());
+        };
         match settings.mechanism {
             Mechanism::Plain => {
                 // [authzid] NUL authcid NUL passwd, no authzid.
-                let mut msg =
-                    Vec::with_capacity(2 + settings.username.len() + settings.password.len());
+                let mut msg = Vec::with_capacity(2 + username.len() + password.len());
                 msg.push(0);
-                msg.extend_from_slice(settings.username.as_bytes());
+                msg.extend_from_slice(username.as_bytes());
                 msg.push(0);
-                msg.extend_from_slice(settings.password.as_bytes());
-                let exchange = Exchange {
-                    hash: None,
-                    password: Vec::new(),
-                    state: State::PlainSent,
-                };
-                Ok((exchange, msg))
+                msg.extend_from_slice(password.as_bytes());
+                Ok((Exchange::new(State::PlainSent), msg))
             }
             Mechanism::ScramSha256 | Mechanism::ScramSha512 => {
                 let hash = if settings.mechanism == Mechanism::ScramSha256 {
@@ -121,14 +134,31 @@ impl Exchange {
                 } else {
                     ScramHash::sha512()
                 };
-                Ok(Exchange::scram(
-                    hash,
-                    &settings.username,
-                    &settings.password,
-                    &new_nonce()?,
-                ))
+                Ok(Exchange::scram(hash, username, password, &new_nonce()?))
             }
+            Mechanism::OAuthBearer => Err("OAUTHBEARER starts with a token".into()),
         }
+    }
+
+    fn new(state: State) -> Exchange {
+        Exchange {
+            hash: None,
+            password: Vec::new(),
+            state,
+            refusal: None,
+        }
+    }
+
+    /// An OAUTHBEARER exchange with `token` (RFC 7628 section 3.1, no
+    /// authorization id, no extensions): the exchange and its one message.
+    pub(crate) fn oauth(token: &str) -> (Exchange, Vec<u8>) {
+        let msg = format!("n,,\x01auth=Bearer {token}\x01\x01").into_bytes();
+        (Exchange::new(State::TokenSent), msg)
+    }
+
+    /// What the server said when it refused the credentials, if anything.
+    pub(crate) fn refusal(&self) -> Option<&str> {
+        self.refusal.as_deref()
     }
 
     /// A SCRAM exchange with a given client nonce.
@@ -147,6 +177,7 @@ impl Exchange {
                 client_first_bare,
                 nonce: nonce.to_owned(),
             },
+            refusal: None,
         };
         (exchange, first)
     }
@@ -156,6 +187,18 @@ impl Exchange {
     pub(crate) fn step(&mut self, server: &[u8]) -> Result<Step, String> {
         match std::mem::replace(&mut self.state, State::Done) {
             State::PlainSent => Ok(Step::Done),
+            State::TokenSent if server.is_empty() => Ok(Step::Done),
+            State::TokenSent => {
+                // RFC 7628 section 3.2.2: the error is acknowledged with a
+                // lone 0x01; the server then fails the exchange.
+                self.refusal = Some(String::from_utf8_lossy(server).into_owned());
+                self.state = State::TokenRefused;
+                Ok(Step::Send(vec![0x01]))
+            }
+            State::TokenRefused => Err(format!(
+                "the server refused the token ({}) but did not end the exchange",
+                self.refusal.as_deref().unwrap_or_default()
+            )),
             State::FirstSent {
                 client_first_bare,
                 nonce,
@@ -386,11 +429,7 @@ mod tests {
     fn escapes_user_names_and_makes_plain_messages() {
         let (_, first) = Exchange::scram(ScramHash::sha512(), "a=b,c", "p", "n0");
         assert_eq!(first, b"n,,n=a=3Db=2Cc,r=n0");
-        let settings = SaslSettings {
-            mechanism: Mechanism::Plain,
-            username: "alice".into(),
-            password: "pw".into(),
-        };
+        let settings = SaslSettings::password(Mechanism::Plain, "alice", "pw");
         let (mut ex, msg) = Exchange::start(&settings).unwrap();
         assert_eq!(msg, b"\0alice\0pw");
         assert_eq!(ex.step(b"").unwrap(), Step::Done);
@@ -398,15 +437,34 @@ mod tests {
 
     #[test]
     fn nonces_are_fresh_and_printable() {
-        let settings = SaslSettings {
-            mechanism: Mechanism::ScramSha512,
-            username: "u".into(),
-            password: "p".into(),
-        };
+        let settings = SaslSettings::password(Mechanism::ScramSha512, "u", "p");
         let (_, a) = Exchange::start(&settings).unwrap();
         let (_, b) = Exchange::start(&settings).unwrap();
         assert_ne!(a, b);
         let a = String::from_utf8(a).unwrap();
         assert!(a.starts_with("n,,n=u,r=") && a.len() > 20, "{a}");
+    }
+
+    #[test]
+    fn oauthbearer_sends_the_rfc_7628_initial_response() {
+        let (mut ex, msg) = Exchange::oauth("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.");
+        assert_eq!(
+            msg,
+            b"n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.\x01\x01"
+        );
+        // An empty answer: the broker took the token.
+        assert_eq!(ex.step(b"").unwrap(), Step::Done);
+        assert!(ex.refusal().is_none());
+    }
+
+    #[test]
+    fn oauthbearer_acknowledges_a_refusal_and_keeps_what_the_server_said() {
+        let (mut ex, _) = Exchange::oauth("bad");
+        let error = br#"{"status":"invalid_token"}"#;
+        assert_eq!(ex.step(error).unwrap(), Step::Send(vec![0x01]));
+        assert_eq!(ex.refusal(), Some(r#"{"status":"invalid_token"}"#));
+        // A server that goes on instead of failing the exchange.
+        let e = ex.step(b"").unwrap_err();
+        assert!(e.contains("invalid_token"), "{e}");
     }
 }

@@ -1,13 +1,14 @@
 //! The security settings of the project's own Kafka protocol client (the
 //! DescribeTransactions client and its InitProducerId requests): TLS through
-//! rustls and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), read from the same
-//! librdkafka keys the librdkafka clients get unchanged.
+//! rustls and SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER), read
+//! from the same librdkafka keys the librdkafka clients get unchanged.
 //!
 //! | key | values | as librdkafka |
 //! |-----|--------|---------------|
 //! | `security.protocol` | `plaintext` (default), `ssl`, `sasl_plaintext`, `sasl_ssl` (any case) | yes |
-//! | `sasl.mechanism` / `sasl.mechanisms` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` | yes (librdkafka's default, GSSAPI, is refused) |
-//! | `sasl.username`, `sasl.password` | the credentials | yes |
+//! | `sasl.mechanism` / `sasl.mechanisms` | `PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER` (with [`KafkaConfig::with_oauth_token_provider`]) | yes (librdkafka's default, GSSAPI, is refused) |
+//! | `sasl.username`, `sasl.password` | the credentials (not used by OAUTHBEARER) | yes |
+//! | `sasl.oauthbearer.method` | `default` only (tokens from the token provider) | `oidc` (librdkafka fetches tokens itself) is refused |
 //! | `ssl.ca.location` | a PEM file or a folder of PEM files, or `probe`; unset: the system's CA store | yes |
 //! | `ssl.ca.pem` | CA certificates as PEM text | yes |
 //! | `ssl.certificate.location` / `ssl.certificate.pem` | the client certificate (chain), PEM | yes |
@@ -16,7 +17,9 @@
 //! | `enable.ssl.certificate.verification` | `true` only | `false` is refused |
 //!
 //! Every other `ssl.*`, `ssl_*` or `sasl.*` key is refused, named in the
-//! error, since this client could not honour it; the settings of a family
+//! error, since this client could not honour it (so are librdkafka's own
+//! OAUTHBEARER token sources: `sasl.oauthbearer.config`, the OIDC settings,
+//! `enable.sasl.oauthbearer.unsecure.jwt=true`); the settings of a family
 //! the protocol does not use (SASL keys with `ssl`, say) are read and checked
 //! the same way but do nothing, as in librdkafka.
 
@@ -33,6 +36,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::config::KafkaConfig;
+use super::oauth::TokenSource;
 use crate::error::{Error, Result};
 
 /// The `security.protocol` of a connection.
@@ -80,6 +84,7 @@ pub(crate) enum Mechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    OAuthBearer,
 }
 
 impl Mechanism {
@@ -89,6 +94,7 @@ impl Mechanism {
             "PLAIN" => Mechanism::Plain,
             "SCRAM-SHA-256" => Mechanism::ScramSha256,
             "SCRAM-SHA-512" => Mechanism::ScramSha512,
+            "OAUTHBEARER" => Mechanism::OAuthBearer,
             _ => return None,
         })
     }
@@ -99,6 +105,7 @@ impl Mechanism {
             Mechanism::Plain => "PLAIN",
             Mechanism::ScramSha256 => "SCRAM-SHA-256",
             Mechanism::ScramSha512 => "SCRAM-SHA-512",
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -109,21 +116,58 @@ impl fmt::Display for Mechanism {
     }
 }
 
+/// What a SASL mechanism authenticates with.
+#[derive(Clone)]
+pub(crate) enum Credentials {
+    /// PLAIN and SCRAM: a user name and a password.
+    Password { username: String, password: String },
+    /// OAUTHBEARER: tokens from the configuration's token provider.
+    Token(Arc<TokenSource>),
+}
+
 /// The SASL mechanism and credentials.
 #[derive(Clone)]
 pub(crate) struct SaslSettings {
     pub(crate) mechanism: Mechanism,
-    pub(crate) username: String,
-    pub(crate) password: String,
+    pub(crate) credentials: Credentials,
+}
+
+impl SaslSettings {
+    /// PLAIN or SCRAM with a user name and a password.
+    #[cfg(test)]
+    pub(crate) fn password(mechanism: Mechanism, username: &str, password: &str) -> SaslSettings {
+        SaslSettings {
+            mechanism,
+            credentials: Credentials::Password {
+                username: username.to_owned(),
+                password: password.to_owned(),
+            },
+        }
+    }
+
+    /// Who authenticates, for error messages: `user "alice"`, or `a token
+    /// from the token provider`.
+    pub(crate) fn who(&self) -> String {
+        match &self.credentials {
+            Credentials::Password { username, .. } => {
+                format!("user {}", crate::error::quote(username))
+            }
+            Credentials::Token(_) => "a token from the token provider".to_owned(),
+        }
+    }
 }
 
 impl fmt::Debug for SaslSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SaslSettings")
-            .field("mechanism", &self.mechanism)
-            .field("username", &self.username)
-            .field("password", &"***")
-            .finish()
+        let mut d = f.debug_struct("SaslSettings");
+        d.field("mechanism", &self.mechanism);
+        match &self.credentials {
+            Credentials::Password { username, .. } => {
+                d.field("username", username).field("password", &"***")
+            }
+            Credentials::Token(_) => d.field("token", &"(from the token provider)"),
+        };
+        d.finish()
     }
 }
 
@@ -173,6 +217,7 @@ const SASL_KEYS: &[&str] = &[
     "sasl.mechanisms",
     "sasl.username",
     "sasl.password",
+    "sasl.oauthbearer.method",
 ];
 
 /// Gathers the problems of one configuration, so one error names them all.
@@ -220,7 +265,28 @@ impl Security {
                 || lower.starts_with("sasl.")
                 || lower.starts_with("sasl_");
             if family && !SSL_KEYS.contains(&key) && !SASL_KEYS.contains(&key) {
-                refused.push(format!("{key} is not supported"));
+                if lower.starts_with("sasl.oauthbearer.") {
+                    refused.push(format!(
+                        "{key} is not supported (librdkafka's own OAUTHBEARER token retrieval; \
+                         supply tokens with a token provider instead)"
+                    ));
+                } else {
+                    refused.push(format!("{key} is not supported"));
+                }
+            }
+            if key == "enable.sasl.oauthbearer.unsecure.jwt"
+                && !matches!(value.to_ascii_lowercase().as_str(), "false" | "0")
+            {
+                refused.push(format!(
+                    "enable.sasl.oauthbearer.unsecure.jwt={value} (librdkafka's own unsigned test \
+                     tokens; supply tokens with a token provider instead)"
+                ));
+            }
+            if key == "sasl.oauthbearer.method" && !value.eq_ignore_ascii_case("default") {
+                refused.push(format!(
+                    "sasl.oauthbearer.method={value} (librdkafka fetching tokens itself; only \
+                     `default` is supported: supply tokens with a token provider)"
+                ));
             }
             if key == "enable.ssl.certificate.verification"
                 && !matches!(value.to_ascii_lowercase().as_str(), "true" | "1")
@@ -288,28 +354,44 @@ fn sasl_settings(
         None => {
             refused.push(format!(
                 "sasl.mechanism is unset with security.protocol={}: librdkafka's default GSSAPI \
-                 (Kerberos) is not supported; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                 (Kerberos) is not supported; set PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
+                 OAUTHBEARER",
                 protocol.name()
             ));
             return None;
         }
         Some(m) => match Mechanism::parse(m) {
             Some(m) => m,
-            None if m == "OAUTHBEARER" => {
-                refused.push(
-                    "sasl.mechanism=OAUTHBEARER is not supported yet (supported: PLAIN, \
-                     SCRAM-SHA-256, SCRAM-SHA-512)",
-                );
-                return None;
-            }
             None => {
                 refused.push(format!(
-                    "sasl.mechanism={m} (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
+                    "sasl.mechanism={m} (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, \
+                     OAUTHBEARER)"
                 ));
                 return None;
             }
         },
     };
+    if mechanism == Mechanism::OAuthBearer {
+        let Some(source) = config.token_source() else {
+            refused.push(
+                "sasl.mechanism=OAUTHBEARER needs a token provider \
+                 (KafkaConfig::with_oauth_token_provider; in Python, oauth_token=): the project \
+                 does not fetch tokens itself",
+            );
+            return None;
+        };
+        return Some(SaslSettings {
+            mechanism,
+            credentials: Credentials::Token(source),
+        });
+    }
+    if config.has_oauth_token_provider() {
+        refused.push(format!(
+            "an OAUTHBEARER token provider is given but sasl.mechanism={mechanism}: set \
+             sasl.mechanism=OAUTHBEARER, or drop the provider"
+        ));
+        return None;
+    }
     let (username, password) = (config.get("sasl.username"), config.get("sasl.password"));
     let (Some(username), Some(password)) = (username, password) else {
         let missing: Vec<&str> = [("sasl.username", username), ("sasl.password", password)]
@@ -325,8 +407,10 @@ fn sasl_settings(
     };
     Some(SaslSettings {
         mechanism,
-        username: username.to_owned(),
-        password: password.to_owned(),
+        credentials: Credentials::Password {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        },
     })
 }
 
@@ -681,7 +765,7 @@ mod tests {
             assert_eq!(s.protocol, Protocol::SaslPlaintext);
             let sasl = s.sasl.unwrap();
             assert_eq!(sasl.mechanism.name(), m);
-            assert_eq!(sasl.username, "alice");
+            assert_eq!(sasl.who(), "user \"alice\"");
             assert!(!format!("{sasl:?}").contains("hunter2"));
             assert!(s.tls.is_none());
         }
@@ -703,14 +787,14 @@ mod tests {
         let msg = refusal(
             KafkaConfig::new("h:1")
                 .set("security.protocol", "SASL_SSL")
-                .set("sasl.mechanism", "OAUTHBEARER")
+                .set("sasl.mechanism", "GSSAPI")
                 .set("ssl.keystore.location", "/k.p12")
                 .set("sasl.kerberos.service.name", "kafka")
                 .set("ssl.endpoint.identification.algorithm", "dns")
                 .set("enable.ssl.certificate.verification", "false"),
         );
         for name in [
-            "OAUTHBEARER",
+            "sasl.mechanism=GSSAPI",
             "ssl.keystore.location",
             "sasl.kerberos.service.name",
             "ssl.endpoint.identification.algorithm=dns",
@@ -745,6 +829,74 @@ mod tests {
                 .set("sasl.mechanisms", "SCRAM-SHA-256"),
         );
         assert!(msg.contains("disagree"), "{msg}");
+    }
+
+    fn with_provider(c: KafkaConfig) -> KafkaConfig {
+        c.with_oauth_token_provider(|| {
+            Ok(super::super::OAuthToken::new(
+                "t",
+                std::time::SystemTime::now() + std::time::Duration::from_secs(60),
+            ))
+        })
+    }
+
+    #[test]
+    fn oauthbearer_takes_a_token_provider_and_refuses_librdkafkas_own_token_sources() {
+        let oauth = KafkaConfig::new("h:1")
+            .set("security.protocol", "SASL_PLAINTEXT")
+            .set("sasl.mechanism", "OAUTHBEARER");
+        let s = Security::from_config(&with_provider(oauth.clone())).unwrap();
+        let sasl = s.sasl.unwrap();
+        assert_eq!(sasl.mechanism, Mechanism::OAuthBearer);
+        assert!(matches!(sasl.credentials, Credentials::Token(_)));
+        assert_eq!(sasl.who(), "a token from the token provider");
+        // sasl.oauthbearer.method=default is librdkafka's default: the token
+        // comes from the application.
+        let default = with_provider(oauth.clone().set("sasl.oauthbearer.method", "default"));
+        assert!(Security::from_config(&default).is_ok());
+
+        let msg = refusal(oauth.clone());
+        assert!(
+            msg.contains("OAUTHBEARER needs a token provider")
+                && msg.contains("with_oauth_token_provider"),
+            "{msg}"
+        );
+        let msg = refusal(with_provider(
+            oauth
+                .clone()
+                .set("sasl.oauthbearer.method", "oidc")
+                .set("sasl.oauthbearer.token.endpoint.url", "https://idp/token")
+                .set("sasl.oauthbearer.config", "principal=admin")
+                .set("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+        ));
+        for name in [
+            "sasl.oauthbearer.method=oidc",
+            "sasl.oauthbearer.token.endpoint.url",
+            "sasl.oauthbearer.config",
+            "enable.sasl.oauthbearer.unsecure.jwt=true",
+        ] {
+            assert!(msg.contains(name), "{msg} should name {name}");
+        }
+        assert!(msg.contains("token provider"), "{msg}");
+        // A provider with another mechanism is a mistake, named.
+        let msg = refusal(with_provider(
+            KafkaConfig::new("h:1")
+                .set("security.protocol", "SASL_SSL")
+                .set("sasl.mechanism", "PLAIN")
+                .set("sasl.username", "u")
+                .set("sasl.password", "p"),
+        ));
+        assert!(
+            msg.contains("token provider is given but sasl.mechanism=PLAIN"),
+            "{msg}"
+        );
+        // Without SASL it does nothing, as the other SASL settings.
+        assert!(
+            Security::from_config(&with_provider(KafkaConfig::new("h:1")))
+                .unwrap()
+                .sasl
+                .is_none()
+        );
     }
 
     #[test]

@@ -100,8 +100,17 @@ pub(super) fn admin(config: &KafkaConfig) -> Result<Arc<Admin>> {
     // A metadata request must never create the topic with broker defaults.
     cc.set("allow.auto.create.topics", "false");
     let admin: Admin = cc
-        .create_with_context(TransportContext)
+        .create_with_context(TransportContext::new(config))
         .map_err(|e| kafka_error("creating an admin client", e))?;
+    // Nothing polls an admin client's main queue, where librdkafka asks for
+    // an OAUTHBEARER token: it gets one now (an admin client lives for one
+    // helper call, shorter than a token). The callers made the protocol
+    // client connect first, which fetched the token: this takes it from the
+    // configuration's cache without calling the provider.
+    if let Err(e) = super::oauth::ensure_token(admin.inner()) {
+        drop_off_thread(admin);
+        return Err(e);
+    }
     Ok(Arc::new(admin))
 }
 

@@ -6,9 +6,9 @@
 //!
 //! Opening a connection: TCP connect, the TLS handshake (when on), ApiVersions,
 //! then SaslHandshake v1 and SaslAuthenticate (when SASL is on), all within
-//! the connect deadline. A failed authentication, an untrusted certificate
-//! and a missing mechanism are [`OpenError::Fatal`]; everything else may pass
-//! and is [`OpenError::Retry`].
+//! the connect deadline. A failed authentication, an untrusted certificate,
+//! a missing mechanism and a failed OAUTHBEARER token provider are
+//! [`OpenError::Fail`]; everything else may pass and is [`OpenError::Retry`].
 //!
 //! A connection that may be out of step (a write that failed, timed out or
 //! was abandoned half-way, an undecodable or mismatched response) is closed;
@@ -33,8 +33,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::describe::code_name;
+use super::oauth::{OAuthToken, TokenSource};
 use super::sasl::{Exchange, Step};
-use super::security::{self, SaslSettings, Security};
+use super::security::{self, Credentials, SaslSettings, Security};
 use crate::error::Error;
 
 /// A byte stream to a broker: plain TCP or TLS over TCP.
@@ -47,9 +48,11 @@ type BoxedStream = Box<dyn Stream>;
 pub(super) enum OpenError {
     /// The broker may answer later (unreachable, timed out, closed).
     Retry(std::io::Error),
-    /// No retry mends it: a failed authentication, an untrusted or misnamed
-    /// certificate, a mechanism the broker does not enable.
-    Fatal(Error),
+    /// Give up now, with this error: a failed authentication, an untrusted
+    /// or misnamed certificate, a mechanism the broker does not enable
+    /// (all [`Error::Fatal`]: no retry mends them), or a token provider that
+    /// failed (its error says whether a later retry may mend it).
+    Fail(Error),
 }
 
 impl From<std::io::Error> for OpenError {
@@ -62,7 +65,7 @@ impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             OpenError::Retry(e) => e.fmt(f),
-            OpenError::Fatal(e) => e.fmt(f),
+            OpenError::Fail(e) => e.fmt(f),
         }
     }
 }
@@ -96,6 +99,8 @@ pub(super) struct Connection {
     /// When the broker will end the SASL session (KIP-368), less a margin:
     /// from then on a new connection is made for new requests.
     session_end: Option<Instant>,
+    /// The SASL session lifetime the broker set, if any.
+    pub(super) session_lifetime: Option<std::time::Duration>,
 }
 
 impl Drop for Connection {
@@ -128,7 +133,7 @@ impl Connection {
             None => Box::new(tcp),
             Some(tls) => {
                 let name = security::server_name(addr).map_err(|e| {
-                    OpenError::Fatal(Error::InvalidArgument(format!(
+                    OpenError::Fail(Error::InvalidArgument(format!(
                         "broker address {addr}: {e}"
                     )))
                 })?;
@@ -142,7 +147,7 @@ impl Connection {
                             .get_ref()
                             .and_then(|inner| inner.downcast_ref::<rustls::Error>());
                         return Err(match rustls_error {
-                            Some(r) => OpenError::Fatal(security::tls_error(addr, tls, r)),
+                            Some(r) => OpenError::Fail(security::tls_error(addr, tls, r)),
                             None => OpenError::Retry(e),
                         });
                     }
@@ -162,12 +167,15 @@ impl Connection {
             requests,
             reader,
             session_end: None,
+            session_lifetime: None,
         };
         conn.versions = conn.api_versions(deadline).await?;
         if let Some(sasl) = &security.sasl {
             let started = Instant::now();
             if let Some(lifetime) = conn.authenticate(sasl, deadline).await? {
+                tracing::debug!(addr, ?lifetime, "SASL session lifetime (KIP-368)");
                 conn.session_end = Some(started + lifetime.mul_f64(SESSION_USE));
+                conn.session_lifetime = Some(lifetime);
             }
         }
         Ok(conn)
@@ -182,13 +190,13 @@ impl Connection {
     ) -> Result<Option<std::time::Duration>, OpenError> {
         let context = || {
             format!(
-                "SASL {} authentication as user {} at {}",
+                "SASL {} authentication with {} at {}",
                 sasl.mechanism,
-                crate::error::quote(&sasl.username),
+                sasl.who(),
                 self.addr
             )
         };
-        let fatal = |why: String| OpenError::Fatal(Error::fatal(context(), why));
+        let fatal = |why: String| OpenError::Fail(Error::fatal(context(), why));
         if self.version_for(ApiKey::SaslHandshake, (1, 1)).is_none() {
             return Err(fatal(
                 "the broker does not speak SaslHandshake v1 (Kafka 1.0 or newer is needed)".into(),
@@ -214,7 +222,13 @@ impl Connection {
             }
             code => return Err(fatal(format!("SaslHandshake answered {}", code_name(code)))),
         }
-        let (mut exchange, first) = Exchange::start(sasl).map_err(fatal)?;
+        let (mut exchange, first) = match &sasl.credentials {
+            Credentials::Token(source) => {
+                let token = self.token(source, deadline).await?;
+                Exchange::oauth(token.value())
+            }
+            Credentials::Password { .. } => Exchange::start(sasl).map_err(fatal)?,
+        };
         let mut out = first;
         loop {
             let mut req = SaslAuthenticateRequest::default();
@@ -225,11 +239,15 @@ impl Connection {
             if resp.error_code != 0 {
                 // The broker's message names the mechanism, never the password.
                 return Err(fatal(format!(
-                    "the broker refused the credentials: {}{}",
+                    "the broker refused the credentials: {}{}{}",
                     code_name(resp.error_code),
                     resp.error_message
                         .as_ref()
                         .map(|m| format!(": {}", m.as_str()))
+                        .unwrap_or_default(),
+                    exchange
+                        .refusal()
+                        .map(|r| format!(" (the broker's answer to the token: {r})"))
                         .unwrap_or_default()
                 )));
             }
@@ -243,6 +261,33 @@ impl Connection {
                     return Ok(lifetime);
                 }
             }
+        }
+    }
+
+    /// A token from the OAUTHBEARER token provider (which may block) on
+    /// tokio's blocking pool, by `deadline`.
+    async fn token(
+        &self,
+        source: &Arc<TokenSource>,
+        deadline: Instant,
+    ) -> Result<OAuthToken, OpenError> {
+        let source = Arc::clone(source);
+        match tokio::time::timeout_at(
+            deadline,
+            tokio::task::spawn_blocking(move || source.token()),
+        )
+        .await
+        {
+            Ok(Ok(Ok(token))) => Ok(token),
+            Ok(Ok(Err(e))) => Err(OpenError::Fail(e)),
+            Ok(Err(join)) => Err(OpenError::Fail(Error::fatal(
+                "getting an OAUTHBEARER token from the token provider",
+                join.to_string(),
+            ))),
+            Err(_) => Err(OpenError::Retry(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the OAUTHBEARER token provider did not answer within the connect timeout",
+            ))),
         }
     }
 
@@ -608,11 +653,11 @@ mod tests {
         Security {
             protocol: super::super::security::Protocol::SaslPlaintext,
             tls: None,
-            sasl: Some(SaslSettings {
-                mechanism: super::super::security::Mechanism::Plain,
-                username: "alice".into(),
-                password: password.into(),
-            }),
+            sasl: Some(SaslSettings::password(
+                super::super::security::Mechanism::Plain,
+                "alice",
+                password,
+            )),
         }
     }
 
@@ -658,7 +703,7 @@ mod tests {
         )
         .await
         {
-            Err(OpenError::Fatal(e)) => e,
+            Err(OpenError::Fail(e)) => e,
             Err(e) => panic!("not fatal: {e}"),
             Ok(_) => panic!("authenticated with a wrong password"),
         };

@@ -38,12 +38,20 @@
 //! The client reads the same librdkafka keys the librdkafka clients get
 //! (`security.protocol`, `sasl.*`, `ssl.*`; the `security` module lists what
 //! it honours): TLS through rustls (hostname verification on unless
-//! `ssl.endpoint.identification.algorithm=none`), SASL PLAIN, SCRAM-SHA-256
-//! and SCRAM-SHA-512. A setting it cannot honour is refused by
-//! [`DescribeClient::new`] naming it. A failed authentication (naming the
-//! mechanism and the user), an untrusted or misnamed broker certificate
-//! and a mechanism the broker does not enable are [`Error::Fatal`] at once,
-//! never retried.
+//! `ssl.endpoint.identification.algorithm=none`), SASL PLAIN, SCRAM-SHA-256,
+//! SCRAM-SHA-512 and OAUTHBEARER (tokens from the configuration's token
+//! provider, [`KafkaConfig::with_oauth_token_provider`]). A setting it cannot
+//! honour is refused by [`DescribeClient::new`] naming it. A failed
+//! authentication (naming the mechanism and the user, or the token
+//! provider), an untrusted or misnamed broker certificate and a mechanism
+//! the broker does not enable are [`Error::Fatal`] at once, never retried;
+//! a token provider that fails ends the request at once with its error.
+//!
+//! A broker that sets a SASL session lifetime (KIP-368,
+//! `connections.max.reauth.ms`) ends each connection's session then: the
+//! client stops sending new requests on a connection at 85 % of its
+//! lifetime and makes a new one (requests in flight finish on the old one),
+//! so no request meets the end of a session.
 //!
 //! # Answers
 //!
@@ -74,7 +82,7 @@ use super::config::KafkaConfig;
 mod access;
 mod producer_id;
 use super::deadline_in;
-use super::security::Security;
+use super::security::{Credentials, SaslSettings, Security};
 use super::wire::{Connection, OpenError};
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
@@ -149,6 +157,11 @@ struct Inner {
     /// that need it.
     connections: StdMutex<HashMap<String, ConnectionSlot>>,
     requests: Arc<AtomicU64>,
+    /// Connections made (each with its handshakes).
+    connects: AtomicU64,
+    /// The SASL session lifetime of the last connection made, in ms (0:
+    /// none).
+    session_lifetime_ms: AtomicU64,
     /// TLS and SASL of every connection.
     security: Security,
 }
@@ -206,6 +219,8 @@ impl DescribeClient {
                 coordinators: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
+                connects: AtomicU64::new(0),
+                session_lifetime_ms: AtomicU64::new(0),
                 security,
             }),
         })
@@ -293,9 +308,33 @@ impl DescribeClient {
     /// the connect timeout, then fails with [`Error::Transient`] naming the
     /// bootstrap address. Does nothing on PLAINTEXT, or once a broker has
     /// answered this client. The connection made stays for later requests.
+    ///
+    /// With OAUTHBEARER it also makes sure the configuration's token cache
+    /// holds a fresh token (asking the provider on tokio's blocking pool if
+    /// not), so that the librdkafka clients made next take it from there.
     pub(crate) async fn check_access(&self) -> Result<()> {
         if self.inner.security.tls.is_none() && self.inner.security.sasl.is_none() {
             return Ok(());
+        }
+        if let Some(SaslSettings {
+            credentials: Credentials::Token(source),
+            ..
+        }) = &self.inner.security.sasl
+        {
+            let source = Arc::clone(source);
+            let context = "getting an OAUTHBEARER token from the token provider";
+            let within = self.inner.connect_timeout;
+            tokio::time::timeout(within, tokio::task::spawn_blocking(move || source.token()))
+                .await
+                .map_err(|_| {
+                    Error::transient(
+                        context,
+                        format!(
+                            "the provider did not answer within {within:?} (the connect timeout)"
+                        ),
+                    )
+                })?
+                .map_err(|e| Error::fatal(context, e.to_string()))??;
         }
         if self.inner.reached.load(Ordering::Relaxed) {
             return Ok(());
@@ -325,6 +364,22 @@ impl DescribeClient {
     /// this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// How many connections this client and its clones made. For tests.
+    #[doc(hidden)]
+    pub fn connections_made(&self) -> u64 {
+        self.inner.connects.load(Ordering::Relaxed)
+    }
+
+    /// The SASL session lifetime (KIP-368) the broker gave the last
+    /// connection made, if it gave one. For tests.
+    #[doc(hidden)]
+    pub fn sasl_session_lifetime(&self) -> Option<Duration> {
+        match self.inner.session_lifetime_ms.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     /// The deadline of a request with `budget`, and the budget it really
@@ -596,10 +651,16 @@ impl DescribeClient {
         )
         .await
         .map_err(|e| match e {
-            OpenError::Fatal(e) => Attempt::Fail(e),
+            OpenError::Fail(e) => Attempt::Fail(e),
             OpenError::Retry(e) => Attempt::Backoff(format!("connecting to {addr}: {e}")),
         })?;
         self.inner.reached.store(true, Ordering::Relaxed);
+        self.inner.connects.fetch_add(1, Ordering::Relaxed);
+        self.inner.session_lifetime_ms.store(
+            conn.session_lifetime
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            Ordering::Relaxed,
+        );
         let conn = Arc::new(conn);
         *slot = Some(Arc::clone(&conn));
         Ok(conn)
