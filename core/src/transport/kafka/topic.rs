@@ -219,6 +219,21 @@ async fn create(
 async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicReport> {
     let deadline = super::deadline_in(config.operation_timeout());
     loop {
+        // A broker that has the new topic's metadata may not have its
+        // configuration yet, and answers cleanup.policy empty (seen on the
+        // three-node cluster): this topic was just created compacted, so wait.
+        if tokio::time::Instant::now() < deadline {
+            let admin = admin(config)?;
+            let read = read_topic(config, &admin, partitions).await;
+            drop_off_thread(admin);
+            if let Ok((facts, _)) = read {
+                if facts.cleanup_policy.trim().is_empty() {
+                    tracing::debug!(topic = %facts.topic, "waiting for the new topic's configuration");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            }
+        }
         match check_state_topic(config, partitions).await {
             Err(Error::Fatal { context, source })
                 if tokio::time::Instant::now() < deadline && context.contains("does not exist") =>
