@@ -884,3 +884,96 @@ async fn an_unacknowledged_write_is_aborted_and_the_epoch_writes_on() {
         .expect("the same epoch writes on after the abort");
     assert_eq!(t.describe_epoch(&role).await.unwrap(), epoch.token());
 }
+
+/// The token a mint learns from DescribeTransactions can be stale (a paused
+/// coordinator answering from its old state). The broker's log is checked
+/// before the first commit: the stale token never commits, and the epoch
+/// takes the token the broker wrote its records with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_token_is_corrected_before_anything_commits() {
+    let role = unique("stale-token");
+    let p = partition_of(&role);
+    let t = transport("stale-token").await;
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let real = epoch.token();
+    let stale = FencingToken::new(real.producer_id, real.producer_epoch - 1);
+    epoch.assume_token(stale).await;
+    assert_eq!(epoch.token(), stale);
+
+    let e = epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("s", stale, 1))),
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_transient(), "a corrected token is retried: {e:?}");
+    assert!(e.to_string().contains(&real.to_string()), "{e}");
+    assert_eq!(epoch.token(), real, "the epoch takes the broker's token");
+    epoch
+        .write_lease(lease_record(&role, Some(lease_value("s", real, 2))), WITHIN)
+        .await
+        .expect("the write with the broker's token commits");
+
+    let records = read_until(&t, p, Duration::from_secs(10), |r| {
+        has_value(r, &lease_value("s", real, 2))
+    })
+    .await;
+    assert!(
+        !has_value(&records, &lease_value("s", stale, 1)),
+        "the record carrying the stale token never commits"
+    );
+}
+
+/// After a commit the term's token is fixed: a producer whose epoch moved
+/// (librdkafka bumps it after some aborts) ends the term before a record
+/// carrying the old token commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_moves_after_a_commit_ends_the_term() {
+    let role = unique("moved-token");
+    let p = partition_of(&role);
+    let t = transport("moved-token").await;
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let real = epoch.token();
+    epoch
+        .write_lease(lease_record(&role, Some(lease_value("m", real, 1))), WITHIN)
+        .await
+        .unwrap();
+    let other = FencingToken::new(real.producer_id, real.producer_epoch - 1);
+    epoch.assume_token(other).await;
+    let e = epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("m", other, 2))),
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
+    assert!(e.is_fenced(), "the term ends: {e:?}");
+    assert!(e.to_string().contains(&real.to_string()), "{e}");
+    let again = epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("m", other, 3))),
+            WITHIN,
+        )
+        .await
+        .unwrap_err();
+    assert!(again.is_fenced(), "and stays ended: {again:?}");
+
+    // A later term's write shows the partition settled past the aborted one.
+    let next = t.acquire_epoch(&role, LEASE).await.unwrap();
+    let newer = next.token();
+    next.write_lease(
+        lease_record(&role, Some(lease_value("n", newer, 4))),
+        WITHIN,
+    )
+    .await
+    .unwrap();
+    let records = read_until(&t, p, Duration::from_secs(10), |r| {
+        has_value(r, &lease_value("n", newer, 4))
+    })
+    .await;
+    assert!(
+        !has_value(&records, &lease_value("m", other, 2)),
+        "nothing carrying the moved token commits"
+    );
+}

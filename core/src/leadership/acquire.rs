@@ -443,6 +443,13 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 let written = first_lease(m, epoch.as_ref(), cancel).await;
                 match written {
                     Ok((lease, sent)) => {
+                        // The transport may have corrected the token before
+                        // the first lease committed (a stale coordinator
+                        // answer): the committed lease carries this one.
+                        let token = epoch.token();
+                        if minted.last() != Some(&token) {
+                            minted.push(token);
+                        }
                         tracing::info!(%token, deadline = lease.deadline, "elected");
                         m.emit(EventKind::Elected {
                             token,

@@ -218,7 +218,10 @@ pub trait LeaseWriter: Send + Sync {
     /// The role (the transactional id).
     fn role(&self) -> &str;
 
-    /// The token minted for this epoch.
+    /// The token minted for this epoch. It may change only before the
+    /// epoch's first commit (the Kafka transport takes the broker's word
+    /// over a stale coordinator's); every committed record of the epoch
+    /// carries the token read after it.
     fn token(&self) -> FencingToken;
 
     /// Writes one lease record of the role inside a transaction of the

@@ -32,7 +32,10 @@ type Slot = Arc<AsyncMutex<Option<LeaseProducer>>>;
 /// [`crate::transport::Coordinator::acquire_epoch`], boxed).
 pub struct KafkaEpoch {
     role: String,
-    token: FencingToken,
+    /// The producer's token: the mint's, or, if the broker's log showed that
+    /// one stale before anything committed, the broker's (see
+    /// `LeaseProducer::confirm`).
+    token: Arc<StdMutex<FencingToken>>,
     /// The lease (the transaction timeout) in milliseconds.
     lease_ms: u64,
     describe: DescribeClient,
@@ -56,7 +59,7 @@ impl std::fmt::Debug for KafkaEpoch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KafkaEpoch")
             .field("role", &self.role)
-            .field("token", &self.token)
+            .field("token", &self.token())
             .finish_non_exhaustive()
     }
 }
@@ -71,7 +74,7 @@ impl KafkaEpoch {
     ) -> KafkaEpoch {
         KafkaEpoch {
             role,
-            token: producer.token,
+            token: Arc::new(StdMutex::new(producer.token)),
             lease_ms,
             describe,
             state_topic: config.state_topic().to_owned(),
@@ -101,6 +104,19 @@ impl KafkaEpoch {
         let record = self.state_record(record);
         self.transact("write_lease_uncommitted", vec![record], true, self.timeout)
             .await
+    }
+
+    /// Fault injection, for tests of the token check: makes the producer
+    /// believe its token is `token`, not yet confirmed by the broker's log,
+    /// as a stale DescribeTransactions answer at the mint would (before the
+    /// first commit), or an epoch bump after an abort would (after it).
+    #[doc(hidden)]
+    pub async fn assume_token(&self, token: FencingToken) {
+        if let Some(p) = self.slot.lock().await.as_mut() {
+            p.token = token;
+            p.confirmed = false;
+        }
+        *self.token.lock().unwrap_or_else(|e| e.into_inner()) = token;
     }
 
     fn state_record(&self, r: StateRecord) -> OutRecord {
@@ -149,7 +165,7 @@ impl KafkaEpoch {
         let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
         let resolved = Arc::clone(&self.resolved);
-        let (describe, token) = (self.describe.clone(), self.token);
+        let token_cell = Arc::clone(&self.token);
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: librdkafka's
         // transaction state and ours stay in step.
@@ -161,29 +177,7 @@ impl KafkaEpoch {
             if let Some(committed) = producer.resolved.take() {
                 *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             }
-            // After an abort librdkafka may have bumped the epoch itself
-            // (KIP-360): re-learn the token. If it moved, this epoch's token
-            // is no longer the truth; the term ends (a fence), so one term
-            // never carries two tokens.
-            let moved = if std::mem::take(&mut producer.aborted) {
-                match describe.describe_transaction(&role).await {
-                    Ok(Some(d)) if d.token != token => Some(d.token),
-                    Ok(_) => None,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not re-learn the token after an abort; checking again after the next one");
-                        producer.aborted = true;
-                        None
-                    }
-                }
-            } else {
-                None
-            };
-            let result = match (result, moved) {
-                (r, None) => r,
-                (_, Some(now)) => Err(Outcome::Drop(Error::Fenced(format!(
-                    "{what} for role {}: after an abort the role's token is {now}, not this epoch's {token}", crate::error::quote(&role)
-                )))),
-            };
+            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
             match result {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
@@ -268,7 +262,7 @@ impl LeaseWriter for KafkaEpoch {
     }
 
     fn token(&self) -> FencingToken {
-        self.token
+        *self.token.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
@@ -294,12 +288,12 @@ impl LeaseWriter for KafkaEpoch {
         let timeout_ms = i32::try_from(self.lease_ms).unwrap_or(i32::MAX);
         match self
             .describe
-            .bump_if_current(&self.role, self.token, timeout_ms, within)
+            .bump_if_current(&self.role, self.token(), timeout_ms, within)
             .await?
         {
             BumpAnswer::Bumped(t) => Ok(Superseded::Bumped(t)),
             BumpAnswer::NotCurrent(why) => {
-                tracing::debug!(token = %self.token, %why, "not bumped: a newer epoch exists");
+                tracing::debug!(token = %self.token(), %why, "not bumped: a newer epoch exists");
                 Ok(Superseded::AlreadySuperseded)
             }
         }

@@ -37,6 +37,7 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureRecord, Producer as _};
 
+use super::describe::Writer;
 use super::{kafka_error, run_blocking, DescribeClient, Producer};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
@@ -77,10 +78,15 @@ pub(crate) struct LeaseProducer {
     /// coordinator and needs no [`LeaseProducer::abort_registered`].
     pub(crate) queued: bool,
     pub(crate) state: TxnState,
-    /// Set when a transaction was aborted: librdkafka may then have bumped
-    /// the producer's epoch itself (KIP-360), so the token must be
-    /// re-learned before the next write counts on it.
-    pub(crate) aborted: bool,
+    /// True once the partition's log showed a record of this producer
+    /// written with `token` (see [`LeaseProducer::confirm`]). False after a
+    /// mint, whose token came from DescribeTransactions, and after every
+    /// abort, after which librdkafka may have bumped the epoch itself
+    /// (KIP-360).
+    pub(crate) confirmed: bool,
+    /// True once a transaction of this producer committed: from then on
+    /// its token is the term's and never changes.
+    pub(crate) committed: bool,
     /// How an earlier transaction whose outcome was reported unknown ended,
     /// once a later write completed it (`true`: committed).
     pub(crate) resolved: Option<bool>,
@@ -191,7 +197,8 @@ impl LeaseProducer {
             unregistered_since: None,
             queued: false,
             state: TxnState::Idle,
-            aborted: false,
+            confirmed: false,
+            committed: false,
             resolved: None,
         }
     }
@@ -225,6 +232,8 @@ impl LeaseProducer {
             self.queued = false;
         }
         let mut deliveries = Vec::with_capacity(records.len());
+        // Where the first record landed: the log says there who wrote it.
+        let mut first: Option<(i32, i64)> = None;
         for r in &records {
             let mut fr = FutureRecord::<[u8], [u8]>::to(&r.topic);
             if let Some(p) = r.partition {
@@ -267,7 +276,11 @@ impl LeaseProducer {
                 });
             };
             match delivered {
-                Ok(Ok(_)) => {}
+                Ok(Ok(d)) => {
+                    if first.is_none() {
+                        first = Some((d.partition, d.offset));
+                    }
+                }
                 Ok(Err((e, _))) => {
                     return Err(self.on_error(role, what, "delivery", e, deadline).await)
                 }
@@ -279,10 +292,106 @@ impl LeaseProducer {
                 }
             }
         }
+        if let Some((partition, offset)) = first.filter(|_| !self.confirmed) {
+            // Deliveries come in the records' order.
+            let topic = records
+                .first()
+                .map(|r| r.topic.as_str())
+                .unwrap_or_default();
+            self.confirm(role, what, topic, partition, offset, deadline)
+                .await?;
+        }
         if leave_open {
             return Ok(());
         }
         self.commit(role, what, deadline).await
+    }
+
+    /// Checks the token against the header of the batch that holds this
+    /// transaction's first record (at `offset`), before the transaction
+    /// commits: the producer id and epoch the broker wrote it with are the
+    /// truth, and DescribeTransactions, where the token came from, can
+    /// answer from a stale coordinator (see `describe/batch.rs`).
+    ///
+    /// * The same token: confirmed; no later transaction is checked until
+    ///   the next abort.
+    /// * Another token, and nothing committed yet: the coordinator's answer
+    ///   at the mint was stale. The transaction is aborted, the token becomes
+    ///   the broker's, and the write fails with [`Error::Transient`]: written
+    ///   again, it carries the right token.
+    /// * Another token after a commit: the epoch moved under the term (an
+    ///   abort that librdkafka followed with an epoch bump). The transaction
+    ///   is aborted and the term ends ([`Error::Fenced`]), so one term never
+    ///   carries two tokens.
+    /// * The principal may not read the topic (a guarded write to a topic it
+    ///   may only write): not confirmed, the next transaction checks again.
+    /// * No answer in time: the transaction is aborted
+    ///   ([`Error::Transient`]); nothing unconfirmed commits.
+    async fn confirm(
+        &mut self,
+        role: &str,
+        what: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        deadline: Instant,
+    ) -> Result<(), Outcome> {
+        let context = || format!("{what} for role {}", crate::error::quote(role));
+        let answer = self
+            .describe
+            .batch_writer(topic, partition, offset, deadline)
+            .await;
+        match answer {
+            Ok(Writer::Batch(t)) if t == self.token => {
+                self.confirmed = true;
+                Ok(())
+            }
+            Ok(Writer::Denied) => {
+                tracing::debug!(
+                    role,
+                    topic,
+                    "the token is not confirmed: the principal may not read the topic"
+                );
+                Ok(())
+            }
+            Ok(Writer::Batch(t)) => {
+                let token = self.token;
+                let aborted = self.abort(role, what, deadline).await;
+                if self.committed {
+                    return Err(Outcome::Drop(Error::Fenced(format!(
+                        "{}: the broker wrote the transaction with token {t}, not with this term's \
+                         {token}: the producer's epoch moved after an abort; nothing of the \
+                         transaction is committed",
+                        context()
+                    ))));
+                }
+                tracing::warn!(
+                    role,
+                    stale = %token,
+                    broker = %t,
+                    "the coordinator named a stale token after InitProducerId; taking the one the broker wrote"
+                );
+                self.token = t;
+                Err(aborted.unwrap_or_else(|| {
+                    Outcome::Keep(Error::transient(
+                        context(),
+                        format!(
+                            "the coordinator named token {token}, the broker wrote the records with \
+                             {t}; the transaction was aborted, the next write carries {t}"
+                        ),
+                    ))
+                }))
+            }
+            Err(e) => {
+                let aborted = self.abort(role, what, deadline).await;
+                Err(aborted.unwrap_or_else(|| {
+                    Outcome::Keep(Error::transient(
+                        context(),
+                        format!("the token could not be checked, the transaction was aborted: {e}"),
+                    ))
+                }))
+            }
+        }
     }
 
     /// Commits. A failure after the commit was sent (a timeout, a fence
@@ -300,6 +409,7 @@ impl LeaseProducer {
         match r {
             Ok(()) => {
                 self.state = TxnState::Idle;
+                self.committed = true;
                 Ok(())
             }
             Err(e) => {
@@ -456,7 +566,7 @@ impl LeaseProducer {
         match r {
             Ok(()) => {
                 self.state = TxnState::Idle;
-                self.aborted = true;
+                self.confirmed = false;
                 None
             }
             Err(e) => {

@@ -80,10 +80,12 @@ use tokio::time::Instant;
 use super::config::KafkaConfig;
 
 mod access;
+mod batch;
 mod producer_id;
 use super::deadline_in;
 use super::security::{Credentials, SaslSettings, Security};
 use super::wire::{Connection, OpenError};
+pub(crate) use batch::Writer;
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
 
@@ -151,6 +153,8 @@ struct Inner {
     reached: AtomicBool,
     /// Transactional id → the address of its coordinator.
     coordinators: StdMutex<HashMap<String, String>>,
+    /// (topic, partition) → the address of its leader.
+    leaders: StdMutex<HashMap<(String, i32), String>>,
     /// Broker address → its connection slot. The map's lock is held only to
     /// find a slot; a slot's lock is held across its connect, so one address
     /// gets one connection and an unreachable broker stalls only the requests
@@ -217,6 +221,7 @@ impl DescribeClient {
                 connect_timeout: config.connect_timeout(),
                 reached: AtomicBool::new(false),
                 coordinators: StdMutex::new(HashMap::new()),
+                leaders: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
                 connects: AtomicU64::new(0),
@@ -360,7 +365,8 @@ impl DescribeClient {
 
     /// How many Kafka requests (ApiVersions, SaslHandshake,
     /// SaslAuthenticate, FindCoordinator, DescribeTransactions,
-    /// InitProducerId, and the EndTxn and Fetch of a member's ACL check)
+    /// InitProducerId, the EndTxn and Fetch of a member's ACL check, and the
+    /// Metadata and Fetch that read a batch's writer)
     /// this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
         self.inner.requests.load(Ordering::Relaxed)

@@ -1,0 +1,411 @@
+//! Who wrote a record, as the partition's log says: the producer id and
+//! epoch in the header of the record batch at an offset.
+//!
+//! The lease producer learns its token from DescribeTransactions (librdkafka
+//! has no getter), and that answer can be stale: a coordinator that was
+//! paused, and lost the transaction log's partition meanwhile, answers from
+//! its old state until it learns that it lost it. In the fault campaign one
+//! such answer gave a new leader the token of its killed predecessor, and
+//! its records were written with a newer epoch than the one their values
+//! named. The batch header cannot be stale that way: the partition leader
+//! wrote it with the epoch of the producer that sent the batch, and a
+//! read_uncommitted Fetch returns only what is below the high watermark,
+//! which every replica holds the same. So the lease producer checks its
+//! token against the header of its own first record after a mint and after
+//! every abort, before it commits (see `lease.rs`).
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
+
+use super::{code_name, format_addr, no_time_for, Attempt, DescribeClient};
+use super::{FIRST_BACKOFF, MAX_BACKOFF};
+use crate::error::{Error, Result};
+use crate::token::FencingToken;
+
+/// TOPIC_AUTHORIZATION_FAILED.
+const TOPIC_DENIED: i16 = 29;
+
+/// Where the producer id and epoch sit in a record batch (magic 2): base
+/// offset (8), batch length (4), partition leader epoch (4), magic (1), CRC
+/// (4), attributes (2), last offset delta (4), base and max timestamps
+/// (8 + 8), then the producer id (8) and epoch (2).
+const MAGIC_AT: usize = 16;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+const PRODUCER_ID_AT: usize = 43;
+const PRODUCER_EPOCH_AT: usize = 51;
+/// The header of a batch ends with the base sequence (4) and record count (4).
+const BATCH_HEADER_LEN: usize = 61;
+
+/// What the log says about the batch holding an offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// The batch's producer id and epoch.
+    Batch(FencingToken),
+    /// The principal may not read the topic.
+    Denied,
+}
+
+impl DescribeClient {
+    /// The producer id and epoch of the batch that holds `offset` of
+    /// `topic`/`partition`, read (uncommitted) from the partition's leader.
+    /// Retries a moved leader, an offset not yet readable and a broken
+    /// connection until `deadline`; then [`Error::Transient`].
+    pub(crate) async fn batch_writer(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        deadline: Instant,
+    ) -> Result<Writer> {
+        let context = || {
+            format!(
+                "reading the writer of offset {offset} of {}/{partition}",
+                crate::error::quote(topic)
+            )
+        };
+        let started = Instant::now();
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let attempt = match self.partition_leader(topic, partition, deadline).await {
+                Ok(addr) => match self
+                    .fetch_batch(&addr, topic, partition, offset, deadline)
+                    .await
+                {
+                    Ok(w) => return Ok(w),
+                    Err(a) => a,
+                },
+                Err(a) => a,
+            };
+            let reason = match attempt {
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Refind(r) => {
+                    self.forget_leader(topic, partition);
+                    r
+                }
+                Attempt::Backoff(r) => r,
+            };
+            if no_time_for(backoff, deadline) {
+                return Err(Error::transient(
+                    context(),
+                    format!("gave up after {:?}: {reason}", started.elapsed()),
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    fn forget_leader(&self, topic: &str, partition: i32) {
+        self.inner
+            .leaders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(topic.to_owned(), partition));
+    }
+
+    /// The address of the partition's leader, cached or from Metadata.
+    async fn partition_leader(
+        &self,
+        topic: &str,
+        partition: i32,
+        deadline: Instant,
+    ) -> Result<String, Attempt> {
+        let key = (topic.to_owned(), partition);
+        if let Some(addr) = self
+            .inner
+            .leaders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(addr.clone());
+        }
+        let mut last = String::from("no bootstrap broker answered");
+        for broker in &self.inner.bootstrap {
+            let conn = match self.connection(broker, deadline).await {
+                Ok(c) => c,
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
+                    last = r;
+                    continue;
+                }
+            };
+            let Some(version) = conn.version_for(ApiKey::Metadata, (1, 12)) else {
+                return Err(Attempt::Fail(Error::fatal(
+                    format!("Metadata at {broker}"),
+                    "the broker supports no Metadata version 1 to 12",
+                )));
+            };
+            let mut t = MetadataRequestTopic::default();
+            t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+            let mut req = MetadataRequest::default();
+            req.topics = Some(vec![t]);
+            req.allow_auto_topic_creation = false;
+            let resp: MetadataResponse = match self
+                .call(&conn, ApiKey::Metadata, version, &req, deadline)
+                .await
+            {
+                Ok(r) => r,
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
+                    last = r;
+                    continue;
+                }
+            };
+            let found = resp
+                .topics
+                .iter()
+                .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic));
+            let Some(t) = found else {
+                last = format!("Metadata at {broker} answered nothing for the topic");
+                continue;
+            };
+            if t.error_code == TOPIC_DENIED {
+                // Fetch says so too, and tells the caller.
+                return Ok(broker.clone());
+            }
+            let leader = t
+                .partitions
+                .iter()
+                .find(|p| p.partition_index == partition)
+                .map(|p| p.leader_id);
+            let Some(leader) = leader.filter(|id| id.0 >= 0) else {
+                last = format!(
+                    "Metadata at {broker} shows no leader of the partition ({})",
+                    code_name(t.error_code)
+                );
+                continue;
+            };
+            let Some(b) = resp.brokers.iter().find(|b| b.node_id == leader) else {
+                last = format!(
+                    "Metadata at {broker} names leader {} but not its address",
+                    leader.0
+                );
+                continue;
+            };
+            let addr = format_addr(b.host.as_str(), b.port);
+            self.inner
+                .leaders
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, addr.clone());
+            return Ok(addr);
+        }
+        Err(Attempt::Backoff(last))
+    }
+
+    /// One read_uncommitted Fetch of `offset` at `addr`, which returns the
+    /// batch holding it (the broker returns a whole first batch, whatever
+    /// the byte limits).
+    async fn fetch_batch(
+        &self,
+        addr: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        deadline: Instant,
+    ) -> Result<Writer, Attempt> {
+        let conn = self.connection(addr, deadline).await.map_err(|a| match a {
+            Attempt::Backoff(r) => Attempt::Refind(r),
+            other => other,
+        })?;
+        // Versions 4 to 12 name the topic (13 and later give its id).
+        let Some(version) = conn.version_for(ApiKey::Fetch, (4, 12)) else {
+            return Err(Attempt::Fail(Error::fatal(
+                format!("Fetch at {addr}"),
+                "the broker supports no Fetch version 4 to 12",
+            )));
+        };
+        let mut part = FetchPartition::default();
+        part.partition = partition;
+        part.fetch_offset = offset;
+        part.partition_max_bytes = 1;
+        part.current_leader_epoch = -1;
+        part.last_fetched_epoch = -1;
+        part.log_start_offset = -1;
+        let mut t = FetchTopic::default();
+        t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
+        t.partitions = vec![part];
+        let mut req = FetchRequest::default();
+        req.replica_id = BrokerId(-1);
+        req.max_wait_ms = 0;
+        req.min_bytes = 0;
+        req.max_bytes = 1;
+        req.isolation_level = 0; // read_uncommitted: the transaction is open
+        req.session_id = 0;
+        req.session_epoch = -1;
+        req.topics = vec![t];
+        let resp: FetchResponse = self
+            .call(&conn, ApiKey::Fetch, version, &req, deadline)
+            .await
+            .map_err(|a| match a {
+                Attempt::Backoff(r) => Attempt::Refind(r),
+                other => other,
+            })?;
+        let what = || format!("Fetch of offset {offset} at {addr}");
+        if resp.error_code == TOPIC_DENIED {
+            return Ok(Writer::Denied);
+        }
+        let Some(p) = resp
+            .responses
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+        else {
+            return Err(Attempt::Backoff(format!(
+                "{} answered no partition",
+                what()
+            )));
+        };
+        match p.error_code {
+            0 => {}
+            TOPIC_DENIED => return Ok(Writer::Denied),
+            // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+            // LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+            // OFFSET_OUT_OF_RANGE (a leader not yet caught up): ask Metadata
+            // again.
+            6 | 3 | 5 | 74 | 75 | 1 => {
+                return Err(Attempt::Refind(format!(
+                    "{}: {}",
+                    what(),
+                    code_name(p.error_code)
+                )))
+            }
+            code => {
+                return Err(Attempt::Backoff(format!("{}: {}", what(), code_name(code))));
+            }
+        }
+        let records = p.records.as_deref().unwrap_or(&[]);
+        match writer_of(records, offset) {
+            Ok(Some(t)) => Ok(Writer::Batch(t)),
+            // Below the high watermark every acknowledged record is
+            // readable; a replica behind it shows nothing yet.
+            Ok(None) => Err(Attempt::Refind(format!(
+                "{} returned no batch holding it (high watermark {})",
+                what(),
+                p.high_watermark
+            ))),
+            Err(why) => Err(Attempt::Fail(Error::fatal(what(), why))),
+        }
+    }
+}
+
+/// The producer id and epoch of the batch in `records` that holds `offset`:
+/// `None` when none does (the bytes end first); an error for a batch that is
+/// not magic 2.
+pub(crate) fn writer_of(mut records: &[u8], offset: i64) -> Result<Option<FencingToken>, String> {
+    while records.len() >= BATCH_HEADER_LEN {
+        let base = i64::from_be_bytes(records[0..8].try_into().expect("8 bytes"));
+        let length = i32::from_be_bytes(records[8..12].try_into().expect("4 bytes"));
+        let magic = records[MAGIC_AT];
+        if magic != 2 {
+            return Err(format!(
+                "a record batch of magic {magic} (2 expected) at offset {base}"
+            ));
+        }
+        let delta = i32::from_be_bytes(
+            records[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4]
+                .try_into()
+                .expect("4 bytes"),
+        );
+        let last = base.saturating_add(i64::from(delta));
+        if base <= offset && offset <= last {
+            let pid = i64::from_be_bytes(
+                records[PRODUCER_ID_AT..PRODUCER_ID_AT + 8]
+                    .try_into()
+                    .expect("8 bytes"),
+            );
+            let epoch = i16::from_be_bytes(
+                records[PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2]
+                    .try_into()
+                    .expect("2 bytes"),
+            );
+            return Ok(Some(FencingToken::new(pid, epoch)));
+        }
+        if base > offset {
+            return Ok(None);
+        }
+        // The batch length counts the bytes after the length field.
+        let Some(next) = usize::try_from(length)
+            .ok()
+            .and_then(|l| l.checked_add(12))
+            .filter(|n| *n >= BATCH_HEADER_LEN)
+        else {
+            return Err(format!(
+                "a record batch of length {length} at offset {base}"
+            ));
+        };
+        if next > records.len() {
+            return Ok(None);
+        }
+        records = &records[next..];
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch header (and `body` more bytes) as the broker writes it.
+    fn batch(base: i64, delta: i32, pid: i64, epoch: i16, magic: u8, body: usize) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&base.to_be_bytes());
+        b.extend_from_slice(&((BATCH_HEADER_LEN - 12 + body) as i32).to_be_bytes());
+        b.extend_from_slice(&7i32.to_be_bytes()); // partition leader epoch
+        b.push(magic);
+        b.extend_from_slice(&0u32.to_be_bytes()); // crc
+        b.extend_from_slice(&0x10i16.to_be_bytes()); // attributes: transactional
+        b.extend_from_slice(&delta.to_be_bytes());
+        b.extend_from_slice(&1i64.to_be_bytes());
+        b.extend_from_slice(&2i64.to_be_bytes());
+        b.extend_from_slice(&pid.to_be_bytes());
+        b.extend_from_slice(&epoch.to_be_bytes());
+        b.extend_from_slice(&0i32.to_be_bytes()); // base sequence
+        b.extend_from_slice(&(delta + 1).to_be_bytes()); // record count
+        assert_eq!(b.len(), BATCH_HEADER_LEN);
+        b.extend(std::iter::repeat_n(0xAB, body));
+        b
+    }
+
+    #[test]
+    fn finds_the_batch_holding_the_offset() {
+        let mut log = batch(10, 2, 4005, 12, 2, 30);
+        log.extend(batch(13, 0, 4005, 13, 2, 5));
+        for (offset, want) in [
+            (10, Some(FencingToken::new(4005, 12))),
+            (12, Some(FencingToken::new(4005, 12))),
+            (13, Some(FencingToken::new(4005, 13))),
+            (14, None),
+            (9, None),
+        ] {
+            assert_eq!(writer_of(&log, offset).unwrap(), want, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn a_cut_batch_or_bytes_shorter_than_a_header_hold_nothing() {
+        let mut log = batch(10, 0, 1, 1, 2, 30);
+        log.extend(&batch(11, 0, 1, 2, 2, 30)[..40]);
+        assert_eq!(writer_of(&log, 11).unwrap(), None);
+        assert_eq!(writer_of(&[], 0).unwrap(), None);
+        // The header of a cut batch still names its writer.
+        let cut = &batch(11, 0, 9, 3, 2, 30)[..BATCH_HEADER_LEN];
+        assert_eq!(writer_of(cut, 11).unwrap(), Some(FencingToken::new(9, 3)));
+    }
+
+    #[test]
+    fn refuses_other_magics_and_impossible_lengths() {
+        let e = writer_of(&batch(0, 0, 1, 1, 1, 0), 5).unwrap_err();
+        assert!(e.contains("magic 1"), "{e}");
+        let mut bad = batch(0, 0, 1, 1, 2, 0);
+        bad[8..12].copy_from_slice(&(-5i32).to_be_bytes());
+        let e = writer_of(&bad, 5).unwrap_err();
+        assert!(e.contains("length -5"), "{e}");
+    }
+}
