@@ -15,7 +15,12 @@
 //!    coordinator with DescribeTransactions right after InitProducerId. If
 //!    another member minted a newer epoch in between, the answer is theirs,
 //!    but then this member's first commit is fenced and its lease record is
-//!    aborted: every *committed* lease carries the token of its writer.
+//!    aborted. The answer can also be stale (a paused coordinator answering
+//!    from its old state), so before the first commit, and the first after
+//!    any abort, the producer reads the header of the batch its first record
+//!    went into and keeps the producer id and epoch the broker wrote there
+//!    (`describe/batch.rs`): every *committed* lease carries the token of
+//!    its writer.
 //! 2. **Fencing is [`Error::Fenced`].** A write that the broker rejects with
 //!    `INVALID_PRODUCER_EPOCH` (47) or `PRODUCER_FENCED` (90), which librdkafka
 //!    raises as the fatal `_FENCED` (-144), fails with [`Error::Fenced`] and
