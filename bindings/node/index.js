@@ -37,9 +37,10 @@ module.exports = {
   encodeKey: values.encodeKey,
   decodeKey: native.decodeKey,
   encodeRegistration: values.encodeRegistration,
-  decodeRegistration: native.decodeRegistration,
+  decodeRegistration: values.decodeRegistration,
   encodeLease: values.encodeLease,
-  decodeLease: native.decodeLease,
+  decodeLease: values.decodeLease,
+  decodeLeases: values.decodeLeases,
   rolePartition: native.rolePartition,
   murmur2: native.murmur2,
   // Leadership.

@@ -16,6 +16,7 @@ export const {
   decodeRegistration,
   encodeLease,
   decodeLease,
+  decodeLeases,
   rolePartition,
   murmur2,
   Client,

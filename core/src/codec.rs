@@ -610,9 +610,11 @@ pub fn decode_key(data: &[u8]) -> Result<Key, FormatError> {
 }
 
 /// Decodes a registration value without copying its member: `(member,
-/// registered_at)`, with the same checks as [`decode_registration`].
+/// registered_at)`, with the same checks as [`decode_registration`]. For
+/// callers that copy the member elsewhere anyway (a binding building a host
+/// string).
 #[inline]
-pub(crate) fn decode_registration_ref(data: &[u8]) -> Result<(&str, i64), FormatError> {
+pub fn decode_registration_ref(data: &[u8]) -> Result<(&str, i64), FormatError> {
     match fast_registration(data) {
         Some(v) => Ok(v),
         None => checked_registration(data),
@@ -620,9 +622,10 @@ pub(crate) fn decode_registration_ref(data: &[u8]) -> Result<(&str, i64), Format
 }
 
 /// Decodes a lease value without copying its member: `(member, token,
-/// granted_at, deadline)`, with the same checks as [`decode_lease`].
+/// granted_at, deadline)`, with the same checks as [`decode_lease`] (see
+/// [`decode_registration_ref`]).
 #[inline]
-pub(crate) fn decode_lease_ref(data: &[u8]) -> Result<(&str, FencingToken, i64, i64), FormatError> {
+pub fn decode_lease_ref(data: &[u8]) -> Result<(&str, FencingToken, i64, i64), FormatError> {
     match fast_lease(data) {
         Some(v) => Ok(v),
         None => checked_lease(data),

@@ -60,8 +60,9 @@ pub mod transport;
 
 pub use clock::{Clock, ManualClock, Sleep, SystemClock};
 pub use codec::{
-    decode_key, decode_lease, decode_registration, encode_key, encode_lease, encode_registration,
-    is_tombstone, Key, KeyKind, Lease, Registration, MAX_STRING_LEN,
+    decode_key, decode_lease, decode_lease_ref, decode_registration, decode_registration_ref,
+    encode_key, encode_lease, encode_registration, is_tombstone, Key, KeyKind, Lease, Registration,
+    MAX_STRING_LEN,
 };
 pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
 pub use error::{EncodeError, Error, ErrorKind, FormatError, Part, Result, SharedError};

@@ -1,6 +1,7 @@
-// Decoding a lease value: the package (the Rust core through napi-rs)
-// against a pure-JavaScript DataView decoder of the same layout, in one run
-// of one process. See docs/benchmarks-node.md.
+// Decoding lease values: the package (the Rust core through napi-rs), one
+// value per call (decodeLease) and a batch per call (decodeLeases), against
+// a pure-JavaScript DataView decoder of the same layout, in one run of one
+// process. See docs/benchmarks-node.md.
 //
 // The DataView decoder does the same work as the core: the version check,
 // the string length check, strict UTF-8 (TextDecoder with fatal: true), a
@@ -11,9 +12,8 @@
 // Method: for each batch size N, a batch is N distinct lease values decoded
 // in a loop; the two decoders take turns, ROUNDS rounds of about 200 ms
 // each, and the best round's time per call is reported (a busy moment of the
-// machine hits both alike). "decode" decodes only; "+fields" also reads
-// every field (member, producer id, epoch, granted at, deadline), which for
-// the package crosses into the addon once per field.
+// machine hits each alike). "decode" decodes only; "+fields" also reads
+// every field (member, producer id, epoch, granted at, deadline).
 //
 //   node bench/decode.mjs            full run (a few minutes)
 //   node bench/decode.mjs --short    CI: a few rounds, prints the table
@@ -67,6 +67,10 @@ function values(count, memberLength) {
 }
 
 function agree(batch) {
+  const many = kc.decodeLeases(batch)
+  if (many.length !== batch.length || many.some((l, i) => !l.equals(kc.decodeLease(batch[i])))) {
+    throw new Error('decodeLeases and decodeLease disagree')
+  }
   for (const b of batch) {
     const p = kc.decodeLease(b)
     const j = decodeLeaseJs(b)
@@ -83,23 +87,39 @@ function agree(batch) {
 }
 
 let sink = 0
+const fields = (l) => l.member.length + Number(l.token.producerEpoch) + Number(l.grantedAt & 1n) + Number(l.deadline & 1n) + Number(l.token.producerId & 1n)
+// Each decodes a whole batch: value by value, or (the package's
+// decodeLeases) in one call.
 const decoders = {
-  package: { decode: (b) => kc.decodeLease(b), fields: (l) => l.member.length + Number(l.token.producerEpoch) + Number(l.grantedAt & 1n) + Number(l.deadline & 1n) + Number(l.token.producerId & 1n) },
-  dataview: { decode: decodeLeaseJs, fields: (l) => l.member.length + Number(l.token.producerEpoch) + Number(l.grantedAt & 1n) + Number(l.deadline & 1n) + Number(l.token.producerId & 1n) },
+  single: (batch, withFields) => {
+    for (let i = 0; i < batch.length; i++) {
+      const l = kc.decodeLease(batch[i])
+      if (withFields) sink += fields(l)
+    }
+  },
+  batch: (batch, withFields) => {
+    const ls = kc.decodeLeases(batch)
+    if (withFields) for (let i = 0; i < ls.length; i++) sink += fields(ls[i])
+    else sink += ls.length
+  },
+  dataview: (batch, withFields) => {
+    for (let i = 0; i < batch.length; i++) {
+      const l = decodeLeaseJs(batch[i])
+      if (withFields) sink += fields(l)
+    }
+  },
 }
+const NAMES = Object.keys(decoders)
 
-// ns per call of one round: repeat the batch for about ROUND_MS.
+// ns per value of one round: repeat the batch for about ROUND_MS.
 function round(which, batch, withFields) {
-  const { decode, fields } = decoders[which]
+  const decode = decoders[which]
   let calls = 0
   const start = process.hrtime.bigint()
   const until = start + BigInt(ROUND_MS) * 1_000_000n
   let now = start
   do {
-    for (let i = 0; i < batch.length; i++) {
-      const l = decode(batch[i])
-      if (withFields) sink += fields(l)
-    }
+    decode(batch, withFields)
     calls += batch.length
     now = process.hrtime.bigint()
   } while (now < until)
@@ -107,21 +127,22 @@ function round(which, batch, withFields) {
 }
 
 function measure(batch, withFields) {
-  const best = { package: Infinity, dataview: Infinity }
-  // Warm both up (JIT) before timing.
-  round('package', batch, withFields)
-  round('dataview', batch, withFields)
+  const best = Object.fromEntries(NAMES.map((n) => [n, Infinity]))
+  // Warm every decoder up (JIT) before timing.
+  for (const n of NAMES) round(n, batch, withFields)
   for (let r = 0; r < ROUNDS; r++) {
-    for (const which of r % 2 ? ['dataview', 'package'] : ['package', 'dataview']) {
+    // Rotate the order, so a busy moment of the machine hits each alike.
+    for (let k = 0; k < NAMES.length; k++) {
+      const which = NAMES[(r + k) % NAMES.length]
       best[which] = Math.min(best[which], round(which, batch, withFields))
     }
   }
   return best
 }
 
-console.log(`node ${process.version}, ${ROUNDS} rounds of ~${ROUND_MS} ms, best round, ns per call`)
-console.log('| member | batch | what | package ns | DataView ns | package / DataView |')
-console.log('| --- | ---: | --- | ---: | ---: | ---: |')
+console.log(`node ${process.version}, ${ROUNDS} rounds of ~${ROUND_MS} ms, best round, ns per value`)
+console.log('| member | batch | what | decodeLease ns | decodeLeases ns | DataView ns | decodeLease / DataView | decodeLeases / DataView |')
+console.log('| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |')
 for (const memberLength of [6, 200]) {
   const all = values(Math.max(...SIZES), memberLength)
   agree(all)
@@ -129,8 +150,9 @@ for (const memberLength of [6, 200]) {
     const batch = all.slice(0, size)
     for (const withFields of [false, true]) {
       const best = measure(batch, withFields)
-      const ratio = best.package / best.dataview
-      console.log(`| ${memberLength} chars | ${size} | ${withFields ? 'decode + fields' : 'decode'} | ${best.package.toFixed(0)} | ${best.dataview.toFixed(0)} | ${ratio.toFixed(2)} |`)
+      const r1 = best.single / best.dataview
+      const rn = best.batch / best.dataview
+      console.log(`| ${memberLength} chars | ${size} | ${withFields ? 'decode + fields' : 'decode'} | ${best.single.toFixed(0)} | ${best.batch.toFixed(0)} | ${best.dataview.toFixed(0)} | ${r1.toFixed(2)} | ${rn.toFixed(2)} |`)
     }
   }
 }

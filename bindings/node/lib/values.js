@@ -132,11 +132,67 @@ function makeValues(native) {
     return encode(value)
   }
 
+  // The integers of a decoded value, written by the core and read at once
+  // (one JavaScript thread; every worker loads its own copy of this module).
+  // Building the object here costs one N-API call and a string per decode;
+  // building it through N-API cost a call back into JavaScript and a BigInt
+  // per field (docs/benchmarks-node.md).
+  const scratch = new BigInt64Array(4)
+  const decodeLease = (data) => {
+    const member = native._decodeLeaseInto(data, scratch)
+    return new Lease(
+      member,
+      new FencingToken(scratch[0], Number(scratch[1]), CHECKED),
+      scratch[2],
+      scratch[3],
+      CHECKED,
+    )
+  }
+  // The batch's scratch, grown as needed and kept (about 5 x 8 bytes per
+  // value of the largest batch decoded).
+  let batchScratch = new BigInt64Array(81)
+  const decodeLeases = (values) => {
+    const need = 1 + 5 * (Array.isArray(values) ? values.length : 0)
+    if (batchScratch.length < need) batchScratch = new BigInt64Array(need)
+    const out = batchScratch
+    // out[0]: how many were decoded; out[1 + 5i .. 1 + 5i + 5]: value i's
+    // integers, and where its member ends in `members`, every member one
+    // after the other.
+    const members = native._decodeLeasesInto(values, out)
+    if (typeof members === 'number') {
+      // Element `members` is not a lease value: decoded alone, it throws
+      // the error a single decode would, with its index.
+      try {
+        decodeLease(values[members])
+      } catch (e) {
+        e.message = `values[${members}]: ${e.message}`
+        e.index = members
+        throw e
+      }
+      throw new Error(`krabka-coordination: internal: values[${members}] changed while it was decoded`)
+    }
+    const n = Number(out[0])
+    const leases = new Array(n)
+    for (let i = 0, k = 1, start = 0; i < n; i++, k += 5) {
+      const end = Number(out[k + 4])
+      leases[i] = new Lease(members.substring(start, end), new FencingToken(out[k], Number(out[k + 1]), CHECKED), out[k + 2], out[k + 3], CHECKED)
+      start = end
+    }
+    return leases
+  }
+  const decodeRegistration = (data) => {
+    const member = native._decodeRegistrationInto(data, scratch)
+    return new Registration(member, scratch[0], CHECKED)
+  }
+
   return {
     FencingToken,
     Key,
     Registration,
     Lease,
+    decodeLease,
+    decodeLeases,
+    decodeRegistration,
     NO_EPOCH: native._noEpoch(),
     encodeKey: encoder(Key, 'key', native._encodeKey),
     encodeRegistration: encoder(Registration, 'registration', native._encodeRegistration),

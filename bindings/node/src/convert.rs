@@ -270,6 +270,38 @@ pub fn bool_value(env: &Env, v: Option<&Unknown<'_>>, field: &str) -> napi::Resu
     unsafe { bool::from_napi_value(env.raw(), v.raw()) }
 }
 
+/// The kind, data and element count of `v` if it is a typed array.
+fn typed_array(env: &Env, v: sys::napi_value) -> Option<(i32, *mut std::ffi::c_void, usize)> {
+    let (mut kind, mut len) = (0, 0usize);
+    let (mut data, mut buffer, mut offset) = (std::ptr::null_mut(), std::ptr::null_mut(), 0usize);
+    // SAFETY: a plain N-API query on a value of this env; for a value that is
+    // not a typed array it answers napi_invalid_arg and writes nothing.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env.raw(),
+            v,
+            &mut kind,
+            &mut len,
+            &mut data,
+            &mut buffer,
+            &mut offset,
+        )
+    };
+    (status == sys::Status::napi_ok).then_some((kind, data, len))
+}
+
+/// The bytes of `v` if it is a `Buffer` or `Uint8Array`, read in place;
+/// valid while the value is (for the current call).
+pub fn bytes_of<'v>(env: &Env, v: sys::napi_value) -> Option<&'v [u8]> {
+    match typed_array(env, v)? {
+        (kind, _, _) if kind != TypedArrayType::Uint8 as i32 => None,
+        (_, data, len) if len == 0 || data.is_null() => Some(&[]),
+        // SAFETY: N-API reports `len` bytes at `data`, alive while the value
+        // is (for this call); JavaScript does not run during the call.
+        (_, data, len) => Some(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }),
+    }
+}
+
 /// Runs `f` on the bytes of a `Buffer` or `Uint8Array` argument, read in
 /// place (no copy).
 pub fn with_bytes<R>(
@@ -278,42 +310,43 @@ pub fn with_bytes<R>(
     field: &str,
     f: impl FnOnce(&[u8]) -> R,
 ) -> napi::Result<R> {
-    let mut is_typed = false;
-    // SAFETY: plain N-API queries on a value of this env.
-    let status = unsafe { sys::napi_is_typedarray(env.raw(), v.raw(), &mut is_typed) };
-    if status == sys::Status::napi_ok && is_typed {
-        let mut kind = 0;
-        let mut len = 0usize;
-        let mut data = std::ptr::null_mut();
-        let mut buffer = std::ptr::null_mut();
-        let mut offset = 0usize;
-        // SAFETY: as above.
-        let status = unsafe {
-            sys::napi_get_typedarray_info(
-                env.raw(),
-                v.raw(),
-                &mut kind,
-                &mut len,
-                &mut data,
-                &mut buffer,
-                &mut offset,
-            )
-        };
-        if status == sys::Status::napi_ok && kind == TypedArrayType::Uint8 as i32 {
-            let bytes: &[u8] = if len == 0 || data.is_null() {
-                &[]
-            } else {
-                // SAFETY: N-API reports `len` bytes at `data`, alive while
-                // the value is (for this call).
-                unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
-            };
-            return Ok(f(bytes));
-        }
+    match bytes_of(env, v.raw()) {
+        Some(bytes) => Ok(f(bytes)),
+        None => Err(arg_napi(
+            env,
+            ArgError::wrong_type(field, "a Buffer or Uint8Array", &type_name(v)),
+        )),
     }
-    Err(arg_napi(
-        env,
-        ArgError::wrong_type(field, "a Buffer or Uint8Array", &type_name(v)),
-    ))
+}
+
+/// Runs `f` on the first `n` elements of `v`, a `BigInt64Array` the
+/// package made (its scratch for decoded integers). Anything else is a bug
+/// of the package, reported as a plain error.
+pub fn with_scratch<R>(
+    env: &Env,
+    v: &Unknown<'_>,
+    n: usize,
+    f: impl FnOnce(&mut [i64]) -> R,
+) -> napi::Result<R> {
+    match typed_array(env, v.raw()) {
+        Some((kind, _, _)) if kind == TypedArrayType::BigInt64 as i32 && n == 0 => Ok(f(&mut [])),
+        Some((kind, data, len))
+            if kind == TypedArrayType::BigInt64 as i32
+                && len >= n
+                && !data.is_null()
+                && (data as usize) % std::mem::align_of::<i64>() == 0 =>
+        {
+            // SAFETY: N-API reports `len` aligned i64 elements at `data`,
+            // alive while the value is (for this call); nothing else reads
+            // or writes them during it (one JavaScript thread).
+            let out = unsafe { std::slice::from_raw_parts_mut(data.cast::<i64>(), n) };
+            Ok(f(out))
+        }
+        _ => Err(napi::Error::from_reason(format!(
+            "krabka-coordination: internal: the decode scratch is not a BigInt64Array of {n} (got {})",
+            type_name(v)
+        ))),
+    }
 }
 
 /// An optional bytes argument (`undefined`, `null`, a `Buffer` or a

@@ -8,10 +8,10 @@
 
 use krabka_coordination as core;
 use napi::bindgen_prelude::{Buffer, Unknown};
-use napi::Env;
+use napi::{sys, Env, JsValue};
 use napi_derive::napi;
 
-use crate::convert::{int_arg, str_arg, with_bytes, I32};
+use crate::convert::{bytes_of, int_arg, str_arg, with_bytes, with_scratch, I32};
 use crate::error::OrThrow;
 use crate::values::{
     key_from_js, key_to_js, lease_from_js, lease_to_js, registration_from_js, registration_to_js,
@@ -64,6 +64,149 @@ pub fn encode_lease(env: Env, lease: Unknown<'_>) -> napi::Result<Buffer> {
 pub fn decode_lease(env: Env, data: Unknown<'_>) -> napi::Result<Made> {
     let lease = with_bytes(&env, &data, "data", core::decode_lease)?.or_throw(&env)?;
     lease_to_js(&env, lease).map(Made)
+}
+
+/// Decodes a registration value like [`decode_registration`], writing
+/// `registeredAt` into `out[0]` (a `BigInt64Array`) and returning the
+/// member. The package's `decodeRegistration` builds the `Registration`
+/// from them in JavaScript: one N-API call and a string, where building it
+/// through N-API costs a call back into JavaScript and a BigInt per field
+/// (`docs/benchmarks-node.md`).
+#[napi(js_name = "_decodeRegistrationInto", skip_typescript)]
+pub fn decode_registration_into(
+    env: Env,
+    data: Unknown<'_>,
+    out: Unknown<'_>,
+) -> napi::Result<Made> {
+    with_bytes(&env, &data, "data", |bytes| {
+        let (member, registered_at) = core::decode_registration_ref(bytes).or_throw(&env)?;
+        with_scratch(&env, &out, 1, |s| s[0] = registered_at)?;
+        js_string(&env, member).map(Made)
+    })?
+}
+
+/// Decodes a lease value like [`decode_lease`], writing the producer id,
+/// producer epoch, `grantedAt` and `deadline` into `out[0..4]` (a
+/// `BigInt64Array`) and returning the member (see
+/// [`decode_registration_into`]).
+#[napi(js_name = "_decodeLeaseInto", skip_typescript)]
+pub fn decode_lease_into(env: Env, data: Unknown<'_>, out: Unknown<'_>) -> napi::Result<Made> {
+    with_bytes(&env, &data, "data", |bytes| {
+        let (member, token, granted_at, deadline) = core::decode_lease_ref(bytes).or_throw(&env)?;
+        with_scratch(&env, &out, 4, |s| {
+            s[0] = token.producer_id;
+            s[1] = i64::from(token.producer_epoch);
+            s[2] = granted_at;
+            s[3] = deadline;
+        })?;
+        js_string(&env, member).map(Made)
+    })?
+}
+
+/// Decodes many lease values in one call (see [`decode_lease_into`]):
+/// `values` is an array of `Buffer`s or `Uint8Array`s. `out[0]` gets the
+/// number of values decoded, and for value `i`,
+/// `out[1 + 5 * i..1 + 5 * i + 5]` the producer id, producer epoch,
+/// `grantedAt`, `deadline`, and where its member ends in the returned
+/// string, which holds every member one after the other (offsets in UTF-16
+/// code units, JavaScript's string indices): one string for the batch costs
+/// far less than a string and an array slot per value. At the first element
+/// that is not bytes or not a lease value, it returns that element's index
+/// (a number) instead: the package's `decodeLeases` decodes that element
+/// alone, which throws its error, so a batch reports exactly what a single
+/// decode would.
+#[napi(js_name = "_decodeLeasesInto", skip_typescript)]
+pub fn decode_leases_into(env: Env, values: Unknown<'_>, out: Unknown<'_>) -> napi::Result<Made> {
+    if !values.is_array()? {
+        return Err(crate::error::arg_napi(
+            &env,
+            krabka_coordination_bindings::args::ArgError::wrong_type(
+                "values",
+                "an Array of Buffer or Uint8Array",
+                &crate::convert::type_name(&values),
+            ),
+        ));
+    }
+    let raw_env = env.raw();
+    let mut n = 0u32;
+    // SAFETY: an array value of this env.
+    check(unsafe { sys::napi_get_array_length(raw_env, values.raw(), &mut n) })?;
+    // Every element first: a getter (JavaScript) may run while elements are
+    // read, never while their bytes are.
+    let mut elements = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let mut v = std::ptr::null_mut();
+        // SAFETY: as above.
+        check(unsafe { sys::napi_get_element(raw_env, values.raw(), i, &mut v) })?;
+        elements.push(v);
+    }
+    // The members stay borrowed from the values' bytes: no JavaScript runs
+    // from here to the end of the call.
+    let mut decoded = Vec::with_capacity(elements.len());
+    let mut total = 0;
+    for (i, v) in elements.iter().enumerate() {
+        match bytes_of(&env, *v).map(core::decode_lease_ref) {
+            Some(Ok(lease)) => {
+                total += lease.0.len();
+                decoded.push(lease);
+            }
+            _ => return index_value(&env, i),
+        }
+    }
+    let mut members = String::with_capacity(total);
+    with_scratch(&env, &out, 1 + 5 * decoded.len(), |s| {
+        s[0] = decoded.len() as i64;
+        let mut end = 0i64;
+        for (ints, (member, token, granted_at, deadline)) in
+            s[1..].chunks_exact_mut(5).zip(&decoded)
+        {
+            members.push_str(member);
+            end += if member.is_ascii() {
+                member.len() as i64
+            } else {
+                member.encode_utf16().count() as i64
+            };
+            ints[0] = token.producer_id;
+            ints[1] = i64::from(token.producer_epoch);
+            ints[2] = *granted_at;
+            ints[3] = *deadline;
+            ints[4] = end;
+        }
+    })?;
+    js_string(&env, &members).map(Made)
+}
+
+/// A JavaScript string of `s`.
+fn js_string(env: &Env, s: &str) -> napi::Result<sys::napi_value> {
+    let mut v = std::ptr::null_mut();
+    // SAFETY: `s` is valid UTF-8 of `s.len()` bytes (ASCII, for the latin1
+    // path, is the same bytes in both encodings).
+    let status = unsafe {
+        if s.is_ascii() {
+            sys::napi_create_string_latin1(env.raw(), s.as_ptr().cast(), s.len() as isize, &mut v)
+        } else {
+            sys::napi_create_string_utf8(env.raw(), s.as_ptr().cast(), s.len() as isize, &mut v)
+        }
+    };
+    check(status)?;
+    Ok(v)
+}
+
+fn index_value(env: &Env, i: usize) -> napi::Result<Made> {
+    let mut v = std::ptr::null_mut();
+    // SAFETY: a plain N-API call of this env.
+    check(unsafe { sys::napi_create_uint32(env.raw(), i as u32, &mut v) })?;
+    Ok(Made(v))
+}
+
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::from_reason(format!(
+            "krabka-coordination: an N-API call failed (status {status})"
+        )))
+    }
 }
 
 /// The partition of `role` among `partitions`: Kafka's murmur2 of the

@@ -334,6 +334,14 @@ export declare function encodeRegistration(registration: Registration): Buffer
  * over-long member. */
 export declare function encodeLease(lease: Lease): Buffer
 
+/** Decodes many lease values in one call into the core: the same as
+ * `values.map(decodeLease)`, faster per value from a few values on
+ * (docs/benchmarks-node.md). At the first element that is not a `Buffer` or
+ * `Uint8Array` holding a lease value it throws what {@link decodeLease}
+ * throws for that element, with `values[i]: ` before the message and
+ * `index` set to `i`; nothing is returned then. */
+export declare function decodeLeases(values: readonly Uint8Array[]): Lease[]
+
 /** The token of a role no member has taken: `FencingToken(-1n, -1)`; ranks
  * below every minted token, and no status is authoritative for it. */
 export declare const NO_EPOCH: FencingToken

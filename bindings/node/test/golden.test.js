@@ -141,6 +141,32 @@ test('malformed entries throw FormatError with their part', () => {
   console.log(`records.json: ${checked} of ${malformed.length} malformed entries checked`)
 })
 
+test('lease cases decode as one batch, malformed ones by their index', () => {
+  const { cases, malformed } = load('records.json')
+  const leases = cases.filter((c) => c.part === 'lease value')
+  assert.ok(leases.length > 0, 'records.json has no lease cases')
+  const got = kc.decodeLeases(leases.map((c) => Buffer.from(c.hex, 'hex')))
+  assert.equal(got.length, leases.length)
+  leases.forEach((c, i) => {
+    assert.ok(got[i].equals(expectedValue(c)), `${JSON.stringify(c.name)}: decoded ${got[i]}`)
+    checkFields(c, got[i])
+  })
+  const bad = malformed.filter((m) => m.part === 'lease value')
+  assert.ok(bad.length > 0, 'records.json has no malformed lease entries')
+  const good = Buffer.from(leases[0].hex, 'hex')
+  let refused = 0
+  for (const m of bad) {
+    assert.throws(() => kc.decodeLeases([good, Buffer.from(m.hex, 'hex'), good]), (e) => {
+      assert.ok(e instanceof kc.FormatError, `${JSON.stringify(m.name)}: threw ${e}`)
+      assert.equal(e.part, 'lease value')
+      assert.equal(e.index, 1)
+      return true
+    })
+    refused += 1
+  }
+  console.log(`records.json: ${leases.length} lease cases in one batch, ${refused} of ${bad.length} malformed lease entries refused in a batch`)
+})
+
 test('partitions', () => {
   const { cases } = load('partitions.json')
   assert.ok(cases.length > 0, 'partitions.json has no cases')

@@ -164,6 +164,56 @@ test('values: equality, order, strings', () => {
   assert.equal(String(key), 'Key.registration("orders", "node-1")')
 })
 
+test('decodeLeases decodes a batch as decodeLease does each value', () => {
+  const leases = []
+  for (let i = 0; i < 300; i++) {
+    const member = i % 3 === 0 ? `m-${i}` : i % 3 === 1 ? `ünïcode-${i}-✓-𝄞` : 'x'.repeat(200 + i)
+    leases.push(new kc.Lease(member, new kc.FencingToken(BigInt(i) - 1n, (i * 97) % 65536 - 32768), -(2n ** 63n) + BigInt(i), 2n ** 63n - 1n - BigInt(i)))
+  }
+  const bytes = leases.map((l) => kc.encodeLease(l))
+  // A Uint8Array that is a view into the middle of a larger buffer, too.
+  const wide = new Uint8Array(bytes[5].length + 7)
+  wide.set(bytes[5], 3)
+  bytes.push(wide.subarray(3, 3 + bytes[5].length))
+  const batch = kc.decodeLeases(bytes)
+  assert.equal(batch.length, bytes.length)
+  bytes.forEach((b, i) => {
+    const one = kc.decodeLease(b)
+    assert.ok(batch[i] instanceof kc.Lease)
+    assert.ok(batch[i].equals(one), `value ${i}: ${batch[i]} != ${one}`)
+    assert.ok(batch[i].token instanceof kc.FencingToken)
+    assert.ok(Object.isFrozen(batch[i]) && Object.isFrozen(batch[i].token))
+  })
+  assert.ok(batch[300].equals(leases[5]))
+  assert.deepEqual(kc.decodeLeases([]), [])
+})
+
+test('decodeLeases reports the first bad element as decodeLease would, with its index', () => {
+  const good = kc.encodeLease(new kc.Lease('m', new kc.FencingToken(1n, 2), 3n, 4n))
+  const truncated = good.subarray(0, good.length - 1)
+  assert.throws(() => kc.decodeLeases([good, good, truncated, 'not bytes']), (e) => {
+    assert.ok(e instanceof kc.FormatError, `${e}`)
+    assert.equal(e.part, 'lease value')
+    assert.equal(e.index, 2)
+    assert.match(e.message, /^values\[2\]: /)
+    let single
+    try {
+      kc.decodeLease(truncated)
+    } catch (s) {
+      single = s
+    }
+    assert.equal(e.message, `values[2]: ${single.message}`)
+    return true
+  })
+  assert.throws(() => kc.decodeLeases([good, 42]), (e) => {
+    assert.ok(e instanceof TypeError, `${e}`)
+    assert.equal(e.index, 1)
+    assert.match(e.message, /^values\[1\]: .*Buffer or Uint8Array/)
+    return true
+  })
+  throwsArg(() => kc.decodeLeases(good), TypeError, /values must be an Array of Buffer or Uint8Array/, 'values')
+})
+
 test('import works as require does', async () => {
   const esm = await import('krabka-coordination')
   assert.equal(esm.FencingToken, kc.FencingToken)
