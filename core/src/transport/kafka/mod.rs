@@ -390,10 +390,11 @@ impl KafkaTransport {
         self.spares.has_spare(role)
     }
 
-    /// The high-watermark probe, made on first use.
-    fn hw_probe(&self) -> Result<Arc<HwProbe>> {
+    /// The high-watermark probe, made on first use; true when this call
+    /// made it.
+    fn hw_probe(&self) -> Result<(Arc<HwProbe>, bool)> {
         if let Some(p) = self.hw_probe.get() {
-            return Ok(Arc::clone(p));
+            return Ok((Arc::clone(p), false));
         }
         let mut cc = self
             .config
@@ -407,12 +408,13 @@ impl KafkaTransport {
         let probe = Arc::new(probe);
         oauth::keep_fresh(&probe);
         match self.hw_probe.set(Arc::clone(&probe)) {
-            Ok(()) => Ok(probe),
+            Ok(()) => Ok((probe, true)),
             // Another call made one first: use that one.
             Err(_) => {
                 drop_off_thread(probe);
-                Ok(Arc::clone(
-                    self.hw_probe.get().expect("set by the other call"),
+                Ok((
+                    Arc::clone(self.hw_probe.get().expect("set by the other call")),
+                    false,
                 ))
             }
         }
@@ -706,7 +708,9 @@ impl KafkaTransport {
     /// The high watermark of `partition` (the end of the log, records of
     /// open transactions included), read with the read_uncommitted probe.
     async fn high_watermark(&self, partition: i32) -> Result<i64> {
-        let probe = self.hw_probe()?;
+        // The call that made the probe asks for the metadata first; calls
+        // meanwhile find the leader when that answer fills the cache.
+        let (probe, first) = self.hw_probe()?;
         let (topic, timeout) = (
             self.config.state_topic().to_owned(),
             self.config.operation_timeout(),
@@ -715,7 +719,7 @@ impl KafkaTransport {
         let (_, high) = run_blocking(move || {
             // Nothing polls the probe: it gets its OAUTHBEARER token here.
             oauth::ensure_token(rdkafka::consumer::Consumer::client(&*probe))?;
-            rdkafka::consumer::Consumer::fetch_watermarks(&*probe, &topic, partition, timeout)
+            reader::fetch_watermarks_first(&*probe, &topic, partition, timeout, first)
                 .map_err(|e| kafka_error(&context, e))
         })
         .await??;

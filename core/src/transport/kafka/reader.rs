@@ -29,12 +29,12 @@
 //! answers it as soon as a commit moves the LSO: that is how a standby learns
 //! of a commit promptly.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::consumer::{Consumer, ConsumerContext, StreamConsumer};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -53,6 +53,36 @@ pub const READER_GROUP: &str = "krabka-coordination-reader";
 /// consumers look up its coordinator, so a member needs an ACL on it.
 pub(super) fn reader_group(config: &KafkaConfig) -> &str {
     config.get("group.id").unwrap_or(READER_GROUP)
+}
+
+/// `fetch_watermarks` of `topic`/`partition`, after a metadata request of
+/// `topic` when `first` (the consumer's first request).
+///
+/// librdkafka's offsets request first looks the partition's leader up in
+/// its metadata cache, asking for metadata at growing intervals (100, 200,
+/// 300 ms, ...: `rd_kafka_topic_partition_list_query_leaders`) until the
+/// leader is there. On a new client whose connection was not up at the
+/// first ask, the leader came after 0.5 to 0.7 s, about one time in three
+/// (16 new readers at once on a 2-core machine: `krabka roles` took 0.9 s
+/// instead of 0.2 s). A metadata request waits for the connection and fills
+/// the cache, so the offsets request finds the leader at once. A failed
+/// metadata request is the call's error: it is what the offsets request
+/// would have met.
+pub(super) fn fetch_watermarks_first<C, X>(
+    consumer: &C,
+    topic: &str,
+    partition: i32,
+    timeout: Duration,
+    first: bool,
+) -> KafkaResult<(i64, i64)>
+where
+    C: Consumer<X>,
+    X: ConsumerContext,
+{
+    if first {
+        consumer.fetch_metadata(Some(topic), timeout)?;
+    }
+    consumer.fetch_watermarks(topic, partition, timeout)
 }
 
 /// What the metadata says of a reader's partition.
@@ -79,6 +109,9 @@ pub(crate) struct PartitionReader {
     /// Counts assigns, shared with the transport.
     seeks: Arc<AtomicU64>,
     timeout: Duration,
+    /// Whether the consumer has asked for the topic's metadata (see
+    /// [`fetch_watermarks_first`]).
+    asked_metadata: AtomicBool,
 }
 
 fn message_record<M: Message>(m: &M) -> Record {
@@ -137,6 +170,7 @@ impl PartitionReader {
             assigned: -1,
             seeks,
             timeout: config.operation_timeout(),
+            asked_metadata: AtomicBool::new(false),
         })
     }
 
@@ -164,11 +198,12 @@ impl PartitionReader {
         loop {
             let c = Arc::clone(&self.consumer);
             let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
+            let first = !self.asked_metadata.swap(true, Ordering::Relaxed);
             // Before its first receive nothing polls the consumer: it gets
             // its OAUTHBEARER token here.
             let fetched = run_blocking(move || {
                 oauth::ensure_token(c.client())
-                    .map(|()| c.fetch_watermarks(&topic, partition, timeout))
+                    .map(|()| fetch_watermarks_first(&*c, &topic, partition, timeout, first))
             })
             .await??;
             match fetched {
