@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use krabka_coordination::leadership::RoleStateReport;
 use krabka_coordination::transport::kafka::{TopicReport, TopicSpec};
+use krabka_coordination::transport::Backlog;
 use krabka_coordination::{role_partition, FencingToken, Lease, RoleState, NO_EPOCH};
 use serde_json::{json, Value};
 
@@ -292,6 +293,9 @@ pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
     let mut state = RoleState::new(&a.role);
     let mut from = 0i64;
     let mut shown: Option<(Vec<String>, Option<Lease>)> = None;
+    // Until the first line, the batches replay the partition's history: its
+    // intermediate states are not changes, and are not printed.
+    let mut caught_up = false;
     let mut stop = Box::pin(crate::run::stop_signal());
     loop {
         let batch = tokio::select! {
@@ -302,6 +306,14 @@ pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
             state.apply(r).map_err(krabka_coordination::Error::from)?;
         }
         from = batch.next_offset.max(from);
+        if !caught_up {
+            // Caught up, or only an open transaction (of any role of the
+            // partition) is left: what is committed has been read.
+            caught_up = reader.held_back(partition, from).await? != Backlog::Unread;
+            if !caught_up {
+                continue;
+            }
+        }
         let now_state = (
             state.roster().map(|e| e.member.clone()).collect::<Vec<_>>(),
             state.lease().cloned(),

@@ -8,6 +8,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use krabka_coordination::client::Client;
+use krabka_coordination::leadership::RoleStateReport;
+use krabka_coordination::transport::kafka::KafkaConfig;
+use krabka_coordination::FencingToken;
 use serde_json::Value;
 
 const KRABKA: &str = env!("CARGO_BIN_EXE_krabka");
@@ -503,4 +507,159 @@ fn metrics_follow_a_failover() {
     b.signal(libc::SIGTERM);
     a.wait(Duration::from_secs(30));
     b.wait(Duration::from_secs(30));
+}
+
+/// The library's view of a role: what `describe_role_state`,
+/// `describe_roles` and `describe_leadership` of the core's `Client` say.
+struct LibraryView {
+    state: RoleStateReport,
+    listed: RoleStateReport,
+    token: FencingToken,
+}
+
+fn library_view(role: &str) -> LibraryView {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = Client::new(KafkaConfig::new(bootstrap())).unwrap();
+        let state = client.describe_role_state(role).await.unwrap();
+        let listing = client.describe_roles().await.unwrap();
+        let listed = listing
+            .roles
+            .into_iter()
+            .find(|r| r.role == role)
+            .expect("describe_roles lists the role");
+        let token = client.describe_leadership(role).await.unwrap().token;
+        LibraryView {
+            state,
+            listed,
+            token,
+        }
+    })
+}
+
+/// Asserts that the JSON of `state`, of an entry of `roles` or of a line of
+/// `watch` says what the library's `report` says: partition, roster (rank
+/// order, members, registration offsets and times), holder and token. The
+/// lease's times move with each renewal; the JSON, read after the library,
+/// has a deadline no earlier.
+fn assert_same(what: &str, json: &Value, report: &RoleStateReport) {
+    assert_eq!(json["role"], report.role.as_str(), "{what}: {json}");
+    assert_eq!(json["partition"], report.partition, "{what}: {json}");
+    let roster = json["roster"].as_array().unwrap();
+    assert_eq!(roster.len(), report.roster.len(), "{what}: {json}");
+    for (rank, (j, e)) in roster.iter().zip(&report.roster).enumerate() {
+        assert_eq!(j["rank"], rank, "{what}: {json}");
+        assert_eq!(j["member"], e.member.as_str(), "{what}: {json}");
+        assert_eq!(j["offset"], e.offset, "{what}: {json}");
+        assert_eq!(j["registered_at"], e.registered_at, "{what}: {json}");
+    }
+    let lease = report.lease.as_ref().expect("the library sees a lease");
+    let j = &json["lease"];
+    assert_eq!(j["member"], lease.member.as_str(), "{what}: {json}");
+    assert_eq!(
+        j["token"]["producer_id"], lease.token.producer_id,
+        "{what}: {json}"
+    );
+    assert_eq!(
+        j["token"]["producer_epoch"], lease.token.producer_epoch,
+        "{what}: {json}"
+    );
+    assert!(
+        j["deadline"].as_i64().unwrap() >= lease.deadline,
+        "{what}: {json} vs {lease:?}"
+    );
+}
+
+#[test]
+fn state_roles_and_watch_agree_with_the_library() {
+    ensure_topic();
+    let role = unique("cli-agree");
+    let log = temp_log("agree");
+    let a = Runner::start(&role, "a", &log, "sleep 600");
+    let first = until_lines(&log, 1, Duration::from_secs(30));
+    let b = Runner::start(&role, "b", &log, "sleep 600");
+    let c = Runner::start(&role, "c", &log, "sleep 600");
+    // Until the library sees b and c registered.
+    let started = Instant::now();
+    let lib = loop {
+        let lib = library_view(&role);
+        if lib.state.roster.len() == 3 {
+            break lib;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            lib.state
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+
+    // The library agrees with itself and with what a's child was given.
+    let members: Vec<&str> = lib.state.roster.iter().map(|e| e.member.as_str()).collect();
+    assert_eq!(members, ["a", "b", "c"]);
+    assert!(lib
+        .state
+        .roster
+        .windows(2)
+        .all(|w| w[0].offset < w[1].offset));
+    let lease = lib.state.lease.clone().expect("a holds the lease");
+    assert_eq!(lease.member, "a");
+    assert_eq!(
+        lease.token, lib.token,
+        "the coordinator's token is the lease's"
+    );
+    assert_eq!(
+        first[0].split(' ').nth(1),
+        Some(lib.token.to_string().as_str())
+    );
+    assert_eq!(lib.listed.roster, lib.state.roster);
+    assert_eq!(lib.listed.partition, lib.state.partition);
+
+    // state, roles and watch, read after it, say the same.
+    let state = stdout_json(&krabka(&["state", &role, "--json"]));
+    assert_same("state", &state, &lib.state);
+    let roles = stdout_json(&krabka(&["roles", "--json"]));
+    let listed = roles["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == role.as_str())
+        .expect("roles lists the role");
+    assert_same("roles", listed, &lib.listed);
+    let describe = stdout_json(&krabka(&["describe", &role, "--json"]));
+    assert_eq!(describe["token"]["producer_id"], lib.token.producer_id);
+    assert_eq!(
+        describe["token"]["producer_epoch"],
+        lib.token.producer_epoch
+    );
+
+    // watch's first line is the state once caught up (not a replay of the
+    // partition's history).
+    let mut watch = Command::new(KRABKA)
+        .arg("-b")
+        .arg(bootstrap())
+        .args(["watch", &role, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(watch.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let watched: Value = serde_json::from_str(&line).expect("a JSON line from watch");
+    assert_same("watch", &watched, &lib.state);
+
+    for r in [&a, &b, &c] {
+        r.signal(libc::SIGTERM);
+    }
+    for r in [a, b, c] {
+        r.wait(Duration::from_secs(30));
+    }
 }
