@@ -147,6 +147,10 @@ VG=(valgrind --quiet --child-silent-after-fork=yes --error-exitcode=97 --leak-ch
 run golden.valgrind "${VG[@]}" "$BUILD/test_golden" golden
 run args.valgrind "${VG[@]}" "$BUILD/test_args"
 run kafka.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_kafka"
+# The failover test under valgrind, its members too: member a is killed
+# (SIGKILL, no leak check by design); member b and the test itself exit
+# normally and are checked in full.
+run failover.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_failover" "${VG[@]}" "$BUILD/member"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

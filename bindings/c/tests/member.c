@@ -1,6 +1,7 @@
 /*
  * A member process for test_failover: acquires ROLE as MEMBER on the
- * cluster at BOOTSTRAP (3 s lease, 1 s renewals, 1 s stagger), then writes a
+ * cluster at BOOTSTRAP (3 s lease, 1 s renewals, 1 s stagger; with
+ * KRABKA_C_SLOW set, under valgrind, a 20 s lease renewed every 5 s), then writes a
  * guarded record to TOPIC every 100 ms until a write fails or SIGTERM.
  *
  * It reports on stdout, one line each, flushed:
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,6 +84,12 @@ int main(int argc, char **argv) {
     options.lease_duration = 3.0;
     options.renew_interval = 1.0;
     options.challenge_stagger = 1.0;
+    if (getenv("KRABKA_C_SLOW")) {
+        /* Under valgrind everything runs tens of times slower: a lease that
+         * rides out the slowdown (test_failover waits as much longer). */
+        options.lease_duration = 20.0;
+        options.renew_interval = 5.0;
+    }
     r = krabka_client_acquire(client, argv[2], argv[3], &options, KRABKA_NO_TIMEOUT, NULL, on_event, NULL, &leadership,
                               &err);
     if (r != KRABKA_RESULT_OK) {

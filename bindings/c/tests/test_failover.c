@@ -5,10 +5,12 @@
  * admin tool, as an operator would fence a holder) and B, deposed, has its
  * next guarded write refused with KRABKA_RESULT_FENCED.
  *
- * Usage: test_failover MEMBER_BINARY
+ * Usage: test_failover MEMBER_COMMAND...: the member binary, or a command
+ * that runs it (`valgrind ... member`); the member's arguments go after it.
  * Environment: KRABKA_BOOTSTRAP (required: the test fails when Kafka is
  * unreachable), KRABKA_C_TOPIC (a topic for guarded writes), KRABKA_KAFKA_SH
- * (ci/kafka.sh, for its admin tool).
+ * (ci/kafka.sh, for its admin tool), KRABKA_C_SLOW (set under valgrind:
+ * longer leases and waits, here and in the members).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -24,10 +26,14 @@
 
 #include "check.h"
 
-/* The member's timings (member.c): lease 3 s, stagger 1 s. */
-#define LEASE_S 3.0
-#define STAGGER_S 1.0
-#define SLACK_S 4.0
+/* The member's timings (member.c): lease 3 s, stagger 1 s; with
+ * KRABKA_C_SLOW (under valgrind, tens of times slower) a 20 s lease, and
+ * every wait of this test SLOW_FACTOR times longer. */
+static double LEASE_S = 3.0;
+static const double STAGGER_S = 1.0;
+static double SLACK_S = 4.0;
+static double SLOW = 1.0;
+#define SLOW_FACTOR 6.0
 
 typedef struct {
     pid_t pid;
@@ -43,8 +49,8 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void spawn(child *c, const char *binary, const char *bootstrap, const char *role, const char *member,
-                  const char *topic) {
+static void spawn(child *c, char **command, int command_len, const char *bootstrap, const char *role,
+                  const char *member, const char *topic) {
     int fds[2];
     REQUIRE(pipe(fds) == 0, "pipe: %s", strerror(errno));
     c->pid = fork();
@@ -53,7 +59,16 @@ static void spawn(child *c, const char *binary, const char *bootstrap, const cha
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execl(binary, binary, bootstrap, role, member, topic, (char *)NULL);
+        char *args[64];
+        int i;
+        if (command_len > 59) _exit(126);
+        for (i = 0; i < command_len; i++) args[i] = command[i];
+        args[i++] = (char *)bootstrap;
+        args[i++] = (char *)role;
+        args[i++] = (char *)member;
+        args[i++] = (char *)topic;
+        args[i] = NULL;
+        execvp(args[0], args);
         _exit(127);
     }
     close(fds[1]);
@@ -193,7 +208,12 @@ int main(int argc, char **argv) {
     double killed_at, took;
     char *line;
 
-    REQUIRE(argc == 2, "usage: %s MEMBER_BINARY", argv[0]);
+    REQUIRE(argc >= 2 && argc <= 60, "usage: %s MEMBER_COMMAND...", argv[0]);
+    if (getenv("KRABKA_C_SLOW")) {
+        LEASE_S = 20.0;
+        SLACK_S = 20.0;
+        SLOW = SLOW_FACTOR;
+    }
     REQUIRE(bootstrap && *bootstrap, "KRABKA_BOOTSTRAP is not set: this test needs the local Kafka (ci/kafka.sh start 1)");
     REQUIRE(topic && *topic, "KRABKA_C_TOPIC is not set");
     REQUIRE(kafka_sh && *kafka_sh, "KRABKA_KAFKA_SH is not set");
@@ -203,19 +223,19 @@ int main(int argc, char **argv) {
     REQUIRE(krabka_client_ensure_state_topic(client, &to, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
 
-    spawn(&a, argv[1], bootstrap, role, "a", topic);
-    line = expect(&a, "elected", 60);
+    spawn(&a, argv + 1, argc - 1, bootstrap, role, "a", topic);
+    line = expect(&a, "elected", 60 * SLOW);
     REQUIRE(line, "member a was not elected");
     ta = parse_token(line);
-    CHECK(expect(&a, "wrote", 10) != NULL, "a writes while it leads");
-    spawn(&b, argv[1], bootstrap, role, "b", topic);
-    CHECK(wait_roster(client, role, "a,b", 20), "b registers behind a");
-    CHECK(expect(&b, "event waiting", 20) != NULL, "b waits");
+    CHECK(expect(&a, "wrote", 10 * SLOW) != NULL, "a writes while it leads");
+    spawn(&b, argv + 1, argc - 1, bootstrap, role, "b", topic);
+    CHECK(wait_roster(client, role, "a,b", 20 * SLOW), "b registers behind a");
+    CHECK(expect(&b, "event waiting", 20 * SLOW) != NULL, "b waits");
     CHECK(authoritative(client, role, &ta) == 1, "a's token is authoritative");
 
     kill(a.pid, SIGKILL);
     killed_at = now();
-    CHECK(exit_status(a.pid, 10) == -SIGKILL, "a died of SIGKILL");
+    CHECK(exit_status(a.pid, 10 * SLOW) == -SIGKILL, "a died of SIGKILL");
     close(a.fd);
 
     line = expect(&b, "elected", LEASE_S + STAGGER_S + SLACK_S + 10);
@@ -230,8 +250,8 @@ int main(int argc, char **argv) {
           (long long)ta.producer_id, ta.producer_epoch);
     CHECK(authoritative(client, role, &tb) == 1, "b's token is authoritative");
     CHECK(authoritative(client, role, &ta) == 0, "a's token is not");
-    CHECK(expect(&b, "wrote", 10) != NULL, "b writes while it leads");
-    CHECK(wait_roster(client, role, "b", 15), "the dead holder's registration is removed");
+    CHECK(expect(&b, "wrote", 10 * SLOW) != NULL, "b writes while it leads");
+    CHECK(wait_roster(client, role, "b", 15 * SLOW), "the dead holder's registration is removed");
 
     /* Another party mints a newer epoch: b is deposed, its write fenced. */
     snprintf(cmd, sizeof cmd,
@@ -239,14 +259,14 @@ int main(int argc, char **argv) {
              ">/dev/null 2>&1",
              kafka_sh, bootstrap, role);
     CHECK(system(cmd) == 0, "%s failed", cmd);
-    line = expect(&b, "write", 30);
+    line = expect(&b, "write", 30 * SLOW);
     CHECK(line && strcmp(line, "write FENCED") == 0, "the deposed member's guarded write: '%s'", line ? line : "none");
-    line = expect(&b, "ended", 15);
+    line = expect(&b, "ended", 15 * SLOW);
     CHECK(line && strcmp(line, "ended FENCED") == 0, "the term ended: '%s'", line ? line : "none");
     CHECK(authoritative(client, role, &tb) == 0, "b's token is no longer authoritative");
-    CHECK(exit_status(b.pid, 30) == 0, "b exits cleanly after the fence");
+    CHECK(exit_status(b.pid, 30 * SLOW) == 0, "b exits cleanly after the fence (under valgrind: with no leak)");
     close(b.fd);
     krabka_client_free(client);
-    CHECK(krabka_wait_idle(30) == KRABKA_RESULT_OK, "the library is idle after every handle was freed");
+    CHECK(krabka_wait_idle(30 * SLOW) == KRABKA_RESULT_OK, "the library is idle after every handle was freed");
     return check_summary("failover");
 }
