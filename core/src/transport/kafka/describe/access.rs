@@ -33,10 +33,8 @@
 //! the state topic needs no question: the registration is the member's
 //! first write, and a refused one writes nothing.
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, EndTxnRequest, EndTxnResponse, FetchRequest, FetchResponse, ProducerId,
-    TopicName, TransactionalId,
+    ApiKey, EndTxnRequest, EndTxnResponse, FetchResponse, ProducerId, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -209,25 +207,7 @@ impl DescribeClient {
                 tracing::debug!(%broker, "no Fetch version 4 to 12: READ on the state topic is not checked before registering");
                 return Ok(());
             };
-            let mut part = FetchPartition::default();
-            part.partition = partition;
-            part.fetch_offset = 0;
-            part.partition_max_bytes = 1;
-            part.current_leader_epoch = -1;
-            part.last_fetched_epoch = -1;
-            part.log_start_offset = -1;
-            let mut t = FetchTopic::default();
-            t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
-            t.partitions = vec![part];
-            let mut req = FetchRequest::default();
-            req.replica_id = BrokerId(-1);
-            req.max_wait_ms = 0;
-            req.min_bytes = 0;
-            req.max_bytes = 1;
-            req.isolation_level = 1;
-            req.session_id = 0;
-            req.session_epoch = -1;
-            req.topics = vec![t];
+            let req = one_batch_fetch(topic, partition, 0, 1);
             let resp: FetchResponse = match self
                 .call(&conn, ApiKey::Fetch, version, &req, deadline)
                 .await

@@ -14,15 +14,14 @@
 //! token against the header of its own first record after a mint and after
 //! every abort, before it commits (see `lease.rs`).
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, TopicName,
+    ApiKey, FetchResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::{code_name, format_addr, no_time_for, Attempt, DescribeClient};
+use super::{code_name, format_addr, no_time_for, one_batch_fetch, Attempt, DescribeClient};
 use super::{FIRST_BACKOFF, MAX_BACKOFF};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
@@ -221,25 +220,8 @@ impl DescribeClient {
                 "the broker supports no Fetch version 4 to 12",
             )));
         };
-        let mut part = FetchPartition::default();
-        part.partition = partition;
-        part.fetch_offset = offset;
-        part.partition_max_bytes = 1;
-        part.current_leader_epoch = -1;
-        part.last_fetched_epoch = -1;
-        part.log_start_offset = -1;
-        let mut t = FetchTopic::default();
-        t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
-        t.partitions = vec![part];
-        let mut req = FetchRequest::default();
-        req.replica_id = BrokerId(-1);
-        req.max_wait_ms = 0;
-        req.min_bytes = 0;
-        req.max_bytes = 1;
-        req.isolation_level = 0; // read_uncommitted: the transaction is open
-        req.session_id = 0;
-        req.session_epoch = -1;
-        req.topics = vec![t];
+        // read_uncommitted: the transaction is open.
+        let req = one_batch_fetch(topic, partition, offset, 0);
         let resp: FetchResponse = self
             .call(&conn, ApiKey::Fetch, version, &req, deadline)
             .await
