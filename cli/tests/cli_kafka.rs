@@ -580,22 +580,27 @@ fn state_roles_and_watch_agree_with_the_library() {
     let log = temp_log("agree");
     let a = Runner::start(&role, "a", &log, "sleep 600");
     let first = until_lines(&log, 1, Duration::from_secs(30));
-    let b = Runner::start(&role, "b", &log, "sleep 600");
-    let c = Runner::start(&role, "c", &log, "sleep 600");
-    // Until the library sees b and c registered.
-    let started = Instant::now();
-    let lib = loop {
-        let lib = library_view(&role);
-        if lib.state.roster.len() == 3 {
-            break lib;
+    // Until the library sees `n` members registered.
+    let registered = |n: usize| {
+        let started = Instant::now();
+        loop {
+            let lib = library_view(&role);
+            if lib.state.roster.len() == n {
+                return lib;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{:?}",
+                lib.state
+            );
+            std::thread::sleep(Duration::from_millis(200));
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{:?}",
-            lib.state
-        );
-        std::thread::sleep(Duration::from_millis(200));
     };
+    // b, then c: the rank order is the order of registration.
+    let b = Runner::start(&role, "b", &log, "sleep 600");
+    registered(2);
+    let c = Runner::start(&role, "c", &log, "sleep 600");
+    let lib = registered(3);
 
     // The library agrees with itself and with what a's child was given.
     let members: Vec<&str> = lib.state.roster.iter().map(|e| e.member.as_str()).collect();
