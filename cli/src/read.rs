@@ -6,6 +6,7 @@ use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
+use krabka_coordination::client::Client;
 use krabka_coordination::leadership::RoleStateReport;
 use krabka_coordination::transport::kafka::{TopicReport, TopicSpec};
 use krabka_coordination::transport::Backlog;
@@ -176,6 +177,36 @@ fn output_failure(e: std::io::Error) -> Failure {
     }
 }
 
+/// `read`, with the state topic checked beside it as `topic check` checks
+/// it (its error wins).
+///
+/// Without the check, a read of an unreachable cluster failed only after
+/// the operation timeout of two librdkafka calls (60 s); the check gives up
+/// after the connect timeout (10 s), exit code 3. A read of a missing topic
+/// failed as "no partition N", an invalid argument (exit code 2), and one
+/// with the wrong `--partitions` read the wrong partitions without a word;
+/// the check names the missing topic or the partition count, a refusal
+/// (exit code 4). Both run at once: the check (about 20 ms) costs no time
+/// unless the read is quicker.
+async fn checked<T>(
+    client: &Client,
+    partitions: i32,
+    read: impl std::future::Future<Output = krabka_coordination::Result<T>>,
+) -> Result<T, Failure> {
+    let check = client.check_state_topic(TopicSpec::default().with_partitions(partitions));
+    tokio::pin!(read, check);
+    tokio::select! {
+        c = &mut check => {
+            c?;
+            read.await.map_err(Failure::from)
+        }
+        r = &mut read => {
+            check.await?;
+            r.map_err(Failure::from)
+        }
+    }
+}
+
 /// `describe`.
 pub async fn describe(kafka: &KafkaArgs, a: DescribeArgs) -> Result<u8, Failure> {
     let asked = a.token.as_deref().map(parse_token).transpose()?;
@@ -212,7 +243,12 @@ pub async fn describe(kafka: &KafkaArgs, a: DescribeArgs) -> Result<u8, Failure>
 /// `state`.
 pub async fn state(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
     let client = kafka.client()?;
-    let report = client.describe_role_state(&a.role).await?;
+    let report = checked(
+        &client,
+        kafka.partitions,
+        client.describe_role_state(&a.role),
+    )
+    .await?;
     let now = now_ms();
     if a.json {
         print_json(&report_json(&report, now))?;
@@ -225,7 +261,7 @@ pub async fn state(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
 /// `roles`.
 pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
     let client = kafka.client()?;
-    let listing = client.describe_roles().await?;
+    let listing = checked(&client, kafka.partitions, client.describe_roles()).await?;
     let now = now_ms();
     if a.json {
         // The object of `json!({...})`, keys in the same (sorted) order,
@@ -313,27 +349,30 @@ pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
     let mut state = RoleState::new(&a.role);
     let mut from = 0i64;
     let mut shown: Option<(Vec<String>, Option<Lease>)> = None;
-    // Until the first line, the batches replay the partition's history: its
-    // intermediate states are not changes, and are not printed.
-    let mut caught_up = false;
     let mut stop = Box::pin(crate::run::stop_signal());
-    loop {
-        let batch = tokio::select! {
-            b = reader.poll_partition(partition, from, Duration::from_secs(1)) => b?,
-            _ = &mut stop => return Ok(0),
-        };
-        for r in &batch.records {
-            state.apply(r).map_err(krabka_coordination::Error::from)?;
-        }
-        from = batch.next_offset.max(from);
-        if !caught_up {
-            // Caught up, or only an open transaction (of any role of the
-            // partition) is left: what is committed has been read.
-            caught_up = reader.held_back(partition, from).await? != Backlog::Unread;
-            if !caught_up {
-                continue;
+    // Until the first line, the batches replay the partition's history: its
+    // intermediate states are not changes, and are not printed. The first
+    // line comes once the committed records are read (caught up, or only an
+    // open transaction, of any role of the partition, is left).
+    let catch_up = async {
+        loop {
+            let batch = reader
+                .poll_partition(partition, from, Duration::from_secs(1))
+                .await?;
+            for r in &batch.records {
+                state.apply(r)?;
+            }
+            from = batch.next_offset.max(from);
+            if reader.held_back(partition, from).await? != Backlog::Unread {
+                return Ok(());
             }
         }
+    };
+    tokio::select! {
+        caught_up = checked(&client, kafka.partitions, catch_up) => caught_up?,
+        _ = &mut stop => return Ok(0),
+    }
+    loop {
         let now_state = (
             state.roster().map(|e| e.member.clone()).collect::<Vec<_>>(),
             state.lease().cloned(),
@@ -354,6 +393,14 @@ pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
             }
             shown = Some(now_state);
         }
+        let batch = tokio::select! {
+            b = reader.poll_partition(partition, from, Duration::from_secs(1)) => b?,
+            _ = &mut stop => return Ok(0),
+        };
+        for r in &batch.records {
+            state.apply(r).map_err(krabka_coordination::Error::from)?;
+        }
+        from = batch.next_offset.max(from);
     }
 }
 

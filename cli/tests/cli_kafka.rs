@@ -384,16 +384,36 @@ fn watch_prints_each_change_of_the_role() {
 
 #[test]
 fn bad_arguments_and_an_unreachable_cluster_get_one_line_and_their_code() {
-    let out = Command::new(KRABKA)
-        .args(["-b", "127.0.0.1:1", "describe", "r"])
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    // An unreachable cluster: exit code 3 within the connect timeout (10 s),
+    // for a describe and for a read of the state topic alike.
+    let started = Instant::now();
+    let unreachable: Vec<_> = [&["describe", "r"][..], &["roles"], &["state", "r"]]
+        .into_iter()
+        .map(|args| {
+            let child = Command::new(KRABKA)
+                .args(["-b", "127.0.0.1:1"])
+                .args(args)
+                .env("RUST_BACKTRACE", "1")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (args, child)
+        })
+        .collect();
+    for (args, child) in unreachable {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("127.0.0.1:1") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
     assert!(
-        err.contains("127.0.0.1:1") && err.lines().count() == 1,
-        "{err}"
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
     );
     let cases: [&[&str]; 4] = [
         &["describe", ""],
@@ -409,10 +429,29 @@ fn bad_arguments_and_an_unreachable_cluster_get_one_line_and_their_code() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
-    // A missing state topic: refused, named.
-    let out = krabka(&["--state-topic", &unique("no-such-topic"), "topic", "check"]);
+    // A missing state topic: refused, named, by every command that reads it.
+    let missing = unique("no-such-topic");
+    let cases: [&[&str]; 4] = [
+        &["topic", "check"],
+        &["state", "r"],
+        &["roles"],
+        &["watch", "r"],
+    ];
+    for args in cases {
+        let out = krabka(&[&["--state-topic", &missing][..], args].concat());
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&missing) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    // A --partitions that is not the topic's: refused, not a read of the
+    // wrong partitions.
+    ensure_topic();
+    let out = krabka(&["--partitions", "8", "state", "r"]);
     assert_eq!(out.status.code(), Some(4), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-topic"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("16 partitions"));
 }
 
 /// GET /metrics from the `krabka run` of `runner` (its address is on its
