@@ -187,10 +187,10 @@ async fn serve_metrics(addr: &str) -> Result<(), Failure> {
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::usage(format!("--metrics-addr {addr}: {e}")))?;
-    let registry = crate::prometheus::Registry::default();
-    metrics::set_global_recorder(registry.clone())
-        .map_err(|e| Failure::usage(format!("--metrics-addr: {e}")))?;
-    tokio::spawn(crate::prometheus::serve(listener, registry));
+    let registry = krabka_coordination_bindings::metrics::install_global().ok_or_else(|| {
+        Failure::usage("--metrics-addr: another metrics recorder is installed".to_owned())
+    })?;
+    tokio::spawn(crate::prometheus::serve(listener, registry.clone()));
     eprintln!("krabka: metrics on http://{bound}/metrics");
     Ok(())
 }

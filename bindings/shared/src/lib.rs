@@ -23,6 +23,8 @@
 //!   term, and a flat view of an event.
 //! * [`log`]: the core's `tracing` events forwarded to the host's logging,
 //!   from a thread that may wait for the host's lock.
+//! * [`metrics`]: the recorder of the core's metrics, read as a snapshot or
+//!   as Prometheus text.
 //!
 //! Nothing here depends on a host-language crate (pyo3, napi, uniffi).
 
@@ -32,6 +34,7 @@ pub mod client;
 pub mod errors;
 pub mod events;
 pub mod log;
+pub mod metrics;
 pub mod options;
 pub mod per_process;
 pub mod process_bound;

@@ -1,0 +1,314 @@
+//! A `metrics` recorder that keeps every series of the core's metrics
+//! (`krabka_coordination::metrics`) in memory, for a binding or a tool to
+//! read: [`Registry::snapshot`] (each series' current value) and
+//! [`Registry::render`] (the Prometheus text format, version 0.0.4). The
+//! `krabka` CLI serves the text on `GET /metrics`; the Python package reads
+//! the snapshot (`krabka_coordination.metrics()`).
+//!
+//! Counters and gauges are plain values; a histogram keeps its count and
+//! sum, rendered as a summary without quantiles (`_count` and `_sum`),
+//! which is what a dashboard's rate and mean need without choosing buckets
+//! for it.
+//!
+//! [`install_global`] makes one registry the process's recorder; the
+//! `metrics` facade allows one per process (per copy of the `metrics`
+//! crate: each extension module or library carries its own).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
+
+/// One series' value.
+#[derive(Debug, Default)]
+struct Value {
+    /// A counter's count, or a gauge's f64 bits.
+    bits: AtomicU64,
+    /// A histogram's (count, sum).
+    summary: Mutex<(u64, f64)>,
+}
+
+impl CounterFn for Value {
+    fn increment(&self, n: u64) {
+        self.bits.fetch_add(n, Ordering::Relaxed);
+    }
+    fn absolute(&self, n: u64) {
+        self.bits.fetch_max(n, Ordering::Relaxed);
+    }
+}
+
+impl GaugeFn for Value {
+    fn increment(&self, d: f64) {
+        let _ = self
+            .bits
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some((f64::from_bits(b) + d).to_bits())
+            });
+    }
+    fn decrement(&self, d: f64) {
+        GaugeFn::increment(self, -d);
+    }
+    fn set(&self, v: f64) {
+        self.bits.store(v.to_bits(), Ordering::Relaxed);
+    }
+}
+
+impl HistogramFn for Value {
+    fn record(&self, v: f64) {
+        let mut s = self.summary.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 += 1;
+        s.1 += v;
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Counter,
+    Gauge,
+    Summary,
+}
+
+/// A series: its name and its labels in order.
+type SeriesKey = (String, Vec<(String, String)>);
+
+/// Every series, with its kind and value.
+type Series = BTreeMap<SeriesKey, (Kind, Arc<Value>)>;
+
+/// The recorder: every series by (name, labels).
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    series: Arc<Mutex<Series>>,
+    help: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+impl Registry {
+    fn series(&self, key: &Key, kind: Kind) -> Arc<Value> {
+        let labels = key
+            .labels()
+            .map(|l| (l.key().to_owned(), l.value().to_owned()))
+            .collect();
+        let mut all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(
+            &all.entry((key.name().to_owned(), labels))
+                .or_insert_with(|| (kind, Arc::default()))
+                .1,
+        )
+    }
+
+    /// Every series in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        let help = self.help.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = String::new();
+        let mut last_name = "";
+        for ((name, labels), (kind, value)) in all.iter() {
+            if name != last_name {
+                if let Some(h) = help.get(name) {
+                    let _ = writeln!(out, "# HELP {name} {h}");
+                }
+                let t = match kind {
+                    Kind::Counter => "counter",
+                    Kind::Gauge => "gauge",
+                    Kind::Summary => "summary",
+                };
+                let _ = writeln!(out, "# TYPE {name} {t}");
+                last_name = name;
+            }
+            let l = render_labels(labels);
+            match kind {
+                Kind::Counter => {
+                    let _ = writeln!(out, "{name}{l} {}", value.bits.load(Ordering::Relaxed));
+                }
+                Kind::Gauge => {
+                    let v = f64::from_bits(value.bits.load(Ordering::Relaxed));
+                    let _ = writeln!(out, "{name}{l} {v}");
+                }
+                Kind::Summary => {
+                    let (count, sum) = *value.summary.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = writeln!(out, "{name}_count{l} {count}");
+                    let _ = writeln!(out, "{name}_sum{l} {sum}");
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `{k="v",...}` with Prometheus escaping, or nothing.
+fn render_labels(labels: &[(String, String)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("{k}=\"{v}\"")
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+impl Recorder for Registry {
+    fn describe_counter(&self, key: KeyName, _: Option<Unit>, d: SharedString) {
+        self.help
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.as_str().to_owned(), d.to_string());
+    }
+    fn describe_gauge(&self, key: KeyName, unit: Option<Unit>, d: SharedString) {
+        self.describe_counter(key, unit, d);
+    }
+    fn describe_histogram(&self, key: KeyName, unit: Option<Unit>, d: SharedString) {
+        self.describe_counter(key, unit, d);
+    }
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.series(key, Kind::Counter))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(self.series(key, Kind::Gauge))
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.series(key, Kind::Summary))
+    }
+}
+
+/// The value of one series in a [`Registry::snapshot`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum SampleValue {
+    /// A counter's count.
+    Counter(u64),
+    /// A gauge's value.
+    Gauge(f64),
+    /// A histogram's number of observations and their sum.
+    Summary {
+        /// How many values were recorded.
+        count: u64,
+        /// Their sum.
+        sum: f64,
+    },
+}
+
+/// One series: its name, labels (in the order recorded) and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The metric's name, e.g. `krabka_elections_total`.
+    pub name: String,
+    /// The series' labels, e.g. `[("role", "orders"), ("member", "a")]`.
+    pub labels: Vec<(String, String)>,
+    /// Its value now.
+    pub value: SampleValue,
+}
+
+impl Registry {
+    /// Every series' current value, ordered by name, then labels.
+    pub fn snapshot(&self) -> Vec<Sample> {
+        let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter()
+            .map(|((name, labels), (kind, value))| Sample {
+                name: name.clone(),
+                labels: labels.clone(),
+                value: match kind {
+                    Kind::Counter => SampleValue::Counter(value.bits.load(Ordering::Relaxed)),
+                    Kind::Gauge => {
+                        SampleValue::Gauge(f64::from_bits(value.bits.load(Ordering::Relaxed)))
+                    }
+                    Kind::Summary => {
+                        let (count, sum) = *value.summary.lock().unwrap_or_else(|e| e.into_inner());
+                        SampleValue::Summary { count, sum }
+                    }
+                },
+            })
+            .collect()
+    }
+}
+
+/// The registry installed as this process's `metrics` recorder, installed
+/// by the first call. `None` when another recorder was installed first
+/// (by other code in the same copy of the `metrics` crate): the core's
+/// numbers then go to that one.
+pub fn install_global() -> Option<&'static Registry> {
+    static GLOBAL: OnceLock<Option<Registry>> = OnceLock::new();
+    GLOBAL
+        .get_or_init(|| {
+            let registry = Registry::default();
+            metrics::set_global_recorder(registry.clone())
+                .ok()
+                .map(|()| registry)
+        })
+        .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_gauges_and_summaries_with_escaped_labels() {
+        let r = Registry::default();
+        metrics::with_local_recorder(&r, || {
+            metrics::counter!("c_total", "role" => "a\"b").increment(2);
+            metrics::counter!("c_total", "role" => "x").increment(1);
+            metrics::gauge!("g", "role" => "x").set(1.5);
+            metrics::histogram!("h_seconds").record(0.25);
+            metrics::histogram!("h_seconds").record(0.5);
+        });
+        let text = r.render();
+        assert!(text.contains("# TYPE c_total counter\n"), "{text}");
+        assert!(text.contains("c_total{role=\"a\\\"b\"} 2\n"), "{text}");
+        assert!(text.contains("c_total{role=\"x\"} 1\n"), "{text}");
+        assert!(text.contains("g{role=\"x\"} 1.5\n"), "{text}");
+        assert!(
+            text.contains("h_seconds_count 2\nh_seconds_sum 0.75\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("# TYPE c_total").count(), 1);
+    }
+
+    #[test]
+    fn a_snapshot_has_every_series_with_its_kind_and_value() {
+        let r = Registry::default();
+        metrics::with_local_recorder(&r, || {
+            metrics::counter!("c_total", "role" => "x", "member" => "m").increment(3);
+            metrics::gauge!("g").set(-2.5);
+            metrics::histogram!("h_seconds").record(0.25);
+            metrics::histogram!("h_seconds").record(1.0);
+        });
+        let labels = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            r.snapshot(),
+            vec![
+                Sample {
+                    name: "c_total".into(),
+                    labels: labels(&[("role", "x"), ("member", "m")]),
+                    value: SampleValue::Counter(3),
+                },
+                Sample {
+                    name: "g".into(),
+                    labels: vec![],
+                    value: SampleValue::Gauge(-2.5),
+                },
+                Sample {
+                    name: "h_seconds".into(),
+                    labels: vec![],
+                    value: SampleValue::Summary {
+                        count: 2,
+                        sum: 1.25
+                    },
+                },
+            ]
+        );
+    }
+}
