@@ -20,7 +20,8 @@
 //! * [`runtime`]: the runtime holder and the fork hook.
 //! * [`error`], [`convert`]: exceptions and argument conversion;
 //!   [`oauth`]: a callable as the OAUTHBEARER token provider.
-//! * [`logging`]: the core's log events in Python's `logging`.
+//! * [`logging`]: the core's log events in Python's `logging`;
+//!   [`metrics`]: the core's metrics, read as dicts or Prometheus text.
 
 pub mod asyncio;
 pub mod client;
@@ -30,6 +31,7 @@ pub mod events;
 pub mod functions;
 pub mod leadership;
 pub mod logging;
+pub mod metrics;
 pub mod oauth;
 pub mod pending;
 pub mod records;
@@ -81,6 +83,9 @@ mod native {
     #[pymodule_export]
     use crate::logging::{_log_from_core, _sync_log_level};
 
+    #[pymodule_export]
+    use crate::metrics::{metrics, metrics_text};
+
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         super::init(m)
@@ -88,8 +93,8 @@ mod native {
 }
 
 /// Adds what the declarative module cannot: the exception classes (made at
-/// run time), the `NO_EPOCH` constant, the fork hook of the runtime, and the
-/// log bridge.
+/// run time), the `NO_EPOCH` constant, the fork hook of the runtime, the
+/// log bridge, and the metrics recorder.
 fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     m.add(
@@ -98,5 +103,6 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     runtime::install_fork_hook(m)?;
     logging::install(m.py())?;
+    metrics::install();
     Ok(())
 }

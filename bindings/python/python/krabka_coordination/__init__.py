@@ -62,6 +62,8 @@ from ._native import (
     encode_key,
     encode_lease,
     encode_registration,
+    metrics,
+    metrics_text,
     murmur2,
     role_partition,
 )
@@ -103,6 +105,8 @@ __all__ = [
     "encode_key",
     "encode_lease",
     "encode_registration",
+    "metrics",
+    "metrics_text",
     "murmur2",
     "role_partition",
 ]

@@ -54,6 +54,8 @@ __all__ = [
     "_raise_core_error",
     "_log_from_core",
     "_sync_log_level",
+    "metrics",
+    "metrics_text",
     "KrabkaError",
     "FormatError",
     "EncodeError",
@@ -201,6 +203,15 @@ def role_partition(role: str, partitions: int) -> int:
 
 def murmur2(data: _BytesLike) -> int:
     """Kafka's murmur2 hash of ``data`` as a signed 32-bit int."""
+
+def metrics() -> list[dict[str, Any]]:
+    """Every series the core has recorded in this process (README, "Metrics"):
+    dicts with ``name``, ``labels`` (a dict), ``kind`` (``"counter"``,
+    ``"gauge"`` or ``"summary"``) and ``value``, or for a summary (a
+    duration, in seconds) ``count`` and ``sum``."""
+
+def metrics_text() -> str:
+    """The same series in the Prometheus text format (version 0.0.4)."""
 
 # ---------------------------------------------------------------- leadership
 
