@@ -334,7 +334,7 @@ pub fn with_scratch<R>(
             if kind == TypedArrayType::BigInt64 as i32
                 && len >= n
                 && !data.is_null()
-                && (data as usize) % std::mem::align_of::<i64>() == 0 =>
+                && data.cast::<i64>().is_aligned() =>
         {
             // SAFETY: N-API reports `len` aligned i64 elements at `data`,
             // alive while the value is (for this call); nothing else reads
