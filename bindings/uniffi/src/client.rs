@@ -103,11 +103,11 @@ impl From<kafka::TopicReport> for TopicReport {
 }
 
 /// The core client of one set of Kafka settings (see the module
-/// documentation). `close` lets go of the shared Kafka clients; held
+/// documentation). `shutdown` lets go of the shared Kafka clients; held
 /// leaderships keep what they need.
 #[derive(uniffi::Object)]
 pub struct Client {
-    /// `None` once closed.
+    /// `None` once shut down.
     inner: Mutex<Option<ProcessBound<KafkaClient>>>,
     partitions: i32,
 }
@@ -121,13 +121,13 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// The core client (a cheap clone), or an error once closed.
+    /// The core client (a cheap clone), or an error once shut down.
     fn client(&self) -> Result<KafkaClient, KrabkaError> {
         let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
             Some(bound) => Ok(bound.get().cloned()?),
             None => Err(KrabkaError::InvalidArgument {
-                detail: "the client is closed".into(),
+                detail: "the client is shut down".into(),
             }),
         }
     }
@@ -247,15 +247,17 @@ impl Client {
         Ok(run(self.client()?.check_state_topic()).await?.into())
     }
 
-    /// Lets go of the shared Kafka clients. Held leaderships go on; further
-    /// operations of this client fail. Idempotent.
-    pub fn close(&self) {
+    /// Lets go of the shared Kafka clients now (Kotlin's `close()` and
+    /// Swift's last reference also do, once no call is in flight). Held
+    /// leaderships go on; further operations of this client fail.
+    /// Idempotent.
+    pub fn shutdown(&self) {
         let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
         drop(taken);
     }
 
-    /// True once closed.
-    pub fn is_closed(&self) -> bool {
+    /// True once shut down.
+    pub fn is_shut_down(&self) -> bool {
         self.inner
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -176,6 +176,9 @@ impl From<&Error> for KrabkaError {
                     Part::LeaseValue => KrabkaError::MalformedLease { detail },
                 }
             }
+            // The message alone: it names the argument and the value, as in
+            // every binding (`partitions must be an integer from 1 to ...`).
+            Error::InvalidArgument(m) => KrabkaError::InvalidArgument { detail: m.clone() },
             Error::Encode(f) => KrabkaError::Encode {
                 part: errors::part_name(f.part).to_owned(),
                 field: f.field.to_owned(),

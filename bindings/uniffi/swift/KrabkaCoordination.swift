@@ -651,7 +651,7 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `close` lets go of the shared Kafka clients; held
+ * documentation). `shutdown` lets go of the shared Kafka clients; held
  * leaderships keep what they need.
  */
 public protocol ClientProtocol: AnyObject, Sendable {
@@ -669,12 +669,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * client's partition count.
      */
     func checkStateTopic() async throws  -> TopicReport
-    
-    /**
-     * Lets go of the shared Kafka clients. Held leaderships go on; further
-     * operations of this client fail. Idempotent.
-     */
-    func close() 
     
     /**
      * The role's current token at its transaction coordinator (one
@@ -695,14 +689,22 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func ensureStateTopic(options: TopicOptions?) async throws  -> TopicReport
     
     /**
-     * True once closed.
+     * True once shut down.
      */
-    func isClosed()  -> Bool
+    func isShutDown()  -> Bool
     
     /**
      * The partition count of the state topic.
      */
     func partitions()  -> Int32
+    
+    /**
+     * Lets go of the shared Kafka clients now (Kotlin's `close()` and
+     * Swift's last reference also do, once no call is in flight). Held
+     * leaderships go on; further operations of this client fail.
+     * Idempotent.
+     */
+    func shutdown() 
     
     /**
      * The name of the state topic.
@@ -712,7 +714,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
 }
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `close` lets go of the shared Kafka clients; held
+ * documentation). `shutdown` lets go of the shared Kafka clients; held
  * leaderships keep what they need.
  */
 open class Client: ClientProtocol, @unchecked Sendable {
@@ -825,18 +827,6 @@ open func checkStateTopic()async throws  -> TopicReport  {
 }
     
     /**
-     * Lets go of the shared Kafka clients. Held leaderships go on; further
-     * operations of this client fail. Idempotent.
-     */
-open func close()  {try! rustCall() {
-        uniffiCallStatus in
-    uniffi_krabka_coordination_uniffi_fn_method_client_close(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-}
-}
-    
-    /**
      * The role's current token at its transaction coordinator (one
      * DescribeTransactions request once the coordinator is known).
      */
@@ -897,12 +887,12 @@ open func ensureStateTopic(options: TopicOptions? = nil)async throws  -> TopicRe
 }
     
     /**
-     * True once closed.
+     * True once shut down.
      */
-open func isClosed() -> Bool  {
+open func isShutDown() -> Bool  {
     return try!  FfiConverterBool.lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_krabka_coordination_uniffi_fn_method_client_is_closed(
+    uniffi_krabka_coordination_uniffi_fn_method_client_is_shut_down(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -918,6 +908,20 @@ open func partitions() -> Int32  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Lets go of the shared Kafka clients now (Kotlin's `close()` and
+     * Swift's last reference also do, once no call is in flight). Held
+     * leaderships go on; further operations of this client fail.
+     * Idempotent.
+     */
+open func shutdown()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_client_shutdown(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -3699,9 +3703,6 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_check_state_topic() != 62717) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close() != 279) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_describe_leadership() != 58937) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3711,10 +3712,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_ensure_state_topic() != 33971) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_closed() != 62763) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_shut_down() != 27832) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_partitions() != 33998) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_shutdown() != 63478) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_state_topic() != 36748) {
