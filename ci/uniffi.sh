@@ -10,12 +10,14 @@
 #      Swift sources generated from the library (bindings/uniffi/generate.sh);
 #      the checked-in Swift must be what was generated (git diff). Swift is
 #      never compiled or run here: there is no Swift toolchain;
-#   3. the generated Kotlin and the tests (bindings/uniffi/tests/kotlin)
-#      compiled in one kotlinc run;
+#   3. the generated Kotlin, the tests (bindings/uniffi/tests/kotlin) and the
+#      example (examples/kotlin) compiled in one kotlinc run;
 #   4. a real Kafka: KRABKA_BOOTSTRAP when set, else the local one-node
 #      cluster of `ci/kafka.sh start 1` (started, or reused when running);
 #   5. the tests on the JVM: every golden vector (counted), every malformed
-#      entry with its part, refused arguments, leadership on the Kafka.
+#      entry with its part, refused arguments, leadership on the Kafka;
+#   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
+#      through guarded writes and resign when its time is up).
 #
 # Usage: bash ci/uniffi.sh   (CARGO_TARGET_DIR is honoured)
 # Needs: Java 17 (java), curl, a Rust toolchain and what the core needs.
@@ -101,14 +103,15 @@ if [ -n "$untracked" ]; then
 fi
 ls "$ROOT/bindings/uniffi/swift"
 
-step "kotlinc: the generated Kotlin and the tests"
+step "kotlinc: the generated Kotlin, the tests and the example"
 rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     -no-stdlib -no-reflect -nowarn -jvm-target 17 \
     -cp "$RUN_CP" -d "$OUT/classes" \
     "$(find "$OUT/kotlin" -name '*.kt')" \
-    "$ROOT/bindings/uniffi/tests/kotlin/Main.kt"
+    "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
+    "$ROOT/examples/kotlin/Worker.kt"
 
 step "kafka for the leadership tests"
 if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
@@ -124,5 +127,22 @@ JAVA_RUN=(java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP"
 
 step "Kotlin tests on the JVM (bindings/uniffi/tests/kotlin/Main.kt)"
 KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
+
+step "example (examples/kotlin/Worker.kt, 5 s on the real Kafka)"
+WORKER_LOG="$(mktemp)"
+set +e
+"${JAVA_RUN[@]}" krabka.coordination.example.WorkerKt --bootstrap "$KRABKA_BOOTSTRAP" \
+    --role "ci-kotlin-worker-$$-$(date +%s)" --member ci-worker --topic "$TOPIC" \
+    --interval 0.5 --lease 3 --renew 1 --stagger 1 --for-seconds 5 >"$WORKER_LOG" 2>&1
+worker_rc=$?
+set -e
+cat "$WORKER_LOG"
+if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
+    || ! grep -q "result 2 written" "$WORKER_LOG" || ! grep -q "time is up: resigned" "$WORKER_LOG"; then
+    echo "Worker.kt: expected exit 0 after leading, two guarded writes and a resign (exit $worker_rc)" >&2
+    rm -f "$WORKER_LOG"
+    exit 1
+fi
+rm -f "$WORKER_LOG"
 
 step "uniffi bindings: all checks passed in $(($(date +%s) - started)) s"
