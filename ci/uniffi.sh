@@ -21,8 +21,10 @@
 #
 # Usage: bash ci/uniffi.sh   (CARGO_TARGET_DIR is honoured)
 # Needs: Java 17 (java), curl, a Rust toolchain and what the core needs.
-# Time: about a minute warm (Rust built, jars cached); cold, the jars are
-# ~65 MB and the Rust build is the core's.
+# Time, on these 2 cores: 25-45 s warm (Rust built, jars cached: kotlinc ~20 s,
+# the tests ~3 s, the example 5 s); 4 min 50 s cold from a fresh clone with an
+# empty target directory (the Rust build of the core and librdkafka 4 min 20 s;
+# the 9 jars, 65 MB, downloaded in seconds).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
