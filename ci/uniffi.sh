@@ -15,7 +15,8 @@
 #   4. a real Kafka: KRABKA_BOOTSTRAP when set, else the local one-node
 #      cluster of `ci/kafka.sh start 1` (started, or reused when running);
 #   5. the tests on the JVM: every golden vector (counted), every malformed
-#      entry with its part, refused arguments, leadership on the Kafka;
+#      entry with its part, refused arguments, leadership on the Kafka (a
+#      second member taking over; a deposed leader fenced);
 #   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
 #      through guarded writes and resign when its time is up).
 #
@@ -128,7 +129,7 @@ bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
 JAVA_RUN=(java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP")
 
 step "Kotlin tests on the JVM (bindings/uniffi/tests/kotlin/Main.kt)"
-KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
+KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
 
 step "example (examples/kotlin/Worker.kt, 5 s on the real Kafka)"
 WORKER_LOG="$(mktemp)"

@@ -2,7 +2,8 @@
 // vector (counted per file, like the other bindings' suites), every malformed
 // entry with its part, refused arguments with their messages, and leadership
 // on a real Kafka when KRABKA_BOOTSTRAP is set (acquire, the token, describe,
-// a guarded write, resign, a second member takes over, a cancelled acquire).
+// a guarded write, resign, a second member takes over, a cancelled acquire,
+// a deposed leader's write refused as Fenced).
 //
 // Usage: java ... krabka.coordination.test.MainKt GOLDEN_DIR
 // Ends with "N passed, N failed"; exits 1 on any failure.
@@ -414,6 +415,47 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
     }
 }
 
+// A newer epoch of the role, minted behind its holder's back with Kafka's
+// own tool (`kafka-transactions.sh forceTerminateTransaction`, through
+// ci/kafka.sh): the holder is now deposed without knowing it.
+fun mintNewerEpoch(bootstrap: String, role: String) {
+    val root = System.getenv("KRABKA_ROOT") ?: throw AssertionError("KRABKA_ROOT is not set (ci/uniffi.sh sets it)")
+    val p = ProcessBuilder("bash", "$root/ci/kafka.sh", "tool", "transactions", "--bootstrap-server", bootstrap,
+        "forceTerminateTransaction", "--transactionalId", role).redirectErrorStream(true).start()
+    val out = p.inputStream.readBytes().decodeToString()
+    expect(p.waitFor() == 0) { "forceTerminateTransaction failed: $out" }
+}
+
+fun fenced(bootstrap: String, topic: String) = runBlocking {
+    val role = "uniffi-kotlin-fenced-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    // A 30 s lease renewed every 10 s: no renewal meets the newer epoch
+    // first; the guarded write does.
+    val timings = AcquireOptions(leaseDuration = 30.0, renewInterval = 10.0, challengeStagger = 0.5)
+    Client(mapOf("bootstrap.servers" to bootstrap)).use { client ->
+        check("a deposed leader's guarded write fails with Fenced, and the term ends fenced") {
+            runBlocking {
+                val a = client.acquire(role, "member-a", timings)
+                val token = a.token()
+                a.write(listOf(OutRecord(topic = topic, value = "before".toByteArray())))
+                mintNewerEpoch(bootstrap, role)
+                val status = client.describeLeadership(role)
+                expect(!status.authoritative(token) && compareTokens(status.token(), token).toInt() == 1) {
+                    "describe ${status.token()} after minting past $token"
+                }
+                val e = throws<KrabkaException.Fenced> {
+                    runBlocking { a.write(listOf(OutRecord(topic = topic, value = "after".toByteArray()))) }
+                }
+                expect(errorKind(e) == ErrorKind.FENCED && !isRetryable(ErrorKind.FENCED)) { "kind ${errorKind(e)}" }
+                val end = withTimeout(10_000) { a.wait() }
+                expect(end.kind == ErrorKind.FENCED && end.error is KrabkaException.Fenced) { "ended: $end" }
+                expect(!a.isHeld()) { "still held after the fence" }
+                println("member-a fenced: ${e.detail}")
+                a.close()
+            }
+        }
+    }
+}
+
 fun main(args: Array<String>) {
     val golden = File(args.getOrElse(0) { "golden" })
     golden(golden)
@@ -425,6 +467,7 @@ fun main(args: Array<String>) {
         failed++
     } else {
         kafka(bootstrap, topic)
+        fenced(bootstrap, topic)
     }
     println("$passed passed, $failed failed")
     kotlin.system.exitProcess(if (failed == 0) 0 else 1)
