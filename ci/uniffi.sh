@@ -18,7 +18,8 @@
 #      entry with its part, refused arguments, leadership on the Kafka (a
 #      second member taking over; a deposed leader fenced);
 #   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
-#      through guarded writes and resign when its time is up).
+#      through guarded writes and resign when its time is up), then once more
+#      deposed behind its back (it must stop its work and exit 3, fenced).
 #
 # Usage: bash ci/uniffi.sh   (CARGO_TARGET_DIR is honoured)
 # Needs: Java 17 (java), curl, a Rust toolchain and what the core needs.
@@ -143,6 +144,35 @@ cat "$WORKER_LOG"
 if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
     || ! grep -q "result 2 written" "$WORKER_LOG" || ! grep -q "time is up: resigned" "$WORKER_LOG"; then
     echo "Worker.kt: expected exit 0 after leading, two guarded writes and a resign (exit $worker_rc)" >&2
+    rm -f "$WORKER_LOG"
+    exit 1
+fi
+rm -f "$WORKER_LOG"
+
+step "example fenced: a newer epoch minted behind the worker's back stops its work (exit 3)"
+WORKER_LOG="$(mktemp)"
+ROLE="ci-kotlin-fenced-$$-$(date +%s)"
+# A 30 s lease renewed every 10 s: the next guarded write meets the newer
+# epoch before any renewal does.
+"${JAVA_RUN[@]}" krabka.coordination.example.WorkerKt --bootstrap "$KRABKA_BOOTSTRAP" \
+    --role "$ROLE" --member ci-worker --topic "$TOPIC" \
+    --interval 0.5 --lease 30 --renew 10 --stagger 1 --for-seconds 60 >"$WORKER_LOG" 2>&1 &
+worker=$!
+for _ in $(seq 1 300); do
+    grep -q "result 2 written" "$WORKER_LOG" && break
+    kill -0 "$worker" 2>/dev/null || break
+    sleep 0.1
+done
+bash "$ROOT/ci/kafka.sh" tool transactions --bootstrap-server "$KRABKA_BOOTSTRAP" \
+    forceTerminateTransaction --transactionalId "$ROLE" >/dev/null
+set +e
+wait "$worker"
+worker_rc=$?
+set -e
+cat "$WORKER_LOG"
+if [ "$worker_rc" -ne 3 ] || ! grep -q "refused (fenced)" "$WORKER_LOG" \
+    || ! grep -q "the term ended (FENCED)" "$WORKER_LOG"; then
+    echo "Worker.kt: expected exit 3 after a guarded write refused as fenced (exit $worker_rc)" >&2
     rm -f "$WORKER_LOG"
     exit 1
 fi

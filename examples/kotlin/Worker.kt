@@ -50,7 +50,7 @@ suspend fun work(leadership: Leadership, topic: String, intervalMs: Long) {
         } catch (e: KrabkaException.Fenced) {
             // The broker refused the write: a newer epoch exists. Nothing of
             // it is visible; the term is over and wait() reports it.
-            log("result $n refused, fenced: ${e.detail}")
+            log("result $n refused (fenced): ${e.detail}")
             return
         } catch (e: KrabkaException) {
             log("result $n not written (${errorKind(e)}): ${e.message}")
@@ -79,10 +79,13 @@ fun main(argv: Array<String>) {
         finished.await(15, TimeUnit.SECONDS)
     })
     val code = runBlocking {
-        args.seconds("for-seconds", null)?.let { s -> launch { delay((s * 1000).toLong()); stop.complete("time is up") } }
+        val timer = args.seconds("for-seconds", null)?.let { s ->
+            launch { delay((s * 1000).toLong()); stop.complete("time is up") }
+        }
         try {
             run(args, stop)
         } finally {
+            timer?.cancel()
             finished.countDown()
         }
     }
