@@ -14,6 +14,7 @@ use krabka_coordination_bindings::ProcessBound;
 
 use crate::codec::{FencingToken, Lease, RosterEntry};
 use crate::error::{ErrorKind, KrabkaError};
+use crate::events::EventStream;
 use crate::runtime::{run, runtime};
 
 /// A record header (Kafka allows a name more than once).
@@ -230,6 +231,11 @@ impl Leadership {
         let l = Arc::clone(self.core()?);
         let records: Vec<CoreRecord> = records.into_iter().map(Into::into).collect();
         run(async move { l.write(records).await }).await
+    }
+
+    /// The member's events from now on, ending with the term.
+    pub fn events(&self) -> Result<Arc<EventStream>, KrabkaError> {
+        Ok(Arc::new(EventStream::subscribe(self.core()?)?))
     }
 
     /// Gives the role up: stops renewing, supersedes the token, clears the

@@ -12,6 +12,8 @@
 //!   through as they are), acquire, describe, the state topic.
 //! * [`leadership`]: the held leadership of a role: its token, guarded
 //!   writes, the end of the term and why, resign.
+//! * [`events`]: the event stream of a held leadership, ending with its
+//!   term.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -22,12 +24,14 @@
 pub mod client;
 pub mod codec;
 pub mod error;
+pub mod events;
 pub mod leadership;
 mod runtime;
 
 pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
 pub use codec::{FencingToken, Key, KeyKind, Lease, Registration, RosterEntry};
 pub use error::{ErrorKind, KrabkaError};
+pub use events::{EventStream, LeadershipEvent};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
 
 uniffi::setup_scaffolding!("krabka_coordination");

@@ -529,6 +529,22 @@ fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
+    typealias FfiType = UInt64
+    typealias SwiftType = UInt64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
     typealias FfiType = Int64
     typealias SwiftType = Int64
@@ -987,6 +1003,148 @@ public func FfiConverterTypeClient_lower(_ value: Client) -> UInt64 {
 
 
 /**
+ * The events of one held leadership from its subscription on; `next`
+ * returns `null`/`nil` once the term ended and its last events were
+ * delivered.
+ */
+public protocol EventStreamProtocol: AnyObject, Sendable {
+    
+    /**
+     * The next event, or nothing once the term ended and its last events
+     * were delivered. Cancelling the caller loses no event.
+     */
+    func next() async throws  -> LeadershipEvent?
+    
+}
+/**
+ * The events of one held leadership from its subscription on; `next`
+ * returns `null`/`nil` once the term ended and its last events were
+ * delivered.
+ */
+open class EventStream: EventStreamProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_eventstream(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_eventstream(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The next event, or nothing once the term ended and its last events
+     * were delivered. Cancelling the caller loses no event.
+     */
+open func next()async throws  -> LeadershipEvent?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_eventstream_next(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeLeadershipEvent.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeEventStream: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = EventStream
+
+    public static func lift(_ handle: UInt64) throws -> EventStream {
+        return EventStream(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: EventStream) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EventStream {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: EventStream, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEventStream_lift(_ handle: UInt64) throws -> EventStream {
+    return try FfiConverterTypeEventStream.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeEventStream_lower(_ value: EventStream) -> UInt64 {
+    return FfiConverterTypeEventStream.lower(value)
+}
+
+
+
+
+
+
+/**
  * The held leadership of a role (see the module documentation).
  */
 public protocol LeadershipProtocol: AnyObject, Sendable {
@@ -995,6 +1153,11 @@ public protocol LeadershipProtocol: AnyObject, Sendable {
      * Why the term ended, or nothing while it is held.
      */
     func ended() throws  -> TermEnd?
+    
+    /**
+     * The member's events from now on, ending with the term.
+     */
+    func events() throws  -> EventStream
     
     /**
      * True until the term ends.
@@ -1121,6 +1284,18 @@ open func ended()throws  -> TermEnd?  {
     return try  FfiConverterOptionTypeTermEnd.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
         uniffiCallStatus in
     uniffi_krabka_coordination_uniffi_fn_method_leadership_ended(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The member's events from now on, ending with the term.
+     */
+open func events()throws  -> EventStream  {
+    return try  FfiConverterTypeEventStream_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_leadership_events(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -1876,6 +2051,232 @@ public func FfiConverterTypeKey_lift(_ buf: RustBuffer) throws -> Key {
 #endif
 public func FfiConverterTypeKey_lower(_ value: Key) -> RustBuffer {
     return FfiConverterTypeKey.lower(value)
+}
+
+
+/**
+ * One event of a member: every field any kind has, `null`/`nil` where
+ * this kind has none.
+ */
+public struct LeadershipEvent: Equatable, Hashable {
+    /**
+     * The kind's stable name: `registered`, `waiting`, `held_back`,
+     * `challenging`, `lost_challenge`, `elected`, `renewed`,
+     * `renewal_failing`, `write_resolved`, `fenced`, `lease_expired`,
+     * `ended`, `resigned`, `deregistered`, `retrying`.
+     */
+    public var kind: String
+    /**
+     * The role.
+     */
+    public var role: String
+    /**
+     * The member.
+     */
+    public var member: String
+    /**
+     * When it happened, in epoch milliseconds.
+     */
+    public var at: Int64
+    /**
+     * `registered`: the partition of the state topic.
+     */
+    public var partition: Int32?
+    /**
+     * `registered`: the offset of the registration.
+     */
+    public var offset: Int64?
+    /**
+     * `waiting`: the member's rank among the challengers.
+     */
+    public var rank: UInt64?
+    /**
+     * `waiting`: when it challenges, in epoch milliseconds.
+     */
+    public var challengeAt: Int64?
+    /**
+     * `elected`, `lost_challenge`, `fenced`: a fencing token.
+     */
+    public var token: FencingToken?
+    /**
+     * `elected`: when the lease was granted (epoch milliseconds).
+     */
+    public var grantedAt: Int64?
+    /**
+     * `elected`, `renewed`: the lease deadline (epoch milliseconds).
+     */
+    public var deadline: Int64?
+    /**
+     * `renewal_failing`: how many renewals in a row failed.
+     */
+    public var failures: UInt32?
+    /**
+     * The error of `renewal_failing`, `fenced`, `ended`, `retrying`.
+     */
+    public var error: KrabkaError?
+    /**
+     * `resigned`: whether the lease record was cleared.
+     */
+    public var cleared: Bool?
+    /**
+     * `write_resolved`, `retrying`: what was being done.
+     */
+    public var what: String?
+    /**
+     * `retrying`: how many times in a row it failed.
+     */
+    public var attempt: UInt32?
+    /**
+     * `retrying`: the pause before the next try, in seconds.
+     */
+    public var retryIn: Double?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The kind's stable name: `registered`, `waiting`, `held_back`,
+         * `challenging`, `lost_challenge`, `elected`, `renewed`,
+         * `renewal_failing`, `write_resolved`, `fenced`, `lease_expired`,
+         * `ended`, `resigned`, `deregistered`, `retrying`.
+         */kind: String, 
+        /**
+         * The role.
+         */role: String, 
+        /**
+         * The member.
+         */member: String, 
+        /**
+         * When it happened, in epoch milliseconds.
+         */at: Int64, 
+        /**
+         * `registered`: the partition of the state topic.
+         */partition: Int32?, 
+        /**
+         * `registered`: the offset of the registration.
+         */offset: Int64?, 
+        /**
+         * `waiting`: the member's rank among the challengers.
+         */rank: UInt64?, 
+        /**
+         * `waiting`: when it challenges, in epoch milliseconds.
+         */challengeAt: Int64?, 
+        /**
+         * `elected`, `lost_challenge`, `fenced`: a fencing token.
+         */token: FencingToken?, 
+        /**
+         * `elected`: when the lease was granted (epoch milliseconds).
+         */grantedAt: Int64?, 
+        /**
+         * `elected`, `renewed`: the lease deadline (epoch milliseconds).
+         */deadline: Int64?, 
+        /**
+         * `renewal_failing`: how many renewals in a row failed.
+         */failures: UInt32?, 
+        /**
+         * The error of `renewal_failing`, `fenced`, `ended`, `retrying`.
+         */error: KrabkaError?, 
+        /**
+         * `resigned`: whether the lease record was cleared.
+         */cleared: Bool?, 
+        /**
+         * `write_resolved`, `retrying`: what was being done.
+         */what: String?, 
+        /**
+         * `retrying`: how many times in a row it failed.
+         */attempt: UInt32?, 
+        /**
+         * `retrying`: the pause before the next try, in seconds.
+         */retryIn: Double?) {
+        self.kind = kind
+        self.role = role
+        self.member = member
+        self.at = at
+        self.partition = partition
+        self.offset = offset
+        self.rank = rank
+        self.challengeAt = challengeAt
+        self.token = token
+        self.grantedAt = grantedAt
+        self.deadline = deadline
+        self.failures = failures
+        self.error = error
+        self.cleared = cleared
+        self.what = what
+        self.attempt = attempt
+        self.retryIn = retryIn
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LeadershipEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LeadershipEvent {
+        return
+            try LeadershipEvent(
+                kind: FfiConverterString.read(from: &buf), 
+                role: FfiConverterString.read(from: &buf), 
+                member: FfiConverterString.read(from: &buf), 
+                at: FfiConverterInt64.read(from: &buf), 
+                partition: FfiConverterOptionInt32.read(from: &buf), 
+                offset: FfiConverterOptionInt64.read(from: &buf), 
+                rank: FfiConverterOptionUInt64.read(from: &buf), 
+                challengeAt: FfiConverterOptionInt64.read(from: &buf), 
+                token: FfiConverterOptionTypeFencingToken.read(from: &buf), 
+                grantedAt: FfiConverterOptionInt64.read(from: &buf), 
+                deadline: FfiConverterOptionInt64.read(from: &buf), 
+                failures: FfiConverterOptionUInt32.read(from: &buf), 
+                error: FfiConverterOptionTypeKrabkaError.read(from: &buf), 
+                cleared: FfiConverterOptionBool.read(from: &buf), 
+                what: FfiConverterOptionString.read(from: &buf), 
+                attempt: FfiConverterOptionUInt32.read(from: &buf), 
+                retryIn: FfiConverterOptionDouble.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LeadershipEvent, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.kind, into: &buf)
+        FfiConverterString.write(value.role, into: &buf)
+        FfiConverterString.write(value.member, into: &buf)
+        FfiConverterInt64.write(value.at, into: &buf)
+        FfiConverterOptionInt32.write(value.partition, into: &buf)
+        FfiConverterOptionInt64.write(value.offset, into: &buf)
+        FfiConverterOptionUInt64.write(value.rank, into: &buf)
+        FfiConverterOptionInt64.write(value.challengeAt, into: &buf)
+        FfiConverterOptionTypeFencingToken.write(value.token, into: &buf)
+        FfiConverterOptionInt64.write(value.grantedAt, into: &buf)
+        FfiConverterOptionInt64.write(value.deadline, into: &buf)
+        FfiConverterOptionUInt32.write(value.failures, into: &buf)
+        FfiConverterOptionTypeKrabkaError.write(value.error, into: &buf)
+        FfiConverterOptionBool.write(value.cleared, into: &buf)
+        FfiConverterOptionString.write(value.what, into: &buf)
+        FfiConverterOptionUInt32.write(value.attempt, into: &buf)
+        FfiConverterOptionDouble.write(value.retryIn, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLeadershipEvent_lift(_ buf: RustBuffer) throws -> LeadershipEvent {
+    return try FfiConverterTypeLeadershipEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLeadershipEvent_lower(_ value: LeadershipEvent) -> RustBuffer {
+    return FfiConverterTypeLeadershipEvent.lower(value)
 }
 
 
@@ -3102,6 +3503,30 @@ public func FfiConverterTypeKrabkaError_lower(_ value: KrabkaError) -> RustBuffe
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
+    typealias SwiftType = UInt32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
     typealias SwiftType = Int32?
 
@@ -3126,6 +3551,54 @@ fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
+    typealias SwiftType = UInt64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
+    typealias SwiftType = Int64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
     typealias SwiftType = Double?
 
@@ -3142,6 +3615,30 @@ fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterDouble.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionBool: FfiConverterRustBuffer {
+    typealias SwiftType = Bool?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterBool.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterBool.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -3246,6 +3743,54 @@ fileprivate struct FfiConverterOptionTypeClientOptions: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeFencingToken: FfiConverterRustBuffer {
+    typealias SwiftType = FencingToken?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeFencingToken.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeFencingToken.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeLeadershipEvent: FfiConverterRustBuffer {
+    typealias SwiftType = LeadershipEvent?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeLeadershipEvent.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeLeadershipEvent.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeLease: FfiConverterRustBuffer {
     typealias SwiftType = Lease?
 
@@ -3310,6 +3855,30 @@ fileprivate struct FfiConverterOptionTypeTopicOptions: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeTopicOptions.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeKrabkaError: FfiConverterRustBuffer {
+    typealias SwiftType = KrabkaError?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeKrabkaError.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeKrabkaError.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -3724,7 +4293,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_state_topic() != 36748) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_eventstream_next() != 43172) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_ended() != 20927) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_events() != 55677) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_is_held() != 56397) {

@@ -380,10 +380,14 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                         while (other.describeRoleState(role).roster.none { it.member == "member-b" }) delay(100)
                     }
                     expect(!second.isCompleted) { "member-b must wait while member-a holds the role" }
+                    val stream = a.events()
+                    val events = async { drain(stream) }
                     a.resign()
                     val end = withTimeout(10_000) { a.wait() }
                     expect(end.kind == ErrorKind.RESIGNED && end.error is KrabkaException.Resigned) { "ended: $end" }
                     expect(!a.isHeld()) { "still held after resign" }
+                    val kinds = withTimeout(10_000) { events.await() }.map { it.kind }
+                    expect("resigned" in kinds && kinds.last() == "deregistered") { "member-a's events after subscribing: $kinds" }
                     val b = withTimeout(30_000) { second.await() }
                     val token = b.token()
                     expect(compareTokens(token, old).toInt() == 1) { "new token $token not after $old" }
@@ -415,6 +419,12 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
     }
 }
 
+// Every event of a stream, to its end (the term's end).
+suspend fun drain(stream: EventStream): List<LeadershipEvent> {
+    val out = mutableListOf<LeadershipEvent>()
+    while (true) out.add(stream.next() ?: return out)
+}
+
 // A newer epoch of the role, minted behind its holder's back with Kafka's
 // own tool (`kafka-transactions.sh forceTerminateTransaction`, through
 // ci/kafka.sh): the holder is now deposed without knowing it.
@@ -436,6 +446,7 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
             runBlocking {
                 val a = client.acquire(role, "member-a", timings)
                 val token = a.token()
+                val events = async { drain(a.events()) }
                 a.write(listOf(OutRecord(topic = topic, value = "before".toByteArray())))
                 mintNewerEpoch(bootstrap, role)
                 val status = client.describeLeadership(role)
@@ -449,6 +460,9 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
                 val end = withTimeout(10_000) { a.wait() }
                 expect(end.kind == ErrorKind.FENCED && end.error is KrabkaException.Fenced) { "ended: $end" }
                 expect(!a.isHeld()) { "still held after the fence" }
+                val seen = withTimeout(10_000) { events.await() }
+                val fence = seen.lastOrNull { it.kind == "fenced" }
+                expect(fence != null && fence.error is KrabkaException.Fenced) { "events: ${seen.map { it.kind }}" }
                 println("member-a fenced: ${e.detail}")
                 a.close()
             }
