@@ -43,4 +43,5 @@ step fuzz;   ci/fuzz.sh
 step python; ci/python.sh
 step node;   ci/node.sh
 step c;      ci/c.sh
+step uniffi; ci/uniffi.sh
 step "all checks passed"

@@ -1,0 +1,266 @@
+//! [`Client`]: the core client, built once from Kafka settings, shared by
+//! every role it acquires or describes.
+//!
+//! The settings are librdkafka's, passed through as they are
+//! (`bootstrap.servers`, `security.protocol`, ...); the core refuses one
+//! librdkafka rejects, naming it. Every operation checks its arguments when
+//! called, before any I/O, and runs on the binding's runtime.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use krabka_coordination::transport::kafka;
+use krabka_coordination::ElectionOptions;
+use krabka_coordination_bindings::{
+    options, KafkaClient, LeadershipArgs, ProcessBound, TimeoutArgs, TopicArgs,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::KrabkaError;
+use crate::leadership::{Leadership, LeadershipStatus, RoleState};
+use crate::runtime::{run, runtime, CancelOnDrop};
+
+/// The options of a client; every one left out keeps the core's default.
+#[derive(Debug, Clone, Default, PartialEq, uniffi::Record)]
+pub struct ClientOptions {
+    /// The partition count of the state topic (default 16).
+    #[uniffi(default = None)]
+    pub partitions: Option<i32>,
+    /// The name of the state topic (default `__coordination_state`).
+    #[uniffi(default = None)]
+    pub state_topic: Option<String>,
+    /// How long the first contact with the cluster may take, in seconds
+    /// (default 10).
+    #[uniffi(default = None)]
+    pub connect_timeout: Option<f64>,
+    /// The budget of one blocking client operation, in seconds (default 30).
+    #[uniffi(default = None)]
+    pub operation_timeout: Option<f64>,
+}
+
+/// The timings of an acquire, in seconds; left out: the core's defaults
+/// (30 s lease, 10 s renew interval, 5 s stagger).
+#[derive(Debug, Clone, Default, PartialEq, uniffi::Record)]
+pub struct AcquireOptions {
+    /// How long a lease lasts.
+    #[uniffi(default = None)]
+    pub lease_duration: Option<f64>,
+    /// How often the holder renews (below the lease duration).
+    #[uniffi(default = None)]
+    pub renew_interval: Option<f64>,
+    /// The delay between ranks of challengers.
+    #[uniffi(default = None)]
+    pub challenge_stagger: Option<f64>,
+}
+
+/// The shape of the state topic to create. The defaults are a production
+/// cluster's (replication factor 3, `min.insync.replicas` 2); `development`
+/// makes them 1 and 1 for a single broker. Explicit values win.
+#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
+pub struct TopicOptions {
+    /// A single-broker development cluster.
+    #[uniffi(default = false)]
+    pub development: bool,
+    /// The replication factor.
+    #[uniffi(default = None)]
+    pub replication_factor: Option<i32>,
+    /// `min.insync.replicas`.
+    #[uniffi(default = None)]
+    pub min_insync_replicas: Option<i32>,
+}
+
+/// The state topic as the cluster reports it.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct TopicReport {
+    /// The topic's name.
+    pub topic: String,
+    /// True when this call created it.
+    pub created: bool,
+    /// The partition count.
+    pub partitions: i32,
+    /// The replica count of partition 0.
+    pub replication_factor: i32,
+    /// The topic's `cleanup.policy` (`compact`).
+    pub cleanup_policy: String,
+    /// The topic's `min.insync.replicas`, when the broker reports it.
+    pub min_insync_replicas: Option<i32>,
+    /// Advice for the operator.
+    pub warnings: Vec<String>,
+}
+
+impl From<kafka::TopicReport> for TopicReport {
+    fn from(r: kafka::TopicReport) -> Self {
+        TopicReport {
+            topic: r.topic,
+            created: r.created,
+            partitions: r.partitions,
+            replication_factor: r.replication_factor,
+            cleanup_policy: r.cleanup_policy,
+            min_insync_replicas: r.min_insync_replicas,
+            warnings: r.warnings,
+        }
+    }
+}
+
+/// The core client of one set of Kafka settings (see the module
+/// documentation). `shutdown` lets go of the shared Kafka clients; held
+/// leaderships keep what they need.
+#[derive(uniffi::Object)]
+pub struct Client {
+    /// `None` once shut down.
+    inner: Mutex<Option<ProcessBound<KafkaClient>>>,
+    partitions: i32,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("partitions", &self.partitions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// The core client (a cheap clone), or an error once shut down.
+    fn client(&self) -> Result<KafkaClient, KrabkaError> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(bound) => Ok(bound.get().cloned()?),
+            None => Err(KrabkaError::InvalidArgument {
+                detail: "the client is shut down".into(),
+            }),
+        }
+    }
+}
+
+#[uniffi::export]
+impl Client {
+    /// Builds the shared Kafka clients from `kafka` (librdkafka settings,
+    /// `bootstrap.servers` at least) and `options`. Nothing connects yet.
+    #[uniffi::constructor(default(options = None))]
+    pub fn new(
+        kafka: HashMap<String, String>,
+        options: Option<ClientOptions>,
+    ) -> Result<Arc<Self>, KrabkaError> {
+        let o = options.unwrap_or_default();
+        let partitions = match o.partitions {
+            Some(p) => options::partitions(p.into())?,
+            None => ElectionOptions::DEFAULT_PARTITIONS,
+        };
+        let timeouts = TimeoutArgs {
+            connect_timeout: o.connect_timeout,
+            operation_timeout: o.operation_timeout,
+        };
+        // Sorted: the same settings always make the same configuration.
+        let mut settings: Vec<(String, String)> = kafka.into_iter().collect();
+        settings.sort();
+        let mut config = options::kafka_config(settings);
+        if let Some(topic) = o.state_topic {
+            config = config.with_state_topic(topic);
+        }
+        let config = timeouts.apply(config)?;
+        let handle = runtime()?.handle().clone();
+        let client = {
+            // librdkafka's clients are made inside the runtime.
+            let _entered = handle.enter();
+            KafkaClient::new(config, partitions)?
+        };
+        Ok(Arc::new(Client {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        }))
+    }
+
+    /// The partition count of the state topic.
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    /// The name of the state topic.
+    pub fn state_topic(&self) -> Result<String, KrabkaError> {
+        Ok(self.client()?.config().state_topic().to_owned())
+    }
+
+    /// Acquires `role` as `member`: registers, waits for the turn, mints the
+    /// epoch and writes the first lease. Cancelling the caller (a Kotlin
+    /// coroutine, a Swift task) stops a waiting acquire: the core
+    /// deregisters the member.
+    #[uniffi::method(default(options = None))]
+    pub async fn acquire(
+        &self,
+        role: String,
+        member: String,
+        options: Option<AcquireOptions>,
+    ) -> Result<Arc<Leadership>, KrabkaError> {
+        let o = options.unwrap_or_default();
+        let args = LeadershipArgs {
+            lease_duration: o.lease_duration,
+            renew_interval: o.renew_interval,
+            challenge_stagger: o.challenge_stagger,
+        };
+        let cancel = CancellationToken::new();
+        let fut = self
+            .client()?
+            .acquire(role, member, &args, cancel.clone(), None)?;
+        let guard = CancelOnDrop::new(cancel);
+        let won = run(fut).await;
+        guard.disarm();
+        Ok(Arc::new(Leadership::new(won?)?))
+    }
+
+    /// The role's current token at its transaction coordinator (one
+    /// DescribeTransactions request once the coordinator is known).
+    pub async fn describe_leadership(
+        &self,
+        role: String,
+    ) -> Result<Arc<LeadershipStatus>, KrabkaError> {
+        let status = run(self.client()?.describe_leadership(role)).await?;
+        Ok(Arc::new(LeadershipStatus::from(status)))
+    }
+
+    /// The roster (in rank order) and the lease of `role`, read from its
+    /// partition of the state topic.
+    pub async fn describe_role_state(&self, role: String) -> Result<RoleState, KrabkaError> {
+        Ok(run(self.client()?.describe_role_state(role)).await?.into())
+    }
+
+    /// Creates the state topic (this client's partition count, the shape of
+    /// `options`) unless it exists, then checks it.
+    #[uniffi::method(default(options = None))]
+    pub async fn ensure_state_topic(
+        &self,
+        options: Option<TopicOptions>,
+    ) -> Result<TopicReport, KrabkaError> {
+        let o = options.unwrap_or_default();
+        let args = TopicArgs {
+            development: o.development,
+            replication_factor: o.replication_factor.map(i64::from),
+            min_insync_replicas: o.min_insync_replicas.map(i64::from),
+        };
+        let fut = self.client()?.ensure_state_topic(&args)?;
+        Ok(run(fut).await?.into())
+    }
+
+    /// Checks that the state topic exists, is compacted and has this
+    /// client's partition count.
+    pub async fn check_state_topic(&self) -> Result<TopicReport, KrabkaError> {
+        Ok(run(self.client()?.check_state_topic()).await?.into())
+    }
+
+    /// Lets go of the shared Kafka clients now (Kotlin's `close()` and
+    /// Swift's last reference also do, once no call is in flight). Held
+    /// leaderships go on; further operations of this client fail.
+    /// Idempotent.
+    pub fn shutdown(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(taken);
+    }
+
+    /// True once shut down.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}

@@ -1,0 +1,37 @@
+//! # krabka-coordination-uniffi
+//!
+//! The uniffi bindings of `krabka-coordination`: one shared library and the
+//! Kotlin and Swift sources uniffi generates from it (proc-macros, no UDL).
+//! Every rule lives in the core; this crate only translates values, errors
+//! and futures:
+//!
+//! * [`codec`]: the record layouts (encode and decode of a key, a
+//!   registration, a lease), the partition of a role, Kafka's murmur2, and
+//!   fencing tokens (order, `NO_EPOCH`).
+//! * [`client`]: the core client built once from Kafka settings (passed
+//!   through as they are), acquire, describe, the state topic.
+//! * [`leadership`]: the held leadership of a role: its token, guarded
+//!   writes, the end of the term and why, resign.
+//! * [`events`]: the event stream of a held leadership, ending with its
+//!   term.
+//! * [`error`]: one error enum whose cases follow the core's error kinds
+//!   (fenced, and each malformed record part, are cases of their own).
+//!
+//! Async functions run on the binding's tokio runtime (built on first use)
+//! and surface as Kotlin `suspend` functions and Swift `async` functions.
+//! uniffi catches a panic at the boundary; no input is unwrapped here.
+
+pub mod client;
+pub mod codec;
+pub mod error;
+pub mod events;
+pub mod leadership;
+mod runtime;
+
+pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
+pub use codec::{FencingToken, Key, KeyKind, Lease, Registration, RosterEntry};
+pub use error::{ErrorKind, KrabkaError};
+pub use events::{EventStream, LeadershipEvent};
+pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
+
+uniffi::setup_scaffolding!("krabka_coordination");
