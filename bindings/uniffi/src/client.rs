@@ -184,7 +184,9 @@ impl Client {
     /// Acquires `role` as `member`: registers, waits for the turn, mints the
     /// epoch and writes the first lease. Cancelling the caller (a Kotlin
     /// coroutine, a Swift task) stops a waiting acquire: the core
-    /// deregisters the member.
+    /// deregisters the member; a role won in the instant of the cancel is
+    /// resigned (by the core, or here when the win came first), never left
+    /// held until its lease runs out.
     #[uniffi::method(default(options = None))]
     pub async fn acquire(
         &self,
@@ -203,9 +205,21 @@ impl Client {
             .client()?
             .acquire(role, member, &args, cancel.clone(), None)?;
         let guard = CancelOnDrop::new(cancel);
-        let won = run(fut).await;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        runtime()?.spawn(async move {
+            if let Err(Ok(won)) = tx.send(fut.await) {
+                // The caller stopped waiting as the role was won.
+                if let Err(e) = won.resign().await {
+                    tracing::warn!(error = %e, "resigning a leadership won after its acquire was given up");
+                }
+            }
+        });
+        let won = rx.await.map_err(|_| KrabkaError::Fatal {
+            detail: "the acquire task ended without an answer (it panicked)".into(),
+        })?;
         guard.disarm();
-        Ok(Arc::new(Leadership::new(won?)?))
+        let won = won.map_err(|e| KrabkaError::from(&e))?;
+        Ok(Arc::new(Leadership::new(won)?))
     }
 
     /// The role's current token at its transaction coordinator (one

@@ -676,7 +676,9 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * Acquires `role` as `member`: registers, waits for the turn, mints the
      * epoch and writes the first lease. Cancelling the caller (a Kotlin
      * coroutine, a Swift task) stops a waiting acquire: the core
-     * deregisters the member.
+     * deregisters the member; a role won in the instant of the cancel is
+     * resigned (by the core, or here when the win came first), never left
+     * held until its lease runs out.
      */
     func acquire(role: String, member: String, options: AcquireOptions?) async throws  -> Leadership
     
@@ -804,7 +806,9 @@ public convenience init(kafka: [String: String], options: ClientOptions? = nil)t
      * Acquires `role` as `member`: registers, waits for the turn, mints the
      * epoch and writes the first lease. Cancelling the caller (a Kotlin
      * coroutine, a Swift task) stops a waiting acquire: the core
-     * deregisters the member.
+     * deregisters the member; a role won in the instant of the cancel is
+     * resigned (by the core, or here when the win came first), never left
+     * held until its lease runs out.
      */
 open func acquire(role: String, member: String, options: AcquireOptions? = nil)async throws  -> Leadership  {
     return
@@ -4266,7 +4270,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_is_retryable() != 26921) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 54973) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 47985) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_check_state_topic() != 62717) {
