@@ -292,7 +292,7 @@ impl Leadership {
             Err(e) if e.means_fenced() => {
                 let _span = held.member.span.enter();
                 tracing::warn!(token = %held.token, why = %e, "fenced");
-                held.end(Error::Fenced(e.to_string()));
+                held.end(fenced_reason(&e));
                 Err(e)
             }
             other => other,
@@ -548,7 +548,7 @@ async fn renew_loop(held: Arc<Held>) {
             }
             Err(e) if e.means_fenced() => {
                 tracing::warn!(token = %held.token, why = %e, "fenced");
-                held.end(Error::Fenced(e.to_string()));
+                held.end(fenced_reason(&e));
                 return;
             }
             Err(e) if e.is_transient() || matches!(e, Error::OutcomeUnknown { .. }) => {
@@ -577,6 +577,17 @@ async fn renew_loop(held: Arc<Held>) {
     }
 }
 
+/// The end reason of a term whose write `e` was fenced: `e` itself when it
+/// is [`Error::Fenced`] (not wrapped again, which printed "fenced: fenced:
+/// ..."), else `e`'s text as a fence (an outcome-unknown commit that was
+/// fenced).
+fn fenced_reason(e: &Error) -> Error {
+    match e {
+        Error::Fenced(m) => Error::Fenced(m.clone()),
+        other => Error::Fenced(other.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -596,5 +607,22 @@ mod tests {
             let _other_owner = Arc::clone(&shared);
             assert_eq!(same_kind("resigning", shared).kind(), kind);
         }
+    }
+
+    #[test]
+    fn a_fenced_write_ends_the_term_with_its_message_once() {
+        let write = Error::Fenced("write_guarded for role \"r\": superseded".into());
+        let reason = fenced_reason(&write);
+        assert!(reason.is_fenced());
+        assert_eq!(reason.to_string(), write.to_string());
+        assert_eq!(reason.to_string().matches("fenced").count(), 1, "{reason}");
+
+        let unknown = Error::OutcomeUnknown {
+            context: "write_guarded".into(),
+            source: Box::new(Error::Fenced("superseded at commit".into())),
+        };
+        let reason = fenced_reason(&unknown);
+        assert!(reason.is_fenced());
+        assert!(reason.to_string().contains("write_guarded"), "{reason}");
     }
 }
