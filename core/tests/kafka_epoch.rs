@@ -855,6 +855,43 @@ async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
     assert!(e.means_fenced(), "{e}");
 }
 
+/// A deposed epoch's bump must not touch a successor's open transaction.
+/// The coordinator aborts an `Ongoing` transaction and fences its producer
+/// for any InitProducerId carrying the role's producer id, whatever the
+/// epoch: so the conditional bump asks DescribeTransactions first and sends
+/// nothing once a newer epoch exists. (Found by the process hand-over
+/// benchmark: a resign's bump, sent after its deregistration, fenced the
+/// successor's first lease transaction.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_bump_leaves_the_successors_open_transaction_alone() {
+    let role = unique("supersede-open");
+    let a = transport("supersede-open-a").await;
+    let b = transport("supersede-open-b").await;
+    let old = a.mint_epoch(&role, LEASE).await.unwrap();
+    let new = b.mint_epoch(&role, LEASE).await.unwrap();
+    assert!(new.token() > old.token());
+    // The successor's first lease transaction is open.
+    new.write_lease_uncommitted(lease_record(&role, Some(lease_value("b", new.token(), 1))))
+        .await
+        .unwrap();
+    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let d = client.describe_transaction(&role).await.unwrap().unwrap();
+    assert_eq!((d.state.as_str(), d.token), ("Ongoing", new.token()));
+
+    assert_eq!(
+        old.supersede(WITHIN).await.unwrap(),
+        krabka_coordination::transport::Superseded::AlreadySuperseded
+    );
+    // The successor's transaction commits, with its own token still current.
+    new.write_lease(
+        lease_record(&role, Some(lease_value("b", new.token(), 2))),
+        WITHIN,
+    )
+    .await
+    .expect("the successor's open transaction survives the deposed bump");
+    assert_eq!(a.describe_epoch(&role).await.unwrap(), new.token());
+}
+
 /// A guarded write that cannot be acknowledged in time (a topic that does
 /// not exist) is aborted, nothing of it is visible, and the epoch re-learns
 /// its token after the abort: unchanged, so the epoch writes on (issue 9,

@@ -387,13 +387,33 @@ fn same_kind(context: &str, shared: Arc<Error>) -> Error {
 }
 
 /// The steps of a resign (see [`Leadership::resign`]).
+///
+/// 1. The lease tombstone, through the term's own epoch (fenced harmlessly
+///    when the member was deposed without noticing). Beside it, one read of
+///    the role's partition tells whether another member is registered.
+/// 2. With another member registered, the deregistration goes out at once,
+///    beside the tombstone: the successor waits for both, and its mint
+///    supersedes the resigned token. No bump of this member's own may run
+///    then: a coordinator aborts and fences a successor's open transaction
+///    for any InitProducerId of the role's producer id, whatever the epoch
+///    it carries (see `DescribeClient::bump_if_current`).
+/// 3. Alone (or when the read failed), the member supersedes its own token
+///    first (bumps the epoch if it is still the term's) and deregisters
+///    after: while it is still registered no other member may challenge
+///    before the cleared lease's deadline plus one stagger (the election
+///    rules), and the bump is bounded by that time, so it fences no one.
+///
+/// The events keep their order: `resigned`, then `deregistered`.
 async fn resign_task(held: &Held) -> Result<()> {
     held.stop.cancel();
     let m = &held.member;
     let bound = m.options.election.lease_duration;
     let mut result = Ok(());
-    // Set when the tombstone committed: the time left for the bump.
-    let mut cleared = None;
+    // Set when the tombstone committed and no other member is registered:
+    // the time the bump may take.
+    let mut supersede_within = None;
+    // The deregistration, when it went out beside the tombstone.
+    let mut deregistered = None;
     // Waits for a renewal or guarded write in flight, at most the bound.
     let writes = tokio::time::timeout(bound, held.writes.lock()).await;
     if writes.is_ok() && !held.is_ended() {
@@ -403,10 +423,32 @@ async fn resign_task(held: &Held) -> Result<()> {
             .checked_add(bound)
             .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
         let left = move || deadline.saturating_duration_since(tokio::time::Instant::now());
-        match held.epoch.write_lease(m.lease_tombstone(), left()).await {
+        let beside = async {
+            if others_registered(m, left()).await == Some(true) {
+                Some(deregister_within(m, bound).await)
+            } else {
+                None
+            }
+        };
+        let (written, early) =
+            tokio::join!(held.epoch.write_lease(m.lease_tombstone(), left()), beside);
+        match written {
             Ok(()) => {
                 m.emit(EventKind::Resigned { cleared: true });
-                cleared = Some(left);
+                if early.is_none() {
+                    // No other member may challenge before the cleared
+                    // deadline plus one stagger (on its clock; ours here).
+                    let cleared = held
+                        .lease
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .deadline;
+                    let quiet = cleared
+                        .saturating_add(millis(m.options.election.challenge_stagger))
+                        .saturating_sub(m.now());
+                    let quiet = Duration::from_millis(u64::try_from(quiet).unwrap_or(0));
+                    supersede_within = Some(left().min(quiet));
+                }
             }
             Err(e) if e.means_fenced() => {
                 // Deposed without noticing: the successor's lease stands.
@@ -419,49 +461,80 @@ async fn resign_task(held: &Held) -> Result<()> {
                 result = Err(e);
             }
         }
+        deregistered = early;
     }
     m.transport.prepare_epoch(&m.role, None);
-    let never = CancellationToken::new();
-    let deregistered =
-        tokio::time::timeout(bound, m.retry("deregistering", &never, || m.deregister())).await;
-    match deregistered {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            if result.is_ok() {
-                result = Err(e);
-            }
-        }
-        Err(_) => {
-            tracing::warn!(
-                ?bound,
-                "could not deregister within the bound; the registration stays"
-            );
-            if result.is_ok() {
-                result = Err(Error::transient(
-                    "deregistering",
-                    format!("not done within {bound:?}"),
-                ));
-            }
-        }
-    }
-    // Last, off the hand-over's path (the standby waits for the tombstone and
-    // the deregistration, not for this): supersede the resigned token if it
-    // is still current. A standby that minted first makes this a no-op.
-    if let Some(left) = cleared {
-        match held.epoch.supersede(left()).await {
+    if let Some(within) = supersede_within.filter(|w| !w.is_zero()) {
+        match held.epoch.supersede(within).await {
             Ok(Superseded::Bumped(next)) => {
                 tracing::info!(token = %held.token, superseded_by = %next, "resigned");
             }
             Ok(Superseded::AlreadySuperseded) => {
-                tracing::info!(token = %held.token, "resigned; a successor's epoch already superseded it");
+                tracing::info!(token = %held.token, "resigned; a newer epoch already superseded it");
             }
             Err(e) => {
                 tracing::warn!(error = %e, "resigned, but the epoch could not be superseded");
             }
         }
     }
+    let deregistered = match deregistered {
+        Some(r) => r,
+        None => deregister_within(m, bound).await,
+    };
+    match deregistered {
+        Ok(()) => m.emit(EventKind::Deregistered),
+        Err(e) => {
+            if result.is_ok() {
+                result = Err(e);
+            }
+        }
+    }
     held.end(Error::Resigned);
     result
+}
+
+/// Whether a member other than `m` is registered in the role, from one read
+/// of its partition bounded by `within`; `None` when the read failed.
+async fn others_registered(m: &Member, within: Duration) -> Option<bool> {
+    let read = tokio::time::timeout(within, m.transport.read_partition(m.partition)).await;
+    match read {
+        Ok(Ok(records)) => match crate::state::RoleState::build(m.role.as_str(), records.iter()) {
+            Ok(state) => Some(state.roster().any(|e| e.member != m.member)),
+            Err(e) => {
+                tracing::debug!(error = %e, "resigning: the role's state does not decode");
+                None
+            }
+        },
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "resigning: reading the role's partition failed");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// Deregisters `m` (retrying transient failures) within `bound`; the caller
+/// emits `deregistered`.
+async fn deregister_within(m: &Member, bound: Duration) -> Result<()> {
+    let never = CancellationToken::new();
+    match tokio::time::timeout(
+        bound,
+        m.retry("deregistering", &never, || m.append_deregistration()),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            tracing::warn!(
+                ?bound,
+                "could not deregister within the bound; the registration stays"
+            );
+            Err(Error::transient(
+                "deregistering",
+                format!("not done within {bound:?}"),
+            ))
+        }
+    }
 }
 
 /// The error to return for an operation on an ended leadership; the reason

@@ -179,6 +179,14 @@ impl Member {
     }
 
     pub(super) async fn deregister(&self) -> Result<()> {
+        self.append_deregistration().await?;
+        self.emit(EventKind::Deregistered);
+        Ok(())
+    }
+
+    /// Appends the registration tombstone; no event (a resign emits
+    /// `deregistered` after `resigned`, whichever write finished first).
+    pub(super) async fn append_deregistration(&self) -> Result<()> {
         self.transport
             .append(StateRecord {
                 partition: self.partition,
@@ -187,7 +195,6 @@ impl Member {
             })
             .await?;
         tracing::info!("deregistered");
-        self.emit(EventKind::Deregistered);
         Ok(())
     }
 

@@ -153,6 +153,9 @@ struct Log {
 #[derive(Default)]
 struct LogState {
     events: Vec<Value>,
+    /// When this process read each line (same index as `events`): the
+    /// outside observer's clock, for timings taken the way a user meets them.
+    arrivals: Vec<Instant>,
     closed: bool,
 }
 
@@ -168,7 +171,11 @@ impl Log {
             let Ok(line) = line else { break };
             let v = serde_json::from_str::<Value>(&line)
                 .unwrap_or_else(|_| serde_json::json!({ "raw": line }));
-            self.lock().events.push(v);
+            let at = Instant::now();
+            let mut g = self.lock();
+            g.events.push(v);
+            g.arrivals.push(at);
+            drop(g);
             self.changed.notify_all();
         }
         self.lock().closed = true;
@@ -235,6 +242,12 @@ impl MemberProcess {
     /// its place reads each line once).
     pub fn events_from(&self, from: usize) -> Vec<Value> {
         self.log.lock().events.iter().skip(from).cloned().collect()
+    }
+
+    /// When the line at `index` was read from the process's stdout (the
+    /// observer's clock); `None` if there is no such line yet.
+    pub fn arrived_at(&self, index: usize) -> Option<Instant> {
+        self.log.lock().arrivals.get(index).copied()
     }
 
     /// How many lines were printed so far.

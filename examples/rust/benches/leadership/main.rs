@@ -30,7 +30,9 @@
 
 mod crash;
 mod describe;
+mod etcd;
 mod inproc;
+mod procs;
 mod stats;
 mod timed;
 
@@ -42,16 +44,20 @@ use std::time::Duration;
 use krabka_coordination::client::Client;
 use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
 use krabka_examples::cli::{usage_exit, Flags};
-use krabka_examples::now_ms;
+use krabka_examples::{kafka, now_ms};
 use serde_json::json;
 
 const USAGE: &str = "\
 usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:PORT [options]
 
-  --only NAME               handover, crash, crash-inproc or describe (repeatable;
-                            default: handover, crash, describe)
+  --only NAME               handover, handover-procs, etcd, first-election, crash,
+                            crash-inproc or describe (repeatable; default: handover-procs,
+                            etcd, handover, first-election, crash, describe)
   --handover-trials N       resign -> next leader trials (default 30)
   --crash-trials N          SIGKILL -> next leader trials (default 20)
+  --first-trials N          first elections of new roles (default 20)
+  --etcd-port PORT          first client port of the local 3-member etcd (default 23790;
+                            peers at PORT+10..PORT+12)
   --describe-requests N     sequential describe_leadership calls (default 5000)
   --describe-concurrency N  calls in flight for the throughput run (default 32)
   --lease-ms MS             lease duration (default 2000)
@@ -64,7 +70,15 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --verbose                 print every trial";
 
 /// The benchmarks `--only` takes.
-const KINDS: [&str; 4] = ["handover", "crash", "crash-inproc", "describe"];
+const KINDS: [&str; 7] = [
+    "handover",
+    "handover-procs",
+    "etcd",
+    "first-election",
+    "crash",
+    "crash-inproc",
+    "describe",
+];
 
 /// The parsed command line.
 #[derive(Clone, Debug)]
@@ -77,6 +91,10 @@ pub struct Args {
     pub handover_trials: usize,
     /// Crash failover trials.
     pub crash_trials: usize,
+    /// First elections of new roles.
+    pub first_trials: usize,
+    /// The first client port of the local etcd cluster.
+    pub etcd_port: u16,
     /// Sequential describe calls.
     pub describe_requests: usize,
     /// Describe calls in flight for the throughput run.
@@ -107,6 +125,8 @@ impl Args {
             only: Vec::new(),
             handover_trials: 30,
             crash_trials: 20,
+            first_trials: 20,
+            etcd_port: 23790,
             describe_requests: 5000,
             describe_concurrency: 32,
             lease_ms: 2000,
@@ -131,6 +151,8 @@ impl Args {
                 }
                 "--handover-trials" => a.handover_trials = flags.number(f)?,
                 "--crash-trials" => a.crash_trials = flags.number(f)?,
+                "--first-trials" => a.first_trials = flags.number(f)?,
+                "--etcd-port" => a.etcd_port = flags.number(f)?,
                 "--describe-requests" => a.describe_requests = flags.number::<usize>(f)?.max(1),
                 "--describe-concurrency" => {
                     a.describe_concurrency = flags.number::<usize>(f)?.max(1)
@@ -148,7 +170,16 @@ impl Args {
             }
         }
         if a.only.is_empty() {
-            a.only = vec!["handover".into(), "crash".into(), "describe".into()];
+            a.only = [
+                "handover-procs",
+                "etcd",
+                "handover",
+                "first-election",
+                "crash",
+                "describe",
+            ]
+            .map(String::from)
+            .to_vec();
         }
         Ok(a)
     }
@@ -199,7 +230,22 @@ fn run(args: &Args) -> i32 {
         config = config.set(k.clone(), v.clone());
     }
     let code = rt.block_on(async {
-        let spec = TopicSpec::development().with_partitions(args.partitions);
+        // The state topic as production has it where the cluster allows:
+        // replication factor 3, min.insync.replicas 2 on three brokers.
+        let brokers = match kafka::broker_count(&args.bootstrap) {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("leadership: {e}");
+                return 1;
+            }
+        };
+        let (rf, min_isr) = kafka::replication_for(brokers);
+        eprintln!(
+            "leadership: {brokers} broker(s); state topic replication factor {rf}, min.insync.replicas {min_isr}"
+        );
+        let spec = TopicSpec::development()
+            .with_partitions(args.partitions)
+            .with_replication(rf, min_isr);
         let ensured =
             match Client::new(config.clone()).and_then(|c| c.with_partitions(args.partitions)) {
                 Ok(c) => c.ensure_state_topic(spec).await,
@@ -213,6 +259,9 @@ fn run(args: &Args) -> i32 {
         for what in &args.only {
             let r = match what.as_str() {
                 "handover" => inproc::handover(args, &config).await,
+                "handover-procs" => procs::handover(args).await,
+                "etcd" => etcd::handover(args).await,
+                "first-election" => procs::first_election(args).await,
                 "crash" => crash::crash(args, &config).await,
                 "crash-inproc" => inproc::crash_inproc(args, &config).await,
                 _ => describe::describe(args, &config).await,
@@ -227,6 +276,16 @@ fn run(args: &Args) -> i32 {
                 }
             }
             println!();
+        }
+        if let (Some(ours), Some(theirs)) = (results.get("handover-procs"), results.get("etcd")) {
+            println!("hand-over, ours / etcd's (both between processes, timed from outside):");
+            for q in ["p50", "p99"] {
+                let (o, t) = (
+                    ours["total"][q].as_f64().unwrap_or(f64::NAN),
+                    theirs["total"][q].as_f64().unwrap_or(f64::NAN),
+                );
+                println!("  {q}: {o:.1} ms / {t:.1} ms = {:.1}x", o / t);
+            }
         }
         if let Some(path) = &args.json {
             let line = json!({

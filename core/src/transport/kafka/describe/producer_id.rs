@@ -97,7 +97,20 @@ impl DescribeClient {
     /// producer id and epoch (KIP-360), and the coordinator answers
     /// `PRODUCER_FENCED` / `INVALID_PRODUCER_EPOCH` instead of bumping when a
     /// newer epoch exists. A resigning member supersedes its own term this
-    /// way and can never fence a successor.
+    /// way.
+    ///
+    /// The producer id and epoch alone do not make the bump conditional: a
+    /// coordinator that finds a transaction `Ongoing` aborts it and fences
+    /// its producer for **any** InitProducerId carrying the id's producer id,
+    /// whatever the epoch (Kafka's `prepareInitProducerIdTransit`), and an
+    /// epoch one behind the current one counts as a retry of that bump.
+    /// So each attempt first asks DescribeTransactions, and sends the bump
+    /// only while the coordinator still names `token`: a newer epoch (a
+    /// successor's, with a transaction open or not) is answered
+    /// [`BumpAnswer::NotCurrent`] without any InitProducerId. What remains
+    /// is the time between the two requests, a round trip; the caller
+    /// makes sure no successor mints then (a resign supersedes before it
+    /// deregisters, while no other member may challenge).
     pub async fn bump_if_current(
         &self,
         transactional_id: &str,
@@ -111,6 +124,32 @@ impl DescribeClient {
         // only until its markers are written (a few ms): look again soon.
         let mut backoff = Duration::from_millis(2).min(FIRST_BACKOFF);
         loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let described = tokio::time::timeout(left, self.describe_transaction(transactional_id))
+                .await
+                .map_err(|_| {
+                    Error::transient(
+                        format!(
+                            "conditional epoch bump of {}",
+                            crate::error::quote(transactional_id)
+                        ),
+                        format!("DescribeTransactions gave no answer within {within:?}"),
+                    )
+                })??;
+            match described {
+                None => {
+                    return Ok(BumpAnswer::NotCurrent(
+                        "the coordinator has no epoch for the id".into(),
+                    ))
+                }
+                Some(d) if d.token != token => {
+                    return Ok(BumpAnswer::NotCurrent(format!(
+                        "the coordinator names {} ({})",
+                        d.token, d.state
+                    )))
+                }
+                Some(_) => {}
+            }
             let attempt = async {
                 let addr = self.coordinator(transactional_id, deadline).await?;
                 let conn = self.connection(&addr, deadline).await?;
