@@ -194,6 +194,9 @@ pub(super) struct Won {
     /// Members that missed their turn: their registrations go once the
     /// renewals run (see [`passed_over`]).
     pub(super) stale: Vec<String>,
+    /// Whether another member (not passed over) was registered when this
+    /// member challenged: a resign then leaves the bump to the successor.
+    pub(super) successor_waits: bool,
 }
 
 /// A second live process under this member's id: it registered after this
@@ -428,6 +431,10 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     Err(e) => return Err(e),
                 }
                 let stale = passed_over(m, &follower.state, now);
+                let successor_waits = follower
+                    .state
+                    .roster()
+                    .any(|e| e.member != m.member && !stale.contains(&e.member));
                 tracing::info!("challenging");
                 m.emit(EventKind::Challenging);
                 let lease_duration = m.options.election.lease_duration;
@@ -461,6 +468,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                             lease,
                             sent,
                             stale,
+                            successor_waits,
                         });
                     }
                     Err(e) if e.means_fenced() => {

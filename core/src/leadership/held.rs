@@ -45,6 +45,9 @@ struct Held {
     stop: CancellationToken,
     renewal_failures: Mutex<u32>,
     claim: Mutex<Option<Claim>>,
+    /// Whether another member was registered when this one challenged
+    /// (see `resign_task`).
+    successor_waits: bool,
 }
 
 impl Held {
@@ -156,7 +159,11 @@ impl Drop for Leadership {
 impl Leadership {
     pub(super) fn start(member: Arc<Member>, won: Won, claim: Option<Claim>) -> Leadership {
         let Won {
-            epoch, lease, sent, ..
+            epoch,
+            lease,
+            sent,
+            successor_waits,
+            ..
         } = won;
         let (ended, _) = watch::channel(None);
         let span = member.span.clone();
@@ -173,6 +180,7 @@ impl Leadership {
             stop: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
             claim: Mutex::new(claim),
+            successor_waits,
         });
         tokio::spawn(renew_task(held.clone()).instrument(span));
         Leadership { held }
@@ -389,21 +397,27 @@ fn same_kind(context: &str, shared: Arc<Error>) -> Error {
 /// The steps of a resign (see [`Leadership::resign`]).
 ///
 /// 1. The lease tombstone, through the term's own epoch (fenced harmlessly
-///    when the member was deposed without noticing). Beside it, one read of
-///    the role's partition tells whether another member is registered.
-/// 2. With another member registered, the deregistration goes out at once,
-///    beside the tombstone: the successor waits for both, and its mint
-///    supersedes the resigned token. No bump of this member's own may run
-///    then: a coordinator aborts and fences a successor's open transaction
-///    for any InitProducerId of the role's producer id, whatever the epoch
-///    it carries (see `DescribeClient::bump_if_current`).
-/// 3. Alone (or when the read failed), the member supersedes its own token
-///    first (bumps the epoch if it is still the term's) and deregisters
-///    after: while it is still registered no other member may challenge
-///    before the cleared lease's deadline plus one stagger (the election
-///    rules), and the bump is bounded by that time, so it fences no one.
+///    when the member was deposed without noticing).
+/// 2. If another member was registered when this one challenged, the
+///    deregistration goes out at once, beside the tombstone: the successor
+///    waits for both, and its mint supersedes the resigned token. No bump
+///    of this member's own may run then: a coordinator aborts and fences a
+///    successor's open transaction for any InitProducerId carrying the
+///    role's producer id, whatever the epoch (see
+///    `DescribeClient::bump_if_current`). Should that member have left
+///    meanwhile, the token stays current at the coordinator, unused, until
+///    the next mint.
+/// 3. Otherwise the member supersedes its own token first (bumps the epoch
+///    if it is still the term's) and deregisters after. A member that
+///    registered during the term ranks behind it, and while it is still
+///    registered no other member may challenge before the cleared lease's
+///    deadline plus one stagger (the election rules); the bump is bounded
+///    by that time, so it fences no one.
 ///
-/// The events keep their order: `resigned`, then `deregistered`.
+/// The roster is not read again here: a read costs tens of milliseconds on
+/// the hand-over's path (it waits for the last stable offset), more than
+/// the bump it would spare. The events keep their order: `resigned`, then
+/// `deregistered`.
 async fn resign_task(held: &Held) -> Result<()> {
     held.stop.cancel();
     let m = &held.member;
@@ -424,7 +438,7 @@ async fn resign_task(held: &Held) -> Result<()> {
             .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
         let left = move || deadline.saturating_duration_since(tokio::time::Instant::now());
         let beside = async {
-            if others_registered(m, left()).await == Some(true) {
+            if held.successor_waits {
                 Some(deregister_within(m, bound).await)
             } else {
                 None
@@ -491,26 +505,6 @@ async fn resign_task(held: &Held) -> Result<()> {
     }
     held.end(Error::Resigned);
     result
-}
-
-/// Whether a member other than `m` is registered in the role, from one read
-/// of its partition bounded by `within`; `None` when the read failed.
-async fn others_registered(m: &Member, within: Duration) -> Option<bool> {
-    let read = tokio::time::timeout(within, m.transport.read_partition(m.partition)).await;
-    match read {
-        Ok(Ok(records)) => match crate::state::RoleState::build(m.role.as_str(), records.iter()) {
-            Ok(state) => Some(state.roster().any(|e| e.member != m.member)),
-            Err(e) => {
-                tracing::debug!(error = %e, "resigning: the role's state does not decode");
-                None
-            }
-        },
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "resigning: reading the role's partition failed");
-            None
-        }
-        Err(_) => None,
-    }
 }
 
 /// Deregisters `m` (retrying transient failures) within `bound`; the caller
