@@ -106,6 +106,8 @@ pub(crate) struct PartitionReader {
     next: Option<i64>,
     /// The offset of the last assign (for error messages).
     assigned: i64,
+    /// True once an assign succeeded: later positions are seeks.
+    assigned_once: bool,
     /// Counts assigns, shared with the transport.
     seeks: Arc<AtomicU64>,
     timeout: Duration,
@@ -168,27 +170,51 @@ impl PartitionReader {
             partition,
             next: None,
             assigned: -1,
+            assigned_once: false,
             seeks,
             timeout: config.operation_timeout(),
             asked_metadata: AtomicBool::new(false),
         })
     }
 
-    /// Points the consumer at `offset`. librdkafka's assign waits for its
-    /// main thread, so it runs on the blocking pool.
+    /// Points the consumer at `offset`: the first time by assigning the
+    /// partition, after that by a seek of the assigned partition (the
+    /// assign again only when the seek fails). librdkafka's assign and
+    /// seek wait for its threads, so they run on the blocking pool.
+    ///
+    /// Why not assign every time: an assign replaces the assignment, and
+    /// librdkafka 2.12 stops the old partition asynchronously; a second
+    /// assign before that stop completed asks to stop it again, and the
+    /// second reply trips an assertion that aborts the process
+    /// (`rd_kafka_assignment_partition_stopped: rktp->rktp_started`,
+    /// librdkafka issue 5573). A thousand roles acquired at once in one
+    /// process (issue 16's benchmark) repositioned the shared readers fast
+    /// enough to hit it.
     async fn assign(&mut self, offset: i64) -> Result<()> {
         let mut tpl = TopicPartitionList::with_capacity(1);
         let context = format!("assigning {}/{}", self.topic, self.partition);
         tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
             .map_err(|e| kafka_error(&context, e))?;
         let c = Arc::clone(&self.consumer);
+        let assigned = self.assigned_once;
         self.assigned = offset;
         self.seeks.fetch_add(1, Ordering::Relaxed);
+        let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
         run_blocking(move || {
             oauth::ensure_token(c.client())?;
+            if assigned {
+                match c.seek(&topic, partition, Offset::Offset(offset), timeout) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "{context}: the seek failed; assigning again")
+                    }
+                }
+            }
             c.assign(&tpl).map_err(|e| kafka_error(&context, e))
         })
-        .await?
+        .await??;
+        self.assigned_once = true;
+        Ok(())
     }
 
     /// The (first offset, last stable offset) of the partition.

@@ -1,0 +1,300 @@
+//! Many roles in one process (issue 16, item 2): one `Client` acquires N
+//! roles at once, holds them for a while and resigns them, for each N given.
+//! It reports what a user's process pays for them, sampled from `/proc/self`
+//! every second while it holds: threads, open file descriptors, TCP sockets
+//! (descriptors that are sockets), resident memory; and how late renewals
+//! came (a `renewed` event's time minus the previous lease's grant plus the
+//! renew interval: commit time and scheduling delay together), renewal
+//! failures and roles lost.
+//!
+//! ```text
+//! cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT \
+//!     [--roles 1,10,100] [--hold-s 120] [--lease-ms 10000] [--renew-ms 3000] [--json PATH]
+//! ```
+//!
+//! Run through `ci/bench-roles.sh`; the results are in
+//! `docs/benchmarks-scale.md`. Under `cargo test` it only checks its command
+//! line.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use krabka_coordination::client::Client;
+use krabka_coordination::events::{Event, EventKind};
+use krabka_coordination::transport::kafka::KafkaConfig;
+use krabka_examples::cli::{usage_exit, Flags};
+use krabka_examples::now_ms;
+use serde_json::{json, Value};
+
+const USAGE: &str = "\
+usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [options]
+
+  --roles N,N,...      role counts to hold, one run each (default 1,10,100)
+  --hold-s S           how long each run holds its roles (default 120)
+  --lease-ms MS        lease duration (default 10000)
+  --renew-ms MS        renew interval (default 3000)
+  --partitions N       partitions of the state topic (default 16)
+  --json PATH          append the results as one JSON line per run";
+
+struct Args {
+    bootstrap: String,
+    roles: Vec<usize>,
+    hold: Duration,
+    lease_ms: u64,
+    renew_ms: u64,
+    partitions: i32,
+    json: Option<std::path::PathBuf>,
+}
+
+fn parse(mut flags: Flags) -> Result<Args, String> {
+    let mut a = Args {
+        bootstrap: std::env::var("KRABKA_BOOTSTRAP").unwrap_or_default(),
+        roles: vec![1, 10, 100],
+        hold: Duration::from_secs(120),
+        lease_ms: 10_000,
+        renew_ms: 3_000,
+        partitions: 16,
+        json: None,
+    };
+    while let Some(flag) = flags.next_flag() {
+        let f = flag.as_str();
+        match f {
+            "--bootstrap" => a.bootstrap = flags.value(f)?,
+            "--roles" => {
+                a.roles = flags
+                    .value(f)?
+                    .split(',')
+                    .map(|n| {
+                        n.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--roles {n:?}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--hold-s" => a.hold = Duration::from_secs(flags.number(f)?),
+            "--lease-ms" => a.lease_ms = flags.number(f)?,
+            "--renew-ms" => a.renew_ms = flags.number(f)?,
+            "--partitions" => a.partitions = flags.number(f)?,
+            "--json" => a.json = Some(flags.value(f)?.into()),
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(a)
+}
+
+/// One sample of this process.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    threads: u64,
+    fds: u64,
+    sockets: u64,
+    rss_kib: u64,
+}
+
+fn sample() -> Sample {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let (mut fds, mut sockets) = (0, 0);
+    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+        for e in dir.flatten() {
+            fds += 1;
+            if std::fs::read_link(e.path())
+                .map(|p| p.to_string_lossy().starts_with("socket:"))
+                .unwrap_or(false)
+            {
+                sockets += 1;
+            }
+        }
+    }
+    Sample {
+        threads: field("Threads:"),
+        fds,
+        sockets,
+        rss_kib: field("VmRSS:"),
+    }
+}
+
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
+}
+
+async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
+    let base = format!("bench-roles-{}-{n}", now_ms());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let options = client
+        .leadership_options()
+        .with_lease_duration(Duration::from_millis(a.lease_ms))
+        .with_renew_interval(Duration::from_millis(a.renew_ms))
+        .with_events(tx);
+    let before = sample();
+    let t0 = Instant::now();
+    let acquires = (0..n).map(|i| {
+        let (client, options, role) = (client.clone(), options.clone(), format!("{base}-{i}"));
+        tokio::spawn(async move { client.acquire(&role, "holder", options).await })
+    });
+    let mut held = Vec::with_capacity(n);
+    for h in futures_join(acquires.collect()).await {
+        held.push(std::sync::Arc::new(
+            h.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?,
+        ));
+    }
+    let acquired = t0.elapsed();
+    eprintln!("roles: {n} acquired in {:.2} s", acquired.as_secs_f64());
+    // Hold: sample every second; read the events as they come.
+    let mut peak = Sample::default();
+    let mut last_granted: HashMap<String, i64> = HashMap::new();
+    let mut lateness = Vec::new();
+    let hold_until = Instant::now() + a.hold;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let s = sample();
+                peak.threads = peak.threads.max(s.threads);
+                peak.fds = peak.fds.max(s.fds);
+                peak.sockets = peak.sockets.max(s.sockets);
+                peak.rss_kib = peak.rss_kib.max(s.rss_kib);
+                if Instant::now() >= hold_until { break; }
+            }
+            Some(e) = rx.recv() => match e.kind {
+                EventKind::Elected { granted_at, .. } => {
+                    last_granted.insert(e.role.to_string(), granted_at);
+                }
+                EventKind::Renewed { deadline } => {
+                    let granted = deadline - a.lease_ms as i64;
+                    if let Some(prev) = last_granted.insert(e.role.to_string(), granted) {
+                        lateness.push((e.at - (prev + a.renew_ms as i64)) as f64);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let failures: u32 = held.iter().map(|l| l.renewal_failures()).sum();
+    let lost = held.iter().filter(|l| !l.is_held()).count();
+    let t1 = Instant::now();
+    let resigns = held.iter().map(|l| {
+        let l = std::sync::Arc::clone(l);
+        tokio::spawn(async move { l.resign().await })
+    });
+    let resigned = futures_join(resigns.collect()).await;
+    let resign_errors = resigned.iter().filter(|r| !matches!(r, Ok(Ok(())))).count();
+    let resign_all = t1.elapsed();
+    drop(held);
+    let r = json!({
+        "roles": n,
+        "acquire_all_s": acquired.as_secs_f64(),
+        "hold_s": a.hold.as_secs(),
+        "before": { "threads": before.threads, "fds": before.fds, "sockets": before.sockets, "rss_mib": before.rss_kib as f64 / 1024.0 },
+        "peak": { "threads": peak.threads, "fds": peak.fds, "sockets": peak.sockets, "rss_mib": peak.rss_kib as f64 / 1024.0 },
+        "renewals": lateness.len(),
+        "renewal_late_ms": { "p50": quantile(&lateness, 0.5), "p99": quantile(&lateness, 0.99), "max": quantile(&lateness, 1.0) },
+        "renewal_failures": failures,
+        "roles_lost": lost,
+        "resign_all_s": resign_all.as_secs_f64(),
+        "resign_errors": resign_errors,
+    });
+    println!(
+        "{n:>5} roles: acquired in {:>6.2} s | peak {:>5} threads, {:>5} fds, {:>5} sockets, {:>7.1} MiB | {} renewals, late p50 {:.0} ms p99 {:.0} ms max {:.0} ms | {} failures, {} lost | resigned in {:.2} s ({} errors)",
+        acquired.as_secs_f64(),
+        peak.threads,
+        peak.fds,
+        peak.sockets,
+        peak.rss_kib as f64 / 1024.0,
+        lateness.len(),
+        quantile(&lateness, 0.5),
+        quantile(&lateness, 0.99),
+        quantile(&lateness, 1.0),
+        failures,
+        lost,
+        resign_all.as_secs_f64(),
+        resign_errors
+    );
+    Ok(r)
+}
+
+/// Awaits every future, in order.
+async fn futures_join<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
+    let mut out = Vec::with_capacity(fs.len());
+    for f in fs {
+        out.push(f.await);
+    }
+    out
+}
+
+fn main() {
+    let (bench, rest): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a == "--bench");
+    let args = match parse(Flags::new(rest)) {
+        Ok(a) => a,
+        Err(e) => std::process::exit(usage_exit("roles", &e, USAGE)),
+    };
+    if bench.is_empty() {
+        println!("roles: a benchmark on a real Kafka; run it with cargo bench (ci/bench-roles.sh)");
+        return;
+    }
+    if args.bootstrap.is_empty() {
+        std::process::exit(usage_exit(
+            "roles",
+            "--bootstrap (or KRABKA_BOOTSTRAP) is required",
+            USAGE,
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let code = rt.block_on(async {
+        let client = match Client::new(KafkaConfig::new(args.bootstrap.clone()))
+            .and_then(|c| c.with_partitions(args.partitions))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("roles: {e}");
+                return 1;
+            }
+        };
+        for &n in &args.roles {
+            match run_one(&args, &client, n).await {
+                Ok(v) => {
+                    if let Some(path) = &args.json {
+                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "renew_ms": args.renew_ms, "result": v });
+                        let written = std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(path)
+                            .and_then(|mut f| writeln!(f, "{line}"));
+                        if let Err(e) = written {
+                            eprintln!("roles: writing {}: {e}", path.display());
+                            return 1;
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("roles: {n} roles: {e}");
+                    return 1;
+                }
+            }
+            // Let the resigned roles' producers go before the next run.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        0
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    std::process::exit(code);
+}
