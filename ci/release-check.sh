@@ -198,9 +198,11 @@ unset LD_LIBRARY_PATH PKG_CONFIG_PATH
 step "JVM: the Kotlin tests compiled against the jar (pinned kotlinc) and run with the jar alone"
 . ci/uniffi-jars.sh
 uniffi_jars
-version_in_jar="$(unzip -p "$JAR" META-INF/MANIFEST.MF | tr -d '\r' | sed -n 's/^Implementation-Version: //p')"
+version_in_jar="$(python3 -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("META-INF/MANIFEST.MF").decode())' "$JAR" \
+    | tr -d '\r' | sed -n 's/^Implementation-Version: //p')"
 [ "$version_in_jar" = "$V" ] || fail "the jar's manifest says version '$version_in_jar', not $V"
-unzip -l "$JAR" | grep -q ' linux-x86-64/libkrabka_coordination_uniffi.so$' || fail "the jar holds no linux-x86-64 library"
+python3 -c 'import sys, zipfile; sys.exit("linux-x86-64/libkrabka_coordination_uniffi.so" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$JAR" \
+    || fail "the jar holds no linux-x86-64/libkrabka_coordination_uniffi.so"
 mkdir -p "$WORK/jvm-classes"
 norust java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -no-stdlib -no-reflect -nowarn \
     -jvm-target 17 -cp "$JAR:$RUN_CP" -d "$WORK/jvm-classes" bindings/uniffi/tests/kotlin/Main.kt
