@@ -4,7 +4,8 @@
 #   1. the pinned cbindgen (CBINDGEN_VERSION) from crates.io into
 #      target/tools (once; a fresh clone pays its cold install, see the
 #      README), regenerates include/krabka_coordination.h: any difference
-#      from the checked-in header fails;
+#      from the checked-in header fails, and every function it declares
+#      must carry its documentation comment (tests/check_header_docs.sh);
 #   2. the unit tests of the crate (ci/clippy.sh lints it with the workspace);
 #   3. `make install PREFIX=target/c/prefix` (the debug build, to share the
 #      workspace's build cache): the shared and static libraries, the header
@@ -68,6 +69,7 @@ if ! diff -u bindings/c/include/krabka_coordination.h "$WORK/krabka_coordination
     exit 1
 fi
 echo "header up to date ($(wc -l <bindings/c/include/krabka_coordination.h) lines)"
+bindings/c/tests/check_header_docs.sh bindings/c/include/krabka_coordination.h
 
 step "unit tests (krabka-coordination-c; its clippy is ci/clippy.sh's, over the workspace)"
 cargo test --quiet -p krabka-coordination-c

@@ -8,7 +8,8 @@
 #      through npx since npm gives a linked folder no dependencies) builds the
 #      addon from source and regenerates index.d.ts; typescript comes from npm as a devDependency;
 #   2. the checked-in index.d.ts must be what the build generated
-#      (git diff --exit-code);
+#      (git diff --exit-code), and every public name in it must carry a doc
+#      comment (scripts/check-docs.js);
 #   3. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set, else
 #      the local one-node cluster of `ci/kafka.sh start 1` (started, or reused
 #      when running);
@@ -53,6 +54,9 @@ if [ -n "$(git -C "$ROOT" status --porcelain -- bindings/node/index.d.ts)" ]; th
     echo "ci/node.sh: bindings/node/index.d.ts is not checked in" >&2
     exit 1
 fi
+
+step "index.d.ts documents every public name"
+node "$PKG/scripts/check-docs.js" "$PKG/index.d.ts"
 
 step "require and import of the installed package"
 (cd "$EXAMPLES" && node -e 'const kc = require("krabka-coordination"); if (kc.rolePartition("orders", 16) !== 12) process.exit(1); console.log("require: ok")')

@@ -44,4 +44,9 @@ step python; ci/python.sh
 step node;   ci/node.sh
 step c;      ci/c.sh
 step uniffi; ci/uniffi.sh
+# Last: the release builds reuse what the steps above built (the wheel's
+# crates from ci/python.sh, the jars and uniffi-bindgen from ci/uniffi.sh).
+step "api docs"; ci/docs.sh
+step "release artifacts"; ci/release.sh
+step "release artifacts installed without Rust"; ci/release-check.sh
 step "all checks passed"

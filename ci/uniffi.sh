@@ -31,67 +31,19 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-JARS="$ROOT/ci/.cache/uniffi-jars"
-MAVEN="${KRABKA_MAVEN_URL:-https://repo1.maven.org/maven2}"
+# The pinned jars (kotlinc, kotlin-stdlib, coroutines, JNA): uniffi_jars.
+. "$ROOT/ci/uniffi-jars.sh"
 OUT="$TARGET/uniffi"
 started=$(date +%s)
 
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
 
-# group:artifact:version sha256. The compiler's own dependencies are the ones
-# its POM lists (kotlin-reflect at the version it names).
-JAR_LIST="
-org.jetbrains.kotlin:kotlin-compiler-embeddable:2.4.21 ef19419c765e7ac8404465fa026ca8fc4dbb8a822de0fc79aa53c8dce29f1d02
-org.jetbrains.kotlin:kotlin-stdlib:2.4.21 bd8250210584cb659847dce9cda660f8e9906e5def7fbebcea93dc6dcb6a88a3
-org.jetbrains.kotlin:kotlin-script-runtime:2.4.21 a658cf5902a1525a06c264a5e42b437e97a6679ddeef8ca641246f270cf6a013
-org.jetbrains.kotlin:kotlin-reflect:1.6.10 3277ac102ae17aad10a55abec75ff5696c8d109790396434b496e75087854203
-org.jetbrains.kotlin:kotlin-daemon-embeddable:2.4.21 7b3ef24674e5bcffcadfc4e43202ea314194939ecbcdd90a4770b2f1b04e0d07
-org.jetbrains.kotlin:kotlin-build-tools-api:2.4.21 c5cd6a49bd072b529ae10809111c16a7aa0f92147e95d288354017fd65799461
-org.jetbrains.kotlinx:kotlinx-coroutines-core-jvm:1.11.0 d1d75aa01dffbb4d1c520e67e4c4e7f5f6174718e7cb4632412503f2f0e604fa
-org.jetbrains:annotations:23.0.0 7b0f19724082cbfcbc66e5abea2b9bc92cf08a1ea11e191933ed43801eb3cd05
-net.java.dev.jna:jna:5.19.1 4fb141dd8ef6b0585ffceea4bc49602fbc6312fa977e2c488794ea3e6aafecae
-"
-
-# The path of a jar of JAR_LIST, fetched and verified when missing.
-jar() {
-    local spec="$1" sha="$2" g a v
-    IFS=: read -r g a v <<<"$spec"
-    local file="$JARS/$a-$v.jar"
-    if [ ! -f "$file" ]; then
-        local url="$MAVEN/${g//.//}/$a/$v/$a-$v.jar"
-        mkdir -p "$JARS"
-        if ! curl -fsSL --retry 2 -o "$file.part" "$url"; then
-            rm -f "$file.part"
-            echo "ci/uniffi.sh: cannot download $url (offline?); the Kotlin tests need it" >&2
-            exit 1
-        fi
-        mv "$file.part" "$file"
-    fi
-    if [ "$(sha256sum "$file" | cut -c1-64)" != "$sha" ]; then
-        echo "ci/uniffi.sh: $file does not have the pinned sha256 $sha; removed" >&2
-        rm -f "$file"
-        exit 1
-    fi
-    echo "$file"
-}
-
 step "toolchain"
 java -version 2>&1 | head -1
 
 step "jars (Maven Central, cached in ci/.cache/uniffi-jars)"
-COMPILER_CP=""
-while read -r spec sha; do
-    [ -n "$spec" ] || continue
-    path="$(jar "$spec" "$sha")"
-    COMPILER_CP="$COMPILER_CP${COMPILER_CP:+:}$path"
-    case "$spec" in
-        *:kotlin-stdlib:*) STDLIB="$path" ;;
-        *:kotlinx-coroutines-core-jvm:*) COROUTINES="$path" ;;
-        *:jna:*) JNA="$path" ;;
-    esac
-done <<<"$JAR_LIST"
-RUN_CP="$STDLIB:$COROUTINES:$JNA"
-echo "$(echo "$JAR_LIST" | grep -c .) jars verified"
+uniffi_jars
+echo "$JAR_COUNT jars verified"
 
 step "library and generated sources (bindings/uniffi/generate.sh)"
 LIB="$(bash "$ROOT/bindings/uniffi/generate.sh" "$OUT/kotlin" | tail -n 1)"

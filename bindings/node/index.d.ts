@@ -147,6 +147,9 @@ export interface LeadershipEvent {
  * {@link InvalidArgumentError}.
  */
 export declare class Client {
+  /** A client of the cluster that `kafka` (librdkafka settings) names;
+   * `options` give the state topic's name and partition count and the
+   * timeouts. Connects lazily, at the first operation. */
   constructor(kafka: KafkaSettings, options?: ClientOptions)
   /** The partition count of the state topic. */
   get partitions(): number
@@ -233,17 +236,27 @@ export declare class Leadership extends EventEmitter {
   resign(): Promise<void>
   /** The member's events from now on; the iteration ends with the term. */
   events(): LeadershipEvents
+  /** `for await (const event of leadership)`: the same as {@link Leadership.events}. */
   [Symbol.asyncIterator](): LeadershipEvents
+  /** Calls `listener` with the reason the term ended (a {@link KrabkaError}),
+   * once the role ends. */
   on(event: 'end', listener: (reason: KrabkaError) => void): this
+  /** Calls `listener` with each event (`'event'`), or each event of one kind. */
   on(event: 'event' | EventKind, listener: (event: LeadershipEvent) => void): this
+  /** As `on('end', ...)`, called at most once. */
   once(event: 'end', listener: (reason: KrabkaError) => void): this
+  /** As `on(kind, ...)`, called for the first such event only. */
   once(event: 'event' | EventKind, listener: (event: LeadershipEvent) => void): this
 }
 
 /** The events of a {@link Leadership}, for `for await`; ends with the term. */
 export declare class LeadershipEvents implements AsyncIterableIterator<LeadershipEvent> {
+  /** The next event; `done` once the term ended and its last events were
+   * delivered. */
   next(): Promise<IteratorResult<LeadershipEvent>>
+  /** Stops the iteration (a `break` out of `for await`); the leadership goes on. */
   return(): Promise<IteratorResult<LeadershipEvent>>
+  /** The iterator itself. */
   [Symbol.asyncIterator](): LeadershipEvents
 }
 
@@ -276,6 +289,7 @@ export declare class FencingToken {
 /** The key of a state record: a registration key (role and member) or a
  * lease key (role only). A frozen value. */
 export declare class Key {
+  /** Keys are made by {@link Key.registration} and {@link Key.lease}. */
   private constructor()
   /** The registration key of `member` in `role`. */
   static registration(role: string, member: string): Key
@@ -289,6 +303,7 @@ export declare class Key {
   readonly member: string
   /** True when `other` is a key of the same kind, role and member. */
   equals(other: unknown): boolean
+  /** `Key.registration("orders", "host-a")` or `Key.lease("orders")`. */
   toString(): string
 }
 
@@ -302,6 +317,7 @@ export declare class Registration {
   readonly registeredAt: bigint
   /** True when `other` is a registration with the same fields. */
   equals(other: unknown): boolean
+  /** `Registration("host-a", 1700000000000n)`. */
   toString(): string
 }
 
@@ -320,6 +336,7 @@ export declare class Lease {
   readonly deadline: bigint
   /** True when `other` is a lease with the same fields. */
   equals(other: unknown): boolean
+  /** `Lease("host-a", FencingToken(4001n, 7), 1700000000000n, 1700000030000n)`. */
   toString(): string
 }
 
@@ -354,6 +371,7 @@ export declare class KrabkaError extends Error {
 }
 /** FORMAT: malformed record bytes; `part` names the record part. */
 export declare class FormatError extends KrabkaError {
+  /** Always `'FORMAT'`. */
   code: 'FORMAT'
   /** `'key'`, `'registration value'` or `'lease value'`. */
   part: 'key' | 'registration value' | 'lease value'
@@ -361,6 +379,7 @@ export declare class FormatError extends KrabkaError {
 /** ENCODE: a value the frozen layout cannot hold (an empty or over-long role
  * or member); `part` and `field` name it. */
 export declare class EncodeError extends KrabkaError {
+  /** Always `'ENCODE'`. */
   code: 'ENCODE'
   /** The record part. */
   part: 'key' | 'registration value' | 'lease value'
@@ -372,39 +391,47 @@ export declare class EncodeError extends KrabkaError {
  * type is a `TypeError` and an integer too wide for a layout field a
  * `RangeError`, both with this `code` and `field`. */
 export declare class InvalidArgumentError extends KrabkaError {
+  /** Always `'INVALID_ARGUMENT'`. */
   code: 'INVALID_ARGUMENT'
   /** The refused argument, when an argument check refused it. */
   field?: string
 }
 /** FENCED: a newer epoch of the role exists. Stop the work of the role. */
 export declare class FencedError extends KrabkaError {
+  /** Always `'FENCED'`. */
   code: 'FENCED'
 }
 /** TRANSIENT: a broker unreachable, a timeout, a coordinator moving; retrying
  * may help. */
 export declare class TransientError extends KrabkaError {
+  /** Always `'TRANSIENT'`. */
   code: 'TRANSIENT'
 }
 /** FATAL: retrying will not mend it (authorization, configuration, a topic of
  * the wrong shape). */
 export declare class FatalError extends KrabkaError {
+  /** Always `'FATAL'`. */
   code: 'FATAL'
 }
 /** RESIGNED: the leadership was given up by resign. */
 export declare class ResignedError extends KrabkaError {
+  /** Always `'RESIGNED'`. */
   code: 'RESIGNED'
 }
 /** CANCELLED: the operation was cancelled (an aborted acquire). */
 export declare class CancelledError extends KrabkaError {
+  /** Always `'CANCELLED'`. */
   code: 'CANCELLED'
 }
 /** LEASE_EXPIRED: the leader's own lease ran out; a standby may have taken
  * over. Stop the work of the role, including work outside Kafka. */
 export declare class LeaseExpiredError extends KrabkaError {
+  /** Always `'LEASE_EXPIRED'`. */
   code: 'LEASE_EXPIRED'
 }
 /** OUTCOME_UNKNOWN: a write whose commit was sent but not confirmed. */
 export declare class OutcomeUnknownError extends KrabkaError {
+  /** Always `'OUTCOME_UNKNOWN'`. */
   code: 'OUTCOME_UNKNOWN'
 }
 

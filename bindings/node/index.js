@@ -1,23 +1,54 @@
 'use strict'
 // krabka-coordination for Node.js: leader election, leases and fencing
 // tokens on Apache Kafka, the Rust core through napi-rs. This file loads the
-// addon (built by `npm install`, see README.md) and exports the public names;
-// index.d.ts documents each.
+// addon and exports the public names; index.d.ts documents each.
+//
+// Where the addon comes from, in this order:
+//   1. krabka-coordination.node next to this file: built from source by
+//      `npm install` of the repository's folder (`npm run build`);
+//   2. the prebuilt addon of the platform's package, napi-rs's layout: the
+//      released package lists krabka-coordination-<platform> packages as
+//      optionalDependencies, npm installs the one matching the machine
+//      (its package.json names os, cpu and libc), and it holds
+//      krabka-coordination.<platform>.node.
 
+const fs = require('node:fs')
 const path = require('node:path')
 
+// The platform triple of napi-rs's package names: linux-x64-gnu, ...
+function platformTriple() {
+  const { platform, arch } = process
+  if (platform !== 'linux') return `${platform}-${arch}`
+  // glibc or musl: Node's report names the glibc it runs on, musl has none.
+  const glibc = process.report?.getReport?.()?.header?.glibcVersionRuntime
+  return `${platform}-${arch}-${glibc ? 'gnu' : 'musl'}`
+}
+
 function load() {
-  const file = path.join(__dirname, 'krabka-coordination.node')
-  try {
-    return require(file)
-  } catch (e) {
-    throw new Error(
-      `krabka-coordination: cannot load the native addon ${file} (${e.message}). ` +
-        `It is built from source by \`npm install\` in ${__dirname} (\`npm run build\` rebuilds it; ` +
-        'it needs a Rust toolchain, a C compiler, cmake, libssl-dev and pkg-config).',
-      { cause: e },
-    )
+  const tried = []
+  const local = path.join(__dirname, 'krabka-coordination.node')
+  if (fs.existsSync(local)) {
+    try {
+      return require(local)
+    } catch (e) {
+      tried.push(`${local}: ${e.message}`)
+    }
+  } else {
+    tried.push(`${local}: not built`)
   }
+  const triple = platformTriple()
+  const pkg = `krabka-coordination-${triple}`
+  try {
+    return require(`${pkg}/krabka-coordination.${triple}.node`)
+  } catch (e) {
+    tried.push(`${pkg}: ${e.code === 'MODULE_NOT_FOUND' ? 'not installed' : e.message}`)
+  }
+  throw new Error(
+    `krabka-coordination: no native addon for ${triple}. Tried:\n  ${tried.join('\n  ')}\n` +
+      'The released package installs the prebuilt addon of linux-x64-gnu (its optional dependency ' +
+      `krabka-coordination-linux-x64-gnu); elsewhere build it from source: \`npm run build\` in ${__dirname} ` +
+      '(a Rust toolchain, a C compiler, cmake, libssl-dev and pkg-config).',
+  )
 }
 
 const native = load()

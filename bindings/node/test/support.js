@@ -11,7 +11,9 @@ const crypto = require('node:crypto')
 const kc = require('..')
 
 const REPO = path.resolve(__dirname, '../../..')
-const KAFKA_SH = path.join(REPO, 'ci', 'kafka.sh')
+// KRABKA_KAFKA_SH: the repository's ci/kafka.sh when the tests run from a
+// copy (ci/release-check.sh runs them against the installed package).
+const KAFKA_SH = process.env.KRABKA_KAFKA_SH ?? path.join(REPO, 'ci', 'kafka.sh')
 const MEMBER = path.join(__dirname, 'member.js')
 
 // A 3 s lease renewed every second, one second between challenger ranks.

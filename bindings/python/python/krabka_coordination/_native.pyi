@@ -84,20 +84,20 @@ _Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
 
 @final
 class Key:
-    """The key of a state record: a registration key (role and member) or a
-    lease key (role only)."""
+    """The key of a state record: a registration key (role and member) or a lease
+    key (role only)."""
 
     @staticmethod
     def registration(role: str, member: str) -> Key:
-        """The registration key of ``member`` in ``role``."""
+        """The registration key of `member` in `role`."""
 
     @staticmethod
     def lease(role: str) -> Key:
-        """The lease key of ``role``."""
+        """The lease key of `role`."""
 
     @property
     def kind(self) -> Literal["registration", "lease"]:
-        """``"registration"`` or ``"lease"``."""
+        """`"registration"` or `"lease"`."""
 
     @property
     def role(self) -> str:
@@ -105,7 +105,7 @@ class Key:
 
     @property
     def member(self) -> str:
-        """The member id of a registration key; ``""`` for a lease key."""
+        """The member id of a registration key; `""` for a lease key."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -122,7 +122,7 @@ class Registration:
 
     @property
     def registered_at(self) -> int:
-        """When the member registered, in epoch milliseconds (i64)."""
+        """When the member registered, in epoch milliseconds."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -143,11 +143,11 @@ class Lease:
 
     @property
     def granted_at(self) -> int:
-        """When the lease was written, in epoch milliseconds (i64) of the holder's clock."""
+        """When the lease was written, in epoch milliseconds of the holder's clock."""
 
     @property
     def deadline(self) -> int:
-        """When a standby may stop waiting, in epoch milliseconds (i64) of the holder's clock."""
+        """When a standby may stop waiting, in epoch milliseconds of the holder's clock."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -155,17 +155,20 @@ class Lease:
 
 @final
 class FencingToken:
-    """The leadership token of a role: (producer id, producer epoch), ordered
-    by producer id first. ``NO_EPOCH`` ranks below every minted token."""
+    """The leadership token of a role: the producer id and producer epoch Kafka's
+    transaction coordinator minted for `transactional.id = <role>`.
+
+    Ordered by `producer_id` first, then `producer_epoch` (the core's `Ord`);
+    `NO_EPOCH` ranks below every minted token."""
 
     def __new__(cls, producer_id: int, producer_epoch: int) -> FencingToken: ...
     @property
     def producer_id(self) -> int:
-        """The producer id (i64)."""
+        """The producer id the coordinator assigned to the transactional id."""
 
     @property
     def producer_epoch(self) -> int:
-        """The producer epoch (i16)."""
+        """The producer epoch within that producer id."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -181,53 +184,66 @@ NO_EPOCH: Final[FencingToken]
 # ---------------------------------------------------------------- functions
 
 def encode_key(key: Key) -> bytes:
-    """Encodes a record key; ``EncodeError`` for a key the layout cannot hold."""
+    """Encodes a record key. Raises `EncodeError` (a `ValueError`) for a key the
+    layout cannot hold: an empty role, an empty member in a registration key,
+    or a role or member over 32767 bytes of UTF-8."""
 
 def decode_key(data: _BytesLike) -> Key:
-    """Decodes a record key; ``FormatError`` (part ``"key"``) for malformed bytes."""
+    """Decodes a record key from `bytes`, `bytearray` or `memoryview`. Raises
+    `FormatError` with `part == "key"` for malformed bytes."""
 
 def encode_registration(reg: Registration) -> bytes:
-    """Encodes a registration value; ``EncodeError`` for an empty or over-long member."""
+    """Encodes a registration value. Raises `EncodeError` (a `ValueError`) for
+    an empty or over-long member."""
 
 def decode_registration(data: _BytesLike) -> Registration:
-    """Decodes a registration value; ``FormatError`` (part ``"registration value"``)."""
+    """Decodes a registration value from `bytes`, `bytearray` or `memoryview`.
+    Raises `FormatError` with `part == "registration value"` for malformed bytes."""
 
 def encode_lease(lease: Lease) -> bytes:
-    """Encodes a lease value; ``EncodeError`` for an empty or over-long member."""
+    """Encodes a lease value. Raises `EncodeError` (a `ValueError`) for an empty
+    or over-long member."""
 
 def decode_lease(data: _BytesLike) -> Lease:
-    """Decodes a lease value; ``FormatError`` (part ``"lease value"``)."""
+    """Decodes a lease value from `bytes`, `bytearray` or `memoryview`. Raises
+    `FormatError` with `part == "lease value"` for malformed bytes."""
 
 def role_partition(role: str, partitions: int) -> int:
-    """The partition of ``role`` among ``partitions`` (Kafka's murmur2, toPositive)."""
+    """The partition of `role` among `partitions`: Kafka's murmur2 of the role's
+    UTF-8 bytes, masked with `toPositive`, modulo the partition count. Raises
+    `InvalidArgumentError` (a `ValueError`) for an empty role or a count below
+    1, and `OverflowError` for a count that is not an i32."""
 
 def murmur2(data: _BytesLike) -> int:
-    """Kafka's murmur2 hash of ``data`` as a signed 32-bit int."""
+    """Kafka's murmur2 hash (`Utils.murmur2`) of `data`, as a signed 32-bit int."""
 
 def metrics() -> list[dict[str, Any]]:
-    """Every series the core has recorded in this process (README, "Metrics"):
-    dicts with ``name``, ``labels`` (a dict), ``kind`` (``"counter"``,
-    ``"gauge"`` or ``"summary"``) and ``value``, or for a summary (a
-    duration, in seconds) ``count`` and ``sum``."""
+    """Every series the core has recorded in this process, ordered by name,
+    then labels: a list of dicts with `name` (`str`), `labels` (a `dict` of
+    `str`), `kind` (`"counter"`, `"gauge"` or `"summary"`), and `value` (an
+    `int` for a counter, a `float` for a gauge) or, for a summary (a
+    duration histogram, in seconds), `count` (`int`) and `sum` (`float`)."""
 
 def metrics_text() -> str:
-    """The same series in the Prometheus text format (version 0.0.4)."""
+    """The same series in the Prometheus text format (version 0.0.4), for a
+    `/metrics` endpoint of the application's own web server."""
 
 # ---------------------------------------------------------------- leadership
 
 @final
 class _Pending(Generic[_T]):
-    """An operation of the core, not yet started: ``wait()`` runs it as a
-    blocking call, ``await`` runs it on the asyncio loop. Once."""
+    """An operation of the core, to be waited for (`wait()`) or awaited, once."""
 
     def wait(self) -> _T:
-        """Runs the operation, blocking (GIL released, Ctrl-C interrupting)."""
+        """Runs the operation and blocks until it finishes (the GIL released,
+        Ctrl-C interrupting); returns its value or raises its error."""
 
     def __await__(self) -> Generator[Any, None, _T]: ...
 
 @final
 class _Client:
-    """The core client of one ``kafka`` settings dict, shared by every role."""
+    """The core client of one `kafka` settings dict (see the module
+    documentation)."""
 
     def __new__(
         cls,
@@ -259,13 +275,15 @@ class _Client:
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
     ) -> _Pending[_Leadership]:
-        """Registers, waits for the turn and takes the role."""
+        """Acquires `role` as `member`: registers, waits for the turn, mints the
+        epoch, writes the first lease. `None` timings keep the core's
+        defaults."""
 
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """The role's current token at its transaction coordinator."""
 
     def describe_role_state(self, role: str) -> _Pending[RoleStateReport]:
-        """The roster and the lease of ``role``."""
+        """The roster and the lease of `role`."""
 
     def ensure_state_topic(
         self,
@@ -276,17 +294,21 @@ class _Client:
         """Creates the state topic unless it exists, then checks it."""
 
     def check_state_topic(self) -> _Pending[TopicReport]:
-        """Checks the state topic."""
+        """Checks the state topic: it exists, is compacted and has this
+        client's partition count."""
 
     def _describe_requests(self) -> int:
-        """DescribeTransactions requests sent so far by this client."""
+        """DescribeTransactions requests sent so far by this client (for tests
+        of the request cost)."""
 
     def close(self) -> None:
-        """Lets go of the shared Kafka clients; idempotent."""
+        """Lets go of the shared Kafka clients. Held leaderships keep what they
+        need and go on; further operations on this client raise
+        `InvalidArgumentError`. Idempotent."""
 
 @final
 class _Leadership:
-    """The held leadership of a role (the core's handle)."""
+    """The held leadership of a role (see the module documentation)."""
 
     @property
     def token(self) -> FencingToken:
@@ -302,7 +324,7 @@ class _Leadership:
 
     @property
     def partition(self) -> int:
-        """The partition of ``__coordination_state`` that holds the role."""
+        """The partition of `__coordination_state` that holds the role."""
 
     @property
     def lease(self) -> Lease:
@@ -314,14 +336,16 @@ class _Leadership:
 
     @property
     def is_held(self) -> bool:
-        """True until the role ends."""
+        """True until the role ends (fenced, resigned, or a fatal error)."""
 
     @property
     def error(self) -> Optional[KrabkaError]:
-        """Why the role ended, or ``None``."""
+        """Why the role ended, as an exception instance (`Fenced`, `Resigned`,
+        `FatalError`, ...), or `None` while it is held."""
 
     def wait(self, timeout: Optional[float] = None) -> _Pending[bool]:
-        """Waits until the role ends (True) or ``timeout`` seconds pass (False)."""
+        """Waits until the role ends (`True`) or `timeout` seconds pass
+        (`False`; `None`: no limit)."""
 
     def write(
         self,
@@ -331,36 +355,39 @@ class _Leadership:
         partition: Optional[int] = None,
         headers: Optional[_Headers] = None,
     ) -> _Pending[None]:
-        """A guarded write of one record."""
+        """A guarded write of one record: one transaction of the epoch-bound
+        producer. A deposed leader's write raises `Fenced`."""
 
     def write_records(self, records: Iterable[OutRecord]) -> _Pending[None]:
-        """A guarded write of several records in one transaction."""
+        """A guarded write of several records in one transaction: all of them
+        become visible, or (fenced) none."""
 
     def resign(self) -> _Pending[None]:
-        """Gives the role up."""
+        """Gives the role up: the core stops renewing, supersedes the token,
+        clears the lease and deregisters. Idempotent."""
 
     def events(self) -> _EventStream:
         """The member's events from now on, ending with the term."""
 
 @final
 class _EventStream:
-    """The event stream of one leadership."""
+    """The event stream of one leadership (`Leadership.events()`)."""
 
     def next(self) -> _Pending[Optional[Event]]:
-        """The next event, or None once the stream ended."""
+        """The next event, or `None` once the term ended and its last events
+        were yielded."""
 
 @final
 class Event:
-    """One step of a member of a role: ``kind`` says what happened; the
-    kind's own fields are set, the others are ``None``."""
+    """One step of a member of a role."""
 
     @property
     def kind(self) -> str:
-        """What happened, the core's stable name: ``"registered"``,
-        ``"waiting"``, ``"held_back"``, ``"challenging"``, ``"lost_challenge"``,
-        ``"elected"``, ``"renewed"``, ``"renewal_failing"``, ``"retrying"``,
-        ``"fenced"``, ``"lease_expired"``, ``"ended"``, ``"resigned"``,
-        ``"deregistered"`` (the core may add kinds)."""
+        """What happened: the core's stable name of the kind (`"registered"`,
+        `"waiting"`, `"held_back"`, `"challenging"`, `"lost_challenge"`,
+        `"elected"`, `"renewed"`, `"renewal_failing"`, `"retrying"`,
+        `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
+        `"deregistered"`; the core may add kinds)."""
 
     @property
     def role(self) -> str:
@@ -376,55 +403,57 @@ class Event:
 
     @property
     def partition(self) -> Optional[int]:
-        """``registered``: the partition of ``__coordination_state``."""
+        """`registered`: the partition of `__coordination_state`."""
 
     @property
     def offset(self) -> Optional[int]:
-        """``registered``: the offset of the registration record."""
+        """`registered`: the offset of the registration record."""
 
     @property
     def rank(self) -> Optional[int]:
-        """``waiting``: the member's place among the challengers."""
+        """`waiting`: the member's place among the challengers (0 first)."""
 
     @property
     def challenge_at(self) -> Optional[int]:
-        """``waiting``: when the member challenges if nothing changes."""
+        """`waiting`: when the member challenges if nothing changes (epoch ms)."""
 
     @property
     def token(self) -> Optional[FencingToken]:
-        """``elected``, ``lost_challenge``: the token."""
+        """`elected`, `lost_challenge`: the token."""
 
     @property
     def granted_at(self) -> Optional[int]:
-        """``elected``: when the lease was granted."""
+        """`elected`: when the lease was granted (epoch ms)."""
 
     @property
     def deadline(self) -> Optional[int]:
-        """``elected``, ``renewed``: the lease deadline."""
+        """`elected`, `renewed`: the lease deadline (epoch ms)."""
 
     @property
     def failures(self) -> Optional[int]:
-        """``renewal_failing``: failed renewals in a row."""
+        """`renewal_failing`: how many renewals in a row have failed."""
 
     @property
     def error(self) -> Optional[KrabkaError]:
-        """``renewal_failing``, ``retrying``, ``fenced``, ``ended``: the cause."""
+        """`renewal_failing`, `retrying`, `fenced`, `ended`: the cause, as the
+        exception the package raises for it (the same object every time)."""
 
     @property
     def cleared(self) -> Optional[bool]:
-        """``resigned``: True when the lease was cleared."""
+        """`resigned`: True when the lease was cleared (the hand-over is
+        immediate), False when standbys wait for the deadline."""
 
     @property
     def what(self) -> Optional[str]:
-        """``retrying``: what failed."""
+        """`retrying`: what failed (`"registering"`, `"minting the epoch"`...)."""
 
     @property
     def attempt(self) -> Optional[int]:
-        """``retrying``: how many times in a row it failed."""
+        """`retrying`: how many times in a row it failed (1 at the first)."""
 
     @property
     def retry_in(self) -> Optional[float]:
-        """``retrying``: the pause before the next try, in seconds."""
+        """`retrying`: the pause before the next try, in seconds."""
 
 @final
 class OutRecord:
@@ -444,7 +473,7 @@ class OutRecord:
 
     @property
     def value(self) -> Optional[bytes]:
-        """The value (``None``: a tombstone)."""
+        """The value (`None`: a tombstone)."""
 
     @property
     def key(self) -> Optional[bytes]:
@@ -452,7 +481,7 @@ class OutRecord:
 
     @property
     def partition(self) -> Optional[int]:
-        """The partition, or ``None`` for the producer's partitioner."""
+        """The partition, or `None` for the producer's partitioner."""
 
     @property
     def headers(self) -> List[Tuple[str, bytes]]:
@@ -468,10 +497,12 @@ class LeadershipStatus:
 
     @property
     def token(self) -> FencingToken:
-        """The role's current token (``NO_EPOCH`` when no member has taken it)."""
+        """The newest token the coordinator minted for the role (`NO_EPOCH` when
+        no member has taken it)."""
 
     def authoritative(self, token: FencingToken) -> bool:
-        """True when ``token`` is the role's current token."""
+        """True when `token` is the role's current token: its holder is
+        authoritative. `NO_EPOCH` never is."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -487,7 +518,8 @@ class RosterEntry:
 
     @property
     def rank(self) -> int:
-        """The member's place in the roster (0 first)."""
+        """The member's place in the roster (0 first): the order of its
+        registration."""
 
     @property
     def offset(self) -> int:
@@ -511,11 +543,11 @@ class RoleStateReport:
 
     @property
     def partition(self) -> int:
-        """The partition of ``__coordination_state`` that holds the role."""
+        """The partition of `__coordination_state` that holds the role."""
 
     @property
     def roster(self) -> List[RosterEntry]:
-        """The roster in rank order."""
+        """The roster in rank order (`roster[i].rank == i`)."""
 
     @property
     def members(self) -> List[str]:
@@ -523,11 +555,11 @@ class RoleStateReport:
 
     @property
     def lease(self) -> Optional[Lease]:
-        """The current lease, or ``None``."""
+        """The current lease, or `None` (never taken, or cleared by a resign)."""
 
 @final
 class TopicReport:
-    """What ``ensure_state_topic`` or ``check_state_topic`` found or made."""
+    """What `ensure_state_topic` or `check_state_topic` found or made."""
 
     @property
     def topic(self) -> str:
@@ -547,78 +579,94 @@ class TopicReport:
 
     @property
     def cleanup_policy(self) -> str:
-        """The topic's ``cleanup.policy``."""
+        """The topic's `cleanup.policy` (`compact`)."""
 
     @property
     def min_insync_replicas(self) -> Optional[int]:
-        """The topic's ``min.insync.replicas``, when the broker reports it."""
+        """The topic's `min.insync.replicas`, when the broker reports it."""
 
     @property
     def warnings(self) -> List[str]:
-        """Advice for the operator."""
+        """Advice for the operator (such as a `min.insync.replicas` below 2)."""
 
 # ---------------------------------------------------------------- exceptions
 
 class KrabkaError(Exception):
-    """Base class of every exception krabka_coordination raises."""
+    """Base class of every exception krabka_coordination raises. `kind` is the stable name of the core error kind of a subclass (None here)."""
 
     kind: ClassVar[Optional[str]]
     """The stable name of the core error kind (``"FENCED"``...); ``None`` here."""
 
 class FormatError(KrabkaError, ValueError):
-    """Malformed record bytes; ``part`` names the record part."""
+    """Malformed record bytes. The error names the record part that failed to decode ("key", "registration value" or "lease value"), and its message the field, the byte offset and the reason."""
 
     part: Literal["key", "registration value", "lease value"]
 
 class EncodeError(KrabkaError, ValueError):
-    """A value the record layout cannot hold; ``part`` and ``field`` name it."""
+    """A value the frozen record layout cannot hold (an empty or over-long role or member). The error names the record part and the field; encoding refuses rather than truncating."""
 
     part: Literal["key", "registration value", "lease value"]
     field: str
 
 class InvalidArgumentError(KrabkaError, ValueError):
-    """An argument the core refuses."""
+    """An argument, option or setting that is refused; the message names it and the value."""
 
 class Fenced(KrabkaError):
-    """The broker fenced this member's epoch; stop the work of the role."""
+    """A newer epoch of the role exists: the broker rejected a write of this member's superseded epoch, or the member lost its epoch otherwise. Stop the work of the role."""
 
 class TransientError(KrabkaError):
-    """A failure that retrying may mend; ``__cause__`` holds the cause."""
+    """A transient failure (a broker unreachable, a timeout, a coordinator moving); the operation may be retried. The cause is attached."""
 
 class FatalError(KrabkaError):
-    """A failure that retrying will not mend; ``__cause__`` holds the cause."""
+    """A failure that retrying will not mend (authorization, configuration, a topic of the wrong shape, a handle used in a process that did not make it). The cause is attached."""
 
 class Resigned(KrabkaError):
-    """The leadership was given up."""
+    """The leadership was given up by resign."""
 
 class Cancelled(KrabkaError):
     """The operation was cancelled before it finished."""
 
 class LeaseExpired(KrabkaError):
-    """The leader's own lease ran out (no renewal committed within the lease
-    duration): the term is over; stop the work of the role."""
+    """The leader's own lease ran out: no renewal committed within the lease duration (on the monotonic clock), so a standby may have taken over. The term is over; stop the work of the role, including work done outside Kafka."""
 
 class OutcomeUnknown(KrabkaError):
-    """A write whose commit was sent but not confirmed: it may or may not have
-    committed; ``__cause__`` holds the cause (a :class:`Fenced` one means a
-    newer epoch exists)."""
+    """A write whose commit was sent but not confirmed (a timeout, a fence at the commit): it may or may not have committed. The cause is attached; a fenced cause means a newer epoch exists."""
 
 # ---------------------------------------------------------------- internal
 
 def _runtime_ping(delay_ms: int = 1) -> _Pending[Tuple[int, str]]:
-    """Runs a task on the runtime: (this pid, the runtime thread that ran it)."""
+    """An operation that runs a task on the runtime, waits `delay_ms` on the
+    runtime's timer, and answers (this pid, the name of the runtime thread
+    that ran it). A negative delay fails inside the task with the core's
+    `InvalidArgument`, to test how errors of a future reach Python.
+
+    Internal: tests the runtime, the blocking and the asyncio paths."""
 
 def _reset_runtime_after_fork() -> None:
-    """Forgets a runtime inherited through fork (the os.register_at_fork hook)."""
+    """Forgets the runtime inherited through a fork. Called in the child by the
+    `os.register_at_fork` hook; harmless anywhere else."""
 
 def _runtime_alive_tasks() -> int:
-    """Tasks alive on this process's runtime (0 before it is built)."""
+    """The number of tasks alive on this process's runtime (0 when it has none
+    yet). Internal: lets the tests see that a cancelled call's task is gone."""
 
 def _raise_core_error(variant: str, message: str, cause: Optional[BaseException] = None) -> NoReturn:
-    """Raises what the mapping makes of a core error ``variant`` (tests the mapping)."""
+    """Raises the Python exception the mapping makes of a core error of
+    `variant`; `cause`, if given, is an exception set as the root of the
+    error's source chain (through a plain Rust error in between for
+    `"fatal"`), to check that a Python exception travels through the core.
+    `"shared"` is a fatal error whose cause is a shared transient error (the
+    reason a leadership ended), to check a core cause keeps its class.
+
+    Internal: tests the mapping of every kind."""
 
 def _log_from_core(level: str, message: str, role: str, member: str) -> None:
-    """Logs ``message`` through the core's tracing, inside a member span."""
+    """Logs `message` from the core's side at `level` (`"error"`, `"warn"`,
+    `"info"`, `"debug"`, `"trace"`) inside a member span of `role` and
+    `member`, as the core's own events are.
+
+    Internal: tests the bridge without a Kafka."""
 
 def _sync_log_level() -> None:
-    """Reads the ``krabka_coordination`` logger's effective level again."""
+    """Reads the `krabka_coordination` logger's effective level again, so that
+    a level set after import takes effect (clients call it when made)."""
