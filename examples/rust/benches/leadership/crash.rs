@@ -16,20 +16,14 @@ use serde_json::{json, Value};
 use crate::stats::{stat_line, stats};
 use crate::Args;
 
-fn spawn(
-    a: &Args,
-    role: &str,
-    topic: &str,
-    id: &'static str,
-    logs: &Path,
-) -> Result<MemberProcess, String> {
+/// A member process of `role` with the bench's settings: the command line
+/// every member-process benchmark starts from.
+pub(crate) fn member_spec(a: &Args, role: &str, id: &str, logs: &Path) -> MemberSpec {
     MemberSpec::new(&a.member_bin, &a.bootstrap, role, id)
         .arg("--partitions", a.partitions)
         .arg("--lease-ms", a.lease_ms)
         .arg("--renew-ms", a.renew_ms)
         .arg("--stagger-ms", a.stagger_ms)
-        .arg("--data-topic", topic)
-        .arg("--write-every-ms", 150)
         .flag("--exit-on-stdin-eof")
         .flag("--skip-topic-check")
         .kafka_settings(&a.settings)
@@ -39,6 +33,18 @@ fn spawn(
                 .unwrap_or_else(|_| "warn,krabka_coordination=info".into()),
         )
         .stderr_to(logs.join(format!("{id}-{}.log", now_ms())))
+}
+
+fn spawn(
+    a: &Args,
+    role: &str,
+    topic: &str,
+    id: &'static str,
+    logs: &Path,
+) -> Result<MemberProcess, String> {
+    member_spec(a, role, id, logs)
+        .arg("--data-topic", topic)
+        .arg("--write-every-ms", 150)
         .spawn()
         .map_err(|e| e.to_string())
 }

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use krabka_examples::{now_ms, MemberProcess, MemberSpec};
+use krabka_examples::{now_ms, MemberProcess};
 use serde_json::{json, Value};
 
 use crate::stats::{ms, stat_line, stats};
@@ -27,20 +27,7 @@ fn spawn(
     logs: &Path,
     rejoin: bool,
 ) -> Result<MemberProcess, String> {
-    let mut spec = MemberSpec::new(&a.member_bin, &a.bootstrap, role, id)
-        .arg("--partitions", a.partitions)
-        .arg("--lease-ms", a.lease_ms)
-        .arg("--renew-ms", a.renew_ms)
-        .arg("--stagger-ms", a.stagger_ms)
-        .flag("--exit-on-stdin-eof")
-        .flag("--skip-topic-check")
-        .kafka_settings(&a.settings)
-        .env(
-            "RUST_LOG",
-            &std::env::var("BENCH_MEMBER_LOG")
-                .unwrap_or_else(|_| "warn,krabka_coordination=info".into()),
-        )
-        .stderr_to(logs.join(format!("{id}-{}.log", now_ms())));
+    let mut spec = crate::crash::member_spec(a, role, id, logs);
     if rejoin {
         spec = spec.flag("--rejoin");
     }
