@@ -237,6 +237,32 @@ async fn a_current_holder_that_resigns_supersedes_its_own_epoch_exactly_once() {
     assert_eq!(again, after);
 }
 
+/// A standby that registered after the leader won is found by the resign's
+/// read beside the tombstone: the leader deregisters at once and bumps
+/// nothing, and the standby's mint is the very next epoch. (A bump of the
+/// leader's own could land in the standby's first transaction and fence it:
+/// Kafka's coordinator aborts an open transaction for any InitProducerId of
+/// the producer id.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_resign_leaves_the_bump_to_a_standby_that_registered_after_the_win() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    w.run_until(T0 + 1_000).await;
+    assert_eq!(w.ranks().await, ["a", "b"], "b waits behind a");
+    a.resign().await.unwrap();
+    w.run_until(T0 + 2_000).await;
+    let b = leader(b).await;
+    assert_eq!(b.token().producer_id, a.token().producer_id);
+    assert_eq!(
+        b.token().producer_epoch,
+        a.token().producer_epoch + 1,
+        "b minted the epoch after a's: a bumped nothing"
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn supersede_bumps_only_the_current_epoch() {
     let w = World::new();

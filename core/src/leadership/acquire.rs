@@ -99,9 +99,11 @@ pub(crate) async fn acquire_with(
     let span = m.span.clone();
     let won = acquire_loop(&m, &cancel).instrument(span).await;
     match won {
-        Ok(mut won) => {
+        Ok(won) => {
             guard.disarm();
-            let stale = std::mem::take(&mut won.stale);
+            // The held leadership keeps them too (a resign counts no
+            // passed-over member as a successor).
+            let stale = won.stale.clone();
             let leadership = Leadership::start(Arc::clone(&m), won, claim);
             // After the renewals started: a slow heal never delays them.
             if !stale.is_empty() {
@@ -194,9 +196,9 @@ pub(super) struct Won {
     /// Members that missed their turn: their registrations go once the
     /// renewals run (see [`passed_over`]).
     pub(super) stale: Vec<String>,
-    /// Whether another member (not passed over) was registered when this
-    /// member challenged: a resign then leaves the bump to the successor.
-    pub(super) successor_waits: bool,
+    /// The follower of the role's partition as it stood at the challenge: a
+    /// resign reads on from there to learn whether a successor waits.
+    pub(super) follower: Follower,
 }
 
 /// A second live process under this member's id: it registered after this
@@ -431,10 +433,6 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     Err(e) => return Err(e),
                 }
                 let stale = passed_over(m, &follower.state, now);
-                let successor_waits = follower
-                    .state
-                    .roster()
-                    .any(|e| e.member != m.member && !stale.contains(&e.member));
                 tracing::info!("challenging");
                 m.emit(EventKind::Challenging);
                 let lease_duration = m.options.election.lease_duration;
@@ -468,7 +466,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                             lease,
                             sent,
                             stale,
-                            successor_waits,
+                            follower,
                         });
                     }
                     Err(e) if e.means_fenced() => {

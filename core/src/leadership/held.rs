@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::acquire::Won;
-use super::member::{millis, Backoff, Member};
+use super::member::{millis, Backoff, Follower, Member};
 use crate::codec::Lease;
 use crate::error::{Error, Result, SharedError};
 use crate::events::{EventKind, EventSender};
@@ -45,9 +45,10 @@ struct Held {
     stop: CancellationToken,
     renewal_failures: Mutex<u32>,
     claim: Mutex<Option<Claim>>,
-    /// Whether another member was registered when this one challenged
-    /// (see `resign_task`).
-    successor_waits: bool,
+    /// The follower of the partition as the challenge left it, and the
+    /// members passed over then: a resign reads on from there (see
+    /// `resign_task`).
+    follower: tokio::sync::Mutex<Option<(Follower, Vec<String>)>>,
 }
 
 impl Held {
@@ -162,8 +163,8 @@ impl Leadership {
             epoch,
             lease,
             sent,
-            successor_waits,
-            ..
+            stale,
+            follower,
         } = won;
         let (ended, _) = watch::channel(None);
         let span = member.span.clone();
@@ -180,7 +181,7 @@ impl Leadership {
             stop: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
             claim: Mutex::new(claim),
-            successor_waits,
+            follower: tokio::sync::Mutex::new(Some((follower, stale))),
         });
         tokio::spawn(renew_task(held.clone()).instrument(span));
         Leadership { held }
@@ -398,8 +399,10 @@ fn same_kind(context: &str, shared: Arc<Error>) -> Error {
 ///
 /// 1. The lease tombstone, through the term's own epoch (fenced harmlessly
 ///    when the member was deposed without noticing).
-/// 2. If another member was registered when this one challenged, the
-///    deregistration goes out at once, beside the tombstone: the successor
+/// 2. If another member is registered (as the follower of the challenge
+///    saw it, read on by one poll beside the tombstone's transaction: see
+///    `successor_waits`), the deregistration goes out at once, beside the
+///    tombstone: the successor
 ///    waits for both, and its mint supersedes the resigned token. No bump
 ///    of this member's own may run then: a coordinator aborts and fences a
 ///    successor's open transaction for any InitProducerId carrying the
@@ -409,15 +412,15 @@ fn same_kind(context: &str, shared: Arc<Error>) -> Error {
 ///    the next mint.
 /// 3. Otherwise the member supersedes its own token first (bumps the epoch
 ///    if it is still the term's) and deregisters after. A member that
-///    registered during the term ranks behind it, and while it is still
+///    registered since the read ranks behind it, and while it is still
 ///    registered no other member may challenge before the cleared lease's
 ///    deadline plus one stagger (the election rules); the bump is bounded
 ///    by that time, so it fences no one.
 ///
-/// The roster is not read again here: a read costs tens of milliseconds on
-/// the hand-over's path (it waits for the last stable offset), more than
-/// the bump it would spare. The events keep their order: `resigned`, then
-/// `deregistered`.
+/// Not a full read of the partition: `read_partition` waits for the last
+/// stable offset, so beside the tombstone it would wait for the tombstone's
+/// own markers, tens of milliseconds on the hand-over's path. The events
+/// keep their order: `resigned`, then `deregistered`.
 async fn resign_task(held: &Held) -> Result<()> {
     held.stop.cancel();
     let m = &held.member;
@@ -438,7 +441,7 @@ async fn resign_task(held: &Held) -> Result<()> {
             .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
         let left = move || deadline.saturating_duration_since(tokio::time::Instant::now());
         let beside = async {
-            if held.successor_waits {
+            if successor_waits(held).await {
                 Some(deregister_within(m, bound).await)
             } else {
                 None
@@ -506,6 +509,39 @@ async fn resign_task(held: &Held) -> Result<()> {
     held.end(Error::Resigned);
     result
 }
+
+/// Whether a member other than this one (and not passed over at the
+/// challenge) is registered: from the follower's state at the challenge,
+/// read on by one poll when that state shows no one. The poll runs beside
+/// the tombstone's transaction: it returns what was committed before the
+/// transaction began (its open transaction holds the last stable offset),
+/// after one fetch. A failed or slow poll answers `false`: the resign then
+/// bumps before it deregisters, which is safe whoever waits.
+async fn successor_waits(held: &Held) -> bool {
+    let m = &held.member;
+    let Some((mut follower, stale)) = held.follower.lock().await.take() else {
+        return false;
+    };
+    let other = |f: &Follower| {
+        f.state
+            .roster()
+            .any(|e| e.member != m.member && !stale.contains(&e.member))
+    };
+    if other(&follower) {
+        return true;
+    }
+    match tokio::time::timeout(RESIGN_READ, follower.poll(m, RESIGN_READ)).await {
+        Ok(Ok(_)) => other(&follower),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "resigning: reading on from the challenge failed");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// The longest a resign reads the roster for (`successor_waits`).
+const RESIGN_READ: Duration = Duration::from_millis(100);
 
 /// Deregisters `m` (retrying transient failures) within `bound`; the caller
 /// emits `deregistered`.
