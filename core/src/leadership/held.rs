@@ -402,12 +402,11 @@ fn same_kind(context: &str, shared: Arc<Error>) -> Error {
 /// 2. If another member is registered (as the follower of the challenge
 ///    saw it, read on by one poll beside the tombstone's transaction: see
 ///    `successor_waits`), the deregistration goes out at once, beside the
-///    tombstone: the successor
-///    waits for both, and its mint supersedes the resigned token. No bump
-///    of this member's own may run then: a coordinator aborts and fences a
-///    successor's open transaction for any InitProducerId carrying the
-///    role's producer id, whatever the epoch (see
-///    `DescribeClient::bump_if_current`). Should that member have left
+///    tombstone: the successor waits for both, and its mint supersedes the
+///    resigned token. No bump of this member's own may run then: a
+///    coordinator aborts and fences a successor's open transaction for any
+///    InitProducerId carrying the role's producer id, whatever the epoch
+///    (see `DescribeClient::bump_if_current`). Should that member have left
 ///    meanwhile, the token stays current at the coordinator, unused, until
 ///    the next mint.
 /// 3. Otherwise the member supersedes its own token first (bumps the epoch
