@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport,
+    ensure_state_topic, KafkaConfig, KafkaTransport, LeasePath, TopicReport,
 };
 use krabka_coordination::transport::{OutRecord, StateReader, StateRecord};
 use krabka_coordination::Record;
@@ -263,9 +263,33 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{:016x}", h.finish())
 }
 
-/// A configuration with short timeouts, for tests.
+/// A configuration with short timeouts, for tests, on the lease path that
+/// `KRABKA_LEASE_PATH` names (`librdkafka`, the default, or `protocol`):
+/// `ci/test.sh` runs the Kafka suites of rules 1 and 2 on both.
 pub fn config(bootstrap: &str) -> KafkaConfig {
-    KafkaConfig::new(bootstrap).with_operation_timeout(Duration::from_secs(20))
+    KafkaConfig::new(bootstrap)
+        .with_operation_timeout(Duration::from_secs(20))
+        .with_lease_path(lease_path())
+}
+
+/// The lease path of [`config`].
+pub fn lease_path() -> LeasePath {
+    match std::env::var("KRABKA_LEASE_PATH") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|e| panic!("KRABKA_LEASE_PATH: {e}")),
+        Err(_) => LeasePath::default(),
+    }
+}
+
+/// A transport on the single-node cluster whose epochs are librdkafka
+/// producers, whatever `KRABKA_LEASE_PATH` says: for the tests of that
+/// path's own machinery (spare producers, the token check).
+pub async fn librdkafka_transport(member: &str) -> KafkaTransport {
+    init_tracing();
+    let cfg = config(&bootstrap()).with_lease_path(LeasePath::Librdkafka);
+    ensure_shared_topic(&cfg, 1, 1).await;
+    KafkaTransport::new(cfg, Some(member)).expect("transport")
 }
 
 /// Makes sure the shared state topic exists with [`STATE_PARTITIONS`]

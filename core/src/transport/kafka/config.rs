@@ -85,8 +85,44 @@ pub struct KafkaConfig {
     fetch_wait: Duration,
     operation_timeout: Duration,
     connect_timeout: Duration,
+    lease_path: LeasePath,
     /// The OAUTHBEARER token provider and its last token, shared by clones.
     oauth: Option<Arc<TokenSource>>,
+}
+
+/// Which client writes the transactions of a held epoch (its lease records
+/// and guarded writes). Both keep the spec's rules: the epoch that
+/// InitProducerId minted for `transactional.id = <role>`, and only that
+/// epoch, writes the term's records, with EndTxn at most v4.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LeasePath {
+    /// One librdkafka transactional producer per held role (about 15
+    /// threads and a connection per broker each), plus a spare per role a
+    /// member may mint in. The default.
+    #[default]
+    Librdkafka,
+    /// The transport's own protocol client ([`super::DescribeClient`]):
+    /// InitProducerId, AddPartitionsToTxn, Produce and EndTxn for every
+    /// role over one connection per broker, no thread per role. A mint is
+    /// one InitProducerId, whose answer is the token.
+    Protocol,
+}
+
+impl std::str::FromStr for LeasePath {
+    type Err = Error;
+
+    /// `librdkafka` or `protocol`.
+    fn from_str(s: &str) -> Result<LeasePath> {
+        match s {
+            "librdkafka" => Ok(LeasePath::Librdkafka),
+            "protocol" => Ok(LeasePath::Protocol),
+            other => Err(Error::InvalidArgument(format!(
+                "lease path {}: expected \"librdkafka\" or \"protocol\"",
+                crate::error::quote(other)
+            ))),
+        }
+    }
 }
 
 impl KafkaConfig {
@@ -112,6 +148,7 @@ impl KafkaConfig {
             fetch_wait: Self::DEFAULT_FETCH_WAIT,
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            lease_path: LeasePath::default(),
             oauth: None,
         }
     }
@@ -170,6 +207,13 @@ impl KafkaConfig {
     /// keeps retrying instead (see [`crate::events::EventKind::Retrying`]).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Chooses the client that writes each held epoch's transactions
+    /// ([`LeasePath`]; [`LeasePath::Librdkafka`] by default).
+    pub fn with_lease_path(mut self, path: LeasePath) -> Self {
+        self.lease_path = path;
         self
     }
 
@@ -269,6 +313,11 @@ impl KafkaConfig {
     /// The budget of one blocking client operation.
     pub fn operation_timeout(&self) -> Duration {
         self.operation_timeout
+    }
+
+    /// The client that writes each held epoch's transactions.
+    pub fn lease_path(&self) -> LeasePath {
+        self.lease_path
     }
 
     /// The bound of the first contact with the cluster (see
@@ -385,6 +434,7 @@ impl fmt::Debug for KafkaConfig {
             .field("fetch_wait", &self.fetch_wait)
             .field("operation_timeout", &self.operation_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("lease_path", &self.lease_path)
             .field(
                 "oauth_token_provider",
                 &self.oauth.as_ref().map(|_| "(a function)"),

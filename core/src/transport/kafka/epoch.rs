@@ -16,6 +16,7 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use super::describe::BumpAnswer;
 use super::lease::{LeaseProducer, Outcome, TxnState};
+use super::protocol_lease::ProtocolLease;
 use super::{drop_off_thread, DescribeClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
@@ -24,7 +25,44 @@ use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Super
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
 
-type Slot = Arc<AsyncMutex<Option<LeaseProducer>>>;
+type Slot = Arc<AsyncMutex<Option<Backend>>>;
+
+/// The writer of a held epoch: a librdkafka transactional producer, or the
+/// transport's protocol client ([`super::LeasePath`]).
+pub(super) enum Backend {
+    Rdkafka(LeaseProducer),
+    Protocol(ProtocolLease),
+}
+
+impl Backend {
+    fn token(&self) -> FencingToken {
+        match self {
+            Backend::Rdkafka(p) => p.token,
+            Backend::Protocol(p) => p.token,
+        }
+    }
+
+    fn take_resolved(&mut self) -> Option<bool> {
+        match self {
+            Backend::Rdkafka(p) => p.resolved.take(),
+            Backend::Protocol(p) => p.resolved.take(),
+        }
+    }
+
+    async fn transact(
+        &mut self,
+        role: &str,
+        what: &str,
+        records: Vec<OutRecord>,
+        leave_open: bool,
+        deadline: tokio::time::Instant,
+    ) -> std::result::Result<(), Outcome> {
+        match self {
+            Backend::Rdkafka(p) => p.transact(role, what, records, leave_open, deadline).await,
+            Backend::Protocol(p) => p.transact(role, what, records, leave_open, deadline).await,
+        }
+    }
+}
 
 /// The held epoch of one role: implements [`LeaseWriter`].
 ///
@@ -70,11 +108,11 @@ impl KafkaEpoch {
         describe: DescribeClient,
         role: String,
         lease_ms: u64,
-        producer: LeaseProducer,
+        producer: Backend,
     ) -> KafkaEpoch {
         KafkaEpoch {
             role,
-            token: Arc::new(StdMutex::new(producer.token)),
+            token: Arc::new(StdMutex::new(producer.token())),
             lease_ms,
             describe,
             state_topic: config.state_topic().to_owned(),
@@ -85,8 +123,8 @@ impl KafkaEpoch {
         }
     }
 
-    /// True while this epoch still has its producer (not fenced, not failed
-    /// fatally). For tests.
+    /// True while this epoch can still write (its producer not fenced, not
+    /// failed fatally). For tests.
     pub async fn has_producer(&self) -> bool {
         self.slot.lock().await.is_some()
     }
@@ -112,9 +150,13 @@ impl KafkaEpoch {
     /// first commit), or an epoch bump after an abort would (after it).
     #[doc(hidden)]
     pub async fn assume_token(&self, token: FencingToken) {
-        if let Some(p) = self.slot.lock().await.as_mut() {
-            p.token = token;
-            p.confirmed = false;
+        match self.slot.lock().await.as_mut() {
+            Some(Backend::Rdkafka(p)) => {
+                p.token = token;
+                p.confirmed = false;
+            }
+            Some(Backend::Protocol(p)) => p.token = token,
+            None => {}
         }
         *self.token.lock().unwrap_or_else(|e| e.into_inner()) = token;
     }
@@ -174,10 +216,10 @@ impl KafkaEpoch {
             let result = producer
                 .transact(&role, &what, records, leave_open, deadline)
                 .await;
-            if let Some(committed) = producer.resolved.take() {
+            if let Some(committed) = producer.take_resolved() {
                 *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             }
-            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
+            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token();
             match result {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
@@ -189,8 +231,8 @@ impl KafkaEpoch {
                     };
                     *gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
                     if let Some(p) = guard.take() {
-                        tracing::info!(token = %p.token, error = %e, "dropping the epoch's producer");
-                        release(p);
+                        tracing::info!(token = %p.token(), error = %e, "dropping the epoch's producer");
+                        release(&role, p);
                     }
                     Err(e)
                 }
@@ -201,10 +243,21 @@ impl KafkaEpoch {
     }
 }
 
-/// Lets go of a lease producer off the caller's thread: aborts a
-/// transaction it left open (bounded), then drops it (which flushes and joins
-/// librdkafka's threads).
-pub(super) fn release(p: LeaseProducer) {
+/// Lets go of the writer of an epoch of `role`: aborts a transaction it
+/// left open (bounded), off the caller's thread; a librdkafka producer is
+/// dropped then (which flushes and joins librdkafka's threads).
+pub(super) fn release(role: &str, p: Backend) {
+    let p = match p {
+        Backend::Rdkafka(p) => p,
+        Backend::Protocol(p) => {
+            // Without a runtime, the coordinator aborts an open transaction
+            // at the transaction timeout.
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(p.release(role.to_owned(), RELEASE_ABORT_BOUND));
+            }
+            return;
+        }
+    };
     let LeaseProducer {
         producer, state, ..
     } = p;
@@ -234,20 +287,21 @@ impl Drop for Work {
 impl Drop for KafkaEpoch {
     fn drop(&mut self) {
         let slot = Arc::clone(&self.slot);
+        let role = std::mem::take(&mut self.role);
         // A transaction of this epoch may still run in its task, holding the
         // lock: wait for it, then release.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
                     if let Some(p) = slot.lock().await.take() {
-                        release(p);
+                        release(&role, p);
                     }
                 });
             }
             Err(_) => {
                 if let Ok(mut guard) = slot.try_lock() {
                     if let Some(p) = guard.take() {
-                        release(p);
+                        release(&role, p);
                     }
                 }
             }

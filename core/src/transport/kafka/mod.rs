@@ -185,13 +185,14 @@ mod librdkafka;
 mod mint;
 mod oauth;
 mod preflight;
+mod protocol_lease;
 mod reader;
 mod sasl;
 mod security;
 mod topic;
 mod wire;
 
-pub use config::KafkaConfig;
+pub use config::{KafkaConfig, LeasePath};
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use mint::MintStats;
@@ -205,6 +206,7 @@ pub(crate) use librdkafka::{
     drop_off_thread, kafka_error, run_blocking, Producer, TransportContext,
 };
 use mint::{Counters, Spares};
+use protocol_lease::ProtocolLease;
 use reader::PartitionReader;
 
 /// How long a read of a whole partition waits for the markers of a
@@ -449,6 +451,21 @@ impl KafkaTransport {
         tokio::spawn(async move {
             let _serialised = lock.lock().await;
             let deadline = deadline_in(config.operation_timeout());
+            if config.lease_path() == LeasePath::Protocol {
+                let result = mint_protocol(&describe, &counters, &role, lease_ms, deadline)
+                    .await
+                    .map(|token| {
+                        KafkaEpoch::new(
+                            &config,
+                            describe.clone(),
+                            role.clone(),
+                            lease_ms,
+                            epoch::Backend::Protocol(ProtocolLease::new(describe.clone(), token)),
+                        )
+                    });
+                let _ = tx.send(result);
+                return;
+            }
             let minted = mint(
                 &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
             )
@@ -464,7 +481,7 @@ impl KafkaTransport {
                     describe.clone(),
                     role.clone(),
                     lease_ms,
-                    LeaseProducer::new(producer, token, describe.clone()),
+                    epoch::Backend::Rdkafka(LeaseProducer::new(producer, token, describe.clone())),
                 )
             });
             // A caller that gave up drops the receiver: the epoch it minted
@@ -496,6 +513,26 @@ impl KafkaTransport {
         }
         Ok(guard)
     }
+}
+
+/// One mint on the protocol lease path: the way cleared as on the
+/// librdkafka path, then one InitProducerId of the protocol client, whose
+/// answer is the token.
+async fn mint_protocol(
+    describe: &DescribeClient,
+    counters: &Counters,
+    role: &str,
+    lease_ms: u64,
+    deadline: tokio::time::Instant,
+) -> Result<FencingToken> {
+    mint::clear_the_way(describe, role, lease_ms, deadline, counters).await;
+    let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
+    let token = describe
+        .init_producer_id(role, timeout_ms, deadline)
+        .await?;
+    tracing::debug!(role, %token, "epoch minted (protocol lease path)");
+    counters.minted.fetch_add(1, Ordering::Relaxed);
+    Ok(token)
 }
 
 /// One mint (see [`mint`](self::mint) module docs): a spare or fresh lease
@@ -652,7 +689,11 @@ impl Coordinator for KafkaTransport {
 
     /// Keeps a pre-connected lease producer of `role` while the member may
     /// mint it, so the mint skips building and connecting one.
+    /// On [`LeasePath::Protocol`] a mint needs nothing prepared.
     fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
+        if self.config.lease_path() == LeasePath::Protocol {
+            return;
+        }
         match lease_duration.map(lease_millis) {
             Some(Ok(ms)) => self.spares.prepare(role, Some(ms)),
             Some(Err(_)) => {}

@@ -14,20 +14,15 @@
 //! token against the header of its own first record after a mint and after
 //! every abort, before it commits (see `lease.rs`).
 
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{
-    ApiKey, FetchResponse, MetadataRequest, MetadataResponse, TopicName,
-};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiKey, FetchResponse};
 use tokio::time::Instant;
 
-use super::{code_name, format_addr, no_time_for, one_batch_fetch, Attempt, DescribeClient};
+use super::{code_name, no_time_for, one_batch_fetch, Attempt, DescribeClient};
 use super::{FIRST_BACKOFF, MAX_BACKOFF};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 
-/// TOPIC_AUTHORIZATION_FAILED.
-const TOPIC_DENIED: i16 = 29;
+use super::metadata::TOPIC_DENIED;
 
 /// Where the producer id and epoch sit in a record batch (magic 2): base
 /// offset (8), batch length (4), partition leader epoch (4), magic (1), CRC
@@ -97,105 +92,6 @@ impl DescribeClient {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
-    }
-
-    fn forget_leader(&self, topic: &str, partition: i32) {
-        self.inner
-            .leaders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(topic.to_owned(), partition));
-    }
-
-    /// The address of the partition's leader, cached or from Metadata.
-    async fn partition_leader(
-        &self,
-        topic: &str,
-        partition: i32,
-        deadline: Instant,
-    ) -> Result<String, Attempt> {
-        let key = (topic.to_owned(), partition);
-        if let Some(addr) = self
-            .inner
-            .leaders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            return Ok(addr.clone());
-        }
-        let mut last = String::from("no bootstrap broker answered");
-        for broker in &self.inner.bootstrap {
-            let conn = match self.connection(broker, deadline).await {
-                Ok(c) => c,
-                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
-                    last = r;
-                    continue;
-                }
-            };
-            let Some(version) = conn.version_for(ApiKey::Metadata, (1, 12)) else {
-                return Err(Attempt::Fail(Error::fatal(
-                    format!("Metadata at {broker}"),
-                    "the broker supports no Metadata version 1 to 12",
-                )));
-            };
-            let mut t = MetadataRequestTopic::default();
-            t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
-            let mut req = MetadataRequest::default();
-            req.topics = Some(vec![t]);
-            req.allow_auto_topic_creation = false;
-            let resp: MetadataResponse = match self
-                .call(&conn, ApiKey::Metadata, version, &req, deadline)
-                .await
-            {
-                Ok(r) => r,
-                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
-                    last = r;
-                    continue;
-                }
-            };
-            let found = resp
-                .topics
-                .iter()
-                .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic));
-            let Some(t) = found else {
-                last = format!("Metadata at {broker} answered nothing for the topic");
-                continue;
-            };
-            if t.error_code == TOPIC_DENIED {
-                // Fetch says so too, and tells the caller.
-                return Ok(broker.clone());
-            }
-            let leader = t
-                .partitions
-                .iter()
-                .find(|p| p.partition_index == partition)
-                .map(|p| p.leader_id);
-            let Some(leader) = leader.filter(|id| id.0 >= 0) else {
-                last = format!(
-                    "Metadata at {broker} shows no leader of the partition ({})",
-                    code_name(t.error_code)
-                );
-                continue;
-            };
-            let Some(b) = resp.brokers.iter().find(|b| b.node_id == leader) else {
-                last = format!(
-                    "Metadata at {broker} names leader {} but not its address",
-                    leader.0
-                );
-                continue;
-            };
-            let addr = format_addr(b.host.as_str(), b.port);
-            self.inner
-                .leaders
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, addr.clone());
-            return Ok(addr);
-        }
-        Err(Attempt::Backoff(last))
     }
 
     /// One read_uncommitted Fetch of `offset` at `addr`, which returns the

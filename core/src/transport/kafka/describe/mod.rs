@@ -83,13 +83,16 @@ use super::config::KafkaConfig;
 
 mod access;
 mod batch;
+mod metadata;
 mod producer_id;
+mod txn;
 use super::deadline_in;
 use super::security::{Credentials, SaslSettings, Security};
 use super::wire::{Connection, OpenError};
 pub(crate) use batch::Writer;
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
+pub(crate) use txn::TxnError;
 
 /// The connection to one broker address, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
@@ -157,6 +160,9 @@ struct Inner {
     coordinators: StdMutex<HashMap<String, String>>,
     /// (topic, partition) → the address of its leader.
     leaders: StdMutex<HashMap<(String, i32), String>>,
+    /// Topic → its partition count (guarded writes that leave the
+    /// partition open).
+    partition_counts: StdMutex<HashMap<String, i32>>,
     /// Broker address → its connection slot. The map's lock is held only to
     /// find a slot; a slot's lock is held across its connect, so one address
     /// gets one connection and an unreachable broker stalls only the requests
@@ -224,6 +230,7 @@ impl DescribeClient {
                 reached: AtomicBool::new(false),
                 coordinators: StdMutex::new(HashMap::new()),
                 leaders: StdMutex::new(HashMap::new()),
+                partition_counts: StdMutex::new(HashMap::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
                 connects: AtomicU64::new(0),

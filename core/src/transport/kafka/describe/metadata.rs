@@ -1,0 +1,195 @@
+//! Where a topic's partitions are: one Metadata request per topic, cached
+//! until a request to a partition's leader says the leader moved.
+//!
+//! The batch-header check (`batch.rs`) needs the leader of one partition;
+//! the protocol lease path (`txn.rs`) needs the leader of each partition it
+//! produces to and, for a guarded record that leaves the partition open,
+//! the topic's partition count.
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::time::Instant;
+
+use super::{code_name, format_addr, Attempt, DescribeClient};
+use crate::error::Error;
+
+/// TOPIC_AUTHORIZATION_FAILED.
+pub(super) const TOPIC_DENIED: i16 = 29;
+
+/// UNKNOWN_TOPIC_OR_PARTITION.
+const UNKNOWN_TOPIC: i16 = 3;
+
+/// What Metadata said of a topic.
+enum Layout {
+    /// The partition count; the leaders are cached.
+    Partitions(i32),
+    /// The principal may not describe the topic.
+    Denied,
+}
+
+impl DescribeClient {
+    pub(super) fn forget_leader(&self, topic: &str, partition: i32) {
+        self.inner
+            .leaders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(topic.to_owned(), partition));
+    }
+
+    fn cached_leader(&self, topic: &str, partition: i32) -> Option<String> {
+        self.inner
+            .leaders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(topic.to_owned(), partition))
+            .cloned()
+    }
+
+    /// The address of the partition's leader, cached or from Metadata. For
+    /// a topic the principal may not describe, a bootstrap broker's address:
+    /// the request sent there is refused with the same authorization error,
+    /// which tells the caller.
+    pub(super) async fn partition_leader(
+        &self,
+        topic: &str,
+        partition: i32,
+        deadline: Instant,
+    ) -> Result<String, Attempt> {
+        if let Some(addr) = self.cached_leader(topic, partition) {
+            return Ok(addr);
+        }
+        match self.load_topic(topic, deadline).await? {
+            (Layout::Denied, broker) => Ok(broker),
+            (Layout::Partitions(count), broker) => {
+                self.cached_leader(topic, partition).ok_or_else(|| {
+                    Attempt::Backoff(format!(
+                        "Metadata at {broker} shows no leader of {}/{partition} (the topic has \
+                         {count} partitions)",
+                        crate::error::quote(topic)
+                    ))
+                })
+            }
+        }
+    }
+
+    /// The number of partitions of `topic`, cached or from Metadata;
+    /// [`Error::Fatal`] for a topic the principal may not describe. A topic
+    /// that does not exist is asked for again (it may be new).
+    pub(super) async fn partition_count(
+        &self,
+        topic: &str,
+        deadline: Instant,
+    ) -> Result<i32, Attempt> {
+        if let Some(n) = self
+            .inner
+            .partition_counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(topic)
+        {
+            return Ok(*n);
+        }
+        match self.load_topic(topic, deadline).await? {
+            (Layout::Partitions(n), _) => Ok(n),
+            (Layout::Denied, broker) => Err(Attempt::Fail(Error::fatal(
+                format!(
+                    "Metadata for topic {} at {broker}",
+                    crate::error::quote(topic)
+                ),
+                "not authorized to describe the topic (an ACL allowing DESCRIBE or WRITE on it \
+                 is needed)",
+            ))),
+        }
+    }
+
+    /// Asks a bootstrap broker for the topic's partitions and caches their
+    /// leaders and their count; returns the layout and the broker that
+    /// answered.
+    async fn load_topic(
+        &self,
+        topic: &str,
+        deadline: Instant,
+    ) -> Result<(Layout, String), Attempt> {
+        let mut last = String::from("no bootstrap broker answered");
+        for broker in &self.inner.bootstrap {
+            let conn = match self.connection(broker, deadline).await {
+                Ok(c) => c,
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
+                    last = r;
+                    continue;
+                }
+            };
+            let Some(version) = conn.version_for(ApiKey::Metadata, (1, 12)) else {
+                return Err(Attempt::Fail(Error::fatal(
+                    format!("Metadata at {broker}"),
+                    "the broker supports no Metadata version 1 to 12",
+                )));
+            };
+            let mut t = MetadataRequestTopic::default();
+            t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
+            let mut req = MetadataRequest::default();
+            req.topics = Some(vec![t]);
+            req.allow_auto_topic_creation = false;
+            let resp: MetadataResponse = match self
+                .call(&conn, ApiKey::Metadata, version, &req, deadline)
+                .await
+            {
+                Ok(r) => r,
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
+                    last = r;
+                    continue;
+                }
+            };
+            let found = resp
+                .topics
+                .iter()
+                .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic));
+            let Some(t) = found else {
+                last = format!("Metadata at {broker} answered nothing for the topic");
+                continue;
+            };
+            match t.error_code {
+                0 => {}
+                TOPIC_DENIED => return Ok((Layout::Denied, broker.clone())),
+                // A topic created a moment ago may not be known everywhere
+                // yet: ask again until the deadline.
+                UNKNOWN_TOPIC => {
+                    last = format!(
+                        "topic {} does not exist (Metadata at {broker})",
+                        crate::error::quote(topic)
+                    );
+                    continue;
+                }
+                code => {
+                    last = format!("Metadata at {broker}: {}", code_name(code));
+                    continue;
+                }
+            }
+            let count = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+            {
+                let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
+                for p in &t.partitions {
+                    if p.leader_id.0 < 0 {
+                        continue;
+                    }
+                    if let Some(b) = resp.brokers.iter().find(|b| b.node_id == p.leader_id) {
+                        leaders.insert(
+                            (topic.to_owned(), p.partition_index),
+                            format_addr(b.host.as_str(), b.port),
+                        );
+                    }
+                }
+            }
+            self.inner
+                .partition_counts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(topic.to_owned(), count);
+            return Ok((Layout::Partitions(count), broker.clone()));
+        }
+        Err(Attempt::Backoff(last))
+    }
+}
