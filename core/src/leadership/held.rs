@@ -511,11 +511,12 @@ async fn resign_task(held: &Held) -> Result<()> {
 
 /// Whether a member other than this one (and not passed over at the
 /// challenge) is registered: from the follower's state at the challenge,
-/// read on by one poll when that state shows no one. The poll runs beside
-/// the tombstone's transaction: it returns what was committed before the
-/// transaction began (its open transaction holds the last stable offset),
-/// after one fetch. A failed or slow poll answers `false`: the resign then
-/// bumps before it deregisters, which is safe whoever waits.
+/// read on (polls until one brings nothing, within [`RESIGN_READ`]) when
+/// that state shows no one. The polls run beside the tombstone's
+/// transaction: they return what was committed before the transaction
+/// began (its open transaction holds the last stable offset). A failed or
+/// slow poll answers `false`: the resign then bumps before it deregisters,
+/// which is safe whoever waits.
 async fn successor_waits(held: &Held) -> bool {
     let m = &held.member;
     let Some((mut follower, stale)) = held.follower.lock().await.take() else {
@@ -529,13 +530,28 @@ async fn successor_waits(held: &Held) -> bool {
     if other(&follower) {
         return true;
     }
-    match tokio::time::timeout(RESIGN_READ, follower.poll(m, RESIGN_READ)).await {
-        Ok(Ok(_)) => other(&follower),
-        Ok(Err(e)) => {
-            tracing::debug!(error = %e, "resigning: reading on from the challenge failed");
-            false
+    // The first poll waits for the first fetch; the next ones take what
+    // that fetch brought, until one brings nothing (the term's own first
+    // lease may come alone in the first batch, a registration after it).
+    let deadline = tokio::time::Instant::now() + RESIGN_READ;
+    let mut wait = RESIGN_READ;
+    loop {
+        match tokio::time::timeout_at(deadline, follower.poll(m, wait)).await {
+            Ok(Ok(n)) => {
+                if other(&follower) {
+                    return true;
+                }
+                if n == 0 {
+                    return false;
+                }
+                wait = Duration::ZERO;
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "resigning: reading on from the challenge failed");
+                return false;
+            }
+            Err(_) => return false,
         }
-        Err(_) => false,
     }
 }
 

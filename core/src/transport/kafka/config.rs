@@ -105,8 +105,27 @@ pub enum LeasePath {
     /// The transport's own protocol client ([`super::DescribeClient`]):
     /// InitProducerId, AddPartitionsToTxn, Produce and EndTxn for every
     /// role over one connection per broker, no thread per role. A mint is
-    /// one InitProducerId, whose answer is the token.
+    /// one InitProducerId, whose answer is the token. The standby's look
+    /// before a challenge ([`crate::transport::StateReader::held_back`])
+    /// goes through the same client (ListOffsets).
     Protocol,
+}
+
+impl LeasePath {
+    /// The name [`LeasePath::from_str`](std::str::FromStr) takes:
+    /// `librdkafka` or `protocol`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeasePath::Librdkafka => "librdkafka",
+            LeasePath::Protocol => "protocol",
+        }
+    }
+}
+
+impl fmt::Display for LeasePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl std::str::FromStr for LeasePath {

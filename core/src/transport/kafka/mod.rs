@@ -817,6 +817,26 @@ impl KafkaTransport {
                 "read position must not be negative, got {position}"
             )));
         }
+        if self.config.lease_path() == LeasePath::Protocol {
+            // The same two reads through the protocol client: one
+            // ListOffsets per read, no librdkafka probe.
+            let (topic, deadline) = (
+                self.config.state_topic(),
+                deadline_in(self.config.operation_timeout()),
+            );
+            let high = self
+                .describe
+                .end_offset(topic, partition, false, deadline)
+                .await?;
+            if high <= position {
+                return Ok(Backlog::CaughtUp);
+            }
+            let stable = self
+                .describe
+                .end_offset(topic, partition, true, deadline)
+                .await?;
+            return Ok(Backlog::of(position, high, stable));
+        }
         let high = self.high_watermark(partition).await?;
         if high <= position {
             return Ok(Backlog::CaughtUp);

@@ -193,3 +193,123 @@ impl DescribeClient {
         Err(Attempt::Backoff(last))
     }
 }
+
+/// ListOffsets' timestamp for "the end of the log".
+const LATEST: i64 = -1;
+
+impl DescribeClient {
+    /// The end of `topic`/`partition` as its leader reports it with one
+    /// ListOffsets: the high watermark (records of open transactions
+    /// included) when `committed` is false, the last stable offset when it
+    /// is true. Retries a moved leader and a broken connection until
+    /// `deadline`; then [`Error::Transient`].
+    pub(crate) async fn end_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        committed: bool,
+        deadline: Instant,
+    ) -> crate::error::Result<i64> {
+        let started = Instant::now();
+        let mut backoff = super::FIRST_BACKOFF;
+        loop {
+            let attempt = match self.partition_leader(topic, partition, deadline).await {
+                Ok(addr) => {
+                    self.end_offset_at(&addr, topic, partition, committed, deadline)
+                        .await
+                }
+                Err(a) => Err(a),
+            };
+            let reason = match attempt {
+                Ok(offset) => return Ok(offset),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
+                    self.forget_leader(topic, partition);
+                    r
+                }
+            };
+            if super::no_time_for(backoff, deadline) {
+                return Err(Error::transient(
+                    format!(
+                        "reading the end of {}/{partition}",
+                        crate::error::quote(topic)
+                    ),
+                    format!("gave up after {:?}: {reason}", started.elapsed()),
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(super::MAX_BACKOFF);
+        }
+    }
+
+    async fn end_offset_at(
+        &self,
+        addr: &str,
+        topic: &str,
+        partition: i32,
+        committed: bool,
+        deadline: Instant,
+    ) -> Result<i64, Attempt> {
+        use kafka_protocol::messages::list_offsets_request::{
+            ListOffsetsPartition, ListOffsetsTopic,
+        };
+        use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse};
+
+        let conn = self.connection(addr, deadline).await?;
+        // Version 2 brought the isolation level.
+        let Some(version) = conn.version_for(ApiKey::ListOffsets, (2, 8)) else {
+            return Err(Attempt::Fail(Error::fatal(
+                format!("ListOffsets at {addr}"),
+                "the broker supports no ListOffsets version 2 to 8",
+            )));
+        };
+        let mut p = ListOffsetsPartition::default();
+        p.partition_index = partition;
+        p.current_leader_epoch = -1;
+        p.timestamp = LATEST;
+        let mut t = ListOffsetsTopic::default();
+        t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+        t.partitions = vec![p];
+        let mut req = ListOffsetsRequest::default();
+        req.replica_id = BrokerId(-1);
+        req.isolation_level = i8::from(committed);
+        req.topics = vec![t];
+        let resp: ListOffsetsResponse = self
+            .call(&conn, ApiKey::ListOffsets, version, &req, deadline)
+            .await?;
+        let what = || {
+            format!(
+                "ListOffsets of {}/{partition} at {addr}",
+                crate::error::quote(topic)
+            )
+        };
+        let Some(p) = resp
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+        else {
+            return Err(Attempt::Backoff(format!(
+                "{} answered no partition",
+                what()
+            )));
+        };
+        match p.error_code {
+            0 => Ok(p.offset),
+            TOPIC_DENIED => Err(Attempt::Fail(Error::fatal(
+                what(),
+                "not authorized to read the topic (an ACL allowing READ or DESCRIBE on it is \
+                 needed)",
+            ))),
+            // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+            // LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+            // OFFSET_NOT_AVAILABLE (a new leader not caught up).
+            6 | 3 | 5 | 74 | 75 | 78 => Err(Attempt::Refind(format!(
+                "{}: {}",
+                what(),
+                code_name(p.error_code)
+            ))),
+            code => Err(Attempt::Backoff(format!("{}: {}", what(), code_name(code)))),
+        }
+    }
+}
