@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
-use krabka_coordination::transport::kafka::KafkaConfig;
+use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath};
 use krabka_examples::cli::{usage_exit, Flags};
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
@@ -35,6 +35,7 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
   --lease-ms MS        lease duration (default 10000)
   --renew-ms MS        renew interval (default 3000)
   --partitions N       partitions of the state topic (default 16)
+  --lease-path PATH    who writes a held epoch: librdkafka (default) or protocol
   --json PATH          append the results as one JSON line per run";
 
 struct Args {
@@ -44,6 +45,7 @@ struct Args {
     lease_ms: u64,
     renew_ms: u64,
     partitions: i32,
+    lease_path: LeasePath,
     json: Option<std::path::PathBuf>,
 }
 
@@ -55,6 +57,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
         lease_ms: 10_000,
         renew_ms: 3_000,
         partitions: 16,
+        lease_path: LeasePath::default(),
         json: None,
     };
     while let Some(flag) = flags.next_flag() {
@@ -77,6 +80,9 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
             "--renew-ms" => a.renew_ms = flags.number(f)?,
             "--partitions" => a.partitions = flags.number(f)?,
             "--json" => a.json = Some(flags.value(f)?.into()),
+            "--lease-path" => {
+                a.lease_path = flags.value(f)?.parse().map_err(|e| format!("{f}: {e}"))?
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -260,7 +266,7 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     let code = rt.block_on(async {
-        let client = match Client::new(KafkaConfig::new(args.bootstrap.clone()))
+        let client = match Client::new(KafkaConfig::new(args.bootstrap.clone()).with_lease_path(args.lease_path))
             .and_then(|c| c.with_partitions(args.partitions))
         {
             Ok(c) => c,
@@ -273,7 +279,7 @@ fn main() {
             match run_one(&args, &client, n).await {
                 Ok(v) => {
                     if let Some(path) = &args.json {
-                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "renew_ms": args.renew_ms, "result": v });
+                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "lease_path": args.lease_path.as_str(), "renew_ms": args.renew_ms, "result": v });
                         let written = std::fs::OpenOptions::new()
                             .create(true)
                             .append(true)

@@ -207,7 +207,7 @@ pub(crate) use librdkafka::{
 };
 use mint::{Counters, Spares};
 use protocol_lease::ProtocolLease;
-use reader::PartitionReader;
+use reader::{PartitionReader, StateConsumer};
 
 /// How long a read of a whole partition waits for the markers of a
 /// commit that was acknowledged a moment ago (see
@@ -231,10 +231,13 @@ type HwProbe = rdkafka::consumer::BaseConsumer<TransportContext>;
 ///
 /// One transport per process (a [`crate::client::Client`] holds one). It
 /// holds a plain idempotent producer for registrations, one read_committed
-/// consumer per state partition it reads, a spare lease producer per role it
-/// may mint in, and a [`DescribeClient`]; the transactional producer of a
-/// held epoch belongs to its [`KafkaEpoch`]. Every producer and consumer is
-/// created with the settings of the [`KafkaConfig`].
+/// consumer for every state partition it reads (each partition on a queue of
+/// its own), and a [`DescribeClient`]. On [`LeasePath::Librdkafka`] it also
+/// keeps a spare lease producer per role it may mint in, and the
+/// transactional producer of a held epoch belongs to its [`KafkaEpoch`]; on
+/// [`LeasePath::Protocol`] every epoch writes through the describe client's
+/// connections. Every producer and consumer is created with the settings of
+/// the [`KafkaConfig`].
 ///
 /// ```no_run
 /// # async fn f() -> krabka_coordination::Result<()> {
@@ -253,6 +256,8 @@ pub struct KafkaTransport {
     describe: DescribeClient,
     mint_locks: StdMutex<HashMap<String, MintLock>>,
     readers: StdMutex<HashMap<i32, ReaderSlot>>,
+    /// The consumer every partition reader reads from, made on first use.
+    state_consumer: std::sync::OnceLock<StateConsumer>,
     seeks: Arc<AtomicU64>,
     /// A read_uncommitted consumer that only asks for high watermarks, made
     /// on first use (see [`StateReader::held_back`]).
@@ -318,6 +323,7 @@ impl KafkaTransport {
             describe,
             mint_locks: StdMutex::new(HashMap::new()),
             readers: StdMutex::new(HashMap::new()),
+            state_consumer: std::sync::OnceLock::new(),
             seeks: Arc::new(AtomicU64::new(0)),
             hw_probe: std::sync::OnceLock::new(),
             preflight: preflight::Preflight::default(),
@@ -504,12 +510,21 @@ impl KafkaTransport {
         };
         let mut guard = slot.lock_owned().await;
         if guard.is_none() {
+            let shared = match self.state_consumer.get() {
+                Some(c) => c,
+                None => {
+                    let made = StateConsumer::new(&self.config, &self.client_suffix)?;
+                    // Another reader may have made one first: keep that one.
+                    let _ = self.state_consumer.set(made);
+                    self.state_consumer.get().expect("set above")
+                }
+            };
             *guard = Some(PartitionReader::new(
+                shared,
                 &self.config,
-                &self.client_suffix,
                 partition,
                 Arc::clone(&self.seeks),
-            )?);
+            ));
         }
         Ok(guard)
     }

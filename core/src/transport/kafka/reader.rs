@@ -1,9 +1,15 @@
 //! Reading `__coordination_state` with read_committed: rule 3.
 //!
-//! One long-lived consumer per partition ([`PartitionReader`]), assigned by
-//! hand (no group membership, no offset commits; librdkafka needs a
-//! `group.id` for `assign`, `krabka-coordination-reader` unless set), with
-//! `isolation.level = read_committed` and `enable.partition.eof = true`.
+//! One long-lived consumer per transport ([`StateConsumer`]), assigned the
+//! partitions it reads by hand, one at a time as they are first read
+//! (incremental assign; no group membership, no offset commits; librdkafka
+//! needs a `group.id` for `assign`, `krabka-coordination-reader` unless set),
+//! with `isolation.level = read_committed` and `enable.partition.eof = true`.
+//! Each partition's records come on a queue of its own (librdkafka's
+//! partition queues), which that partition's [`PartitionReader`] reads and
+//! positions; the consumer fetches every assigned partition of a broker
+//! with one request, so a process's threads and connections do not grow
+//! with the partitions it follows.
 //! librdkafka then delivers only committed records, skips aborted ones and
 //! transaction markers, and reports the end of the partition at the last
 //! stable offset (LSO).
@@ -33,13 +39,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rdkafka::consumer::stream_consumer::StreamPartitionQueue;
 use rdkafka::consumer::{Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::KafkaConfig;
-use super::{kafka_error, oauth, run_blocking, TransportContext};
+use super::{drop_off_thread, kafka_error, oauth, run_blocking, TransportContext};
 use crate::error::{Error, Result};
 use crate::transport::ReadBatch;
 use crate::transport::Record;
@@ -94,12 +101,84 @@ enum Shown {
     /// The principal may not describe the topic.
     Denied,
 }
-/// The consumer of one partition and where it stands.
+/// The transport's state consumer, shared by its [`PartitionReader`]s.
 ///
-/// Dropping it blocks (librdkafka joins its threads): the transport hands a
-/// reader it lets go of to `drop_off_thread`.
+/// A task awaits the consumer's main queue, as librdkafka needs for its
+/// events; with every read partition split off onto its own queue, records
+/// reach it only in the moment between a partition's assign and its split,
+/// and the reader's seek after the split fetches those again.
+pub(crate) struct StateConsumer {
+    consumer: Arc<StreamConsumer<TransportContext>>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl StateConsumer {
+    /// The consumer, with the transport's read settings. Needs a tokio
+    /// runtime.
+    pub(crate) fn new(config: &KafkaConfig, client_suffix: &str) -> Result<Self> {
+        let mut cc = config.client_config(&format!("{client_suffix}-reader"));
+        let user_wait = config.get("fetch.wait.max.ms").is_some();
+        if !user_wait {
+            cc.set(
+                "fetch.wait.max.ms",
+                config.fetch_wait().as_millis().to_string(),
+            );
+        }
+        // librdkafka's assign() needs a group handle, so the consumer names a
+        // group; it never joins it (no subscribe) and never commits to it.
+        cc.set("group.id", reader_group(config));
+        // The transport's own settings win over user values.
+        cc.set("isolation.level", "read_committed");
+        cc.set("enable.partition.eof", "true");
+        cc.set("enable.auto.commit", "false");
+        cc.set("enable.auto.offset.store", "false");
+        // An offset outside the log is the caller's error, not a silent jump.
+        cc.set("auto.offset.reset", "error");
+        let consumer: StreamConsumer<TransportContext> = cc
+            .create_with_context(TransportContext::new(config))
+            .map_err(|e| kafka_error("creating the state consumer", e))?;
+        let consumer = Arc::new(consumer);
+        // Between reads nothing else polls the consumer, where librdkafka
+        // asks for a new OAUTHBEARER token.
+        oauth::keep_fresh(&consumer);
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (main, stopped) = (Arc::clone(&consumer), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stopped.cancelled() => break,
+                    got = main.recv() => match got {
+                        Ok(m) => tracing::trace!(
+                            partition = m.partition(),
+                            offset = m.offset(),
+                            "a record before its partition's split; the reader's seek fetches it again"
+                        ),
+                        Err(e) => tracing::debug!(error = %e, "state consumer event"),
+                    },
+                }
+            }
+            // Dropping a consumer joins librdkafka's threads.
+            drop_off_thread(main);
+        });
+        Ok(StateConsumer { consumer, stop })
+    }
+}
+
+impl Drop for StateConsumer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// One partition of the transport's [`StateConsumer`] and where it stands.
+///
+/// Dropping it may drop the consumer, which blocks (librdkafka joins its
+/// threads): the transport hands a reader it lets go of to
+/// `drop_off_thread`.
 pub(crate) struct PartitionReader {
     consumer: Arc<StreamConsumer<TransportContext>>,
+    /// This partition's records and events, once it is assigned.
+    queue: Option<StreamPartitionQueue<TransportContext>>,
     topic: String,
     partition: i32,
     /// The offset the consumer continues from, when it is positioned.
@@ -132,40 +211,17 @@ enum Got {
 }
 
 impl PartitionReader {
-    /// A reader of `partition` of the state topic. Needs a tokio runtime.
+    /// A reader of `partition` of the state topic on the transport's
+    /// consumer.
     pub(crate) fn new(
+        shared: &StateConsumer,
         config: &KafkaConfig,
-        client_suffix: &str,
         partition: i32,
         seeks: Arc<AtomicU64>,
-    ) -> Result<Self> {
-        let mut cc = config.client_config(&format!("{client_suffix}-reader-{partition}"));
-        let user_wait = config.get("fetch.wait.max.ms").is_some();
-        if !user_wait {
-            cc.set(
-                "fetch.wait.max.ms",
-                config.fetch_wait().as_millis().to_string(),
-            );
-        }
-        // librdkafka's assign() needs a group handle, so the consumer names a
-        // group; it never joins it (no subscribe) and never commits to it.
-        cc.set("group.id", reader_group(config));
-        // The transport's own settings win over user values.
-        cc.set("isolation.level", "read_committed");
-        cc.set("enable.partition.eof", "true");
-        cc.set("enable.auto.commit", "false");
-        cc.set("enable.auto.offset.store", "false");
-        // An offset outside the log is the caller's error, not a silent jump.
-        cc.set("auto.offset.reset", "error");
-        let consumer: StreamConsumer<TransportContext> = cc
-            .create_with_context(TransportContext::new(config))
-            .map_err(|e| kafka_error("creating a state consumer", e))?;
-        let consumer = Arc::new(consumer);
-        // Between reads nothing polls the consumer, where librdkafka asks
-        // for a new OAUTHBEARER token.
-        oauth::keep_fresh(&consumer);
-        Ok(PartitionReader {
-            consumer,
+    ) -> Self {
+        PartitionReader {
+            consumer: Arc::clone(&shared.consumer),
+            queue: None,
             topic: config.state_topic().to_owned(),
             partition,
             next: None,
@@ -174,45 +230,75 @@ impl PartitionReader {
             seeks,
             timeout: config.operation_timeout(),
             asked_metadata: AtomicBool::new(false),
-        })
+        }
     }
 
-    /// Points the consumer at `offset`: the first time by assigning the
-    /// partition, after that by a seek of the assigned partition (the
-    /// assign again only when the seek fails). librdkafka's assign and
-    /// seek wait for its threads, so they run on the blocking pool.
+    /// Points the consumer's partition at `offset`: the first time by
+    /// adding the partition to the consumer's assignment (incremental
+    /// assign) and splitting its queue off, after that by a seek. librdkafka's
+    /// assign and seek wait for its threads, so they run on the blocking
+    /// pool.
     ///
-    /// Why not assign every time: an assign replaces the assignment, and
-    /// librdkafka 2.12 stops the old partition asynchronously; a second
-    /// assign before that stop completed asks to stop it again, and the
-    /// second reply trips an assertion that aborts the process
+    /// The assign forwards the partition's records to the consumer's main
+    /// queue until the split takes them, so the first position is taken
+    /// twice: the seek after the split drops whatever was fetched before it
+    /// (the main queue's task discards what reached it).
+    ///
+    /// Never a second assign of one partition: librdkafka 2.12 stops a
+    /// replaced assignment asynchronously, and a second assign before that
+    /// stop completed trips an assertion that aborts the process
     /// (`rd_kafka_assignment_partition_stopped: rktp->rktp_started`,
-    /// librdkafka issue 5573). A thousand roles acquired at once in one
-    /// process (issue 16's benchmark) repositioned the shared readers fast
-    /// enough to hit it.
+    /// librdkafka issue 5573), which a thousand roles acquired at once in one
+    /// process (issue 16's benchmark) hit.
     async fn assign(&mut self, offset: i64) -> Result<()> {
-        let mut tpl = TopicPartitionList::with_capacity(1);
         let context = format!("assigning {}/{}", self.topic, self.partition);
-        tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
-            .map_err(|e| kafka_error(&context, e))?;
         let c = Arc::clone(&self.consumer);
-        let assigned = self.assigned_once;
+        let first = !self.assigned_once;
         self.assigned = offset;
         self.seeks.fetch_add(1, Ordering::Relaxed);
         let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
-        run_blocking(move || {
+        let queue = run_blocking(move || -> Result<_> {
             oauth::ensure_token(c.client())?;
-            if assigned {
-                match c.seek(&topic, partition, Offset::Offset(offset), timeout) {
-                    Ok(()) => return Ok(()),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "{context}: the seek failed; assigning again")
-                    }
+            let mut tpl = TopicPartitionList::with_capacity(1);
+            tpl.add_partition_offset(&topic, partition, Offset::Offset(offset))
+                .map_err(|e| kafka_error(&context, e))?;
+            let assign = |tpl: &TopicPartitionList| -> Result<_> {
+                c.incremental_assign(tpl)
+                    .map_err(|e| kafka_error(&context, e))?;
+                c.split_partition_queue(&topic, partition).ok_or_else(|| {
+                    Error::fatal(
+                        context.clone(),
+                        "librdkafka gave no queue for the partition",
+                    )
+                })
+            };
+            let seek = || {
+                c.seek(&topic, partition, Offset::Offset(offset), timeout)
+                    .map_err(|e| kafka_error(&format!("{context}: seek to {offset}"), e))
+            };
+            if first {
+                let queue = assign(&tpl)?;
+                seek()?;
+                return Ok(Some(queue));
+            }
+            match seek() {
+                Ok(()) => Ok(None),
+                // A partition in an error state (an offset outside the log
+                // was asked for) takes no seek: assign it afresh.
+                Err(e) => {
+                    tracing::debug!(error = %e, "the seek failed; assigning the partition again");
+                    c.incremental_unassign(&tpl)
+                        .map_err(|e| kafka_error(&context, e))?;
+                    let queue = assign(&tpl)?;
+                    seek()?;
+                    Ok(Some(queue))
                 }
             }
-            c.assign(&tpl).map_err(|e| kafka_error(&context, e))
         })
         .await??;
+        if let Some(q) = queue {
+            self.queue = Some(q);
+        }
         self.assigned_once = true;
         Ok(())
     }
@@ -306,8 +392,14 @@ impl PartitionReader {
     /// The next record or end-of-partition event; errors that librdkafka
     /// retries by itself (a broker connection lost) are logged and skipped.
     async fn recv(&mut self) -> Result<Got> {
+        let Some(queue) = self.queue.as_ref() else {
+            return Err(Error::fatal(
+                format!("reading {}/{}", self.topic, self.partition),
+                "the partition is not assigned",
+            ));
+        };
         loop {
-            match self.consumer.recv().await {
+            match queue.recv().await {
                 Ok(m) => {
                     if m.partition() != self.partition || m.topic() != self.topic {
                         continue;
