@@ -86,6 +86,8 @@ pub struct KafkaConfig {
     operation_timeout: Duration,
     connect_timeout: Duration,
     lease_path: LeasePath,
+    /// A [`KafkaConfig::LEASE_PATH_SETTING`] value that names no path.
+    lease_path_refused: Option<String>,
     /// The OAUTHBEARER token provider and its last token, shared by clones.
     oauth: Option<Arc<TokenSource>>,
 }
@@ -154,6 +156,10 @@ impl KafkaConfig {
     /// The longest timeout librdkafka takes: `i32::MAX` milliseconds (about
     /// 24.8 days).
     pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+    /// The setting that chooses the [`LeasePath`] through
+    /// [`KafkaConfig::set`]: `krabka.lease.path` = `librdkafka` or
+    /// `protocol`. It is the transport's own; no librdkafka client gets it.
+    pub const LEASE_PATH_SETTING: &'static str = "krabka.lease.path";
     /// The longest `client.id` a Kafka request header holds, in bytes.
     pub const MAX_CLIENT_ID_LEN: usize = i16::MAX as usize;
 
@@ -168,18 +174,30 @@ impl KafkaConfig {
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             lease_path: LeasePath::default(),
+            lease_path_refused: None,
             oauth: None,
         }
     }
 
     /// Adds a librdkafka client setting, passed unchanged to every rdkafka
     /// client the transport builds. Setting `bootstrap.servers` replaces the
-    /// bootstrap address.
+    /// bootstrap address; [`KafkaConfig::LEASE_PATH_SETTING`] chooses the
+    /// lease path (as [`KafkaConfig::with_lease_path`]; a value other than
+    /// `librdkafka` or `protocol` is refused by [`KafkaConfig::validate`]),
+    /// so every binding that passes settings through can choose it.
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let key = key.into();
         let value = value.into();
         if key == "bootstrap.servers" {
             self.bootstrap = value;
+        } else if key == Self::LEASE_PATH_SETTING {
+            match value.parse() {
+                Ok(path) => {
+                    self.lease_path = path;
+                    self.lease_path_refused = None;
+                }
+                Err(_) => self.lease_path_refused = Some(value),
+            }
         } else {
             self.settings.insert(key, value);
         }
@@ -233,6 +251,7 @@ impl KafkaConfig {
     /// ([`LeasePath`]; [`LeasePath::Librdkafka`] by default).
     pub fn with_lease_path(mut self, path: LeasePath) -> Self {
         self.lease_path = path;
+        self.lease_path_refused = None;
         self
     }
 
@@ -352,6 +371,13 @@ impl KafkaConfig {
     /// sets it to each role) and a `client.id` a request header holds.
     /// Every error is [`Error::InvalidArgument`] naming the value.
     pub fn validate(&self) -> Result<()> {
+        if let Some(v) = &self.lease_path_refused {
+            return Err(Error::InvalidArgument(format!(
+                "{} = {}: expected \"librdkafka\" or \"protocol\"",
+                Self::LEASE_PATH_SETTING,
+                crate::error::quote(v)
+            )));
+        }
         if self.bootstrap.trim().is_empty() {
             return Err(Error::InvalidArgument(
                 "the bootstrap address is empty".into(),
@@ -505,6 +531,29 @@ fn is_secret(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lease_path_setting_chooses_the_path_and_names_a_bad_value() {
+        let c = KafkaConfig::new("h:1");
+        assert_eq!(c.lease_path(), LeasePath::Librdkafka);
+        let c = c.set(KafkaConfig::LEASE_PATH_SETTING, "protocol");
+        assert_eq!(c.lease_path(), LeasePath::Protocol);
+        assert_eq!(
+            c.get(KafkaConfig::LEASE_PATH_SETTING),
+            None,
+            "no librdkafka client gets it"
+        );
+        c.validate().unwrap();
+        let bad = c.set(KafkaConfig::LEASE_PATH_SETTING, "native");
+        let e = bad.validate().unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(
+            e.to_string().contains("krabka.lease.path") && e.to_string().contains("\"native\""),
+            "{e}"
+        );
+        let mended = bad.with_lease_path(LeasePath::Librdkafka);
+        mended.validate().unwrap();
+    }
 
     #[test]
     fn settings_pass_through_unchanged() {

@@ -762,8 +762,16 @@ impl StateReader for KafkaTransport {
 
 impl KafkaTransport {
     /// The high watermark of `partition` (the end of the log, records of
-    /// open transactions included), read with the read_uncommitted probe.
+    /// open transactions included), read with the read_uncommitted probe,
+    /// or with ListOffsets on [`LeasePath::Protocol`].
     async fn high_watermark(&self, partition: i32) -> Result<i64> {
+        if self.config.lease_path() == LeasePath::Protocol {
+            let deadline = deadline_in(self.config.operation_timeout());
+            return self
+                .describe
+                .end_offset(self.config.state_topic(), partition, false, deadline)
+                .await;
+        }
         // The call that made the probe asks for the metadata first; calls
         // meanwhile find the leader when that answer fills the cache.
         let (probe, first) = self.hw_probe()?;
@@ -832,29 +840,18 @@ impl KafkaTransport {
                 "read position must not be negative, got {position}"
             )));
         }
-        if self.config.lease_path() == LeasePath::Protocol {
-            // The same two reads through the protocol client: one
-            // ListOffsets per read, no librdkafka probe.
-            let (topic, deadline) = (
-                self.config.state_topic(),
-                deadline_in(self.config.operation_timeout()),
-            );
-            let high = self
-                .describe
-                .end_offset(topic, partition, false, deadline)
-                .await?;
-            if high <= position {
-                return Ok(Backlog::CaughtUp);
-            }
-            let stable = self
-                .describe
-                .end_offset(topic, partition, true, deadline)
-                .await?;
-            return Ok(Backlog::of(position, high, stable));
-        }
         let high = self.high_watermark(partition).await?;
         if high <= position {
             return Ok(Backlog::CaughtUp);
+        }
+        if self.config.lease_path() == LeasePath::Protocol {
+            // The second read through the protocol client too.
+            let deadline = deadline_in(self.config.operation_timeout());
+            let stable = self
+                .describe
+                .end_offset(self.config.state_topic(), partition, true, deadline)
+                .await?;
+            return Ok(Backlog::of(position, high, stable));
         }
         let reader = self.reader(partition).await?;
         let (_, stable) = reader
