@@ -1,5 +1,6 @@
 //! What only the protocol lease path promises, on a real Kafka: many held
-//! epochs share the protocol client's connections and add no threads, and a
+//! epochs share the protocol client's few connections per broker and add
+//! no threads, and a
 //! guarded record that leaves its partition open goes where Kafka's own
 //! partitioner puts it. (Rules 1 and 2 on this path are the suites of
 //! `kafka_epoch.rs`, `kafka_client.rs` and `kafka_state.rs`, which
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, KafkaConfig, KafkaTransport, LeasePath,
+    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport, LeasePath,
 };
 use krabka_coordination::transport::{Describer, LeaseWriter, OutRecord, StateReader};
 use support::*;
@@ -47,7 +48,7 @@ fn threads() -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forty_held_epochs_share_one_connection_per_broker_and_add_no_threads() {
+async fn forty_held_epochs_share_the_protocol_clients_connections_and_add_no_threads() {
     let _serial = SERIAL.lock().await;
     let t = protocol_transport("many-epochs").await;
     // One epoch first: the protocol client connects, tokio's pools warm up.
@@ -103,9 +104,12 @@ async fn forty_held_epochs_share_one_connection_per_broker_and_add_no_threads() 
         threads_after <= threads_before + 8,
         "40 held epochs grew the process from {threads_before} to {threads_after} threads"
     );
-    assert_eq!(
-        connections_after, connections_before,
-        "the epochs reuse the protocol client's connections"
+    // One broker: at most the client's bound, however many roles (and one
+    // more, should the bootstrap address name the broker otherwise).
+    let bound = DescribeClient::CONNECTIONS_PER_BROKER as u64 + 1;
+    assert!(
+        connections_after <= bound,
+        "40 held epochs made {connections_before} -> {connections_after} connections to one broker (bound {bound})"
     );
     let read: Vec<_> = held.iter().map(|(r, _)| partition_of(r)).collect();
     for ((role, epoch), p) in held.iter().zip(read) {

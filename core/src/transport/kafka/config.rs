@@ -106,7 +106,7 @@ pub enum LeasePath {
     Librdkafka,
     /// The transport's own protocol client ([`super::DescribeClient`]):
     /// InitProducerId, AddPartitionsToTxn, Produce and EndTxn for every
-    /// role over one connection per broker, no thread per role. A mint is
+    /// role over a few connections per broker, no thread per role. A mint is
     /// one InitProducerId, whose answer is the token. The standby's look
     /// before a challenge ([`crate::transport::StateReader::held_back`])
     /// goes through the same client (ListOffsets).

@@ -530,9 +530,11 @@ impl KafkaTransport {
     }
 }
 
-/// One mint on the protocol lease path: the way cleared as on the
-/// librdkafka path, then one InitProducerId of the protocol client, whose
-/// answer is the token.
+/// One mint on the protocol lease path: one InitProducerId of the protocol
+/// client, whose answer is the token. No way to clear first: the client
+/// sends InitProducerId again 2 ms after CONCURRENT_TRANSACTIONS (a
+/// transaction completing, or an open one the request itself fences and
+/// aborts), where librdkafka waits 500 ms.
 async fn mint_protocol(
     describe: &DescribeClient,
     counters: &Counters,
@@ -540,7 +542,6 @@ async fn mint_protocol(
     lease_ms: u64,
     deadline: tokio::time::Instant,
 ) -> Result<FencingToken> {
-    mint::clear_the_way(describe, role, lease_ms, deadline, counters).await;
     let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
     let token = describe
         .init_producer_id(role, timeout_ms, deadline)

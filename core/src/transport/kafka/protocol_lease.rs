@@ -58,7 +58,7 @@ use kafka_protocol::records::{
 };
 use tokio::time::Instant;
 
-use super::describe::TxnError;
+use super::describe::{TxnError, BUSY_PAUSE};
 use super::lease::Outcome;
 use super::DescribeClient;
 use crate::error::{Error, Result};
@@ -139,6 +139,13 @@ where
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(MAX_RETRY_PAUSE);
             }
+            Ok(Err(TxnError::Busy(why))) => {
+                if deadline.saturating_duration_since(Instant::now()) <= BUSY_PAUSE {
+                    return Tried::OutOfTime(why);
+                }
+                tracing::debug!(%why, "transactional request sent again soon");
+                tokio::time::sleep(BUSY_PAUSE).await;
+            }
             Ok(Err(e)) => return Tried::Failed(e),
         }
     }
@@ -157,7 +164,9 @@ fn ending(role: &str, what: &str, e: TxnError) -> Outcome {
         ))),
         TxnError::Broken(e) => Outcome::Drop(e),
         TxnError::Refused(e) => Outcome::Keep(e),
-        TxnError::Retry(why) => Outcome::Keep(Error::transient(context(role, what), why)),
+        TxnError::Retry(why) | TxnError::Busy(why) => {
+            Outcome::Keep(Error::transient(context(role, what), why))
+        }
     }
 }
 

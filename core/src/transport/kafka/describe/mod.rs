@@ -30,8 +30,11 @@
 //! ([`KafkaConfig::with_connect_timeout`]) instead, and an unreachable
 //! cluster fails with [`Error::Transient`] naming the bootstrap address.
 //!
-//! One connection per broker carries concurrent requests (the `wire`
-//! module).
+//! A connection carries concurrent requests (the `wire` module), but a
+//! broker reads a connection's next request only once it has answered the
+//! one before: the client keeps up to
+//! [`DescribeClient::CONNECTIONS_PER_BROKER`] connections to a broker and
+//! opens a second one only while requests overlap.
 //!
 //! # Security
 //!
@@ -92,7 +95,7 @@ use super::wire::{Connection, OpenError};
 pub(crate) use batch::Writer;
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
-pub(crate) use txn::TxnError;
+pub(crate) use txn::{TxnError, BUSY_PAUSE};
 
 /// The connection to one broker address, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
@@ -163,11 +166,13 @@ struct Inner {
     /// Topic → its partition count (guarded writes that leave the
     /// partition open).
     partition_counts: StdMutex<HashMap<String, i32>>,
+    /// The member access questions answered "allowed" (`access.rs`).
+    allowed: StdMutex<std::collections::HashSet<String>>,
     /// Broker address → its connection slot. The map's lock is held only to
     /// find a slot; a slot's lock is held across its connect, so one address
     /// gets one connection and an unreachable broker stalls only the requests
     /// that need it.
-    connections: StdMutex<HashMap<String, ConnectionSlot>>,
+    connections: StdMutex<HashMap<String, Arc<Vec<ConnectionSlot>>>>,
     requests: Arc<AtomicU64>,
     /// Connections made (each with its handshakes).
     connects: AtomicU64,
@@ -207,6 +212,11 @@ enum Attempt {
 }
 
 impl DescribeClient {
+    /// The most connections the client keeps to one broker (see the module
+    /// docs): one while requests come one at a time, more while they
+    /// overlap.
+    pub const CONNECTIONS_PER_BROKER: usize = 6;
+
     /// A client for the cluster of `config`. Connects lazily.
     ///
     /// Refuses, naming them, security settings the client cannot honour
@@ -231,6 +241,7 @@ impl DescribeClient {
                 coordinators: StdMutex::new(HashMap::new()),
                 leaders: StdMutex::new(HashMap::new()),
                 partition_counts: StdMutex::new(HashMap::new()),
+                allowed: StdMutex::new(std::collections::HashSet::new()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
                 connects: AtomicU64::new(0),
@@ -638,16 +649,59 @@ impl DescribeClient {
         }))
     }
 
-    /// The live connection to `addr`, connecting (and handshaking) if needed.
+    /// A live connection to `addr`, connecting (and handshaking) if needed.
+    ///
+    /// A broker gets up to [`DescribeClient::CONNECTIONS_PER_BROKER`]
+    /// connections. A broker handles one request of a connection at a time
+    /// (it reads the next once it has answered), and a Produce with
+    /// acks=all holds its connection until the replicas have the records,
+    /// so one connection would queue every role's request behind the
+    /// others. A request takes an idle connection, else opens another while
+    /// the broker has fewer than the bound (only once one connection to it
+    /// is up: an unreachable broker gets one attempt at a time), else takes
+    /// the connection with the fewest requests in flight.
     async fn connection(&self, addr: &str, deadline: Instant) -> Result<Arc<Connection>, Attempt> {
-        let slot = Arc::clone(
+        let pool = Arc::clone(
             self.inner
                 .connections
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .entry(addr.to_owned())
-                .or_default(),
+                .or_insert_with(|| {
+                    Arc::new(
+                        (0..Self::CONNECTIONS_PER_BROKER)
+                            .map(|_| ConnectionSlot::default())
+                            .collect(),
+                    )
+                }),
         );
+        let mut least: Option<(usize, Arc<Connection>)> = None;
+        let mut free: Option<&ConnectionSlot> = None;
+        for slot in pool.iter() {
+            // A slot being connected is busy: skip it.
+            let Ok(guard) = slot.try_lock() else { continue };
+            match guard.as_ref() {
+                Some(c) if !c.is_closed() && !c.is_expiring() => {
+                    let load = c.in_flight();
+                    if load == 0 {
+                        return Ok(Arc::clone(c));
+                    }
+                    if least.as_ref().is_none_or(|(l, _)| load < *l) {
+                        least = Some((load, Arc::clone(c)));
+                    }
+                }
+                _ => {
+                    free.get_or_insert(slot);
+                }
+            }
+        }
+        let slot = match (least, free) {
+            (Some(_), Some(slot)) => slot,
+            (Some((_, c)), None) => return Ok(c),
+            // Nothing up: connect through the first slot, one attempt at
+            // a time.
+            (None, _) => &pool[0],
+        };
         let mut slot = slot.lock().await;
         if let Some(c) = slot.as_ref() {
             if !c.is_closed() && !c.is_expiring() {

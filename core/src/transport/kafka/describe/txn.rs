@@ -25,6 +25,9 @@ use tokio::time::Instant;
 
 use super::*;
 
+/// The pause after CONCURRENT_TRANSACTIONS: the previous transaction's
+/// markers take a few milliseconds on a healthy cluster.
+pub(crate) const BUSY_PAUSE: Duration = Duration::from_millis(3);
 /// The highest AddPartitionsToTxn a client sends (v4 and up are for brokers).
 const ADD_PARTITIONS_MAX: i16 = 3;
 /// The highest EndTxn of transaction version 1 semantics.
@@ -40,10 +43,13 @@ pub(crate) enum TxnError {
     /// PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING): the term is over.
     Fenced(String),
     /// No answer, or an answer that may change (a moved leader or
-    /// coordinator, a transaction still completing, too few in-sync
-    /// replicas): the request may or may not have been carried out; send
-    /// the same request again after a pause.
+    /// coordinator, too few in-sync replicas): the request may or may not
+    /// have been carried out; send the same request again after a pause.
     Retry(String),
+    /// CONCURRENT_TRANSACTIONS: the epoch's previous transaction is being
+    /// completed (its markers written), which takes milliseconds; send the
+    /// request again after a short pause.
+    Busy(String),
     /// Refused, and certainly not carried out (no authorization, an unknown
     /// topic, a record the broker will not take): the transaction must be
     /// aborted; the epoch stays usable.
@@ -63,10 +69,12 @@ fn classify_coordinator(code: i16, what: String) -> TxnError {
     match code {
         c if fenced(c) => TxnError::Fenced(format!("{what}: {}", code_name(c))),
         // CONCURRENT_TRANSACTIONS: the previous transaction's markers are
-        // being written; COORDINATOR_LOAD_IN_PROGRESS,
-        // NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE (the caller finds the
-        // coordinator again).
-        51 | 14 | 15 | 16 => TxnError::Retry(format!("{what}: {}", code_name(code))),
+        // being written.
+        51 => TxnError::Busy(format!("{what}: {}", code_name(code))),
+        // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
+        // COORDINATOR_NOT_AVAILABLE (the caller finds the coordinator
+        // again).
+        14 | 15 | 16 => TxnError::Retry(format!("{what}: {}", code_name(code))),
         // INVALID_TXN_STATE: nothing open where a transaction was expected.
         48 => TxnError::Refused(Error::transient(
             what,
@@ -165,11 +173,19 @@ impl DescribeClient {
                 }
                 Err(Attempt::Backoff(r)) => r,
             };
-            if no_time_for(backoff, deadline) {
+            // CONCURRENT_TRANSACTIONS lasts milliseconds: no doubling.
+            let pause = if why == code_name(51) {
+                BUSY_PAUSE
+            } else {
+                backoff
+            };
+            if no_time_for(pause, deadline) {
                 return Err(self.gave_up(context(), started.elapsed(), why));
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            tokio::time::sleep(pause).await;
+            if pause == backoff {
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
         }
     }
 
@@ -331,10 +347,11 @@ impl DescribeClient {
                 Err(TxnError::Retry(said()))
             }
             // REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
-            // NETWORK_EXCEPTION, KAFKA_STORAGE_ERROR,
+            // NETWORK_EXCEPTION, KAFKA_STORAGE_ERROR.
+            7 | 19 | 20 | 13 | 56 => Err(TxnError::Retry(said())),
             // CONCURRENT_TRANSACTIONS (the partition's verification meets a
             // transaction completing).
-            7 | 19 | 20 | 13 | 56 | 51 => Err(TxnError::Retry(said())),
+            51 => Err(TxnError::Busy(said())),
             // OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID: the
             // sequence this epoch keeps is not the broker's.
             45 | 59 => Err(TxnError::Broken(Error::fatal(
