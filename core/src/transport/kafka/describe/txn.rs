@@ -74,7 +74,7 @@ fn classify_coordinator(code: i16, what: String) -> TxnError {
         // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR,
         // COORDINATOR_NOT_AVAILABLE (the caller finds the coordinator
         // again).
-        14 | 15 | 16 => TxnError::Retry(format!("{what}: {}", code_name(code))),
+        14..=16 => TxnError::Retry(format!("{what}: {}", code_name(code))),
         // INVALID_TXN_STATE: nothing open where a transaction was expected.
         48 => TxnError::Refused(Error::transient(
             what,
