@@ -9,12 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --all-targets
-# Rules 1 and 2 once more on the protocol lease path (LeasePath::Protocol):
-# the held epochs' transactions through the project's own Kafka client.
-KRABKA_LEASE_PATH=protocol cargo test -p krabka-coordination \
+# Rules 1 and 2 once more on the librdkafka lease path (LeasePath::Librdkafka,
+# one librdkafka transactional producer per held role); the run above took the
+# default, the protocol path.
+KRABKA_LEASE_PATH=librdkafka cargo test -p krabka-coordination \
     --test kafka_epoch --test kafka_client --test kafka_state \
     --test kafka_broker_loss --test kafka_coordinator_loss --test kafka_replication \
-    --test kafka_secured --test kafka_acls
+    --test kafka_secured --test kafka_acls --test kafka_config
 # The C binding's library is named like the core's (libkrabka_coordination):
 # rustdoc would see two crates of that name, and cargo runs doctests with --doc
 # even where a crate sets doctest = false. It has no Rust examples to test.

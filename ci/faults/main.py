@@ -43,7 +43,7 @@ def parse_args(argv):
     p.add_argument("--members", default="3,3,2", help="members per role, one count per role (default 3,3,2)")
     p.add_argument("--lease-ms", type=int, default=5000, help="the members' lease (default 5000)")
     p.add_argument("--renew-ms", type=int, default=1000, help="the members' renew interval (default 1000)")
-    p.add_argument("--lease-path", choices=["librdkafka", "protocol"], default="librdkafka",
+    p.add_argument("--lease-path", choices=["protocol", "librdkafka"], default="protocol",
                    help="who writes a held epoch's transactions (the member's --lease-path)")
     p.add_argument("--stagger-ms", type=int, default=1000, help="the members' challenge stagger (default 1000)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")

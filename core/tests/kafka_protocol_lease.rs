@@ -4,7 +4,8 @@
 //! guarded record that leaves its partition open goes where Kafka's own
 //! partitioner puts it. (Rules 1 and 2 on this path are the suites of
 //! `kafka_epoch.rs`, `kafka_client.rs` and `kafka_state.rs`, which
-//! `ci/rust-tests.sh` runs once more with `KRABKA_LEASE_PATH=protocol`.)
+//! `ci/rust-tests.sh` runs on this path, the default, and once more with
+//! `KRABKA_LEASE_PATH=librdkafka`.)
 //!
 //! Needs a real cluster: `KRABKA_BOOTSTRAP`, or `ci/kafka.sh start 1` is run.
 #![cfg(feature = "kafka")]

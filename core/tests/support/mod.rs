@@ -264,8 +264,8 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// A configuration with short timeouts, for tests, on the lease path that
-/// `KRABKA_LEASE_PATH` names (`librdkafka`, the default, or `protocol`):
-/// `ci/test.sh` runs the Kafka suites of rules 1 and 2 on both.
+/// `KRABKA_LEASE_PATH` names (`protocol`, the default, or `librdkafka`):
+/// `ci/rust-tests.sh` runs the Kafka suites of rules 1 and 2 on both.
 pub fn config(bootstrap: &str) -> KafkaConfig {
     KafkaConfig::new(bootstrap)
         .with_operation_timeout(Duration::from_secs(20))

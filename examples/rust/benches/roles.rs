@@ -35,7 +35,7 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
   --lease-ms MS        lease duration (default 10000)
   --renew-ms MS        renew interval (default 3000)
   --partitions N       partitions of the state topic (default 16)
-  --lease-path PATH    who writes a held epoch: librdkafka (default) or protocol
+  --lease-path PATH    who writes a held epoch: protocol (default) or librdkafka
   --json PATH          append the results as one JSON line per run";
 
 struct Args {

@@ -101,15 +101,16 @@ pub struct KafkaConfig {
 pub enum LeasePath {
     /// One librdkafka transactional producer per held role (about 15
     /// threads and a connection per broker each), plus a spare per role a
-    /// member may mint in. The default.
-    #[default]
+    /// member may mint in. The path before 0.2; kept for a cluster where
+    /// the protocol path meets a problem.
     Librdkafka,
     /// The transport's own protocol client ([`super::DescribeClient`]):
     /// InitProducerId, AddPartitionsToTxn, Produce and EndTxn for every
     /// role over a few connections per broker, no thread per role. A mint is
     /// one InitProducerId, whose answer is the token. The standby's look
     /// before a challenge ([`crate::transport::StateReader::held_back`])
-    /// goes through the same client (ListOffsets).
+    /// goes through the same client (ListOffsets). The default.
+    #[default]
     Protocol,
 }
 
@@ -248,7 +249,7 @@ impl KafkaConfig {
     }
 
     /// Chooses the client that writes each held epoch's transactions
-    /// ([`LeasePath`]; [`LeasePath::Librdkafka`] by default).
+    /// ([`LeasePath`]; [`LeasePath::Protocol`] by default).
     pub fn with_lease_path(mut self, path: LeasePath) -> Self {
         self.lease_path = path;
         self.lease_path_refused = None;
@@ -535,6 +536,8 @@ mod tests {
     #[test]
     fn the_lease_path_setting_chooses_the_path_and_names_a_bad_value() {
         let c = KafkaConfig::new("h:1");
+        assert_eq!(c.lease_path(), LeasePath::Protocol, "the default");
+        let c = c.set(KafkaConfig::LEASE_PATH_SETTING, "librdkafka");
         assert_eq!(c.lease_path(), LeasePath::Librdkafka);
         let c = c.set(KafkaConfig::LEASE_PATH_SETTING, "protocol");
         assert_eq!(c.lease_path(), LeasePath::Protocol);

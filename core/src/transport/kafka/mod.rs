@@ -1,11 +1,20 @@
-//! The Kafka transport: rdkafka producers and consumers, and a small
-//! DescribeTransactions client on the `kafka-protocol` crate.
+//! The Kafka transport: the project's own protocol client on the
+//! `kafka-protocol` crate (the lease path, DescribeTransactions), and
+//! rdkafka's registration producer and state consumer.
 //!
 //! [`KafkaTransport`] implements the four transport traits against a real
 //! Apache Kafka cluster (3.0 or newer; tested on 4.x with transaction version
 //! 2). It keeps the spec's four rules:
 //!
-//! 1. **The epoch binds the lease producer.** `acquire_epoch(role, lease)`
+//! 1. **The epoch binds the lease producer.** On the default lease path
+//!    ([`LeasePath::Protocol`], the `protocol_lease` module),
+//!    `acquire_epoch(role, lease)` sends one InitProducerId for
+//!    `transactional.id = <role>` with the lease as the transaction timeout
+//!    through the transport's protocol client, and its answer is the token;
+//!    every lease write and guarded write of the term is a transaction of
+//!    that producer id and epoch (AddPartitionsToTxn, Produce, EndTxn at
+//!    most v4) over the client's few connections per broker, whatever the
+//!    number of roles. On [`LeasePath::Librdkafka`], `acquire_epoch`
 //!    takes a producer with `transactional.id = <role>` and
 //!    `transaction.timeout.ms = <lease>` (a spare built ahead of time, or a
 //!    new one: see [Minting](#minting)), calls InitProducerId
@@ -39,6 +48,9 @@
 //!    the caller gives, which is [`crate::role_partition`] of the role.
 //!
 //! # Minting
+//!
+//! (The librdkafka path; on the protocol path a mint is one InitProducerId,
+//! sent again 3 ms after CONCURRENT_TRANSACTIONS.)
 //!
 //! A mint takes a few milliseconds (InitProducerId and two
 //! DescribeTransactions round trips) instead of librdkafka's 55 to 505 ms
@@ -154,11 +166,17 @@
 //!
 //! # Threads
 //!
-//! librdkafka's transactional calls block; they run on tokio's blocking pool
-//! (`spawn_blocking`), never on a worker thread. So does dropping a producer
-//! or consumer, which flushes and joins librdkafka's threads. The transport
-//! needs a multi-threaded or current-thread tokio runtime with the blocking
-//! pool available.
+//! A transport's librdkafka clients are two, whatever the number of roles:
+//! the registration producer and the state consumer (one queue per state
+//! partition it reads); on the librdkafka lease path, one transactional
+//! producer per held role and a spare per role it may mint in come on top.
+//! The protocol client needs no thread of its own (a reader task per
+//! connection). librdkafka's blocking calls (transactional ones, assign,
+//! seek, watermarks) run on tokio's blocking pool (`spawn_blocking`), never
+//! on a worker thread. So does dropping a producer or consumer, which
+//! flushes and joins librdkafka's threads. The transport needs a
+//! multi-threaded or current-thread tokio runtime with the blocking pool
+//! available.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -466,7 +484,11 @@ impl KafkaTransport {
                             describe.clone(),
                             role.clone(),
                             lease_ms,
-                            epoch::Backend::Protocol(ProtocolLease::new(describe.clone(), token)),
+                            epoch::Backend::Protocol(ProtocolLease::new(
+                                describe.clone(),
+                                token,
+                                protocol_lease::max_batch_bytes(&config),
+                            )),
                         )
                     });
                 let _ = tx.send(result);

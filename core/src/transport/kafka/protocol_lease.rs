@@ -36,6 +36,14 @@
 //! EndTxn(abort) with nothing open INVALID_TXN_STATE, which here only means
 //! there was nothing to abort.
 //!
+//! # Settings
+//!
+//! Of the librdkafka producer settings of the [`super::KafkaConfig`], the
+//! writer honours the security settings (as the protocol client does),
+//! `client.id` and `message.max.bytes` (a larger batch is refused, naming
+//! its size); it writes uncompressed batches with acks=all whatever
+//! `compression.type` and `acks` say.
+//!
 //! # Errors
 //!
 //! INVALID_PRODUCER_EPOCH, PRODUCER_FENCED and INVALID_PRODUCER_ID_MAPPING
@@ -110,6 +118,21 @@ pub(crate) struct ProtocolLease {
     pub(crate) resolved: Option<bool>,
     /// The partition of the next guarded record without key or partition.
     round_robin: u32,
+    /// The largest record batch sent (see [`max_batch_bytes`]).
+    max_batch: usize,
+}
+
+/// librdkafka's default `message.max.bytes`.
+const DEFAULT_MAX_BATCH: usize = 1_000_000;
+
+/// The largest record batch the writer sends: the configuration's
+/// `message.max.bytes`, as librdkafka's producers honour it (1,000,000
+/// unless set). A larger one is refused before it is sent, naming its size.
+pub(crate) fn max_batch_bytes(config: &super::KafkaConfig) -> usize {
+    config
+        .get("message.max.bytes")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_BATCH)
 }
 
 /// How a retried request ended within its deadline.
@@ -234,8 +257,13 @@ pub(crate) fn encode_batch(
 
 impl ProtocolLease {
     /// The writer of the epoch `token` that InitProducerId just minted.
-    pub(crate) fn new(describe: DescribeClient, token: FencingToken) -> ProtocolLease {
+    pub(crate) fn new(
+        describe: DescribeClient,
+        token: FencingToken,
+        max_batch: usize,
+    ) -> ProtocolLease {
         ProtocolLease {
+            max_batch,
             describe,
             token,
             state: TxnState::Idle,
@@ -329,7 +357,20 @@ impl ProtocolLease {
         for ((topic, partition), recs) in &placed {
             let key = (topic.clone(), *partition);
             let sequence = *self.sequences.get(&key).unwrap_or(&0);
-            let records = match encode_batch(self.token, sequence, recs) {
+            let encoded = encode_batch(self.token, sequence, recs).and_then(|b| {
+                if b.len() > self.max_batch {
+                    Err(Error::InvalidArgument(format!(
+                        "a record batch of size {} bytes for {}/{partition} is over \
+                         message.max.bytes ({})",
+                        b.len(),
+                        crate::error::quote(topic),
+                        self.max_batch
+                    )))
+                } else {
+                    Ok(b)
+                }
+            });
+            let records = match encoded {
                 Ok(b) => b,
                 Err(e) => {
                     return Err(self

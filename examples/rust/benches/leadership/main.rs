@@ -67,7 +67,7 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --member-bin PATH         the member binary (default: the one cargo built with this bench)
   --json PATH               append the results as one JSON line
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
-  --lease-path PATH         who writes a held epoch: librdkafka (default) or protocol
+  --lease-path PATH         who writes a held epoch: protocol (default) or librdkafka
   --verbose                 print every trial";
 
 /// The benchmarks `--only` takes.

@@ -22,7 +22,7 @@ usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
   --data-topic NAME         write guarded records to partition 0 of NAME while leading
   --write-every-ms MS       pause between guarded writes (default 150)
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
-  --lease-path PATH         who writes the held epoch: librdkafka (default) or protocol
+  --lease-path PATH         who writes the held epoch: protocol (default) or librdkafka
   --skip-topic-check        do not check the state topic's partitions and cleanup policy
   --rejoin                  after a `resign` command, register again and wait for a turn
   --exit-on-stdin-eof       the end of stdin stops the member like SIGTERM
