@@ -59,11 +59,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::describe::{TxnError, BUSY_PAUSE};
@@ -202,57 +198,105 @@ fn now_ms() -> i64 {
 }
 
 /// Encodes `records` as one transactional record batch of `token` whose
-/// first record has sequence `sequence`.
+/// first record has sequence `sequence`, stamped now.
 pub(crate) fn encode_batch(
     token: FencingToken,
     sequence: i32,
     records: &[&OutRecord],
 ) -> Result<Bytes> {
-    let timestamp = now_ms();
-    let mut out = Vec::with_capacity(records.len());
-    for (i, r) in records.iter().enumerate() {
-        let mut headers = kafka_protocol::indexmap::IndexMap::default();
-        for (k, v) in &r.headers {
-            let key = StrBytes::from_string(k.clone());
-            if headers.contains_key(&key) {
-                return Err(Error::InvalidArgument(format!(
-                    "a guarded record carries the header {} twice: the protocol lease path \
-                     writes each header key once",
-                    crate::error::quote(k)
-                )));
-            }
-            headers.insert(key, Some(Bytes::copy_from_slice(v)));
-        }
-        let delta = i32::try_from(i).map_err(|_| {
-            Error::InvalidArgument("a transaction of more than 2^31 records".into())
-        })?;
-        out.push(Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: token.producer_id,
-            producer_epoch: token.producer_epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i64::from(delta),
-            sequence: sequence.wrapping_add(delta),
-            timestamp,
-            key: r.key.as_deref().map(Bytes::copy_from_slice),
-            value: r.value.as_deref().map(Bytes::copy_from_slice),
-            headers,
-        });
+    encode_batch_at(token, sequence, records, now_ms())
+}
+
+/// Appends `v` as Kafka's zigzag varint (records of magic 2).
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
     }
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        out.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .map_err(|e| Error::InvalidArgument(format!("encoding a record batch: {e}")))?;
-    Ok(buf.freeze())
+    out.push(z as u8);
+}
+
+/// Appends a length-prefixed byte string, or -1 for none.
+fn put_bytes(out: &mut Vec<u8>, what: &str, b: Option<&[u8]>) -> Result<()> {
+    match b {
+        None => put_varint(out, -1),
+        Some(b) => {
+            let len = i32::try_from(b.len()).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "a guarded record's {what} of {} bytes is over 2^31",
+                    b.len()
+                ))
+            })?;
+            put_varint(out, i64::from(len));
+            out.extend_from_slice(b);
+        }
+    }
+    Ok(())
+}
+
+/// [`encode_batch`] with the timestamp given: a record batch of magic 2
+/// (Kafka's `DefaultRecordBatch`), uncompressed, transactional, every record
+/// at `timestamp`. Headers go out as given, a key repeated included (the
+/// `kafka-protocol` encoder keeps headers in a map, which would drop one;
+/// the test below shows the two encoders write the same bytes otherwise).
+fn encode_batch_at(
+    token: FencingToken,
+    sequence: i32,
+    records: &[&OutRecord],
+    timestamp: i64,
+) -> Result<Bytes> {
+    let count = i32::try_from(records.len())
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "a record batch of {} records (1 to 2^31 - 1 allowed)",
+                records.len()
+            ))
+        })?;
+    let mut body = Vec::new();
+    let mut rec = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        rec.clear();
+        rec.push(0); // attributes
+        put_varint(&mut rec, 0); // timestamp delta
+        put_varint(&mut rec, i as i64); // offset delta
+        put_bytes(&mut rec, "key", r.key.as_deref())?;
+        put_bytes(&mut rec, "value", r.value.as_deref())?;
+        put_varint(&mut rec, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_bytes(&mut rec, "header key", Some(k.as_bytes()))?;
+            put_bytes(&mut rec, "header value", Some(v))?;
+        }
+        put_varint(&mut body, rec.len() as i64);
+        body.extend_from_slice(&rec);
+    }
+    // After the length field: leader epoch 4, magic 1, CRC 4, attributes 2,
+    // last offset delta 4, timestamps 8 + 8, producer id 8, epoch 2, base
+    // sequence 4, record count 4.
+    let length = i32::try_from(49 + body.len()).map_err(|_| {
+        Error::InvalidArgument(format!("a record batch of {} bytes", 61 + body.len()))
+    })?;
+    let mut out = Vec::with_capacity(61 + body.len());
+    out.extend_from_slice(&0i64.to_be_bytes()); // base offset
+    out.extend_from_slice(&length.to_be_bytes());
+    out.extend_from_slice(&(-1i32).to_be_bytes()); // partition leader epoch
+    out.push(2); // magic
+    let crc_at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&0x10i16.to_be_bytes()); // transactional, no compression
+    out.extend_from_slice(&(count - 1).to_be_bytes());
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(&token.producer_id.to_be_bytes());
+    out.extend_from_slice(&token.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&sequence.to_be_bytes());
+    out.extend_from_slice(&count.to_be_bytes());
+    out.extend_from_slice(&body);
+    let crc = crc32c::crc32c(&out[crc_at + 4..]);
+    out[crc_at..crc_at + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(Bytes::from(out))
 }
 
 impl ProtocolLease {
@@ -778,11 +822,99 @@ mod tests {
         );
     }
 
+    /// The same records through `kafka-protocol`'s encoder (which keeps
+    /// headers in a map: no repeated key here).
+    fn their_batch(token: FencingToken, sequence: i32, records: &[&OutRecord], ts: i64) -> Bytes {
+        use kafka_protocol::protocol::StrBytes;
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let recs: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Record {
+                transactional: true,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: token.producer_id,
+                producer_epoch: token.producer_epoch,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: sequence.wrapping_add(i as i32),
+                timestamp: ts,
+                key: r.key.as_deref().map(Bytes::copy_from_slice),
+                value: r.value.as_deref().map(Bytes::copy_from_slice),
+                headers: r
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            StrBytes::from_string(k.clone()),
+                            Some(Bytes::copy_from_slice(v)),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            recs.iter(),
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
+        buf.freeze()
+    }
+
     #[test]
-    fn a_repeated_header_key_is_refused_by_name() {
+    fn the_batch_is_byte_for_byte_what_kafka_protocol_encodes() {
+        let token = FencingToken::new(4005, 7);
+        let long = "x".repeat(300);
+        let cases: Vec<Vec<OutRecord>> = vec![
+            vec![rec("k", Some("v"), &[])],
+            vec![
+                rec("k1", Some("v1"), &[("h", "x"), ("trace", "abc")]),
+                rec("k2", None, &[]),
+            ],
+            vec![
+                rec(&long, Some(&long), &[(&long, &long)]),
+                rec("", Some(""), &[("", "")]),
+            ],
+        ];
+        for (n, case) in cases.iter().enumerate() {
+            let refs: Vec<&OutRecord> = case.iter().collect();
+            for sequence in [0, 41, i32::MAX] {
+                let ours = encode_batch_at(token, sequence, &refs, 1_796_000_000_123).unwrap();
+                let theirs = their_batch(token, sequence, &refs, 1_796_000_000_123);
+                assert_eq!(ours, theirs, "case {n}, sequence {sequence}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_header_key_is_kept() {
         let a = rec("k", Some("v"), &[("trace", "1"), ("trace", "2")]);
-        let e = encode_batch(FencingToken::new(1, 0), 0, &[&a]).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
-        assert!(e.to_string().contains("\"trace\""), "{e}");
+        let bytes = encode_batch(FencingToken::new(1, 0), 0, &[&a]).unwrap();
+        // The record's tail: 2 headers, each "trace" then its value.
+        let tail: Vec<u8> = [
+            &[4u8][..],
+            &[10],
+            b"trace",
+            &[2],
+            b"1",
+            &[10],
+            b"trace",
+            &[2],
+            b"2",
+        ]
+        .concat();
+        assert!(bytes.ends_with(&tail), "{bytes:?}");
+        let mut raw = bytes;
+        let info = RecordBatchDecoder::decode_batch_info(&mut raw).unwrap();
+        assert_eq!(info[0].record_count, 1);
     }
 }
