@@ -49,28 +49,8 @@ impl DescribeClient {
     ) -> Result<FenceAnswer> {
         let (deadline, _) = self.deadline(self.inner.timeout);
         let attempt = async {
-            let addr = self.coordinator(transactional_id, deadline).await?;
-            let conn = self.connection(&addr, deadline).await?;
-            let version = conn
-                .version_for(
-                    ApiKey::InitProducerId,
-                    InitProducerIdRequest::VERSIONS_RANGE,
-                )
-                .ok_or_else(|| {
-                    Attempt::Fail(Error::fatal(
-                        format!("InitProducerId at {addr}"),
-                        "the broker supports no InitProducerId version this client speaks",
-                    ))
-                })?;
-            let mut req = InitProducerIdRequest::default();
-            req.transactional_id = Some(TransactionalId(StrBytes::from_string(
-                transactional_id.to_owned(),
-            )));
-            req.transaction_timeout_ms = transaction_timeout_ms;
-            req.producer_id = ProducerId(-1);
-            req.producer_epoch = -1;
-            let resp: InitProducerIdResponse = self
-                .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+            let (_, resp) = self
+                .send_init_producer_id(transactional_id, transaction_timeout_ms, None, deadline)
                 .await?;
             Ok::<_, Attempt>(match resp.error_code {
                 0 => {
@@ -151,29 +131,13 @@ impl DescribeClient {
                 Some(_) => {}
             }
             let attempt = async {
-                let addr = self.coordinator(transactional_id, deadline).await?;
-                let conn = self.connection(&addr, deadline).await?;
-                let version = conn
-                    .version_for(
-                        ApiKey::InitProducerId,
-                        InitProducerIdRequest::VERSIONS_RANGE,
+                let (addr, resp) = self
+                    .send_init_producer_id(
+                        transactional_id,
+                        transaction_timeout_ms,
+                        Some(token),
+                        deadline,
                     )
-                    .filter(|v| *v >= 3)
-                    .ok_or_else(|| {
-                        Attempt::Fail(Error::fatal(
-                            format!("InitProducerId at {addr}"),
-                            "the broker does not speak InitProducerId v3+ (Kafka 2.5 or newer), which a conditional epoch bump needs",
-                        ))
-                    })?;
-                let mut req = InitProducerIdRequest::default();
-                req.transactional_id = Some(TransactionalId(StrBytes::from_string(
-                    transactional_id.to_owned(),
-                )));
-                req.transaction_timeout_ms = transaction_timeout_ms;
-                req.producer_id = ProducerId(token.producer_id);
-                req.producer_epoch = token.producer_epoch;
-                let resp: InitProducerIdResponse = self
-                    .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
                     .await?;
                 match resp.error_code {
                     0 => Ok(BumpAnswer::Bumped(FencingToken::new(
@@ -207,5 +171,55 @@ impl DescribeClient {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+
+    /// One InitProducerId for `transactional_id` at its coordinator: a new
+    /// epoch (`current` is `None`), or the conditional bump of `current`
+    /// (KIP-360, InitProducerId v3 or later). Returns the coordinator's
+    /// address and its answer, error codes included; a broken connection
+    /// finds the coordinator again.
+    pub(super) async fn send_init_producer_id(
+        &self,
+        transactional_id: &str,
+        transaction_timeout_ms: i32,
+        current: Option<FencingToken>,
+        deadline: Instant,
+    ) -> Result<(String, InitProducerIdResponse), Attempt> {
+        let addr = self.coordinator(transactional_id, deadline).await?;
+        let conn = self.connection(&addr, deadline).await?;
+        let least = if current.is_some() { 3 } else { 0 };
+        let version = conn
+            .version_for(
+                ApiKey::InitProducerId,
+                InitProducerIdRequest::VERSIONS_RANGE,
+            )
+            .filter(|v| *v >= least)
+            .ok_or_else(|| {
+                Attempt::Fail(Error::fatal(
+                    format!("InitProducerId at {addr}"),
+                    if current.is_some() {
+                        "the broker does not speak InitProducerId v3+ (Kafka 2.5 or newer), which a conditional epoch bump needs"
+                    } else {
+                        "the broker supports no InitProducerId version this client speaks"
+                    },
+                ))
+            })?;
+        let mut req = InitProducerIdRequest::default();
+        req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+            transactional_id.to_owned(),
+        )));
+        req.transaction_timeout_ms = transaction_timeout_ms;
+        let token = current.unwrap_or(FencingToken::new(-1, -1));
+        req.producer_id = ProducerId(token.producer_id);
+        req.producer_epoch = token.producer_epoch;
+        let resp: InitProducerIdResponse = self
+            .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
+            .await
+            .map_err(|a| match a {
+                // A broken connection to the coordinator: find it again.
+                Attempt::Backoff(r) => Attempt::Refind(r),
+                other => other,
+            })?;
+        Ok((addr, resp))
     }
 }

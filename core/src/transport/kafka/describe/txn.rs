@@ -17,8 +17,7 @@ use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnT
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, EndTxnRequest, EndTxnResponse,
-    InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
-    TopicName, TransactionalId,
+    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
@@ -121,33 +120,9 @@ impl DescribeClient {
         let mut backoff = Duration::from_millis(2);
         loop {
             let attempt = async {
-                let addr = self.coordinator(transactional_id, deadline).await?;
-                let conn = self.connection(&addr, deadline).await?;
-                let version = conn
-                    .version_for(
-                        ApiKey::InitProducerId,
-                        InitProducerIdRequest::VERSIONS_RANGE,
-                    )
-                    .ok_or_else(|| {
-                        Attempt::Fail(Error::fatal(
-                            format!("InitProducerId at {addr}"),
-                            "the broker supports no InitProducerId version this client speaks",
-                        ))
-                    })?;
-                let mut req = InitProducerIdRequest::default();
-                req.transactional_id = Some(TransactionalId(StrBytes::from_string(
-                    transactional_id.to_owned(),
-                )));
-                req.transaction_timeout_ms = transaction_timeout_ms;
-                req.producer_id = ProducerId(-1);
-                req.producer_epoch = -1;
-                let resp: InitProducerIdResponse = self
-                    .call(&conn, ApiKey::InitProducerId, version, &req, deadline)
-                    .await
-                    .map_err(|a| match a {
-                        Attempt::Backoff(r) => Attempt::Refind(r),
-                        other => other,
-                    })?;
+                let (addr, resp) = self
+                    .send_init_producer_id(transactional_id, transaction_timeout_ms, None, deadline)
+                    .await?;
                 match resp.error_code {
                     0 => Ok(FencingToken::new(resp.producer_id.0, resp.producer_epoch)),
                     // CONCURRENT_TRANSACTIONS: the previous transaction is
@@ -198,18 +173,14 @@ impl DescribeClient {
         partitions: &[(String, Vec<i32>)],
         deadline: Instant,
     ) -> Result<(), TxnError> {
-        let addr = self.txn_coordinator(transactional_id, deadline).await?;
-        let conn = self
-            .txn_connection(transactional_id, &addr, deadline)
+        let (addr, conn, version) = self
+            .at_coordinator(
+                transactional_id,
+                ApiKey::AddPartitionsToTxn,
+                ADD_PARTITIONS_MAX,
+                deadline,
+            )
             .await?;
-        let version = conn
-            .version_for(ApiKey::AddPartitionsToTxn, (0, ADD_PARTITIONS_MAX))
-            .ok_or_else(|| {
-                TxnError::Broken(Error::fatal(
-                    format!("AddPartitionsToTxn at {addr}"),
-                    "the broker supports no AddPartitionsToTxn version 0 to 3",
-                ))
-            })?;
         let mut req = AddPartitionsToTxnRequest::default();
         req.v3_and_below_transactional_id =
             TransactionalId(StrBytes::from_string(transactional_id.to_owned()));
@@ -390,18 +361,9 @@ impl DescribeClient {
         commit: bool,
         deadline: Instant,
     ) -> Result<(), TxnError> {
-        let addr = self.txn_coordinator(transactional_id, deadline).await?;
-        let conn = self
-            .txn_connection(transactional_id, &addr, deadline)
+        let (addr, conn, version) = self
+            .at_coordinator(transactional_id, ApiKey::EndTxn, END_TXN_MAX, deadline)
             .await?;
-        let version = conn
-            .version_for(ApiKey::EndTxn, (0, END_TXN_MAX))
-            .ok_or_else(|| {
-                TxnError::Broken(Error::fatal(
-                    format!("EndTxn at {addr}"),
-                    "the broker supports no EndTxn version 0 to 4",
-                ))
-            })?;
         let mut req = EndTxnRequest::default();
         req.transactional_id = TransactionalId(StrBytes::from_string(transactional_id.to_owned()));
         req.producer_id = ProducerId(token.producer_id);
@@ -433,25 +395,30 @@ impl DescribeClient {
         }
     }
 
-    async fn txn_coordinator(
+    /// The coordinator of `transactional_id`, a connection to it, and the
+    /// version of `key` to send (the highest both speak, at most `max`).
+    async fn at_coordinator(
         &self,
         transactional_id: &str,
+        key: ApiKey,
+        max: i16,
         deadline: Instant,
-    ) -> Result<String, TxnError> {
-        self.coordinator(transactional_id, deadline)
+    ) -> Result<(String, Arc<Connection>, i16), TxnError> {
+        let addr = self
+            .coordinator(transactional_id, deadline)
             .await
-            .map_err(|a| self.coordinator_attempt(a, transactional_id))
-    }
-
-    async fn txn_connection(
-        &self,
-        transactional_id: &str,
-        addr: &str,
-        deadline: Instant,
-    ) -> Result<Arc<Connection>, TxnError> {
-        self.connection(addr, deadline)
+            .map_err(|a| self.coordinator_attempt(a, transactional_id))?;
+        let conn = self
+            .connection(&addr, deadline)
             .await
-            .map_err(|a| self.coordinator_attempt(a, transactional_id))
+            .map_err(|a| self.coordinator_attempt(a, transactional_id))?;
+        let version = conn.version_for(key, (0, max)).ok_or_else(|| {
+            TxnError::Broken(Error::fatal(
+                format!("{key:?} at {addr}"),
+                format!("the broker supports no {key:?} version 0 to {max}"),
+            ))
+        })?;
+        Ok((addr, conn, version))
     }
 
     async fn txn_call<Req: Encodable, Resp: Decodable + HeaderVersion>(
