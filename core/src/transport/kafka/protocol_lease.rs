@@ -357,7 +357,7 @@ impl ProtocolLease {
         }
         // 1. The partitions the transaction does not have yet.
         let mut new: Vec<(String, Vec<i32>)> = Vec::new();
-        for (topic, partition) in placed.keys() {
+        for ((topic, partition), _) in &placed {
             if !self.added.contains(&(topic.clone(), *partition)) {
                 match new.iter_mut().find(|(t, _)| t == topic) {
                     Some((_, ps)) => ps.push(*partition),
@@ -396,8 +396,10 @@ impl ProtocolLease {
                 Tried::Failed(e) => return Err(ending(role, what, e)),
             }
         }
-        // 2. One batch per partition, all partitions at once.
-        let mut sends = tokio::task::JoinSet::new();
+        // 2. One batch per partition, all encoded before any is sent (a
+        // batch refused here must not leave another one in flight), then
+        // all partitions at once.
+        let mut batches = Vec::new();
         for ((topic, partition), recs) in &placed {
             let key = (topic.clone(), *partition);
             let sequence = *self.sequences.get(&key).unwrap_or(&0);
@@ -414,20 +416,22 @@ impl ProtocolLease {
                     Ok(b)
                 }
             });
-            let records = match encoded {
-                Ok(b) => b,
+            match encoded {
+                Ok(records) => batches.push(Sent {
+                    topic: topic.clone(),
+                    partition: *partition,
+                    records,
+                    count: i32::try_from(recs.len()).unwrap_or(i32::MAX),
+                }),
                 Err(e) => {
                     return Err(self
                         .abort_after(role, what, TxnError::Refused(e), deadline)
                         .await)
                 }
-            };
-            let sent = Sent {
-                topic: topic.clone(),
-                partition: *partition,
-                records,
-                count: i32::try_from(recs.len()).unwrap_or(i32::MAX),
-            };
+            }
+        }
+        let mut sends = tokio::task::JoinSet::new();
+        for sent in batches {
             let (describe, role) = (self.describe.clone(), role.to_owned());
             sends.spawn(async move {
                 let tried = produce_until(&describe, &role, &sent, deadline).await;
@@ -501,8 +505,8 @@ impl ProtocolLease {
         &mut self,
         records: &'r [OutRecord],
         deadline: Instant,
-    ) -> Result<indexmap_lite::Placed<'r>> {
-        let mut placed = indexmap_lite::Placed::default();
+    ) -> Result<Placed<'r>> {
+        let mut placed: Placed<'r> = Vec::new();
         for r in records {
             let partitions = self.describe.topic_partitions(&r.topic, deadline).await?;
             let partition = match r.partition {
@@ -524,7 +528,11 @@ impl ProtocolLease {
                     }
                 },
             };
-            placed.push((r.topic.clone(), partition), r);
+            let key = (r.topic.clone(), partition);
+            match placed.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(r),
+                None => placed.push((key, vec![r])),
+            }
         }
         Ok(placed)
     }
@@ -720,35 +728,7 @@ async fn produce_until(
 }
 
 /// Records grouped by partition, in first-seen order.
-mod indexmap_lite {
-    use crate::transport::OutRecord;
-
-    #[derive(Default)]
-    pub(crate) struct Placed<'r> {
-        groups: Vec<((String, i32), Vec<&'r OutRecord>)>,
-    }
-
-    impl<'r> Placed<'r> {
-        pub(crate) fn push(&mut self, key: (String, i32), r: &'r OutRecord) {
-            match self.groups.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, v)) => v.push(r),
-                None => self.groups.push((key, vec![r])),
-            }
-        }
-
-        pub(crate) fn keys(&self) -> impl Iterator<Item = &(String, i32)> {
-            self.groups.iter().map(|(k, _)| k)
-        }
-    }
-
-    impl<'a, 'r> IntoIterator for &'a Placed<'r> {
-        type Item = &'a ((String, i32), Vec<&'r OutRecord>);
-        type IntoIter = std::slice::Iter<'a, ((String, i32), Vec<&'r OutRecord>)>;
-        fn into_iter(self) -> Self::IntoIter {
-            self.groups.iter()
-        }
-    }
-}
+type Placed<'r> = Vec<((String, i32), Vec<&'r OutRecord>)>;
 
 #[cfg(test)]
 mod tests {
