@@ -101,6 +101,21 @@ enum Shown {
     /// The principal may not describe the topic.
     Denied,
 }
+/// How long a seek right after an assign is tried again.
+const SEEK_SETTLE: Duration = Duration::from_millis(500);
+/// Between two tries of such a seek.
+const SEEK_PAUSE: Duration = Duration::from_millis(5);
+
+/// What an assign did to a reader's partition.
+enum Change {
+    /// Nothing changed.
+    None,
+    /// Assigned, with its queue split off.
+    Assigned(StreamPartitionQueue<TransportContext>),
+    /// No longer assigned.
+    Unassigned,
+}
+
 /// The transport's state consumer, shared by its [`PartitionReader`]s.
 ///
 /// A task awaits the consumer's main queue, as librdkafka needs for its
@@ -257,50 +272,83 @@ impl PartitionReader {
         self.assigned = offset;
         self.seeks.fetch_add(1, Ordering::Relaxed);
         let (topic, partition, timeout) = (self.topic.clone(), self.partition, self.timeout);
-        let queue = run_blocking(move || -> Result<_> {
-            oauth::ensure_token(c.client())?;
+        let (change, sought) = run_blocking(move || {
+            if let Err(e) = oauth::ensure_token(c.client()) {
+                return (Change::None, Err(e));
+            }
             let mut tpl = TopicPartitionList::with_capacity(1);
-            tpl.add_partition_offset(&topic, partition, Offset::Offset(offset))
-                .map_err(|e| kafka_error(&context, e))?;
+            if let Err(e) = tpl.add_partition_offset(&topic, partition, Offset::Offset(offset)) {
+                return (Change::None, Err(kafka_error(&context, e)));
+            }
+            // Assigns the partition and splits its queue off; on failure
+            // the partition is left unassigned.
             let assign = |tpl: &TopicPartitionList| -> Result<_> {
                 c.incremental_assign(tpl)
                     .map_err(|e| kafka_error(&context, e))?;
                 c.split_partition_queue(&topic, partition).ok_or_else(|| {
+                    let _ = c.incremental_unassign(tpl);
                     Error::fatal(
                         context.clone(),
                         "librdkafka gave no queue for the partition",
                     )
                 })
             };
+            // Right after an assign librdkafka may not have started the
+            // partition yet and answers the seek "Erroneous state": try
+            // again for a moment.
             let seek = || {
-                c.seek(&topic, partition, Offset::Offset(offset), timeout)
-                    .map_err(|e| kafka_error(&format!("{context}: seek to {offset}"), e))
+                let started = std::time::Instant::now();
+                loop {
+                    match c.seek(&topic, partition, Offset::Offset(offset), timeout) {
+                        Ok(()) => return Ok(()),
+                        Err(e) if started.elapsed() < SEEK_SETTLE => {
+                            tracing::debug!(error = %e, "the seek failed; trying again");
+                            std::thread::sleep(SEEK_PAUSE);
+                        }
+                        Err(e) => {
+                            return Err(kafka_error(&format!("{context}: seek to {offset}"), e))
+                        }
+                    }
+                }
             };
             if first {
-                let queue = assign(&tpl)?;
-                seek()?;
-                return Ok(Some(queue));
+                return match assign(&tpl) {
+                    Ok(queue) => (Change::Assigned(queue), seek()),
+                    Err(e) => (Change::None, Err(e)),
+                };
             }
-            match seek() {
-                Ok(()) => Ok(None),
+            match c.seek(&topic, partition, Offset::Offset(offset), timeout) {
+                Ok(()) => (Change::None, Ok(())),
                 // A partition in an error state (an offset outside the log
                 // was asked for) takes no seek: assign it afresh.
                 Err(e) => {
                     tracing::debug!(error = %e, "the seek failed; assigning the partition again");
-                    c.incremental_unassign(&tpl)
-                        .map_err(|e| kafka_error(&context, e))?;
-                    let queue = assign(&tpl)?;
-                    seek()?;
-                    Ok(Some(queue))
+                    if let Err(e) = c.incremental_unassign(&tpl) {
+                        return (Change::None, Err(kafka_error(&context, e)));
+                    }
+                    match assign(&tpl) {
+                        Ok(queue) => (Change::Assigned(queue), seek()),
+                        Err(e) => (Change::Unassigned, Err(e)),
+                    }
                 }
             }
         })
-        .await??;
-        if let Some(q) = queue {
-            self.queue = Some(q);
+        .await?;
+        // Whatever the seek said, the reader knows whether the partition is
+        // assigned: a failed first seek is retried as a seek, not as a
+        // second assign.
+        match change {
+            Change::None => {}
+            Change::Assigned(queue) => {
+                self.queue = Some(queue);
+                self.assigned_once = true;
+            }
+            Change::Unassigned => {
+                self.queue = None;
+                self.assigned_once = false;
+            }
         }
-        self.assigned_once = true;
-        Ok(())
+        sought
     }
 
     /// The (first offset, last stable offset) of the partition.

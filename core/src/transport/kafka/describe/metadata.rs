@@ -61,6 +61,12 @@ impl DescribeClient {
         }
         match self.load_topic(topic, deadline).await? {
             (Layout::Denied, broker) => Ok(broker),
+            (Layout::Partitions(count), _) if partition >= count => {
+                Err(Attempt::Fail(Error::InvalidArgument(format!(
+                    "topic {} has no partition {partition} (it has {count})",
+                    crate::error::quote(topic)
+                ))))
+            }
             (Layout::Partitions(count), broker) => {
                 self.cached_leader(topic, partition).ok_or_else(|| {
                     Attempt::Backoff(format!(
