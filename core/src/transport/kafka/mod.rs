@@ -554,7 +554,7 @@ impl KafkaTransport {
 
 /// One mint on the protocol lease path: one InitProducerId of the protocol
 /// client, whose answer is the token. No way to clear first: the client
-/// sends InitProducerId again 2 ms after CONCURRENT_TRANSACTIONS (a
+/// sends InitProducerId again 3 ms after CONCURRENT_TRANSACTIONS (a
 /// transaction completing, or an open one the request itself fences and
 /// aborts), where librdkafka waits 500 ms.
 async fn mint_protocol(

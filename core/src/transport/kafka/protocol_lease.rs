@@ -62,7 +62,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::describe::{TxnError, BUSY_PAUSE};
+use super::describe::{busy_pause, TxnError};
 use super::lease::Outcome;
 use super::DescribeClient;
 use crate::error::{Error, Result};
@@ -146,11 +146,13 @@ where
     Fut: std::future::Future<Output = std::result::Result<T, TxnError>>,
 {
     let mut pause = FIRST_RETRY_PAUSE;
+    let mut busy = 0u32;
     loop {
         match tokio::time::timeout_at(deadline, request()).await {
             Err(_) => return Tried::OutOfTime("no answer in time".into()),
             Ok(Ok(v)) => return Tried::Done(v),
             Ok(Err(TxnError::Retry(why))) => {
+                busy = 0;
                 if deadline.saturating_duration_since(Instant::now()) <= pause {
                     return Tried::OutOfTime(why);
                 }
@@ -159,11 +161,13 @@ where
                 pause = (pause * 2).min(MAX_RETRY_PAUSE);
             }
             Ok(Err(TxnError::Busy(why))) => {
-                if deadline.saturating_duration_since(Instant::now()) <= BUSY_PAUSE {
+                busy += 1;
+                let pause = busy_pause(busy);
+                if deadline.saturating_duration_since(Instant::now()) <= pause {
                     return Tried::OutOfTime(why);
                 }
                 tracing::debug!(%why, "transactional request sent again soon");
-                tokio::time::sleep(BUSY_PAUSE).await;
+                tokio::time::sleep(pause).await;
             }
             Ok(Err(e)) => return Tried::Failed(e),
         }

@@ -95,7 +95,7 @@ use super::wire::{Connection, OpenError};
 pub(crate) use batch::Writer;
 pub use producer_id::BumpAnswer;
 pub(crate) use producer_id::FenceAnswer;
-pub(crate) use txn::{TxnError, BUSY_PAUSE};
+pub(crate) use txn::{busy_pause, TxnError};
 
 /// The connection to one broker address, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;

@@ -26,7 +26,23 @@ use super::*;
 
 /// The pause after CONCURRENT_TRANSACTIONS: the previous transaction's
 /// markers take a few milliseconds on a healthy cluster.
-pub(crate) const BUSY_PAUSE: Duration = Duration::from_millis(3);
+const BUSY_PAUSE: Duration = Duration::from_millis(3);
+/// How many CONCURRENT_TRANSACTIONS answers get the short pause.
+const BUSY_TRIES: u32 = 10;
+/// The longest pause after CONCURRENT_TRANSACTIONS.
+const BUSY_MAX: Duration = Duration::from_millis(100);
+
+/// The pause after the `tries`-th CONCURRENT_TRANSACTIONS answer in a row
+/// (from 1): [`BUSY_PAUSE`] for the first [`BUSY_TRIES`] (30 ms, what
+/// markers take on a healthy cluster), then doubling up to [`BUSY_MAX`], so
+/// markers held up by a lost partition leader (seconds) are not asked about
+/// hundreds of times a second by every role that waits for them.
+pub(crate) fn busy_pause(tries: u32) -> Duration {
+    match tries.checked_sub(BUSY_TRIES) {
+        None | Some(0) => BUSY_PAUSE,
+        Some(n) => BUSY_PAUSE.saturating_mul(1u32 << n.min(8)).min(BUSY_MAX),
+    }
+}
 /// The highest AddPartitionsToTxn a client sends (v4 and up are for brokers).
 const ADD_PARTITIONS_MAX: i16 = 3;
 /// The highest EndTxn of transaction version 1 semantics.
@@ -118,6 +134,7 @@ impl DescribeClient {
         };
         let started = Instant::now();
         let mut backoff = Duration::from_millis(2);
+        let mut busy = 0u32;
         loop {
             let attempt = async {
                 let (addr, resp) = self
@@ -148,19 +165,20 @@ impl DescribeClient {
                 }
                 Err(Attempt::Backoff(r)) => r,
             };
-            // CONCURRENT_TRANSACTIONS lasts milliseconds: no doubling.
+            // CONCURRENT_TRANSACTIONS lasts milliseconds: short pauses.
             let pause = if why == code_name(51) {
-                BUSY_PAUSE
+                busy += 1;
+                busy_pause(busy)
             } else {
-                backoff
+                busy = 0;
+                let b = backoff;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                b
             };
             if no_time_for(pause, deadline) {
                 return Err(self.gave_up(context(), started.elapsed(), why));
             }
             tokio::time::sleep(pause).await;
-            if pause == backoff {
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
         }
     }
 
@@ -480,5 +498,18 @@ impl DescribeClient {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_pauses_stay_short_then_back_off_to_a_bound() {
+        let pauses: Vec<u64> = (1..=20).map(|t| busy_pause(t).as_millis() as u64).collect();
+        assert!(pauses[..10].iter().all(|p| *p == 3), "{pauses:?}");
+        assert_eq!(&pauses[10..16], &[6, 12, 24, 48, 96, 100], "{pauses:?}");
+        assert_eq!(busy_pause(u32::MAX), BUSY_MAX);
     }
 }
