@@ -816,3 +816,153 @@ async fn a_read_right_after_a_commit_sees_it() {
         );
     }
 }
+
+/// What an election reads of a role's state: the roster, the lease, and with
+/// no lease the deadline a tombstone cleared.
+fn election_view(s: &RoleState) -> impl PartialEq + std::fmt::Debug {
+    (
+        s.roster().cloned().collect::<Vec<_>>(),
+        s.lease().cloned(),
+        s.lease().is_none().then(|| s.last_cleared_deadline()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_state_is_the_compacted_partition_and_reads_only_what_is_new() {
+    let (reader, cfg) = private_transport("compacted", 1).await;
+    let writer = KafkaTransport::new(cfg.clone(), Some("compact-writer")).unwrap();
+    let roles = ["ra", "rb"];
+    let epoch = writer.mint_epoch(roles[0], LEASE).await.unwrap();
+    let token = epoch.token();
+    // Registrations, a re-registration, a tombstone, renewals and a lease
+    // tombstone, of two roles, interleaved.
+    for round in 0..3i64 {
+        for role in roles {
+            for m in ["m1", "m2"] {
+                writer
+                    .append(state_record(0, reg_key(role, m), Some(reg_value(m, round))))
+                    .await
+                    .unwrap();
+            }
+        }
+        epoch
+            .write_lease(
+                state_record(
+                    0,
+                    lease_key(roles[0]),
+                    Some(lease_value("m1", token, round)),
+                ),
+                WITHIN,
+            )
+            .await
+            .unwrap();
+    }
+    writer
+        .append(state_record(0, reg_key(roles[1], "m1"), None))
+        .await
+        .unwrap();
+    epoch
+        .write_lease(state_record(0, lease_key(roles[0]), None), WITHIN)
+        .await
+        .unwrap();
+
+    let check = |what: &str, compact: &ReadBatch, all: &[Record]| {
+        assert!(
+            compact.records.len() < all.len(),
+            "{what}: {} of {} records",
+            compact.records.len(),
+            all.len()
+        );
+        assert!(compact.next_offset > all.last().unwrap().offset, "{what}");
+        for role in roles {
+            let a = RoleState::build(role, all).unwrap();
+            let c = RoleState::build(role, &compact.records).unwrap();
+            assert_eq!(election_view(&c), election_view(&a), "{what}: role {role}");
+        }
+    };
+    let first = reader.read_state(0).await.unwrap();
+    let fresh = KafkaTransport::new(cfg.clone(), Some("compact-fresh")).unwrap();
+    let all = fresh.read_partition(0).await.unwrap();
+    check("first read", &first, &all);
+    let cleared = RoleState::build(roles[0], &first.records).unwrap();
+    assert!(cleared.lease().is_none());
+    assert_eq!(
+        cleared.last_cleared_deadline(),
+        Some(2 + LEASE.as_millis() as i64)
+    );
+
+    // More records: the next read fetches only them, from where the
+    // consumer stands (no seek), and a follower behind reads them from
+    // what the reader kept (no seek either).
+    writer
+        .append(state_record(
+            0,
+            reg_key(roles[1], "m3"),
+            Some(reg_value("m3", 9)),
+        ))
+        .await
+        .unwrap();
+    let seeks = reader.state_seeks();
+    let second = reader.read_state(0).await.unwrap();
+    let all = fresh.read_partition(0).await.unwrap();
+    check("second read", &second, &all);
+    let behind = reader
+        .poll_partition(0, first.next_offset, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(behind.records, all[all.len() - 1..].to_vec());
+    assert_eq!(behind.next_offset, second.next_offset);
+    assert_eq!(reader.state_seeks(), seeks, "no seek for what was kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_of_one_partition_sharing_a_reader_miss_no_record() {
+    // Many roles of one partition acquired at once: each follower reads the
+    // partition, registers, and reads on from where it stood, all through
+    // the transport's one reader of the partition. Each must find its own
+    // registration, whatever the others' reads did to the reader.
+    let (t, _cfg) = private_transport("sharing", 1).await;
+    let t = std::sync::Arc::new(t);
+    let tasks = (0..24).map(|i| {
+        let t = std::sync::Arc::clone(&t);
+        tokio::spawn(async move {
+            let role = format!("share-{i}");
+            for round in 0..4i64 {
+                let start = t.read_state(0).await.unwrap();
+                let mut state = RoleState::build(role.as_str(), &start.records).unwrap();
+                let offset = t
+                    .append(state_record(
+                        0,
+                        reg_key(&role, "m"),
+                        Some(reg_value("m", round)),
+                    ))
+                    .await
+                    .unwrap();
+                let mut next = start.next_offset;
+                let until = Instant::now() + Duration::from_secs(10);
+                while next <= offset {
+                    assert!(
+                        Instant::now() < until,
+                        "{role}: stuck at {next} below {offset}"
+                    );
+                    let b = t
+                        .poll_partition(0, next, Duration::from_millis(200))
+                        .await
+                        .unwrap();
+                    for r in &b.records {
+                        state.apply(r).unwrap();
+                    }
+                    next = next.max(b.next_offset);
+                }
+                assert_eq!(
+                    state.entry("m").map(|e| e.offset),
+                    Some(offset),
+                    "{role} round {round}: its registration at {offset} was skipped"
+                );
+            }
+        })
+    });
+    for task in tasks.collect::<Vec<_>>() {
+        task.await.unwrap();
+    }
+}

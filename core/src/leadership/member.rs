@@ -259,13 +259,14 @@ pub(super) struct Follower {
 
 impl Follower {
     pub(super) async fn start(m: &Member, cancel: &CancellationToken) -> Result<Self> {
-        let records = m
+        let read = m
             .retry("reading the state partition", cancel, || {
-                m.transport.read_partition(m.partition)
+                m.transport.read_state(m.partition)
             })
             .await?;
-        let next_offset = records.last().map_or(0, |r| r.offset + 1);
-        let state = RoleState::build(m.role.clone(), &records)?;
+        let next_offset = read.records.last().map_or(0, |r| r.offset + 1);
+        let next_offset = next_offset.max(read.next_offset);
+        let state = RoleState::build(m.role.clone(), &read.records)?;
         Ok(Follower {
             state,
             next_offset,

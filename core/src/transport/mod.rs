@@ -115,6 +115,28 @@ pub trait StateReader: Send + Sync {
     /// promptly even while another transaction is open.
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>>;
 
+    /// What a new follower of a role in `partition` starts from: the
+    /// partition's committed records to the last stable offset, with the
+    /// same guarantees as [`StateReader::read_partition`], except that a
+    /// record may be left out when a later record of its key follows and
+    /// the left-out record is neither a tombstone's cleared value nor
+    /// needed for that (what Kafka's log compaction may leave out too), and
+    /// the offset to poll from next. A [`crate::RoleState`] built from it
+    /// is, in all an election reads of it (roster, lease, and with no lease
+    /// the deadline last cleared), the one built from every record.
+    ///
+    /// The default reads every record. The Kafka transport keeps what its
+    /// reader of the partition read, so the followers of many roles in one
+    /// partition read the partition once, not once each.
+    async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
+        let records = self.read_partition(partition).await?;
+        let next_offset = records.last().map_or(0, |r| r.offset + 1);
+        Ok(ReadBatch {
+            records,
+            next_offset,
+        })
+    }
+
     /// Committed records of `partition` from offset `from` on. Waits up to
     /// `max_wait` for at least one new record when there is none yet, and then
     /// returns an empty batch; an empty batch may come earlier when its

@@ -180,6 +180,11 @@ impl StateReader for Hooked {
         self.inner.read_partition(partition).await
     }
 
+    async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
+        self.log("read_state".into());
+        self.inner.read_state(partition).await
+    }
+
     async fn poll_partition(
         &self,
         partition: i32,

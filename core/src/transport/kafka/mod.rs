@@ -207,6 +207,7 @@ mod protocol_lease;
 mod reader;
 mod sasl;
 mod security;
+mod seen;
 mod topic;
 mod wire;
 
@@ -761,6 +762,16 @@ impl StateReader for KafkaTransport {
             .as_mut()
             .expect("reader() creates it")
             .read_all()
+            .await
+    }
+
+    async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
+        self.wait_for_markers(partition).await;
+        let mut reader = self.reader(partition).await?;
+        reader
+            .as_mut()
+            .expect("reader() creates it")
+            .read_state()
             .await
     }
 

@@ -19,7 +19,12 @@
 //!   reads until it reaches the LSO: a record at LSO - 1 or the end-of-
 //!   partition event. An open transaction holds the LSO back, so the read
 //!   ends promptly below it instead of waiting for the transaction.
+//! * `read_state` (a new follower's first read) reads only what was written
+//!   since the partition was last read to its end, and answers from what the
+//!   reader kept of it ([`super::seen`]): the latest record of each key.
+//!   Followers of many roles in one partition read it once, not once each.
 //! * `poll_partition` keeps the consumer where the last call ended. A call
+//!   whose `from` lies within the last records kept answers from them; one
 //!   whose `from` continues there reads on without a seek, so a standby's
 //!   steady-state cost grows with new records only; any other `from` re-
 //!   assigns the consumer there. It waits up to `max_wait` for a first
@@ -46,6 +51,7 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::KafkaConfig;
+use super::seen::Seen;
 use super::{drop_off_thread, kafka_error, oauth, run_blocking, TransportContext};
 use crate::error::{Error, Result};
 use crate::transport::ReadBatch;
@@ -208,6 +214,9 @@ pub(crate) struct PartitionReader {
     /// Whether the consumer has asked for the topic's metadata (see
     /// [`fetch_watermarks_first`]).
     asked_metadata: AtomicBool,
+    /// What was read, for every follower of the partition (`None` until
+    /// the first whole read).
+    seen: Option<Seen>,
 }
 
 fn message_record<M: Message>(m: &M) -> Record {
@@ -245,6 +254,7 @@ impl PartitionReader {
             seeks,
             timeout: config.operation_timeout(),
             asked_metadata: AtomicBool::new(false),
+            seen: None,
         }
     }
 
@@ -495,22 +505,60 @@ impl PartitionReader {
         }
     }
 
-    /// Every committed record from the first offset to the last stable offset.
+    /// Every committed record from the first offset to the last stable
+    /// offset. What it read is kept for [`PartitionReader::read_state`] and
+    /// [`PartitionReader::poll`].
     pub(crate) async fn read_all(&mut self) -> Result<Vec<Record>> {
         let (low, high) = self.watermarks().await?;
-        if high <= low {
-            return Ok(Vec::new());
+        let (records, next) = self.read_range(low, high).await?;
+        self.seen = Some(Seen::new(records.clone(), next));
+        Ok(records)
+    }
+
+    /// The partition compacted to the latest record of each key (a
+    /// tombstone with the value it cleared), to the last stable offset, and
+    /// the offset to read on from ([`Seen`]): what a new follower of a role
+    /// starts from. Only what was written since the last such read (or
+    /// [`PartitionReader::poll`] that continued it) is fetched.
+    pub(crate) async fn read_state(&mut self) -> Result<ReadBatch> {
+        let (low, high) = self.watermarks().await?;
+        match self.seen.as_ref().map(Seen::next) {
+            // A log truncated below what was read, or whose start moved past
+            // it (records deleted), is read again from its start.
+            Some(from) if from >= low && from <= high => {
+                if from < high {
+                    let (records, next) = self.read_range(from, high).await?;
+                    if let Some(seen) = self.seen.as_mut() {
+                        seen.extend(from, records, next);
+                    }
+                }
+            }
+            _ => {
+                self.seen = None;
+                let (records, next) = self.read_range(low, high).await?;
+                self.seen = Some(Seen::new(records, next));
+            }
         }
-        self.next = None;
-        self.assign(low).await?;
+        Ok(self.seen.as_ref().expect("set above").view())
+    }
+
+    /// Every committed record from `from` to `high` (the last stable offset
+    /// read just before), and the offset after them (past transaction
+    /// markers). Continues without a seek when the consumer stands at `from`.
+    async fn read_range(&mut self, from: i64, high: i64) -> Result<(Vec<Record>, i64)> {
+        if high <= from {
+            return Ok((Vec::new(), from));
+        }
+        if self.next.take() != Some(from) {
+            self.assign(from).await?;
+        }
         let deadline = super::deadline_in(self.timeout);
         let mut records = Vec::new();
-        let mut next = low;
+        let mut next = from;
         loop {
             let got = match tokio::time::timeout_at(deadline, self.recv()).await {
                 Ok(r) => r?,
                 Err(_) => {
-                    self.next = None;
                     return Err(Error::transient(
                         format!(
                             "reading {}/{} to its last stable offset {high}",
@@ -521,6 +569,7 @@ impl PartitionReader {
                 }
             };
             match got {
+                Got::Record(r) if r.offset < from => continue,
                 Got::Record(r) => {
                     next = r.offset + 1;
                     records.push(r);
@@ -528,14 +577,26 @@ impl PartitionReader {
                         break;
                     }
                 }
-                Got::Eof => {
-                    next = next.max(high).max(self.position().unwrap_or(next));
-                    break;
-                }
+                // The end of the partition where the consumer stands. An
+                // end event of an earlier read may still wait in the queue
+                // when this read continues without a seek: it leaves the
+                // position below `high`, and the read goes on.
+                Got::Eof => match self.position() {
+                    Some(p) => {
+                        next = next.max(p);
+                        if next >= high {
+                            break;
+                        }
+                    }
+                    None => {
+                        next = next.max(high);
+                        break;
+                    }
+                },
             }
         }
         self.next = Some(next);
-        Ok(records)
+        Ok((records, next))
     }
 
     /// New committed records from `from`, waiting up to `max_wait` for the first.
@@ -544,6 +605,10 @@ impl PartitionReader {
             return Err(Error::InvalidArgument(format!(
                 "poll offset must not be negative, got {from}"
             )));
+        }
+        // A follower behind what was read reads on from what was kept.
+        if let Some(batch) = self.seen.as_ref().and_then(|s| s.since(from)) {
+            return Ok(batch);
         }
         // Where the consumer stands is unknown until this call ends (it may
         // be cancelled half way): the next call then seeks.
@@ -595,6 +660,12 @@ impl PartitionReader {
             next = next.max(self.position().unwrap_or(next));
         }
         self.next = Some(next);
+        if let Some(seen) = self.seen.as_mut() {
+            // Kept when it continues what was read.
+            if from == seen.next() {
+                seen.extend(from, records.clone(), next);
+            }
+        }
         Ok(ReadBatch {
             records,
             next_offset: next,

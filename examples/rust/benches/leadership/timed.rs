@@ -157,6 +157,14 @@ impl StateReader for Timed {
         r
     }
 
+    async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
+        let t = Instant::now();
+        let r = self.inner.read_state(partition).await;
+        let n = r.as_ref().map_or(0, |b| b.records.len());
+        self.rec.record("read_state", t, n, r.is_ok());
+        r
+    }
+
     async fn poll_partition(
         &self,
         partition: i32,

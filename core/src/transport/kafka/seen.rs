@@ -1,0 +1,352 @@
+//! What a partition's reader has read, kept for every follower of the
+//! partition ([`Seen`]).
+//!
+//! Roles share the state topic's partitions (16 by default), so a process
+//! that acquires a thousand roles follows each partition for some sixty of
+//! them at once, through one consumer position per partition. Without what
+//! is kept here, each new follower read the whole partition from its first
+//! offset (renewals of every role included: a partition's cost grew with its
+//! history), and each follower's poll from its own offset moved the shared
+//! position back and forth, a seek and a fresh fetch each time (issue 16).
+//!
+//! [`Seen`] covers one stretch of offsets read without a gap, from a read
+//! of the whole partition on:
+//!
+//! * **A compacted view** ([`Seen::view`]): the latest record of each key,
+//!   as Kafka's log compaction keeps it. A key whose latest record is a
+//!   tombstone keeps the value before the tombstone too, so a
+//!   [`crate::RoleState`] built from the view is, in all an election reads
+//!   of it, the one built from every record (a lease tombstone's cleared
+//!   deadline, [`crate::RoleState::last_cleared_deadline`], needs the lease
+//!   it cleared). A value superseded by a later one of its key is left out, as
+//!   compaction leaves it out; a superseded malformed value then no longer
+//!   halts a role's acquires, as after compaction.
+//! * **The recent records** ([`Seen::since`]): every record of the last
+//!   [`TAIL`] read, so a follower a little behind reads on without moving
+//!   the consumer.
+//!
+//! Records enter only through [`Seen::extend`] with a read that starts
+//! exactly where the kept stretch ends; a read that starts anywhere else
+//! leaves `Seen` as it was. So the stretch never has a gap, and every offset
+//! below [`Seen::next`] is accounted for.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::transport::{ReadBatch, Record};
+
+/// How many of the most recent records [`Seen`] keeps for followers that
+/// are behind.
+pub(crate) const TAIL: usize = 1024;
+
+/// What one key's records leave in the compacted view.
+#[derive(Debug, Clone)]
+struct Latest {
+    /// The offset of the key's latest record.
+    offset: i64,
+    /// When the latest record is a tombstone: the offset of the value before
+    /// it, if one was read.
+    cleared: Option<i64>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Seen {
+    /// The records the compacted view keeps, by offset.
+    view: BTreeMap<i64, Record>,
+    /// Each key's place in `view`.
+    keys: HashMap<Vec<u8>, Latest>,
+    /// Every record read at offsets `tail_from..next`, in offset order.
+    tail: VecDeque<Record>,
+    /// The first offset `tail` accounts for.
+    tail_from: i64,
+    /// The offset after the stretch read: every offset below it was read
+    /// (records, transaction markers and aborted records alike).
+    next: i64,
+    tail_len: usize,
+}
+
+fn is_tombstone(r: &Record) -> bool {
+    r.value.as_ref().is_none_or(Vec::is_empty)
+}
+
+impl Seen {
+    /// What a read of the whole partition found: `records` are every
+    /// committed record from its first offset, `next` the offset after them
+    /// (past transaction markers).
+    pub(crate) fn new(records: Vec<Record>, next: i64) -> Seen {
+        Seen::with_tail(records, next, TAIL)
+    }
+
+    fn with_tail(records: Vec<Record>, next: i64, tail_len: usize) -> Seen {
+        let mut seen = Seen {
+            view: BTreeMap::new(),
+            keys: HashMap::new(),
+            tail: VecDeque::new(),
+            tail_from: 0,
+            next: 0,
+            tail_len,
+        };
+        seen.tail_from = records.first().map_or(next, |r| r.offset);
+        seen.add(records, next);
+        seen
+    }
+
+    /// The offset after the stretch read.
+    pub(crate) fn next(&self) -> i64 {
+        self.next
+    }
+
+    /// Adds a read that started at [`Seen::next`] and ended before `next`;
+    /// a read that started anywhere else is refused (returns false) and
+    /// changes nothing.
+    pub(crate) fn extend(&mut self, from: i64, records: Vec<Record>, next: i64) -> bool {
+        if from != self.next {
+            return false;
+        }
+        self.add(records, next);
+        true
+    }
+
+    fn add(&mut self, records: Vec<Record>, next: i64) {
+        for r in records {
+            if r.offset < self.next {
+                continue;
+            }
+            self.next = r.offset + 1;
+            self.keep(&r);
+            self.tail.push_back(r);
+        }
+        self.next = self.next.max(next);
+        while self.tail.len() > self.tail_len {
+            if let Some(r) = self.tail.pop_front() {
+                self.tail_from = r.offset + 1;
+            }
+        }
+    }
+
+    /// Puts `r` into the compacted view: it replaces its key's records,
+    /// except that a tombstone keeps the value it cleared.
+    fn keep(&mut self, r: &Record) {
+        let mut cleared = None;
+        if let Some(old) = self.keys.remove(&r.key) {
+            let old_record = self.view.remove(&old.offset);
+            match (is_tombstone(r), old.cleared) {
+                // A tombstone after a tombstone: the value the first one
+                // cleared is still the one before the latest.
+                (true, Some(c)) => cleared = Some(c),
+                (true, None) => {
+                    if let Some(o) = old_record.filter(|o| !is_tombstone(o)) {
+                        cleared = Some(o.offset);
+                        self.view.insert(o.offset, o);
+                    }
+                }
+                (false, Some(c)) => {
+                    self.view.remove(&c);
+                }
+                (false, None) => {}
+            }
+        }
+        self.keys.insert(
+            r.key.clone(),
+            Latest {
+                offset: r.offset,
+                cleared,
+            },
+        );
+        self.view.insert(r.offset, r.clone());
+    }
+
+    /// The compacted view and the offset to read on from: what a new
+    /// follower starts from.
+    pub(crate) fn view(&self) -> ReadBatch {
+        ReadBatch {
+            records: self.view.values().cloned().collect(),
+            next_offset: self.next,
+        }
+    }
+
+    /// Every record from `from` to [`Seen::next`], if the kept recent
+    /// records reach back to `from` and `from` lies before `next`; `None`
+    /// otherwise (the caller reads from the partition).
+    pub(crate) fn since(&self, from: i64) -> Option<ReadBatch> {
+        if from < self.tail_from || from >= self.next {
+            return None;
+        }
+        let start = self.tail.partition_point(|r| r.offset < from);
+        Some(ReadBatch {
+            records: self.tail.range(start..).cloned().collect(),
+            next_offset: self.next,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::codec::{encode_key, encode_lease, encode_registration, Key, Lease, Registration};
+    use crate::{FencingToken, RoleState};
+
+    const ROLES: [&str; 2] = ["a", "b"];
+    const MEMBERS: [&str; 3] = ["m1", "m2", "m3"];
+
+    /// A record of one of a few keys: (role, which key, value or tombstone).
+    fn record(offset: i64, role: usize, key: usize, value: Option<i64>) -> Record {
+        let role = ROLES[role % ROLES.len()];
+        let (key, value) = if key == 0 {
+            let v = value.map(|t| {
+                encode_lease(&Lease {
+                    member: MEMBERS[t as usize % MEMBERS.len()].to_owned(),
+                    token: FencingToken::new(7, t as i16),
+                    granted_at: t * 10,
+                    deadline: t * 10 + 5,
+                })
+                .unwrap()
+            });
+            (encode_key(&Key::lease(role)).unwrap(), v)
+        } else {
+            let member = MEMBERS[(key - 1) % MEMBERS.len()];
+            let v = value.map(|t| {
+                encode_registration(&Registration {
+                    member: member.to_owned(),
+                    registered_at: t,
+                })
+                .unwrap()
+            });
+            (encode_key(&Key::registration(role, member)).unwrap(), v)
+        };
+        Record { offset, key, value }
+    }
+
+    /// What an election reads of a state, now and after any later record:
+    /// the roster, the lease, and with no lease the cleared deadline (with
+    /// a lease, the next tombstone replaces it with that lease's, so it is
+    /// never read). Not the bookkeeping of which offsets were applied.
+    fn seen_by_election(s: &RoleState) -> impl PartialEq + std::fmt::Debug {
+        (
+            s.roster().cloned().collect::<Vec<_>>(),
+            s.lease().cloned(),
+            s.lease().is_none().then(|| s.last_cleared_deadline()),
+        )
+    }
+
+    fn records_strategy() -> impl Strategy<Value = Vec<Record>> {
+        // Offsets with gaps (transaction markers, aborted records).
+        prop::collection::vec(
+            (
+                1i64..3,
+                0usize..2,
+                0usize..4,
+                prop::option::weighted(0.7, 1i64..50),
+            ),
+            0..60,
+        )
+        .prop_map(|v| {
+            let mut offset = 0;
+            v.into_iter()
+                .map(|(gap, role, key, value)| {
+                    offset += gap;
+                    record(offset, role, key, value)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// A state built from the compacted view is the state built from
+        /// every record, however the records were read (in one go, or in
+        /// pieces that continue each other).
+        #[test]
+        fn the_view_builds_the_state_every_record_builds(
+            records in records_strategy(),
+            cuts in prop::collection::vec(0usize..60, 0..4),
+        ) {
+            let end = records.last().map_or(0, |r| r.offset + 2);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(records.len())).collect();
+            cuts.sort_unstable();
+            let first = cuts.first().copied().unwrap_or(records.len());
+            let next_of = |i: usize| records.get(i).map_or(end, |r| r.offset);
+            let mut seen = Seen::with_tail(records[..first].to_vec(), next_of(first), 8);
+            let mut at = first;
+            for &c in cuts.iter().skip(1).chain(std::iter::once(&records.len())) {
+                prop_assert!(seen.extend(seen.next(), records[at..c].to_vec(), next_of(c)));
+                at = c;
+            }
+            let view = seen.view();
+            prop_assert_eq!(view.next_offset, end);
+            prop_assert!(view.records.windows(2).all(|w| w[0].offset < w[1].offset));
+            for role in ROLES {
+                let all = RoleState::build(role, &records).unwrap();
+                let compact = RoleState::build(role, &view.records).unwrap();
+                prop_assert_eq!(seen_by_election(&compact), seen_by_election(&all));
+            }
+            // The recent records are exactly the last ones read.
+            let kept = records.len().min(8);
+            let from = if kept == 0 { end } else { records[records.len() - kept].offset };
+            if from < end {
+                let tail = seen.since(from).unwrap();
+                prop_assert_eq!(&tail.records[..], &records[records.len() - kept..]);
+                prop_assert_eq!(tail.next_offset, end);
+            }
+        }
+    }
+
+    #[test]
+    fn a_tombstone_keeps_the_lease_it_cleared_and_nothing_older() {
+        let records = vec![
+            record(0, 0, 0, Some(1)),
+            record(1, 0, 0, None),
+            record(2, 0, 0, Some(2)),
+            record(3, 0, 1, Some(5)),
+            record(4, 0, 0, None),
+            record(5, 0, 0, None),
+            record(6, 0, 1, None),
+        ];
+        let seen = Seen::new(records.clone(), 9);
+        let offsets: Vec<i64> = seen.view().records.iter().map(|r| r.offset).collect();
+        // The lease of offset 2 (cleared), the last lease tombstone, the
+        // registration (cleared) and its tombstone.
+        assert_eq!(offsets, [2, 3, 5, 6]);
+        let all = RoleState::build("a", &records).unwrap();
+        let compact = RoleState::build("a", &seen.view().records).unwrap();
+        assert_eq!(compact.last_cleared_deadline(), Some(25));
+        assert_eq!(seen_by_election(&compact), seen_by_election(&all));
+    }
+
+    #[test]
+    fn only_a_read_that_continues_the_stretch_is_added() {
+        let mut seen = Seen::new(vec![record(0, 0, 1, Some(1))], 1);
+        // Offsets 1..3 were transaction markers: the stretch ends at 3.
+        assert!(seen.extend(1, vec![], 3));
+        assert_eq!(seen.next(), 3);
+        // A read from elsewhere (a follower far behind, one ahead) is not.
+        assert!(!seen.extend(5, vec![record(5, 0, 2, Some(2))], 6));
+        assert!(!seen.extend(0, vec![record(0, 0, 1, Some(1))], 1));
+        assert_eq!(seen.next(), 3);
+        assert!(seen.extend(3, vec![record(3, 0, 2, Some(2))], 4));
+        assert_eq!(seen.view().records.len(), 2);
+    }
+
+    #[test]
+    fn recent_records_serve_followers_behind_and_no_one_else() {
+        let records: Vec<Record> = (0..10).map(|i| record(i * 2, 0, 1, Some(i))).collect();
+        let seen = Seen::with_tail(records, 20, 4);
+        // The last four records: offsets 12, 14, 16, 18.
+        // Offset 10 was dropped from the tail; 11 holds no record.
+        assert!(seen.since(10).is_none(), "the tail starts after 10");
+        assert_eq!(seen.since(11).unwrap().records.len(), 4);
+        let b = seen.since(12).unwrap();
+        assert_eq!(b.records.len(), 4);
+        assert_eq!(b.next_offset, 20);
+        let b = seen.since(17).unwrap();
+        assert_eq!(b.records.iter().map(|r| r.offset).collect::<Vec<_>>(), [18]);
+        // Past the last record but before the end (a marker): nothing new,
+        // and the position moves on.
+        let b = seen.since(19).unwrap();
+        assert!(b.records.is_empty());
+        assert_eq!(b.next_offset, 20);
+        // At the end: the caller reads on from the partition.
+        assert!(seen.since(20).is_none());
+    }
+}
