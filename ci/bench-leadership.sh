@@ -25,6 +25,8 @@ trap cleanup EXIT
 if [[ -z ${KRABKA_BOOTSTRAP:-} ]]; then
     ci/kafka.sh provision >&2
     if ! ci/kafka.sh status 1 >/dev/null 2>&1; then started=1; fi
+    # Brokers run as Kafka's own start scripts run them (a running cluster is reused as is).
+    export KAFKA_JVM_PROFILE=${KAFKA_JVM_PROFILE:-stock}
     KRABKA_BOOTSTRAP=$(ci/kafka.sh start 1 | tail -n 1)
 fi
 if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
@@ -40,7 +42,7 @@ json_out=$(realpath -m "$target_dir/bench-leadership.jsonl")
     echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "machine:  $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
     echo "load:     $(cut -d ' ' -f 1-3 /proc/loadavg) (1, 5, 15 min) before the run"
-    echo "kafka:    $KRABKA_BOOTSTRAP"
+    echo "kafka:    $KRABKA_BOOTSTRAP ($(ci/kafka.sh jvm "$KRABKA_BOOTSTRAP"))"
     echo "command:  ci/bench-leadership.sh $*"
     echo
 } >&2

@@ -21,6 +21,8 @@ bootstrap=${KRABKA_BOOTSTRAP_3:-${KRABKA_BOOTSTRAP:-}}
 if [[ -z $bootstrap ]]; then
     ci/kafka.sh provision >&2
     if ! ci/kafka.sh status 3 >/dev/null 2>&1; then started=1; fi
+    # Brokers run as Kafka's own start scripts run them (a running cluster is reused as is).
+    export KAFKA_JVM_PROFILE=${KAFKA_JVM_PROFILE:-stock}
     bootstrap=$(ci/kafka.sh start 3 | tail -n 1)
 fi
 cargo bench --quiet --no-run -p krabka-examples --bench roles
@@ -29,7 +31,7 @@ json_out=$(realpath -m "$target_dir/bench-roles.jsonl")
     echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "machine:  $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
     echo "load:     $(cut -d ' ' -f 1-3 /proc/loadavg) (1, 5, 15 min) before the run"
-    echo "kafka:    $bootstrap"
+    echo "kafka:    $bootstrap ($(ci/kafka.sh jvm "$bootstrap"))"
     echo "command:  ci/bench-roles.sh $*"
     echo
 } >&2

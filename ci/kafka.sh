@@ -26,8 +26,25 @@ cache_dir=${KAFKA_CACHE_DIR:-$repo_root/ci/.cache}
 state_dir=${KAFKA_STATE_DIR:-$repo_root/.kafka}
 start_timeout=${KAFKA_START_TIMEOUT:-120}
 stop_timeout=${KAFKA_STOP_TIMEOUT:-30}
-heap_opts=${KAFKA_HEAP_OPTS:--Xmx512m -Xms256m}
-jvm_opts=${KAFKA_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1}
+# Brokers start quickly and small by default (the test suites start clusters often); the
+# "stock" profile runs them as Kafka's own start scripts do (kafka-server-start.sh and
+# kafka-run-class.sh: a 1 GiB heap, G1, the full JIT), for benchmarks.
+case ${KAFKA_JVM_PROFILE:-quick} in
+quick)
+    default_heap="-Xmx512m -Xms256m"
+    default_jvm="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    ;;
+stock)
+    default_heap="-Xmx1G -Xms1G"
+    default_jvm="-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent"
+    ;;
+*)
+    printf 'kafka.sh: error: KAFKA_JVM_PROFILE must be quick or stock, got %s\n' "$KAFKA_JVM_PROFILE" >&2
+    exit 2
+    ;;
+esac
+heap_opts=${KAFKA_HEAP_OPTS:-$default_heap}
+jvm_opts=${KAFKA_JVM_OPTS:-$default_jvm}
 extra_props=${KAFKA_EXTRA_PROPERTIES:-}
 port_1=${KAFKA_PORT_1:-19092}
 port_3=${KAFKA_PORT_3:-29092}
@@ -80,6 +97,8 @@ usage: ci/kafka.sh COMMAND [ARGS]
   stop [1|3|secured]      stop that cluster; without an argument, every cluster this script started
   status [1|3|secured]    show the clusters and their nodes; with a cluster, exit 3 unless fully up
   bootstrap [1|3|secured] print the bootstrap address of the cluster
+  jvm BOOTSTRAP           print the JVM options (heap, collector, JIT) of the running local
+                          cluster with that bootstrap address, or say it is not a local cluster
   settings secured [reauth]
                           print the librdkafka settings (key=value lines) of the secured cluster's
                           super user: bootstrap.servers, SASL_SSL, SCRAM-SHA-512, the CA file; with
@@ -121,8 +140,12 @@ clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
 environment:
   KAFKA_START_TIMEOUT     seconds start may take in total (default 120)
   KAFKA_STOP_TIMEOUT      seconds to wait after SIGTERM before SIGKILL (default 30)
-  KAFKA_HEAP_OPTS         broker heap (default "-Xmx512m -Xms256m")
-  KAFKA_JVM_OPTS          other broker JVM options (default "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+  KAFKA_JVM_PROFILE       quick (default: quick to start, small) or stock (as Kafka's own start
+                          scripts run a broker; the benchmarks use it): the defaults of the two below
+  KAFKA_HEAP_OPTS         broker heap (quick "-Xmx512m -Xms256m", stock "-Xmx1G -Xms1G")
+  KAFKA_JVM_OPTS          other broker JVM options (quick "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+                          stock "-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+                          -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent")
   KAFKA_EXTRA_PROPERTIES  lines key=value appended to every node's server.properties
   KAFKA_PORT_1            first broker port of the 1-node cluster (default 19092)
   KAFKA_PORT_3            first broker port of the 3-node cluster (default 29092);
@@ -766,6 +789,12 @@ cmd_clean() {
     done
 }
 
+# The heap, collector and JIT options a running broker was started with.
+jvm_of() {
+    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null |
+        grep -E '^-(Xm[sx]|XX:\+Use[A-Za-z]+GC|XX:TieredStopAtLevel=)' | paste -sd ' ' -
+}
+
 cmd_status() {
     local sizes=("$@") size i pid up n state rc=0 port count
     if [[ ${#sizes[@]} -eq 0 ]]; then sizes=(1 3 secured); fi
@@ -778,7 +807,7 @@ cmd_status() {
             port=$(broker_port "$size" "$i")
             if pid=$(node_pid "$size" "$i"); then
                 if port_open "$port"; then
-                    state="running (pid $pid)"
+                    state="running (pid $pid, JVM $(jvm_of "$pid"))"
                     up=$((up + 1))
                 else
                     state="starting (pid $pid, port not answering)"
@@ -899,6 +928,19 @@ bootstrap)
     [[ $# -le 1 ]] || usage
     check_size "${1:-1}"
     bootstrap_of "${1:-1}"
+    ;;
+jvm)
+    [[ $# -eq 1 ]] || usage
+    for size in 1 3 secured; do
+        [[ $(bootstrap_of "$size") == "$1" ]] || continue
+        if pid=$(node_pid "$size" 1); then
+            printf 'local cluster %s, JVM %s\n' "$size" "$(jvm_of "$pid")"
+        else
+            printf 'local cluster %s, not running\n' "$size"
+        fi
+        exit 0
+    done
+    echo "not a local cluster of ci/kafka.sh"
     ;;
 settings)
     [[ ($# -eq 1 || ($# -eq 2 && $2 == reauth)) && $1 == secured ]] || usage

@@ -1036,3 +1036,45 @@ async fn a_token_that_moves_after_a_commit_ends_the_term() {
         "nothing carrying the moved token commits"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_checks_at_once_ask_the_shared_questions_once() {
+    // Each role's check asks WRITE on its transactional id (FindCoordinator
+    // and EndTxn); the consumer group and READ on the state topic are the
+    // same for every role, and checks that run at the same time (a thousand
+    // roles acquired at once) ask them once between them.
+    init_tracing();
+    let options = krabka_coordination::ElectionOptions::default();
+    let cost = |t: &KafkaTransport| {
+        let c = t.describe_client();
+        c.requests_sent() - c.connections_made()
+    };
+    let one = transport("check-one").await;
+    one.check_member(&unique("check"), &options).await.unwrap();
+    let first = cost(&one);
+    one.check_member(&unique("check"), &options).await.unwrap();
+    let per_role = cost(&one) - first;
+    assert_eq!(
+        per_role, 2,
+        "a later role's check: FindCoordinator and EndTxn"
+    );
+
+    const N: u64 = 20;
+    let many = std::sync::Arc::new(transport("check-many").await);
+    let tasks: Vec<_> = (0..N)
+        .map(|_| {
+            let (t, o) = (std::sync::Arc::clone(&many), options.clone());
+            tokio::spawn(async move { t.check_member(&unique("check"), &o).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    // ApiVersions per connection aside.
+    assert_eq!(
+        cost(&many),
+        first + (N - 1) * per_role,
+        "{N} checks at once cost one first check and {} later ones",
+        N - 1
+    );
+}

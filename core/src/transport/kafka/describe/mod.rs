@@ -168,6 +168,8 @@ struct Inner {
     partition_counts: StdMutex<HashMap<String, i32>>,
     /// The member access questions answered "allowed" (`access.rs`).
     allowed: StdMutex<std::collections::HashSet<String>>,
+    /// Held by the check asking the questions every role shares.
+    asking: tokio::sync::Mutex<()>,
     /// Broker address → its connection slot. The map's lock is held only to
     /// find a slot; a slot's lock is held across its connect, so one address
     /// gets one connection and an unreachable broker stalls only the requests
@@ -242,6 +244,7 @@ impl DescribeClient {
                 leaders: StdMutex::new(HashMap::new()),
                 partition_counts: StdMutex::new(HashMap::new()),
                 allowed: StdMutex::new(std::collections::HashSet::new()),
+                asking: tokio::sync::Mutex::new(()),
                 connections: StdMutex::new(HashMap::new()),
                 requests: Arc::new(AtomicU64::new(0)),
                 connects: AtomicU64::new(0),
