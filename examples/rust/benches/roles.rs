@@ -7,9 +7,19 @@
 //! renew interval: commit time and scheduling delay together), renewal
 //! failures and roles lost.
 //!
+//! With `--handovers K`, once all are held, K of the roles are handed over
+//! one at a time to a standby (a second `Client` in this process, with its
+//! Kafka connections of its own) and back: timed from the resign call to the
+//! successor's acquire returning, away from the loaded client and back to it;
+//! and as many times a role of a third client that holds nothing else (the
+//! control: same cluster, same machine load, no client shared with the 999).
+//! Run with `--roles 1,1000` it shows whether a hand-over slows down when the
+//! process holds 999 other roles, and whether the holding or the load does it.
+//!
 //! ```text
 //! cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT \
-//!     [--roles 1,10,100] [--hold-s 120] [--lease-ms 10000] [--renew-ms 3000] [--json PATH]
+//!     [--roles 1,10,100] [--hold-s 120] [--lease-ms 10000] [--renew-ms 3000] \
+//!     [--handovers K] [--json PATH]
 //! ```
 //!
 //! Run through `ci/bench-roles.sh`; the results are in
@@ -22,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
+use krabka_coordination::leadership::{Leadership, LeadershipOptions};
 use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath};
 use krabka_examples::cli::{usage_exit, Flags};
 use krabka_examples::now_ms;
@@ -34,6 +45,8 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
   --hold-s S           how long each run holds its roles (default 120)
   --lease-ms MS        lease duration (default 10000)
   --renew-ms MS        renew interval (default 3000)
+  --handovers K        once all are held, hand K roles over to a standby and back, and a
+                       control client's role as often (default 0)
   --partitions N       partitions of the state topic (default 16)
   --lease-path PATH    who writes a held epoch: protocol (default) or librdkafka
   --json PATH          append the results as one JSON line per run";
@@ -44,6 +57,7 @@ struct Args {
     hold: Duration,
     lease_ms: u64,
     renew_ms: u64,
+    handovers: usize,
     partitions: i32,
     lease_path: LeasePath,
     json: Option<std::path::PathBuf>,
@@ -56,6 +70,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
         hold: Duration::from_secs(120),
         lease_ms: 10_000,
         renew_ms: 3_000,
+        handovers: 0,
         partitions: 16,
         lease_path: LeasePath::default(),
         json: None,
@@ -78,6 +93,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
             "--hold-s" => a.hold = Duration::from_secs(flags.number(f)?),
             "--lease-ms" => a.lease_ms = flags.number(f)?,
             "--renew-ms" => a.renew_ms = flags.number(f)?,
+            "--handovers" => a.handovers = flags.number(f)?,
             "--partitions" => a.partitions = flags.number(f)?,
             "--json" => a.json = Some(flags.value(f)?.into()),
             "--lease-path" => {
@@ -192,6 +208,9 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
     }
     let failures: u32 = held.iter().map(|l| l.renewal_failures()).sum();
     let lost = held.iter().filter(|l| !l.is_held()).count();
+    // After the hold: the standby's and control's clients add their threads
+    // and connections to the process.
+    let handovers = hand_over(a, client, &options, &mut held).await?;
     let t1 = Instant::now();
     let resigns = held.iter().map(|l| {
         let l = std::sync::Arc::clone(l);
@@ -213,6 +232,11 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         "roles_lost": lost,
         "resign_all_s": resign_all.as_secs_f64(),
         "resign_errors": resign_errors,
+        "handover_ms": {
+            "away": summary(&handovers.away),
+            "back": summary(&handovers.back),
+            "control": summary(&handovers.control),
+        },
     });
     println!(
         "{n:>5} roles: acquired in {:>6.2} s | peak {:>5} threads, {:>5} fds, {:>5} sockets, {:>7.1} MiB | {} renewals, late p50 {:.0} ms p99 {:.0} ms max {:.0} ms | {} failures, {} lost | resigned in {:.2} s ({} errors)",
@@ -230,7 +254,158 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         resign_all.as_secs_f64(),
         resign_errors
     );
+    if !handovers.away.is_empty() {
+        let line = |v: &[f64]| {
+            format!(
+                "p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
+                quantile(v, 0.5),
+                quantile(v, 0.99),
+                quantile(v, 1.0)
+            )
+        };
+        println!(
+            "{n:>5} roles: hand-over of one held role ({} trials): away {}, back {} | between two other clients ({}): {}",
+            handovers.away.len(),
+            line(&handovers.away),
+            line(&handovers.back),
+            handovers.control.len(),
+            line(&handovers.control),
+        );
+    }
     Ok(r)
+}
+
+/// What `--handovers` measured (ms, from the resign call to the
+/// successor's acquire returning).
+#[derive(Default)]
+struct Handovers {
+    /// From the loaded client to the standby.
+    away: Vec<f64>,
+    /// From the standby back to the loaded client.
+    back: Vec<f64>,
+    /// Both ways between the standby and a third client that holds nothing
+    /// else: the same cluster and machine load, no shared client.
+    control: Vec<f64>,
+}
+
+/// `--handovers`: hands `a.handovers` of the held roles, one at a time, to a
+/// standby client and back, and as many times a role between the standby
+/// and a control client.
+async fn hand_over(
+    a: &Args,
+    client: &Client,
+    options: &LeadershipOptions,
+    held: &mut Vec<std::sync::Arc<Leadership>>,
+) -> Result<Handovers, String> {
+    let mut h = Handovers::default();
+    if a.handovers == 0 || held.is_empty() {
+        return Ok(h);
+    }
+    let new_client = || {
+        let c = Client::new(KafkaConfig::new(a.bootstrap.clone()).with_lease_path(a.lease_path))
+            .and_then(|c| c.with_partitions(a.partitions))
+            .map_err(|e| e.to_string())?;
+        let o = c
+            .leadership_options()
+            .with_lease_duration(Duration::from_millis(a.lease_ms))
+            .with_renew_interval(Duration::from_millis(a.renew_ms));
+        Ok::<_, String>((c, o))
+    };
+    let (standby, standby_options) = new_client()?;
+    let (control, control_options) = new_client()?;
+    let control_role = format!("{}-control", held[0].role());
+    let mut controlled = control
+        .acquire(&control_role, "control", control_options.clone())
+        .await
+        .map_err(|e| format!("control acquiring {control_role}: {e}"))?;
+    for _ in 0..a.handovers {
+        // The first of the vector: the one taken back goes to its end.
+        let current = held.remove(0);
+        let (taken, ms) = one_hand_over(current, &standby, "standby", &standby_options).await?;
+        h.away.push(ms);
+        let (mine, ms) = one_hand_over(taken.into(), client, "holder", options).await?;
+        h.back.push(ms);
+        held.push(std::sync::Arc::new(mine));
+        let (taken, ms) =
+            one_hand_over(controlled.into(), &standby, "standby", &standby_options).await?;
+        h.control.push(ms);
+        let (back, ms) = one_hand_over(taken.into(), &control, "control", &control_options).await?;
+        h.control.push(ms);
+        controlled = back;
+    }
+    controlled
+        .resign()
+        .await
+        .map_err(|e| format!("resigning {control_role}: {e}"))?;
+    Ok(h)
+}
+
+/// Hands `current` over to `member` of `to`: the successor waits its turn,
+/// `current` resigns. Returns the successor's leadership and the time (ms)
+/// from the resign call to its acquire returning.
+async fn one_hand_over(
+    current: std::sync::Arc<Leadership>,
+    to: &Client,
+    member: &str,
+    options: &LeadershipOptions,
+) -> Result<(Leadership, f64), String> {
+    let role = current.role().to_owned();
+    let theirs = successor(to, &role, member, options.clone()).await?;
+    let t = Instant::now();
+    current
+        .resign()
+        .await
+        .map_err(|e| format!("resigning {role}: {e}"))?;
+    drop(current);
+    let taken = theirs.await.map_err(|e| e.to_string())??;
+    Ok((taken, t.elapsed().as_secs_f64() * 1e3))
+}
+
+/// Starts `member`'s acquire of `role` and returns once it waits its turn
+/// (its `waiting` event); the task ends with the acquire.
+async fn successor(
+    client: &Client,
+    role: &str,
+    member: &str,
+    options: LeadershipOptions,
+) -> Result<tokio::task::JoinHandle<Result<Leadership, String>>, String> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let options = options.with_events(tx);
+    let (client, role2, member) = (client.clone(), role.to_owned(), member.to_owned());
+    let task = tokio::spawn(async move {
+        client
+            .acquire(&role2, &member, options)
+            .await
+            .map_err(|e| format!("{member} acquiring {role2}: {e}"))
+    });
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        match tokio::time::timeout_at(until.into(), rx.recv()).await {
+            Ok(Some(e)) if matches!(e.kind, EventKind::Waiting { .. }) => return Ok(task),
+            Ok(Some(_)) => continue,
+            Ok(None) => {
+                let why = match task.await {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(_)) => "it was elected at once".into(),
+                    Err(e) => e.to_string(),
+                };
+                return Err(format!(
+                    "{role}: the successor never waited its turn ({why})"
+                ));
+            }
+            Err(_) => {
+                task.abort();
+                return Err(format!(
+                    "{role}: the successor did not wait its turn within 30 s"
+                ));
+            }
+        }
+    }
+}
+
+/// n, p50, p99 and max of `v` as JSON.
+fn summary(v: &[f64]) -> Value {
+    json!({ "n": v.len(), "p50": quantile(v, 0.5), "p99": quantile(v, 0.99), "max": quantile(v, 1.0) })
 }
 
 /// Awaits every future, in order.
