@@ -792,7 +792,7 @@ cmd_clean() {
 # The heap, collector and JIT options a running broker was started with.
 jvm_of() {
     tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null |
-        grep -E '^-(Xm[sx]|XX:\+Use[A-Za-z]+GC|XX:TieredStopAtLevel=)' | paste -sd ' ' -
+        grep -E '^-(Xm[sx]|XX:\+Use[A-Za-z0-9]+GC|XX:TieredStopAtLevel=)' | paste -sd ' ' -
 }
 
 cmd_status() {
@@ -807,7 +807,7 @@ cmd_status() {
             port=$(broker_port "$size" "$i")
             if pid=$(node_pid "$size" "$i"); then
                 if port_open "$port"; then
-                    state="running (pid $pid, JVM $(jvm_of "$pid"))"
+                    state="running (pid $pid) with JVM $(jvm_of "$pid")"
                     up=$((up + 1))
                 else
                     state="starting (pid $pid, port not answering)"

@@ -17,8 +17,7 @@
 use kafka_protocol::messages::{ApiKey, FetchResponse};
 use tokio::time::Instant;
 
-use super::{code_name, no_time_for, one_batch_fetch, Attempt, DescribeClient};
-use super::{FIRST_BACKOFF, MAX_BACKOFF};
+use super::{code_name, one_batch_fetch, retry_until, Attempt, DescribeClient};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 
@@ -63,35 +62,22 @@ impl DescribeClient {
             )
         };
         let started = Instant::now();
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let attempt = match self.partition_leader(topic, partition, deadline).await {
-                Ok(addr) => match self
-                    .fetch_batch(&addr, topic, partition, offset, deadline)
+        retry_until(
+            deadline,
+            || async {
+                let addr = self.partition_leader(topic, partition, deadline).await?;
+                self.fetch_batch(&addr, topic, partition, offset, deadline)
                     .await
-                {
-                    Ok(w) => return Ok(w),
-                    Err(a) => a,
-                },
-                Err(a) => a,
-            };
-            let reason = match attempt {
-                Attempt::Fail(e) => return Err(e),
-                Attempt::Refind(r) => {
-                    self.forget_leader(topic, partition);
-                    r
-                }
-                Attempt::Backoff(r) => r,
-            };
-            if no_time_for(backoff, deadline) {
-                return Err(Error::transient(
+            },
+            || self.forget_leader(topic, partition),
+            |reason| {
+                Error::transient(
                     context(),
                     format!("gave up after {:?}: {reason}", started.elapsed()),
-                ));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+                )
+            },
+        )
+        .await
     }
 
     /// One read_uncommitted Fetch of `offset` at `addr`, which returns the

@@ -217,35 +217,30 @@ impl DescribeClient {
         deadline: Instant,
     ) -> crate::error::Result<i64> {
         let started = Instant::now();
-        let mut backoff = super::FIRST_BACKOFF;
-        loop {
-            let attempt = match self.partition_leader(topic, partition, deadline).await {
-                Ok(addr) => {
-                    self.end_offset_at(&addr, topic, partition, committed, deadline)
-                        .await
-                }
-                Err(a) => Err(a),
-            };
-            let reason = match attempt {
-                Ok(offset) => return Ok(offset),
-                Err(Attempt::Fail(e)) => return Err(e),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
-                    self.forget_leader(topic, partition);
-                    r
-                }
-            };
-            if super::no_time_for(backoff, deadline) {
-                return Err(Error::transient(
+        super::retry_until(
+            deadline,
+            || async {
+                let addr = self.partition_leader(topic, partition, deadline).await?;
+                // A broken connection asks for the leader again too.
+                self.end_offset_at(&addr, topic, partition, committed, deadline)
+                    .await
+                    .map_err(|a| match a {
+                        Attempt::Backoff(r) => Attempt::Refind(r),
+                        other => other,
+                    })
+            },
+            || self.forget_leader(topic, partition),
+            |reason| {
+                Error::transient(
                     format!(
                         "reading the end of {}/{partition}",
                         crate::error::quote(topic)
                     ),
                     format!("gave up after {:?}: {reason}", started.elapsed()),
-                ));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(super::MAX_BACKOFF);
-        }
+                )
+            },
+        )
+        .await
     }
 
     async fn end_offset_at(

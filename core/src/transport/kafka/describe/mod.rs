@@ -278,30 +278,16 @@ impl DescribeClient {
             )
         };
         let (deadline, budget) = self.deadline(self.inner.timeout);
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let attempt = match self.coordinator(transactional_id, deadline).await {
-                Ok(addr) => match self.describe_at(&addr, transactional_id, deadline).await {
-                    Ok(answer) => return Ok(answer),
-                    Err(a) => a,
-                },
-                Err(a) => a,
-            };
-            let reason = match attempt {
-                Attempt::Fail(e) => return Err(e),
-                Attempt::Refind(reason) => {
-                    self.forget_coordinator(transactional_id);
-                    reason
-                }
-                Attempt::Backoff(reason) => reason,
-            };
-            tracing::debug!(%reason, "describe retry");
-            if no_time_for(backoff, deadline) {
-                return Err(self.gave_up(context(), budget, reason));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+        retry_until(
+            deadline,
+            || async {
+                let addr = self.coordinator(transactional_id, deadline).await?;
+                self.describe_at(&addr, transactional_id, deadline).await
+            },
+            || self.forget_coordinator(transactional_id),
+            |reason| self.gave_up(context(), budget, reason),
+        )
+        .await
     }
 
     /// The address (`host:port`) of the transaction coordinator of
@@ -309,23 +295,19 @@ impl DescribeClient {
     pub async fn coordinator_address(&self, transactional_id: &str) -> Result<String> {
         crate::codec::check_role(transactional_id)?;
         let (deadline, budget) = self.deadline(self.inner.timeout);
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let reason = match self.coordinator(transactional_id, deadline).await {
-                Ok(addr) => return Ok(addr),
-                Err(Attempt::Fail(e)) => return Err(e),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => r,
-            };
-            if no_time_for(backoff, deadline) {
+        retry_until(
+            deadline,
+            || self.coordinator(transactional_id, deadline),
+            || {},
+            |reason| {
                 let context = format!(
                     "FindCoordinator for {}",
                     crate::error::quote(transactional_id)
                 );
-                return Err(self.gave_up(context, budget, reason));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+                self.gave_up(context, budget, reason)
+            },
+        )
+        .await
     }
 
     /// On a secured cluster (TLS or SASL), connects to a bootstrap broker
@@ -368,22 +350,23 @@ impl DescribeClient {
             return Ok(());
         }
         let (deadline, budget) = self.deadline(self.inner.connect_timeout);
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let mut last = String::from("no bootstrap broker answered");
-            for broker in &self.inner.bootstrap {
-                match self.connection(broker, deadline).await {
-                    Ok(_) => return Ok(()),
-                    Err(Attempt::Fail(e)) => return Err(e),
-                    Err(Attempt::Refind(r) | Attempt::Backoff(r)) => last = r,
+        retry_until(
+            deadline,
+            || async {
+                let mut last = String::from("no bootstrap broker answered");
+                for broker in &self.inner.bootstrap {
+                    match self.connection(broker, deadline).await {
+                        Ok(_) => return Ok(()),
+                        Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                        Err(Attempt::Refind(r) | Attempt::Backoff(r)) => last = r,
+                    }
                 }
-            }
-            if no_time_for(backoff, deadline) {
-                return Err(self.gave_up("connecting to the cluster".to_owned(), budget, last));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+                Err(Attempt::Backoff(last))
+            },
+            || {},
+            |last| self.gave_up("connecting to the cluster".to_owned(), budget, last),
+        )
+        .await
     }
 
     /// How many Kafka requests (ApiVersions, SaslHandshake,
@@ -843,6 +826,42 @@ fn classify_code(code: i16, what: String) -> Attempt {
 /// True when a pause of `backoff` would reach `deadline`.
 fn no_time_for(backoff: Duration, deadline: Instant) -> bool {
     deadline.saturating_duration_since(Instant::now()) <= backoff
+}
+
+/// Runs `attempt` until it answers or fails for good ([`Attempt::Fail`]),
+/// pausing between tries (from [`FIRST_BACKOFF`], doubling up to
+/// [`MAX_BACKOFF`]); after an [`Attempt::Refind`], `refind` first forgets
+/// what the attempt looked up (a coordinator, a partition's leader). When
+/// `deadline` leaves no time for the next pause, `give_up` turns the last
+/// reason into the error.
+async fn retry_until<T, F, Fut>(
+    deadline: Instant,
+    mut attempt: F,
+    mut refind: impl FnMut(),
+    give_up: impl FnOnce(String) -> Error,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Attempt>>,
+{
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let reason = match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(Attempt::Fail(e)) => return Err(e),
+            Err(Attempt::Refind(r)) => {
+                refind();
+                r
+            }
+            Err(Attempt::Backoff(r)) => r,
+        };
+        if no_time_for(backoff, deadline) {
+            return Err(give_up(reason));
+        }
+        tracing::debug!(%reason, retry_in = ?backoff, "describe client request retried");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
 }
 
 fn format_addr(host: &str, port: i32) -> String {

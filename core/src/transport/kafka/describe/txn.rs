@@ -481,23 +481,19 @@ impl DescribeClient {
     /// the partition open, within `deadline`.
     pub(crate) async fn topic_partitions(&self, topic: &str, deadline: Instant) -> Result<i32> {
         let started = Instant::now();
-        let mut backoff = FIRST_BACKOFF;
-        loop {
-            let why = match self.partition_count(topic, deadline).await {
-                Ok(n) => return Ok(n),
-                Err(Attempt::Fail(e)) => return Err(e),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => r,
-            };
-            if no_time_for(backoff, deadline) {
-                return Err(self.gave_up(
+        retry_until(
+            deadline,
+            || self.partition_count(topic, deadline),
+            || {},
+            |why| {
+                self.gave_up(
                     format!("Metadata for topic {}", crate::error::quote(topic)),
                     started.elapsed(),
                     why,
-                ));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
-        }
+                )
+            },
+        )
+        .await
     }
 }
 
