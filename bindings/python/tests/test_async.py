@@ -34,6 +34,24 @@ def test_many_concurrent_awaitables() -> None:
     assert asyncio.run(main()) == [(os.getpid(), THREAD_NAME)] * 50
 
 
+def test_outcomes_reach_the_loop_through_one_thread() -> None:
+    # Outcomes ending together (a thousand acquires, the events of a
+    # thousand held roles) are handed to the loop by the one delivery
+    # thread, not by a thread each.
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task"))
+
+    async def main() -> Tuple[int, int]:
+        await _native._runtime_ping()
+        before = threads()
+        done = await asyncio.gather(*(_native._runtime_ping(20) for _ in range(300)))
+        assert len(done) == 300
+        return before, threads()
+
+    before, after = asyncio.run(main())
+    assert after - before < 8, f"{before} threads before, {after} after 300 outcomes"
+
+
 def test_error_of_the_future_maps_through_error_rs() -> None:
     async def main() -> None:
         await _native._runtime_ping(-1)
