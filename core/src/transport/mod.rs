@@ -117,11 +117,10 @@ pub trait StateReader: Send + Sync {
 
     /// What a new follower of a role in `partition` starts from: the
     /// partition's committed records to the last stable offset, with the
-    /// same guarantees as [`StateReader::read_partition`], except that a
-    /// record may be left out when a later record of its key follows and
-    /// the left-out record is neither a tombstone's cleared value nor
-    /// needed for that (what Kafka's log compaction may leave out too), and
-    /// the offset to poll from next. A [`crate::RoleState`] built from it
+    /// same guarantees as [`StateReader::read_partition`], except that
+    /// records a later record of their key makes irrelevant may be left out
+    /// (as Kafka's log compaction leaves them out, and drops tombstones in
+    /// time), and the offset to poll from next. A [`crate::RoleState`] built from it
     /// is, in all an election reads of it (roster, lease, and with no lease
     /// the deadline last cleared), the one built from every record.
     ///

@@ -13,8 +13,9 @@
 //! of the whole partition on:
 //!
 //! * **A compacted view** ([`Seen::view`]): the latest record of each key,
-//!   as Kafka's log compaction keeps it. A key whose latest record is a
-//!   tombstone keeps the value before the tombstone too, so a
+//!   as Kafka's log compaction keeps it. A lease key whose latest record
+//!   is a tombstone keeps the value before the tombstone too, and a
+//!   registration key whose latest record is a tombstone is left out, so a
 //!   [`crate::RoleState`] built from the view is, in all an election reads
 //!   of it, the one built from every record (a lease tombstone's cleared
 //!   deadline, [`crate::RoleState::last_cleared_deadline`], needs the lease
@@ -67,6 +68,10 @@ pub(crate) struct Seen {
 
 fn is_tombstone(r: &Record) -> bool {
     r.value.as_ref().is_none_or(Vec::is_empty)
+}
+
+fn is_registration(key: &[u8]) -> bool {
+    crate::codec::decode_key_ref(key).is_ok_and(|k| k.kind == crate::codec::KeyKind::Registration)
 }
 
 impl Seen {
@@ -125,12 +130,25 @@ impl Seen {
     }
 
     /// Puts `r` into the compacted view: it replaces its key's records,
-    /// except that a tombstone keeps the value it cleared.
+    /// except that a lease tombstone keeps the value it cleared. A
+    /// registration tombstone leaves nothing of its key: a member removed is
+    /// a member never seen, and departed members must not pile up in a
+    /// long-lived process.
     fn keep(&mut self, r: &Record) {
+        let tomb = is_tombstone(r);
+        if tomb && is_registration(&r.key) {
+            if let Some(old) = self.keys.remove(&r.key) {
+                self.view.remove(&old.offset);
+                if let Some(c) = old.cleared {
+                    self.view.remove(&c);
+                }
+            }
+            return;
+        }
         let mut cleared = None;
         if let Some(old) = self.keys.remove(&r.key) {
             let old_record = self.view.remove(&old.offset);
-            match (is_tombstone(r), old.cleared) {
+            match (tomb, old.cleared) {
                 // A tombstone after a tombstone: the value the first one
                 // cleared is still the one before the latest.
                 (true, Some(c)) => cleared = Some(c),
@@ -305,9 +323,9 @@ mod tests {
         ];
         let seen = Seen::new(records.clone(), 9);
         let offsets: Vec<i64> = seen.view().records.iter().map(|r| r.offset).collect();
-        // The lease of offset 2 (cleared), the last lease tombstone, the
-        // registration (cleared) and its tombstone.
-        assert_eq!(offsets, [2, 3, 5, 6]);
+        // The lease of offset 2 (cleared) and the last lease tombstone; the
+        // removed registration leaves nothing.
+        assert_eq!(offsets, [2, 5]);
         let all = RoleState::build("a", &records).unwrap();
         let compact = RoleState::build("a", &seen.view().records).unwrap();
         assert_eq!(compact.last_cleared_deadline(), Some(25));
