@@ -120,8 +120,9 @@ def test_forked_child_can_await() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="holds the GIL through libc's usleep")
 def test_renewals_go_on_while_a_thread_holds_the_gil_and_outcomes_wait_for_it(client: kc.Client, role: str) -> None:
     # Outcomes of many awaited operations are due while this thread holds
-    # the GIL in a long C call. They reach Python from the blocking pool,
-    # so the runtime's workers stay free and the lease is renewed on time.
+    # the GIL in a long C call. They reach Python through the delivery
+    # thread, so the runtime's workers stay free and the lease is renewed on
+    # time.
     libc = ctypes.PyDLL(None)  # PyDLL: the call keeps the GIL
     libc.usleep.argtypes = [ctypes.c_uint]
     hold_s = 2.5  # below the 3 s lease: nobody else may take the role
