@@ -966,3 +966,73 @@ async fn followers_of_one_partition_sharing_a_reader_miss_no_record() {
         task.await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_state_reads_a_recreated_topic_from_its_start() {
+    // What a reader kept of a partition is of no use once the topic is
+    // deleted and made again (its offsets start over): the next read finds
+    // the log's end below what it kept and reads the new log from its start.
+    // (librdkafka takes about 20 s to fetch the new topic after the seek of
+    // the old one fails; the read waits within its operation timeout.)
+    let (reader, cfg) = private_transport("recreated", 1).await;
+    let writer = KafkaTransport::new(cfg.clone(), Some("recreate-writer")).unwrap();
+    for i in 0..6i64 {
+        let m = format!("m{i}");
+        writer
+            .append(state_record(0, reg_key("r", &m), Some(reg_value(&m, i))))
+            .await
+            .unwrap();
+    }
+    let before = reader.read_state(0).await.unwrap();
+    assert_eq!(before.records.len(), 6);
+    drop(writer);
+
+    let a: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", bootstrap())
+            .create()
+            .expect("admin client");
+    let r = a
+        .delete_topics(&[cfg.state_topic()], &rdkafka::admin::AdminOptions::new())
+        .await
+        .unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        match ensure_state_topic(&cfg, 1, 1, 1).await {
+            Ok(report) if report.created => break,
+            other => {
+                assert!(
+                    Instant::now() < until,
+                    "the topic was not made again: {other:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    tokio::task::spawn_blocking(move || drop(a)).await.unwrap();
+    let writer = KafkaTransport::new(cfg.clone(), Some("recreate-writer-2")).unwrap();
+    for m in ["x", "y"] {
+        writer
+            .append(state_record(0, reg_key("r", m), Some(reg_value(m, 1))))
+            .await
+            .unwrap();
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        match reader.read_state(0).await {
+            Ok(b) if b.records.len() == 2 => break b,
+            other => {
+                assert!(
+                    Instant::now() < until,
+                    "the new log was not read: {other:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    assert_eq!(after.next_offset, 2);
+    let state = RoleState::build("r", &after.records).unwrap();
+    let members: Vec<_> = state.roster().map(|e| e.member.as_str()).collect();
+    assert_eq!(members, ["x", "y"]);
+}
