@@ -511,7 +511,7 @@ impl PartitionReader {
     pub(crate) async fn read_all(&mut self) -> Result<Vec<Record>> {
         let (low, high) = self.watermarks().await?;
         let (records, next) = self.read_range(low, high).await?;
-        self.seen = Some(Seen::new(records.clone(), next));
+        self.seen = Some(Seen::new(&records, next));
         Ok(records)
     }
 
@@ -526,17 +526,15 @@ impl PartitionReader {
             // A log truncated below what was read, or whose start moved past
             // it (records deleted), is read again from its start.
             Some(from) if from >= low && from <= high => {
-                if from < high {
-                    let (records, next) = self.read_range(from, high).await?;
-                    if let Some(seen) = self.seen.as_mut() {
-                        seen.extend(from, records, next);
-                    }
+                let (records, next) = self.read_range(from, high).await?;
+                if let Some(seen) = self.seen.as_mut() {
+                    seen.extend(from, &records, next);
                 }
             }
             _ => {
                 self.seen = None;
                 let (records, next) = self.read_range(low, high).await?;
-                self.seen = Some(Seen::new(records, next));
+                self.seen = Some(Seen::new(&records, next));
             }
         }
         Ok(self.seen.as_ref().expect("set above").view())
@@ -662,9 +660,7 @@ impl PartitionReader {
         self.next = Some(next);
         if let Some(seen) = self.seen.as_mut() {
             // Kept when it continues what was read.
-            if from == seen.next() {
-                seen.extend(from, records.clone(), next);
-            }
+            seen.extend(from, &records, next);
         }
         Ok(ReadBatch {
             records,

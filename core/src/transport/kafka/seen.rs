@@ -78,11 +78,11 @@ impl Seen {
     /// What a read of the whole partition found: `records` are every
     /// committed record from its first offset, `next` the offset after them
     /// (past transaction markers).
-    pub(crate) fn new(records: Vec<Record>, next: i64) -> Seen {
+    pub(crate) fn new(records: &[Record], next: i64) -> Seen {
         Seen::with_tail(records, next, TAIL)
     }
 
-    fn with_tail(records: Vec<Record>, next: i64, tail_len: usize) -> Seen {
+    fn with_tail(records: &[Record], next: i64, tail_len: usize) -> Seen {
         let mut seen = Seen {
             view: BTreeMap::new(),
             keys: HashMap::new(),
@@ -103,8 +103,8 @@ impl Seen {
 
     /// Adds a read that started at [`Seen::next`] and ended before `next`;
     /// a read that started anywhere else is refused (returns false) and
-    /// changes nothing.
-    pub(crate) fn extend(&mut self, from: i64, records: Vec<Record>, next: i64) -> bool {
+    /// changes nothing. Only what is kept is copied.
+    pub(crate) fn extend(&mut self, from: i64, records: &[Record], next: i64) -> bool {
         if from != self.next {
             return false;
         }
@@ -112,14 +112,14 @@ impl Seen {
         true
     }
 
-    fn add(&mut self, records: Vec<Record>, next: i64) {
+    fn add(&mut self, records: &[Record], next: i64) {
         for r in records {
             if r.offset < self.next {
                 continue;
             }
             self.next = r.offset + 1;
-            self.keep(&r);
-            self.tail.push_back(r);
+            self.keep(r);
+            self.tail.push_back(r.clone());
         }
         self.next = self.next.max(next);
         while self.tail.len() > self.tail_len {
@@ -285,10 +285,10 @@ mod tests {
             cuts.sort_unstable();
             let first = cuts.first().copied().unwrap_or(records.len());
             let next_of = |i: usize| records.get(i).map_or(end, |r| r.offset);
-            let mut seen = Seen::with_tail(records[..first].to_vec(), next_of(first), 8);
+            let mut seen = Seen::with_tail(&records[..first], next_of(first), 8);
             let mut at = first;
             for &c in cuts.iter().skip(1).chain(std::iter::once(&records.len())) {
-                prop_assert!(seen.extend(seen.next(), records[at..c].to_vec(), next_of(c)));
+                prop_assert!(seen.extend(seen.next(), &records[at..c], next_of(c)));
                 at = c;
             }
             let view = seen.view();
@@ -321,7 +321,7 @@ mod tests {
             record(5, 0, 0, None),
             record(6, 0, 1, None),
         ];
-        let seen = Seen::new(records.clone(), 9);
+        let seen = Seen::new(&records, 9);
         let offsets: Vec<i64> = seen.view().records.iter().map(|r| r.offset).collect();
         // The lease of offset 2 (cleared) and the last lease tombstone; the
         // removed registration leaves nothing.
@@ -334,22 +334,22 @@ mod tests {
 
     #[test]
     fn only_a_read_that_continues_the_stretch_is_added() {
-        let mut seen = Seen::new(vec![record(0, 0, 1, Some(1))], 1);
+        let mut seen = Seen::new(&[record(0, 0, 1, Some(1))], 1);
         // Offsets 1..3 were transaction markers: the stretch ends at 3.
-        assert!(seen.extend(1, vec![], 3));
+        assert!(seen.extend(1, &[], 3));
         assert_eq!(seen.next(), 3);
         // A read from elsewhere (a follower far behind, one ahead) is not.
-        assert!(!seen.extend(5, vec![record(5, 0, 2, Some(2))], 6));
-        assert!(!seen.extend(0, vec![record(0, 0, 1, Some(1))], 1));
+        assert!(!seen.extend(5, &[record(5, 0, 2, Some(2))], 6));
+        assert!(!seen.extend(0, &[record(0, 0, 1, Some(1))], 1));
         assert_eq!(seen.next(), 3);
-        assert!(seen.extend(3, vec![record(3, 0, 2, Some(2))], 4));
+        assert!(seen.extend(3, &[record(3, 0, 2, Some(2))], 4));
         assert_eq!(seen.view().records.len(), 2);
     }
 
     #[test]
     fn recent_records_serve_followers_behind_and_no_one_else() {
         let records: Vec<Record> = (0..10).map(|i| record(i * 2, 0, 1, Some(i))).collect();
-        let seen = Seen::with_tail(records, 20, 4);
+        let seen = Seen::with_tail(&records, 20, 4);
         // The last four records: offsets 12, 14, 16, 18.
         // Offset 10 was dropped from the tail; 11 holds no record.
         assert!(seen.since(10).is_none(), "the tail starts after 10");
