@@ -1036,3 +1036,41 @@ async fn read_state_reads_a_recreated_topic_from_its_start() {
     let members: Vec<_> = state.roster().map(|e| e.member.as_str()).collect();
     assert_eq!(members, ["x", "y"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_gets_what_was_fetched_meanwhile_in_one_poll() {
+    // While a partition stays assigned, librdkafka goes on fetching it, and
+    // every fetch that reaches the end queues an end-of-partition event. A
+    // follower that stood still (a leader through its term) and then polls
+    // must get all that was fetched meanwhile at once, not a fetch's worth
+    // per poll.
+    let (t, cfg) = private_transport("behind", 1).await;
+    let writer = KafkaTransport::new(cfg, Some("behind-writer")).unwrap();
+    let (start, _) = poll_to_end(&t, 0, 0).await;
+    const N: i64 = 40;
+    for i in 0..N {
+        writer
+            .append(state_record(
+                0,
+                reg_key(&format!("behind-{i}"), "m"),
+                Some(reg_value("m", i)),
+            ))
+            .await
+            .unwrap();
+        // Each append lands after the reader's last fetch answered.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    // Time for librdkafka to fetch the last one too.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let b = t
+        .poll_partition(0, start, Duration::from_millis(500))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.records.len() as i64,
+        N,
+        "one poll from {start} returned offsets {:?}",
+        b.records.iter().map(|r| r.offset).collect::<Vec<_>>()
+    );
+    assert_eq!(b.next_offset, start + N);
+}

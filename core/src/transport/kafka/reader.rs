@@ -122,6 +122,9 @@ enum Change {
     Unassigned,
 }
 
+/// The most records one poll returns.
+const POLL_MAX_RECORDS: usize = 10_000;
+
 /// The transport's state consumer, shared by its [`PartitionReader`]s.
 ///
 /// A task awaits the consumer's main queue, as librdkafka needs for its
@@ -641,14 +644,21 @@ impl PartitionReader {
             }
         }
         if !records.is_empty() {
-            // Take what is already fetched, without waiting.
-            while let Ok(r) = tokio::time::timeout(Duration::ZERO, self.recv()).await {
-                match r? {
-                    Got::Record(r) => {
-                        next = r.offset + 1;
-                        records.push(r);
-                    }
-                    Got::Eof => break,
+            // Take what is already fetched, without waiting. An end event
+            // does not end it: while the partition stays assigned,
+            // librdkafka goes on fetching, and a queue filled meanwhile
+            // holds an end event after every fetch that reached the end
+            // then (a follower behind by a held term's renewals met one
+            // every two or three records, and needed hundreds of polls).
+            // Bounded, so a partition written faster than it is read
+            // still ends the poll.
+            while records.len() < POLL_MAX_RECORDS {
+                let Ok(r) = tokio::time::timeout(Duration::ZERO, self.recv()).await else {
+                    break;
+                };
+                if let Got::Record(r) = r? {
+                    next = r.offset + 1;
+                    records.push(r);
                 }
             }
             // Past the transaction markers that came with the records
