@@ -236,6 +236,8 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
             "away": summary(&handovers.away),
             "back": summary(&handovers.back),
             "control": summary(&handovers.control),
+            "away_resign": summary(&handovers.away_resign),
+            "control_resign": summary(&handovers.control_resign),
         },
     });
     println!(
@@ -271,6 +273,11 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
             handovers.control.len(),
             line(&handovers.control),
         );
+        println!(
+            "{n:>5} roles: of which the resign call: away {} | control {}",
+            line(&handovers.away_resign),
+            line(&handovers.control_resign),
+        );
     }
     Ok(r)
 }
@@ -286,6 +293,11 @@ struct Handovers {
     /// Both ways between the standby and a third client that holds nothing
     /// else: the same cluster and machine load, no shared client.
     control: Vec<f64>,
+    /// Of `away`: until the loaded client's resign call returned (its
+    /// tombstone and deregistration written).
+    away_resign: Vec<f64>,
+    /// Of `control`, from the control client to the standby: the same.
+    control_resign: Vec<f64>,
 }
 
 /// `--handovers`: hands `a.handovers` of the held roles, one at a time, to a
@@ -321,15 +333,19 @@ async fn hand_over(
     for _ in 0..a.handovers {
         // The first of the vector: the one taken back goes to its end.
         let current = held.remove(0);
-        let (taken, ms) = one_hand_over(current, &standby, "standby", &standby_options).await?;
+        let (taken, ms, resigned) =
+            one_hand_over(current, &standby, "standby", &standby_options).await?;
         h.away.push(ms);
-        let (mine, ms) = one_hand_over(taken.into(), client, "holder", options).await?;
+        h.away_resign.push(resigned);
+        let (mine, ms, _) = one_hand_over(taken.into(), client, "holder", options).await?;
         h.back.push(ms);
         held.push(std::sync::Arc::new(mine));
-        let (taken, ms) =
+        let (taken, ms, resigned) =
             one_hand_over(controlled.into(), &standby, "standby", &standby_options).await?;
         h.control.push(ms);
-        let (back, ms) = one_hand_over(taken.into(), &control, "control", &control_options).await?;
+        h.control_resign.push(resigned);
+        let (back, ms, _) =
+            one_hand_over(taken.into(), &control, "control", &control_options).await?;
         h.control.push(ms);
         controlled = back;
     }
@@ -341,14 +357,15 @@ async fn hand_over(
 }
 
 /// Hands `current` over to `member` of `to`: the successor waits its turn,
-/// `current` resigns. Returns the successor's leadership and the time (ms)
-/// from the resign call to its acquire returning.
+/// `current` resigns. Returns the successor's leadership, the time (ms)
+/// from the resign call to its acquire returning, and the time (ms) the
+/// resign call took.
 async fn one_hand_over(
     current: std::sync::Arc<Leadership>,
     to: &Client,
     member: &str,
     options: &LeadershipOptions,
-) -> Result<(Leadership, f64), String> {
+) -> Result<(Leadership, f64, f64), String> {
     let role = current.role().to_owned();
     let theirs = successor(to, &role, member, options.clone()).await?;
     let t = Instant::now();
@@ -356,9 +373,10 @@ async fn one_hand_over(
         .resign()
         .await
         .map_err(|e| format!("resigning {role}: {e}"))?;
+    let resigned = t.elapsed().as_secs_f64() * 1e3;
     drop(current);
     let taken = theirs.await.map_err(|e| e.to_string())??;
-    Ok((taken, t.elapsed().as_secs_f64() * 1e3))
+    Ok((taken, t.elapsed().as_secs_f64() * 1e3, resigned))
 }
 
 /// Starts `member`'s acquire of `role` and returns once it waits its turn
@@ -418,6 +436,13 @@ async fn futures_join<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
 }
 
 fn main() {
+    // RUST_LOG=krabka_coordination=debug (for example) logs to stderr.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let (bench, rest): (Vec<String>, Vec<String>) =
         std::env::args().skip(1).partition(|a| a == "--bench");
     let args = match parse(Flags::new(rest)) {
