@@ -1074,3 +1074,61 @@ async fn a_follower_behind_gets_what_was_fetched_meanwhile_in_one_poll() {
     );
     assert_eq!(b.next_offset, start + N);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_reader_keeps_stays_current_without_reads() {
+    // A leader's follower stands where its term began; its resign starts
+    // from what the transport keeps of the partition. The transport takes
+    // in what librdkafka fetched meanwhile, with no read asked for.
+    let (t, cfg) = private_transport("kept", 1).await;
+    assert_eq!(t.kept_state(0).await, None, "nothing kept before a read");
+    let writer = KafkaTransport::new(cfg, Some("kept-writer")).unwrap();
+    writer
+        .append(state_record(
+            0,
+            reg_key("kept-0", "m"),
+            Some(reg_value("m", 0)),
+        ))
+        .await
+        .unwrap();
+    let first = t.read_state(0).await.unwrap();
+    let mut last = 0;
+    for i in 1..=10i64 {
+        last = writer
+            .append(state_record(
+                0,
+                reg_key(&format!("kept-{i}"), "m"),
+                Some(reg_value("m", i)),
+            ))
+            .await
+            .unwrap();
+    }
+    writer
+        .append(state_record(0, reg_key("kept-0", "m"), None))
+        .await
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    let kept = loop {
+        let kept = t.kept_state(0).await.expect("kept after a read");
+        if kept.next_offset > last + 1 || Instant::now() > until {
+            break kept;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        kept.next_offset,
+        last + 2,
+        "kept from {} on",
+        first.next_offset
+    );
+    let state = RoleState::build("kept-5", &kept.records).unwrap();
+    assert!(
+        state.entry("m").is_some(),
+        "a registration written after the read"
+    );
+    let gone = RoleState::build("kept-0", &kept.records).unwrap();
+    assert!(
+        gone.entry("m").is_none(),
+        "a deregistration written after the read"
+    );
+}

@@ -136,6 +136,17 @@ pub trait StateReader: Send + Sync {
         })
     }
 
+    /// What the transport keeps of `partition` without reading: the
+    /// partition as [`StateReader::read_state`] returns it, up to where it
+    /// was last read ([`ReadBatch::next_offset`]), or `None` (the default:
+    /// nothing is kept). A follower far behind (a leader's, through its
+    /// term) that finds it further on builds its state from it and polls on
+    /// from there, rather than through every record since.
+    async fn kept_state(&self, partition: i32) -> Option<ReadBatch> {
+        let _ = partition;
+        None
+    }
+
     /// Committed records of `partition` from offset `from` on. Waits up to
     /// `max_wait` for at least one new record when there is none yet, and then
     /// returns an empty batch; an empty batch may come earlier when its

@@ -274,7 +274,9 @@ pub struct KafkaTransport {
     registrar: Option<Producer>,
     describe: DescribeClient,
     mint_locks: StdMutex<HashMap<String, MintLock>>,
-    readers: StdMutex<HashMap<i32, ReaderSlot>>,
+    /// Each read partition's reader; a task keeps what they keep current
+    /// ([`keep_readers_up`]).
+    readers: Arc<StdMutex<HashMap<i32, ReaderSlot>>>,
     /// The consumer every partition reader reads from, made on first use.
     state_consumer: std::sync::OnceLock<StateConsumer>,
     seeks: Arc<AtomicU64>,
@@ -334,6 +336,11 @@ impl KafkaTransport {
         let registrar: Producer = cc
             .create_with_context(TransportContext::new(&config))
             .map_err(|e| kafka_error("creating the registration producer", e))?;
+        let readers = Arc::new(StdMutex::new(HashMap::new()));
+        // Without a runtime the readers are not kept up between reads.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(keep_readers_up(Arc::downgrade(&readers)));
+        }
         Ok(KafkaTransport {
             spares: Spares::new(config.clone(), client_suffix.clone()),
             config,
@@ -341,7 +348,7 @@ impl KafkaTransport {
             registrar: Some(registrar),
             describe,
             mint_locks: StdMutex::new(HashMap::new()),
-            readers: StdMutex::new(HashMap::new()),
+            readers,
             state_consumer: std::sync::OnceLock::new(),
             seeks: Arc::new(AtomicU64::new(0)),
             hw_probe: std::sync::OnceLock::new(),
@@ -553,6 +560,42 @@ impl KafkaTransport {
     }
 }
 
+/// How often [`keep_readers_up`] takes in what the readers' partitions
+/// brought.
+const KEEP_UP_EVERY: Duration = Duration::from_secs(1);
+
+/// Every [`KEEP_UP_EVERY`], takes into each idle reader's kept view what
+/// librdkafka fetched of its partition since its last read
+/// ([`PartitionReader::keep_up`]), until the transport is dropped. A
+/// leader's follower stands where the term began; its resign asks whether
+/// another member is registered, and starts from the view
+/// ([`StateReader::kept_state`]) rather than reading every renewal of the
+/// partition's other roles since. The cost grows with the records written,
+/// each taken in once per process.
+async fn keep_readers_up(readers: std::sync::Weak<StdMutex<HashMap<i32, ReaderSlot>>>) {
+    loop {
+        tokio::time::sleep(KEEP_UP_EVERY).await;
+        let Some(readers) = readers.upgrade() else {
+            return;
+        };
+        let slots: Vec<ReaderSlot> = readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        drop(readers);
+        for slot in slots {
+            // A reader in use is current anyway.
+            if let Ok(mut reader) = slot.try_lock() {
+                if let Some(r) = reader.as_mut() {
+                    r.keep_up().await;
+                }
+            }
+        }
+    }
+}
+
 /// One mint on the protocol lease path: one InitProducerId of the protocol
 /// client, whose answer is the token. No way to clear first: the client
 /// sends InitProducerId again 3 ms after CONCURRENT_TRANSACTIONS (a
@@ -656,7 +699,7 @@ impl Drop for KafkaTransport {
         self.spares.discard_all();
         // Producers and consumers block while they shut down: hand them to
         // the blocking pool.
-        let readers = std::mem::take(self.readers.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let readers = std::mem::take(&mut *self.readers.lock().unwrap_or_else(|e| e.into_inner()));
         for (_, slot) in readers {
             if let Ok(mut guard) = slot.try_lock() {
                 if let Some(r) = guard.take() {
@@ -773,6 +816,15 @@ impl StateReader for KafkaTransport {
             .expect("reader() creates it")
             .read_state()
             .await
+    }
+
+    async fn kept_state(&self, partition: i32) -> Option<ReadBatch> {
+        let slot = {
+            let readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(readers.get(&partition)?)
+        };
+        let reader = slot.lock().await;
+        reader.as_ref()?.kept_state()
     }
 
     async fn poll_partition(

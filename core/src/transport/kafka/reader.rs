@@ -600,6 +600,28 @@ impl PartitionReader {
         Ok((records, next))
     }
 
+    /// The compacted partition as far as it was read ([`Seen::view`]),
+    /// without reading; `None` before the first whole read.
+    pub(crate) fn kept_state(&self) -> Option<ReadBatch> {
+        self.seen.as_ref().map(Seen::view)
+    }
+
+    /// Takes into what is kept the records librdkafka fetched since the
+    /// last read, without waiting. While a partition stays assigned,
+    /// librdkafka goes on fetching it; a leader's follower, still where its
+    /// term began, finds the view current then
+    /// ([`PartitionReader::kept_state`]). When a follower's read moved the
+    /// consumer away from where the kept stretch ends, the consumer is
+    /// sought back there, and the next call takes in what it fetched.
+    pub(crate) async fn keep_up(&mut self) {
+        let Some(end) = self.seen.as_ref().map(Seen::next) else {
+            return;
+        };
+        if let Err(e) = self.poll(end, Duration::ZERO).await {
+            tracing::debug!(error = %e, partition = self.partition, "keeping the state partition's view current failed");
+        }
+    }
+
     /// New committed records from `from`, waiting up to `max_wait` for the first.
     pub(crate) async fn poll(&mut self, from: i64, max_wait: Duration) -> Result<ReadBatch> {
         if from < 0 {

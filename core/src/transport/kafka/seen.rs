@@ -27,7 +27,7 @@
 //!   the consumer.
 //!
 //! Records enter only through [`Seen::extend`] with a read that starts
-//! exactly where the kept stretch ends; a read that starts anywhere else
+//! where the kept stretch ends or before; a read that starts after it
 //! leaves `Seen` as it was. So the stretch never has a gap, and every offset
 //! below [`Seen::next`] is accounted for.
 
@@ -101,11 +101,13 @@ impl Seen {
         self.next
     }
 
-    /// Adds a read that started at [`Seen::next`] and ended before `next`;
-    /// a read that started anywhere else is refused (returns false) and
-    /// changes nothing. Only what is kept is copied.
+    /// Adds a read that started at or before [`Seen::next`] and ended
+    /// before `next` (of its records, those from [`Seen::next`] on: a read
+    /// is gapless, so they continue the stretch); a read that started
+    /// after it is refused (returns false) and changes nothing. Only what
+    /// is kept is copied.
     pub(crate) fn extend(&mut self, from: i64, records: &[Record], next: i64) -> bool {
-        if from != self.next {
+        if from > self.next {
             return false;
         }
         self.add(records, next);
@@ -274,11 +276,12 @@ mod tests {
     proptest! {
         /// A state built from the compacted view is the state built from
         /// every record, however the records were read (in one go, or in
-        /// pieces that continue each other).
+        /// pieces that continue or overlap each other).
         #[test]
         fn the_view_builds_the_state_every_record_builds(
             records in records_strategy(),
             cuts in prop::collection::vec(0usize..60, 0..4),
+            back in 0usize..5,
         ) {
             let end = records.last().map_or(0, |r| r.offset + 2);
             let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(records.len())).collect();
@@ -288,7 +291,11 @@ mod tests {
             let mut seen = Seen::with_tail(&records[..first], next_of(first), 8);
             let mut at = first;
             for &c in cuts.iter().skip(1).chain(std::iter::once(&records.len())) {
-                prop_assert!(seen.extend(seen.next(), &records[at..c], next_of(c)));
+                // Each piece starts up to `back` records before the end of
+                // the last (a follower behind that read past the end).
+                let start = at.saturating_sub(back);
+                let from = if start == at { seen.next() } else { records[start].offset };
+                prop_assert!(seen.extend(from, &records[start..c], next_of(c)));
                 at = c;
             }
             let view = seen.view();
@@ -333,17 +340,33 @@ mod tests {
     }
 
     #[test]
-    fn only_a_read_that_continues_the_stretch_is_added() {
+    fn only_a_read_that_reaches_the_stretch_is_added() {
         let mut seen = Seen::new(&[record(0, 0, 1, Some(1))], 1);
         // Offsets 1..3 were transaction markers: the stretch ends at 3.
         assert!(seen.extend(1, &[], 3));
         assert_eq!(seen.next(), 3);
-        // A read from elsewhere (a follower far behind, one ahead) is not.
+        // A read from after the end is not (offsets 3 and 4 unaccounted).
         assert!(!seen.extend(5, &[record(5, 0, 2, Some(2))], 6));
-        assert!(!seen.extend(0, &[record(0, 0, 1, Some(1))], 1));
         assert_eq!(seen.next(), 3);
+        // A read from behind that ends before the end adds nothing.
+        assert!(seen.extend(0, &[record(0, 0, 1, Some(1))], 1));
+        assert_eq!(seen.next(), 3);
+        assert_eq!(seen.view().records.len(), 1);
         assert!(seen.extend(3, &[record(3, 0, 2, Some(2))], 4));
         assert_eq!(seen.view().records.len(), 2);
+        // A read from behind that goes past the end adds what is past it.
+        assert!(seen.extend(
+            0,
+            &[
+                record(0, 0, 1, Some(1)),
+                record(3, 0, 2, Some(2)),
+                record(5, 1, 1, Some(7))
+            ],
+            7
+        ));
+        assert_eq!(seen.next(), 7);
+        assert_eq!(seen.view().records.len(), 3);
+        assert_eq!(seen.since(4).unwrap().records.len(), 1);
     }
 
     #[test]

@@ -165,6 +165,14 @@ impl StateReader for Timed {
         r
     }
 
+    async fn kept_state(&self, partition: i32) -> Option<ReadBatch> {
+        let t = Instant::now();
+        let r = self.inner.kept_state(partition).await;
+        let n = r.as_ref().map_or(0, |b| b.records.len());
+        self.rec.record("kept_state", t, n, r.is_some());
+        r
+    }
+
     async fn poll_partition(
         &self,
         partition: i32,
