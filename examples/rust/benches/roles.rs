@@ -19,7 +19,7 @@
 //! ```text
 //! cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT \
 //!     [--roles 1,10,100] [--hold-s 120] [--lease-ms 10000] [--renew-ms 3000] \
-//!     [--handovers K] [--json PATH]
+//!     [--handovers K] [--state-topic NAME] [--json PATH]
 //! ```
 //!
 //! Run through `ci/bench-roles.sh`; the results are in
@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
 use krabka_coordination::leadership::{Leadership, LeadershipOptions};
-use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath};
+use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath, TopicSpec};
 use krabka_examples::cli::{usage_exit, Flags};
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
@@ -49,6 +49,8 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
                        control client's role as often (default 0)
   --partitions N       partitions of the state topic (default 16)
   --lease-path PATH    who writes a held epoch: protocol (default) or librdkafka
+  --state-topic NAME   the state topic (default: one made for this run, replication
+                       factor 3, min.insync.replicas 2, so earlier runs' roles are not in it)
   --json PATH          append the results as one JSON line per run";
 
 struct Args {
@@ -61,6 +63,19 @@ struct Args {
     partitions: i32,
     lease_path: LeasePath,
     json: Option<std::path::PathBuf>,
+    /// The state topic; `None`: one made for this run.
+    state_topic: Option<String>,
+}
+
+impl Args {
+    /// The configuration of every client of the run.
+    fn config(&self) -> KafkaConfig {
+        let c = KafkaConfig::new(self.bootstrap.clone()).with_lease_path(self.lease_path);
+        match &self.state_topic {
+            Some(t) => c.with_state_topic(t.clone()),
+            None => c,
+        }
+    }
 }
 
 fn parse(mut flags: Flags) -> Result<Args, String> {
@@ -74,6 +89,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
         partitions: 16,
         lease_path: LeasePath::default(),
         json: None,
+        state_topic: None,
     };
     while let Some(flag) = flags.next_flag() {
         let f = flag.as_str();
@@ -96,6 +112,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
             "--handovers" => a.handovers = flags.number(f)?,
             "--partitions" => a.partitions = flags.number(f)?,
             "--json" => a.json = Some(flags.value(f)?.into()),
+            "--state-topic" => a.state_topic = Some(flags.value(f)?),
             "--lease-path" => {
                 a.lease_path = flags.value(f)?.parse().map_err(|e| format!("{f}: {e}"))?
             }
@@ -314,7 +331,7 @@ async fn hand_over(
         return Ok(h);
     }
     let new_client = || {
-        let c = Client::new(KafkaConfig::new(a.bootstrap.clone()).with_lease_path(a.lease_path))
+        let c = Client::new(a.config())
             .and_then(|c| c.with_partitions(a.partitions))
             .map_err(|e| e.to_string())?;
         let o = c
@@ -445,7 +462,7 @@ fn main() {
     }
     let (bench, rest): (Vec<String>, Vec<String>) =
         std::env::args().skip(1).partition(|a| a == "--bench");
-    let args = match parse(Flags::new(rest)) {
+    let mut args = match parse(Flags::new(rest)) {
         Ok(a) => a,
         Err(e) => std::process::exit(usage_exit("roles", &e, USAGE)),
     };
@@ -465,9 +482,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    let fresh = args.state_topic.is_none();
+    if fresh {
+        args.state_topic = Some(format!("krabka-bench-roles-{}", now_ms()));
+    }
     let code = rt.block_on(async {
-        let client = match Client::new(KafkaConfig::new(args.bootstrap.clone()).with_lease_path(args.lease_path))
-            .and_then(|c| c.with_partitions(args.partitions))
+        let client = match Client::new(args.config()).and_then(|c| c.with_partitions(args.partitions))
         {
             Ok(c) => c,
             Err(e) => {
@@ -475,11 +495,25 @@ fn main() {
                 return 1;
             }
         };
+        if fresh {
+            let spec = TopicSpec {
+                partitions: args.partitions,
+                ..TopicSpec::default()
+            };
+            if let Err(e) = client.ensure_state_topic(spec).await {
+                eprintln!("roles: making the run's state topic: {e}");
+                return 1;
+            }
+        }
+        println!(
+            "roles: state topic {}",
+            args.state_topic.as_deref().unwrap_or_default()
+        );
         for &n in &args.roles {
             match run_one(&args, &client, n).await {
                 Ok(v) => {
                     if let Some(path) = &args.json {
-                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "lease_path": args.lease_path.as_str(), "renew_ms": args.renew_ms, "result": v });
+                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "lease_path": args.lease_path.as_str(), "renew_ms": args.renew_ms, "state_topic": args.state_topic, "result": v });
                         let written = std::fs::OpenOptions::new()
                             .create(true)
                             .append(true)
