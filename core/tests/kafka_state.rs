@@ -1080,7 +1080,14 @@ async fn what_a_reader_keeps_stays_current_without_reads() {
     // A leader's follower stands where its term began; its resign starts
     // from what the transport keeps of the partition. The transport takes
     // in what librdkafka fetched meanwhile, with no read asked for.
-    let (t, cfg) = private_transport("kept", 1).await;
+    let (_, cfg) = private_transport("kept-topic", 1).await;
+    // Built outside a runtime, as the bindings build theirs.
+    let t = {
+        let cfg = cfg.clone();
+        std::thread::spawn(move || KafkaTransport::new(cfg, Some("kept")).unwrap())
+            .join()
+            .unwrap()
+    };
     assert_eq!(t.kept_state(0).await, None, "nothing kept before a read");
     let writer = KafkaTransport::new(cfg, Some("kept-writer")).unwrap();
     writer

@@ -336,11 +336,6 @@ impl KafkaTransport {
         let registrar: Producer = cc
             .create_with_context(TransportContext::new(&config))
             .map_err(|e| kafka_error("creating the registration producer", e))?;
-        let readers = Arc::new(StdMutex::new(HashMap::new()));
-        // Without a runtime the readers are not kept up between reads.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(keep_readers_up(Arc::downgrade(&readers)));
-        }
         Ok(KafkaTransport {
             spares: Spares::new(config.clone(), client_suffix.clone()),
             config,
@@ -348,7 +343,7 @@ impl KafkaTransport {
             registrar: Some(registrar),
             describe,
             mint_locks: StdMutex::new(HashMap::new()),
-            readers,
+            readers: Arc::new(StdMutex::new(HashMap::new())),
             state_consumer: std::sync::OnceLock::new(),
             seeks: Arc::new(AtomicU64::new(0)),
             hw_probe: std::sync::OnceLock::new(),
@@ -545,7 +540,12 @@ impl KafkaTransport {
                 None => {
                     let made = StateConsumer::new(&self.config, &self.client_suffix)?;
                     // Another reader may have made one first: keep that one.
-                    let _ = self.state_consumer.set(made);
+                    // The first one made starts the task that keeps the
+                    // readers' views current: here, where a runtime runs
+                    // (the bindings build transports outside one).
+                    if self.state_consumer.set(made).is_ok() {
+                        tokio::spawn(keep_readers_up(Arc::downgrade(&self.readers)));
+                    }
                     self.state_consumer.get().expect("set above")
                 }
             };
@@ -564,14 +564,14 @@ impl KafkaTransport {
 /// brought.
 const KEEP_UP_EVERY: Duration = Duration::from_secs(1);
 
-/// Every [`KEEP_UP_EVERY`], takes into each idle reader's kept view what
-/// librdkafka fetched of its partition since its last read
-/// ([`PartitionReader::keep_up`]), until the transport is dropped. A
-/// leader's follower stands where the term began; its resign asks whether
-/// another member is registered, and starts from the view
-/// ([`StateReader::kept_state`]) rather than reading every renewal of the
-/// partition's other roles since. The cost grows with the records written,
-/// each taken in once per process.
+/// Every [`KEEP_UP_EVERY`] from the first read of the state topic, takes
+/// into each idle reader's kept view what librdkafka fetched of its
+/// partition since its last read ([`PartitionReader::keep_up`]), until the
+/// transport is dropped. A leader's follower stands where the term began;
+/// its resign asks whether another member is registered, and starts from
+/// the view ([`StateReader::kept_state`]) rather than reading every
+/// renewal of the partition's other roles since. The cost grows with the
+/// records written, each taken in once per process.
 async fn keep_readers_up(readers: std::sync::Weak<StdMutex<HashMap<i32, ReaderSlot>>>) {
     loop {
         tokio::time::sleep(KEEP_UP_EVERY).await;
