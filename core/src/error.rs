@@ -318,6 +318,25 @@ impl Error {
     }
 }
 
+#[cfg(feature = "kafka-client")]
+impl From<krabka_kafka::Error> for Error {
+    /// The Kafka client's error as the crate's, kind for kind, its message
+    /// and cause kept.
+    fn from(e: krabka_kafka::Error) -> Self {
+        match e {
+            krabka_kafka::Error::InvalidArgument(m) => Error::InvalidArgument(m),
+            krabka_kafka::Error::Fenced(m) => Error::Fenced(m),
+            krabka_kafka::Error::Transient { context, source } => {
+                Error::Transient { context, source }
+            }
+            krabka_kafka::Error::Fatal { context, source } => Error::Fatal { context, source },
+            // The client's error is non-exhaustive: a kind it adds later is
+            // fatal here until this crate learns it.
+            other => Error::fatal("a Kafka client request", other),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,6 +81,20 @@ impl fmt::Display for FencingToken {
     }
 }
 
+#[cfg(feature = "kafka-client")]
+impl From<krabka_kafka::ProducerEpoch> for FencingToken {
+    fn from(p: krabka_kafka::ProducerEpoch) -> Self {
+        FencingToken::new(p.producer_id, p.producer_epoch)
+    }
+}
+
+#[cfg(feature = "kafka-client")]
+impl From<FencingToken> for krabka_kafka::ProducerEpoch {
+    fn from(t: FencingToken) -> Self {
+        krabka_kafka::ProducerEpoch::new(t.producer_id, t.producer_epoch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,6 +128,38 @@ async fn a_stuck_guarded_write_never_starves_the_renewals() {
     assert_eq!(w.cluster.committed("orders", 0).len(), 1);
 }
 
+/// A process paused while its guarded write waited (SIGSTOP, a VM
+/// migration) resumes past its lease: the write's deadline and the lease ran
+/// out together. The write reports the term's end (LEASE_EXPIRED), not a
+/// transient failure to retry: nothing of it was written, and the member no
+/// longer leads.
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_waiting_while_the_process_is_paused_past_its_lease_reports_lease_expired() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = std::sync::Arc::new(leader(a).await);
+    w.cluster.set_stalled("orders", true);
+    let writer = std::sync::Arc::clone(&a);
+    let write = tokio::spawn(async move { writer.write(vec![order("in flight")]).await });
+    settle().await;
+    assert!(
+        !write.is_finished(),
+        "the write waits for the stalled partition"
+    );
+    // The pause: the clock jumps past the lease with nothing run between.
+    w.clock.advance(LEASE + Duration::from_secs(5));
+    settle().await;
+    let e = write.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+    assert!(!a.is_held());
+    assert_eq!(a.err().unwrap().kind(), ErrorKind::LeaseExpired);
+    assert!(
+        w.cluster.committed("orders", 0).is_empty(),
+        "nothing of the write is visible"
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_stuck_state_partition_ends_the_term_at_the_local_deadline_not_later() {
     let w = World::new();

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use krabka_coordination::transport::kafka::{
-    check_state_topic, ensure_state_topic, KafkaTransport, LeasePath,
+    check_state_topic, ensure_state_topic, KafkaTransport,
 };
 use krabka_coordination::transport::{Coordinator, LeaseWriter, Registrar, StateReader};
 use krabka_coordination::{Error, ErrorKind};
@@ -184,17 +184,13 @@ async fn client_settings_reach_every_producer_and_consumer() {
     );
     assert!(format!("{e:?}").to_lowercase().contains("size"), "{e:?}");
 
-    // The next epoch writes with the user settings too: on the librdkafka
-    // path through the spare lease producer built ahead of the mint.
+    // The next epoch writes with the user settings too.
     let next = t
         .acquire_epoch(&role, Duration::from_secs(10))
         .await
         .unwrap();
     let again = next.token();
     assert!(again > token);
-    if lease_path() == LeasePath::Librdkafka {
-        assert_eq!(t.mint_stats().from_spare, 1, "{:?}", t.mint_stats());
-    }
     let e = next
         .write_lease(
             state_record(0, lease_key(&role), Some(vec![7; 5000])),

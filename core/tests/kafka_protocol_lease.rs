@@ -1,11 +1,8 @@
-//! What only the protocol lease path promises, on a real Kafka: many held
-//! epochs share the protocol client's few connections per broker and add
-//! no threads, and a
-//! guarded record that leaves its partition open goes where Kafka's own
-//! partitioner puts it. (Rules 1 and 2 on this path are the suites of
-//! `kafka_epoch.rs`, `kafka_client.rs` and `kafka_state.rs`, which
-//! `ci/rust-tests.sh` runs on this path, the default, and once more with
-//! `KRABKA_LEASE_PATH=librdkafka`.)
+//! What the protocol lease path promises beyond rules 1 and 2 (the suites of
+//! `kafka_epoch.rs`, `kafka_client.rs` and `kafka_state.rs`), on a real
+//! Kafka: many held epochs share the protocol client's few connections per
+//! broker and add no threads, and a guarded record that leaves its
+//! partition open goes where Kafka's own partitioner puts it.
 //!
 //! Needs a real cluster: `KRABKA_BOOTSTRAP`, or `ci/kafka.sh start 1` is run.
 #![cfg(feature = "kafka")]
@@ -16,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport, LeasePath,
+    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport,
 };
 use krabka_coordination::transport::{Describer, LeaseWriter, OutRecord, StateReader};
 use support::*;
@@ -28,7 +25,7 @@ const WITHIN: Duration = Duration::from_secs(30);
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn protocol_config() -> KafkaConfig {
-    config(&bootstrap()).with_lease_path(LeasePath::Protocol)
+    config(&bootstrap())
 }
 
 async fn protocol_transport(member: &str) -> KafkaTransport {
@@ -168,4 +165,120 @@ async fn keyed_guarded_records_without_a_partition_go_where_kafkas_partitioner_p
         }
     }
     assert_eq!(seen, keys.len(), "every record is committed once");
+}
+
+/// One transactional batch of `producer` (id, epoch) with sequence
+/// `sequence`: the key and value `value`, encoded by kafka-protocol.
+fn one_batch(producer: (i64, i16), sequence: i32, value: &[u8]) -> bytes::Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let record = Record {
+        transactional: true,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: producer.0,
+        producer_epoch: producer.1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence,
+        timestamp: 1_796_000_000_000,
+        key: Some(bytes::Bytes::copy_from_slice(value)),
+        value: Some(bytes::Bytes::copy_from_slice(value)),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, [record].iter(), &options).expect("encodable");
+    buf.freeze()
+}
+
+/// The producer's state on partition 0 of `topic` once the leader shows
+/// nothing of it open (its transaction's markers written), within 20 s.
+async fn until_nothing_open(
+    kafka: &krabka_kafka::Client,
+    topic: &str,
+    producer_id: i64,
+) -> krabka_kafka::ActiveProducer {
+    let started = std::time::Instant::now();
+    loop {
+        let p = kafka
+            .active_producer(topic, 0, producer_id, tokio::time::Instant::now() + WITHIN)
+            .await
+            .expect("DescribeProducers")
+            .expect("the leader knows the producer");
+        if p.open_transaction_from.is_none() {
+            return p;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the transaction's markers were not written: {p:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What the commit proof of the lease writer relies on (`pin.rs`,
+/// `ended_by_this_epoch`): after the epoch's own EndTxn(commit) (v4 or
+/// lower, so no bump), the partition's leader reports the producer at that
+/// epoch with nothing open; after a new holder's InitProducerId aborts an
+/// open transaction of the epoch, it reports a newer epoch, the abort
+/// markers' own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitions_last_marker_carries_the_epoch_of_whoever_ended_the_transaction() {
+    let _serial = SERIAL.lock().await;
+    let (topic, _reader) = data_topic("marker-epoch").await;
+    let t = protocol_transport("marker-epoch").await;
+    let role = unique("marker-epoch");
+    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = held.token();
+    held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
+        .await
+        .expect("a committed guarded write");
+    let kafka = t.describe_client().kafka().clone();
+    let deadline = || tokio::time::Instant::now() + WITHIN;
+    // EndTxn is answered once the coordinator logged the commit; its
+    // markers reach the partition after that.
+    let after_commit = until_nothing_open(&kafka, &topic, token.producer_id).await;
+    assert_eq!(
+        after_commit.producer_epoch,
+        i32::from(token.producer_epoch),
+        "{after_commit:?}"
+    );
+    assert_eq!(after_commit.open_transaction_from, None, "{after_commit:?}");
+    assert_eq!(after_commit.last_sequence, 0, "{after_commit:?}");
+
+    // A transaction of the epoch left open: its partition added and its
+    // batch (sequence 1) written, no EndTxn.
+    kafka
+        .add_partitions(&role, token.into(), &[(topic.clone(), vec![0])], deadline())
+        .await
+        .expect("AddPartitionsToTxn");
+    let producer = (token.producer_id, token.producer_epoch);
+    kafka
+        .produce(&role, &topic, 0, one_batch(producer, 1, b"two"), deadline())
+        .await
+        .expect("the open transaction's batch");
+    let open = kafka
+        .active_producer(&topic, 0, token.producer_id, deadline())
+        .await
+        .expect("DescribeProducers")
+        .expect("known");
+    assert!(open.open_transaction_from.is_some(), "{open:?}");
+
+    // A new holder's mint: the coordinator bumps the epoch and aborts.
+    let successor = t
+        .mint_epoch(&role, LEASE)
+        .await
+        .expect("the successor's mint");
+    assert!(successor.token() > token);
+    let ended = until_nothing_open(&kafka, &topic, token.producer_id).await;
+    assert!(
+        ended.producer_epoch > i32::from(token.producer_epoch),
+        "the abort markers carry the bumped epoch: {ended:?} (the epoch was {token})"
+    );
 }

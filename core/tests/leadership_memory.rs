@@ -410,32 +410,3 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     assert_ne!(rotated.producer_id, tb.producer_id);
     assert!(rotated > FencingToken::new(tb.producer_id, 32766));
 }
-
-#[tokio::test(flavor = "current_thread")]
-async fn a_waiting_member_tells_its_transport_it_may_mint_and_takes_it_back() {
-    let w = World::new();
-    let a = w.spawn("a");
-    w.run_until(T0).await;
-    let _a = leader(a).await;
-    let tb = w.transport();
-    let t: Arc<dyn Transport> = tb.clone();
-    let cancel = CancellationToken::new();
-    let opts = w.options().with_cancel(cancel.clone());
-    let b = tokio::spawn(async move { acquire_leadership(t, ROLE, "b", opts).await });
-    w.run_until(T0 + 1).await;
-    assert_eq!(tb.prepared(ROLE), Some(LEASE), "registered and waiting");
-    cancel.cancel();
-    settle().await;
-    assert!(matches!(b.await.unwrap(), Err(Error::Cancelled)));
-    assert_eq!(tb.prepared(ROLE), None, "it left the role");
-
-    // A leader that resigns leaves the role too.
-    let tc = w.transport();
-    let t: Arc<dyn Transport> = tc.clone();
-    let c = acquire_leadership(t, "other-role", "c", w.options())
-        .await
-        .unwrap();
-    assert_eq!(tc.prepared("other-role"), Some(LEASE));
-    c.resign().await.unwrap();
-    assert_eq!(tc.prepared("other-role"), None);
-}

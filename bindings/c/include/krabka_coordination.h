@@ -787,7 +787,8 @@ void krabka_leadership_free(krabka_leadership *leadership);
 // Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
 // library has no task left running: every handle was freed and the work
 // they left in the background (a renewal loop ending, an aborted request's
-// reader, a resign's last step) is done. Returns `KRABKA_RESULT_OK` once
+// reader, a resign's last step, the destruction of a freed client's
+// librdkafka producer and consumer) is done. Returns `KRABKA_RESULT_OK` once
 // idle (at once if no client was ever made), `KRABKA_RESULT_TIMED_OUT`
 // otherwise. For a program, or a leak checker, that wants nothing of the
 // library running when it exits, in the spirit of librdkafka's

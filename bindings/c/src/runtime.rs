@@ -131,7 +131,8 @@ where
 /// Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
 /// library has no task left running: every handle was freed and the work
 /// they left in the background (a renewal loop ending, an aborted request's
-/// reader, a resign's last step) is done. Returns `KRABKA_RESULT_OK` once
+/// reader, a resign's last step, the destruction of a freed client's
+/// librdkafka producer and consumer) is done. Returns `KRABKA_RESULT_OK` once
 /// idle (at once if no client was ever made), `KRABKA_RESULT_TIMED_OUT`
 /// otherwise. For a program, or a leak checker, that wants nothing of the
 /// library running when it exits, in the spirit of librdkafka's
@@ -144,13 +145,20 @@ pub extern "C" fn krabka_wait_idle(timeout: f64) -> krabka_result {
         let limit = crate::client::timeout_arg(timeout)?;
         let deadline = limit.map(|d| Instant::now() + d);
         loop {
-            if RUNTIME.alive_tasks() == 0 {
+            // Tasks, and the librdkafka clients of freed handles being
+            // destroyed on the blocking pool (which tokio does not count
+            // as tasks).
+            let drops = krabka_coordination::transport::kafka::background_drops();
+            if RUNTIME.alive_tasks() == 0 && drops == 0 {
                 return Ok(());
             }
             if deadline.is_some_and(|at| Instant::now() >= at) {
                 return Err(Failure::new(
                     krabka_result::TimedOut,
-                    format!("{} tasks are still running", RUNTIME.alive_tasks()),
+                    format!(
+                        "{} tasks are still running, {drops} Kafka clients still being destroyed",
+                        RUNTIME.alive_tasks()
+                    ),
                 ));
             }
             std::thread::sleep(SLICE);

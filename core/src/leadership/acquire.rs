@@ -35,9 +35,8 @@ impl AcquireGuard {
     }
 }
 
-/// Tells the transport the member left the role, and deregisters it.
+/// Deregisters a member that left the role.
 async fn undo(m: Arc<Member>) {
-    m.transport.prepare_epoch(&m.role, None);
     if let Err(e) = m.deregister().await {
         tracing::warn!(error = %e, "could not deregister an abandoned candidate");
     }
@@ -273,8 +272,6 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
     let mut own = vec![offset];
-    m.transport
-        .prepare_epoch(&m.role, Some(m.options.election.lease_duration));
     follower.catch_up(m, offset, cancel).await?;
     // A lease under this id already there is a previous incarnation's, not
     // a twin's: only a lease written under this id from now on is.

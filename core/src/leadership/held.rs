@@ -267,7 +267,9 @@ impl Leadership {
     /// A write may take at most one renew interval (and never past the local
     /// lease deadline), so it never starves the renewals: one not
     /// acknowledged by then fails with [`Error::Transient`], and nothing of
-    /// it is ever written. Its transaction is aborted once the transaction
+    /// it is ever written; when the lease ran out meanwhile (the process was
+    /// paused, say), it fails with [`Error::LeaseExpired`] and the term
+    /// ends. Its transaction is aborted once the transaction
     /// coordinator has it (at once, unless the coordinator is moving or
     /// still completing the previous transaction; then before the next
     /// write or renewal of the role). A failure after its commit was sent is
@@ -303,6 +305,17 @@ impl Leadership {
                 tracing::warn!(token = %held.token, why = %e, "fenced");
                 held.end(fenced_reason(&e));
                 Err(e)
+            }
+            // The lease ran out while the write waited (the process was
+            // paused, or the write was given the lease's last moments):
+            // nothing of it was written, and the term is over. That, not a
+            // failure to retry, is the answer.
+            Err(e @ Error::Transient { .. }) if held.left().is_zero() => {
+                tracing::debug!(why = %e, "a guarded write outlived the lease");
+                if self.err().is_none() {
+                    held.expire();
+                }
+                Err(ended_error(&self.err().expect("ended above")))
             }
             other => other,
         }
@@ -479,7 +492,6 @@ async fn resign_task(held: &Held) -> Result<()> {
         }
         deregistered = early;
     }
-    m.transport.prepare_epoch(&m.role, None);
     if let Some(within) = supersede_within.filter(|w| !w.is_zero()) {
         match held.epoch.supersede(within).await {
             Ok(Superseded::Bumped(next)) => {

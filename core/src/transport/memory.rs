@@ -119,7 +119,6 @@ impl MemoryCluster {
             cluster: self.clone(),
             live: Arc::new(Mutex::new(Vec::new())),
             next_epoch_id: Arc::default(),
-            prepared: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -255,24 +254,12 @@ pub struct MemoryTransport {
     /// (epoch id, role, token).
     live: Arc<Mutex<Vec<(u64, String, FencingToken)>>>,
     next_epoch_id: Arc<std::sync::atomic::AtomicU64>,
-    /// Role → the lease of the member's last `prepare_epoch` hint.
-    prepared: Arc<Mutex<HashMap<String, Duration>>>,
 }
 
 impl MemoryTransport {
     /// The cluster this handle talks to.
     pub fn cluster(&self) -> &MemoryCluster {
         &self.cluster
-    }
-
-    /// The lease of the last [`Coordinator::prepare_epoch`] hint for `role`,
-    /// or `None` once the member left the role (or never hinted).
-    pub fn prepared(&self, role: &str) -> Option<Duration> {
-        self.prepared
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(role)
-            .copied()
     }
 
     /// The tokens of the epochs of `role` that this handle minted and whose
@@ -533,14 +520,6 @@ impl Coordinator for MemoryTransport {
         _lease_duration: Duration,
     ) -> Result<Box<dyn LeaseWriter>> {
         Ok(Box::new(self.mint(role)?))
-    }
-
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
-        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
-        match lease_duration {
-            Some(d) => prepared.insert(role.to_owned(), d),
-            None => prepared.remove(role),
-        };
     }
 
     async fn check_member(

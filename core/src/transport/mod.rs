@@ -11,8 +11,11 @@
 //!   writes go through the producer that the epoch binds, and dropping it
 //!   releases that producer.
 //!
-//! [`Transport`] is all four. No method has a default body: a wrapper (a
-//! timing shim, a fault injector) must forward each one. The in-memory
+//! [`Transport`] is all four. Two methods have default bodies:
+//! [`StateReader::read_state`] (every record, through `read_partition`) and
+//! [`StateReader::kept_state`] (`None`). A wrapper (a timing shim, a fault
+//! injector) must forward those two as well as the others, or the wrapped
+//! transport's kept views are lost behind it. The in-memory
 //! transport ([`memory::MemoryTransport`]) has the coordinator's semantics for
 //! fast deterministic tests; the Kafka transport (feature `kafka`) is the real
 //! thing.
@@ -76,12 +79,6 @@ pub trait Coordinator: Describer {
         role: &str,
         lease_duration: Duration,
     ) -> Result<Box<dyn LeaseWriter>>;
-
-    /// A hint from the member: it is registered in `role` and may mint its
-    /// epoch later with `lease_duration` (`Some`), or it has left the role
-    /// and will not (`None`). A transport may prepare for the mint (the Kafka
-    /// transport keeps a pre-connected lease producer) or do nothing.
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>);
 
     /// Refuses, before a member of `role` registers, what this transport
     /// cannot honour, so the member learns it at once rather than when its
@@ -276,7 +273,7 @@ pub trait LeaseWriter: Send + Sync {
 
     /// How an earlier write of this epoch that failed with
     /// [`crate::Error::OutcomeUnknown`] ended, once a later write completed it
-    /// (librdkafka lets only the commit go on): `Some(true)` committed,
+    /// (only a commit goes on): `Some(true)` committed,
     /// `Some(false)` did not. Taken once; `None` when nothing was resolved.
     fn take_resolved(&self) -> Option<bool>;
 

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, KafkaConfig, KafkaTransport, LeasePath, TopicReport,
+    ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport,
 };
 use krabka_coordination::transport::{OutRecord, StateReader, StateRecord};
 use krabka_coordination::Record;
@@ -263,33 +263,9 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{:016x}", h.finish())
 }
 
-/// A configuration with short timeouts, for tests, on the lease path that
-/// `KRABKA_LEASE_PATH` names (`protocol`, the default, or `librdkafka`):
-/// `ci/rust-tests.sh` runs the Kafka suites of rules 1 and 2 on both.
+/// A configuration with short timeouts, for tests.
 pub fn config(bootstrap: &str) -> KafkaConfig {
-    KafkaConfig::new(bootstrap)
-        .with_operation_timeout(Duration::from_secs(20))
-        .with_lease_path(lease_path())
-}
-
-/// The lease path of [`config`].
-pub fn lease_path() -> LeasePath {
-    match std::env::var("KRABKA_LEASE_PATH") {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|e| panic!("KRABKA_LEASE_PATH: {e}")),
-        Err(_) => LeasePath::default(),
-    }
-}
-
-/// A transport on the single-node cluster whose epochs are librdkafka
-/// producers, whatever `KRABKA_LEASE_PATH` says: for the tests of that
-/// path's own machinery (spare producers, the token check).
-pub async fn librdkafka_transport(member: &str) -> KafkaTransport {
-    init_tracing();
-    let cfg = config(&bootstrap()).with_lease_path(LeasePath::Librdkafka);
-    ensure_shared_topic(&cfg, 1, 1).await;
-    KafkaTransport::new(cfg, Some(member)).expect("transport")
+    KafkaConfig::new(bootstrap).with_operation_timeout(Duration::from_secs(20))
 }
 
 /// Makes sure the shared state topic exists with [`STATE_PARTITIONS`]
@@ -701,4 +677,32 @@ pub fn unsigned_jwt(sub: &str, exp: SystemTime) -> String {
         b64url(br#"{"alg":"none"}"#),
         b64url(claims.as_bytes())
     )
+}
+
+/// Everything queued on a leader's and a standby's event streams: fails on
+/// the end of the leader's term (fenced, lease expired, ended) or a
+/// standby's election; counts the leader's renewals. For the tests where a
+/// fault must not move the leader.
+pub fn leader_stays(
+    leader: &mut krabka_coordination::events::EventReceiver,
+    standby: &mut krabka_coordination::events::EventReceiver,
+) -> usize {
+    use krabka_coordination::events::EventKind;
+    let mut renewed = 0;
+    while let Ok(e) = leader.try_recv() {
+        match e.kind {
+            EventKind::Fenced { .. } | EventKind::LeaseExpired | EventKind::Ended { .. } => {
+                panic!("the leader's term ended: {e:?}")
+            }
+            EventKind::Renewed { .. } => renewed += 1,
+            _ => {}
+        }
+    }
+    while let Ok(e) = standby.try_recv() {
+        assert!(
+            !matches!(e.kind, EventKind::Elected { .. }),
+            "a standby took over: {e:?}"
+        );
+    }
+    renewed
 }

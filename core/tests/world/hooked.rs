@@ -164,10 +164,6 @@ impl Coordinator for Hooked {
         }))
     }
 
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
-        self.inner.prepare_epoch(role, lease_duration)
-    }
-
     async fn check_member(&self, role: &str, options: &ElectionOptions) -> Result<()> {
         self.inner.check_member(role, options).await
     }

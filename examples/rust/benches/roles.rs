@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
 use krabka_coordination::leadership::{Leadership, LeadershipOptions};
-use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath, TopicSpec};
+use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
 use krabka_examples::cli::{usage_exit, Flags};
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
@@ -48,7 +48,6 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
   --handovers K        once all are held, hand K roles over to a standby and back, and a
                        control client's role as often (default 0)
   --partitions N       partitions of the state topic (default 16)
-  --lease-path PATH    who writes a held epoch: protocol (default) or librdkafka
   --state-topic NAME   the state topic (default: one made for this run, replication
                        factor 3, min.insync.replicas 2, so earlier runs' roles are not in it)
   --json PATH          append the results as one JSON line per run";
@@ -61,7 +60,6 @@ struct Args {
     renew_ms: u64,
     handovers: usize,
     partitions: i32,
-    lease_path: LeasePath,
     json: Option<std::path::PathBuf>,
     /// The state topic; `None`: one made for this run.
     state_topic: Option<String>,
@@ -70,7 +68,7 @@ struct Args {
 impl Args {
     /// The configuration of every client of the run.
     fn config(&self) -> KafkaConfig {
-        let c = KafkaConfig::new(self.bootstrap.clone()).with_lease_path(self.lease_path);
+        let c = KafkaConfig::new(self.bootstrap.clone());
         match &self.state_topic {
             Some(t) => c.with_state_topic(t.clone()),
             None => c,
@@ -87,7 +85,6 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
         renew_ms: 3_000,
         handovers: 0,
         partitions: 16,
-        lease_path: LeasePath::default(),
         json: None,
         state_topic: None,
     };
@@ -113,9 +110,6 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
             "--partitions" => a.partitions = flags.number(f)?,
             "--json" => a.json = Some(flags.value(f)?.into()),
             "--state-topic" => a.state_topic = Some(flags.value(f)?),
-            "--lease-path" => {
-                a.lease_path = flags.value(f)?.parse().map_err(|e| format!("{f}: {e}"))?
-            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -513,7 +507,7 @@ fn main() {
             match run_one(&args, &client, n).await {
                 Ok(v) => {
                     if let Some(path) = &args.json {
-                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "lease_path": args.lease_path.as_str(), "renew_ms": args.renew_ms, "state_topic": args.state_topic, "result": v });
+                        let line = json!({ "t_ms": now_ms(), "bootstrap": args.bootstrap, "lease_ms": args.lease_ms, "renew_ms": args.renew_ms, "state_topic": args.state_topic, "result": v });
                         let written = std::fs::OpenOptions::new()
                             .create(true)
                             .append(true)

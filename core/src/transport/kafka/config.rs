@@ -85,66 +85,11 @@ pub struct KafkaConfig {
     fetch_wait: Duration,
     operation_timeout: Duration,
     connect_timeout: Duration,
-    lease_path: LeasePath,
-    /// A [`KafkaConfig::LEASE_PATH_SETTING`] value that names no path.
-    lease_path_refused: Option<String>,
+    /// The value given for the removed [`KafkaConfig::REMOVED_LEASE_PATH_SETTING`],
+    /// refused by [`KafkaConfig::validate`].
+    removed_lease_path: Option<String>,
     /// The OAUTHBEARER token provider and its last token, shared by clones.
     oauth: Option<Arc<TokenSource>>,
-}
-
-/// Which client writes the transactions of a held epoch (its lease records
-/// and guarded writes). Both keep the spec's rules: the epoch that
-/// InitProducerId minted for `transactional.id = <role>`, and only that
-/// epoch, writes the term's records, with EndTxn at most v4.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LeasePath {
-    /// One librdkafka transactional producer per held role (about 15
-    /// threads and a connection per broker each), plus a spare per role a
-    /// member may mint in. The path before 0.2; kept for a cluster where
-    /// the protocol path meets a problem.
-    Librdkafka,
-    /// The transport's own protocol client ([`super::DescribeClient`]):
-    /// InitProducerId, AddPartitionsToTxn, Produce and EndTxn for every
-    /// role over a few connections per broker, no thread per role. A mint is
-    /// one InitProducerId, whose answer is the token. The standby's look
-    /// before a challenge ([`crate::transport::StateReader::held_back`])
-    /// goes through the same client (ListOffsets). The default.
-    #[default]
-    Protocol,
-}
-
-impl LeasePath {
-    /// The name [`LeasePath::from_str`](std::str::FromStr) takes:
-    /// `librdkafka` or `protocol`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LeasePath::Librdkafka => "librdkafka",
-            LeasePath::Protocol => "protocol",
-        }
-    }
-}
-
-impl fmt::Display for LeasePath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for LeasePath {
-    type Err = Error;
-
-    /// `librdkafka` or `protocol`.
-    fn from_str(s: &str) -> Result<LeasePath> {
-        match s {
-            "librdkafka" => Ok(LeasePath::Librdkafka),
-            "protocol" => Ok(LeasePath::Protocol),
-            other => Err(Error::InvalidArgument(format!(
-                "lease path {}: expected \"librdkafka\" or \"protocol\"",
-                crate::error::quote(other)
-            ))),
-        }
-    }
 }
 
 impl KafkaConfig {
@@ -157,10 +102,12 @@ impl KafkaConfig {
     /// The longest timeout librdkafka takes: `i32::MAX` milliseconds (about
     /// 24.8 days).
     pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
-    /// The setting that chooses the [`LeasePath`] through
-    /// [`KafkaConfig::set`]: `krabka.lease.path` = `librdkafka` or
-    /// `protocol`. It is the transport's own; no librdkafka client gets it.
-    pub const LEASE_PATH_SETTING: &'static str = "krabka.lease.path";
+    /// `krabka.lease.path`, the setting that chose between the librdkafka
+    /// lease path and the protocol client's before 0.2. The librdkafka lease
+    /// path is gone: a configuration that sets it, to any value, is refused
+    /// by [`KafkaConfig::validate`] naming it as removed, so no member runs
+    /// on a path other than the one its operator asked for.
+    pub const REMOVED_LEASE_PATH_SETTING: &'static str = "krabka.lease.path";
     /// The longest `client.id` a Kafka request header holds, in bytes.
     pub const MAX_CLIENT_ID_LEN: usize = i16::MAX as usize;
 
@@ -174,31 +121,23 @@ impl KafkaConfig {
             fetch_wait: Self::DEFAULT_FETCH_WAIT,
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
-            lease_path: LeasePath::default(),
-            lease_path_refused: None,
+            removed_lease_path: None,
             oauth: None,
         }
     }
 
     /// Adds a librdkafka client setting, passed unchanged to every rdkafka
     /// client the transport builds. Setting `bootstrap.servers` replaces the
-    /// bootstrap address; [`KafkaConfig::LEASE_PATH_SETTING`] chooses the
-    /// lease path (as [`KafkaConfig::with_lease_path`]; a value other than
-    /// `librdkafka` or `protocol` is refused by [`KafkaConfig::validate`]),
-    /// so every binding that passes settings through can choose it.
+    /// bootstrap address. The removed
+    /// [`KafkaConfig::REMOVED_LEASE_PATH_SETTING`] is kept aside, for
+    /// [`KafkaConfig::validate`] to refuse.
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let key = key.into();
         let value = value.into();
         if key == "bootstrap.servers" {
             self.bootstrap = value;
-        } else if key == Self::LEASE_PATH_SETTING {
-            match value.parse() {
-                Ok(path) => {
-                    self.lease_path = path;
-                    self.lease_path_refused = None;
-                }
-                Err(_) => self.lease_path_refused = Some(value),
-            }
+        } else if key == Self::REMOVED_LEASE_PATH_SETTING {
+            self.removed_lease_path = Some(value);
         } else {
             self.settings.insert(key, value);
         }
@@ -245,14 +184,6 @@ impl KafkaConfig {
     /// keeps retrying instead (see [`crate::events::EventKind::Retrying`]).
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
-        self
-    }
-
-    /// Chooses the client that writes each held epoch's transactions
-    /// ([`LeasePath`]; [`LeasePath::Protocol`] by default).
-    pub fn with_lease_path(mut self, path: LeasePath) -> Self {
-        self.lease_path = path;
-        self.lease_path_refused = None;
         self
     }
 
@@ -309,7 +240,9 @@ impl KafkaConfig {
     where
         F: Fn() -> std::result::Result<OAuthToken, OAuthTokenError> + Send + Sync + 'static,
     {
-        self.oauth = Some(Arc::new(TokenSource::new(provider)));
+        self.oauth = Some(Arc::new(TokenSource::new(move || {
+            provider().map_err(as_client_error)
+        })));
         self
     }
 
@@ -354,11 +287,6 @@ impl KafkaConfig {
         self.operation_timeout
     }
 
-    /// The client that writes each held epoch's transactions.
-    pub fn lease_path(&self) -> LeasePath {
-        self.lease_path
-    }
-
     /// The bound of the first contact with the cluster (see
     /// [`KafkaConfig::with_connect_timeout`]).
     pub fn connect_timeout(&self) -> Duration {
@@ -372,10 +300,12 @@ impl KafkaConfig {
     /// sets it to each role) and a `client.id` a request header holds.
     /// Every error is [`Error::InvalidArgument`] naming the value.
     pub fn validate(&self) -> Result<()> {
-        if let Some(v) = &self.lease_path_refused {
+        if let Some(v) = &self.removed_lease_path {
             return Err(Error::InvalidArgument(format!(
-                "{} = {}: expected \"librdkafka\" or \"protocol\"",
-                Self::LEASE_PATH_SETTING,
+                "the setting {} (given as {}) was removed: every held role now writes \
+                 through the protocol client, and the librdkafka lease path is gone; remove the \
+                 setting (see the CHANGELOG)",
+                Self::REMOVED_LEASE_PATH_SETTING,
                 crate::error::quote(v)
             )));
         }
@@ -440,7 +370,7 @@ impl KafkaConfig {
     /// [`Error::InvalidArgument`] naming each of them. The files the
     /// settings name are read and must hold what they should.
     pub fn check_security(&self) -> Result<()> {
-        super::security::Security::from_config(self).map(drop)
+        super::client_settings::security(self).map(drop)
     }
 
     /// The timeout in whole milliseconds, at least 1, for librdkafka.
@@ -480,7 +410,6 @@ impl fmt::Debug for KafkaConfig {
             .field("fetch_wait", &self.fetch_wait)
             .field("operation_timeout", &self.operation_timeout)
             .field("connect_timeout", &self.connect_timeout)
-            .field("lease_path", &self.lease_path)
             .field(
                 "oauth_token_provider",
                 &self.oauth.as_ref().map(|_| "(a function)"),
@@ -529,167 +458,23 @@ fn is_secret(key: &str) -> bool {
     .any(|s| k.contains(s))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_lease_path_setting_chooses_the_path_and_names_a_bad_value() {
-        let c = KafkaConfig::new("h:1");
-        assert_eq!(c.lease_path(), LeasePath::Protocol, "the default");
-        let c = c.set(KafkaConfig::LEASE_PATH_SETTING, "librdkafka");
-        assert_eq!(c.lease_path(), LeasePath::Librdkafka);
-        let c = c.set(KafkaConfig::LEASE_PATH_SETTING, "protocol");
-        assert_eq!(c.lease_path(), LeasePath::Protocol);
-        assert_eq!(
-            c.get(KafkaConfig::LEASE_PATH_SETTING),
-            None,
-            "no librdkafka client gets it"
-        );
-        c.validate().unwrap();
-        let bad = c.set(KafkaConfig::LEASE_PATH_SETTING, "native");
-        let e = bad.validate().unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
-        assert!(
-            e.to_string().contains("krabka.lease.path") && e.to_string().contains("\"native\""),
-            "{e}"
-        );
-        let mended = bad.with_lease_path(LeasePath::Librdkafka);
-        mended.validate().unwrap();
-    }
-
-    #[test]
-    fn settings_pass_through_unchanged() {
-        let c = KafkaConfig::new("h:1")
-            .set("socket.timeout.ms", "1234")
-            .set("client.id", "x");
-        let cc = c.client_config("reg");
-        assert_eq!(cc.get("bootstrap.servers"), Some("h:1"));
-        assert_eq!(cc.get("socket.timeout.ms"), Some("1234"));
-        // A user client.id wins over the default.
-        assert_eq!(cc.get("client.id"), Some("x"));
-        let c = KafkaConfig::new("h:1").set("bootstrap.servers", "h:2");
-        assert_eq!(c.bootstrap(), "h:2");
-        assert_eq!(c.get("bootstrap.servers"), None);
-    }
-
-    #[test]
-    fn checks_security_as_the_protocol_client_reads_it() {
-        assert!(KafkaConfig::new("h:1").check_security().is_ok());
-        assert!(KafkaConfig::new("h:1")
-            .set("security.protocol", "PLAINTEXT")
-            .check_security()
-            .is_ok());
-        assert!(KafkaConfig::new("h:1")
-            .set("security.protocol", "SASL_PLAINTEXT")
-            .set("sasl.mechanism", "SCRAM-SHA-256")
-            .set("sasl.username", "u")
-            .set("sasl.password", "p")
-            .check_security()
-            .is_ok());
-        let e = KafkaConfig::new("h:1")
-            .set("security.protocol", "SASL_SSL")
-            .set("sasl.mechanism", "GSSAPI")
-            .set("ssl.keystore.location", "/x")
-            .check_security()
-            .unwrap_err();
-        let msg = e.to_string();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{msg}");
-        for name in ["sasl.mechanism=GSSAPI", "ssl.keystore.location"] {
-            assert!(msg.contains(name), "{msg} should name {name}");
-        }
-    }
-
-    #[test]
-    fn debug_hides_secrets() {
-        let c = KafkaConfig::new("h:1")
-            .set("sasl.password", "hunter2")
-            .set("linger.ms", "5");
-        let s = format!("{c:?}");
-        assert!(!s.contains("hunter2"), "{s}");
-        assert!(s.contains("linger.ms"), "{s}");
-    }
-
-    #[test]
-    fn validate_names_bad_values() {
-        assert!(KafkaConfig::new(" ")
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("bootstrap"));
-        assert!(KafkaConfig::new("h:1")
-            .with_state_topic("")
-            .validate()
-            .is_err());
-        assert!(KafkaConfig::new("h:1")
-            .with_operation_timeout(Duration::ZERO)
-            .validate()
-            .is_err());
-        assert!(KafkaConfig::new("h:1")
-            .with_fetch_wait(Duration::from_secs(301))
-            .validate()
-            .is_err());
-        assert!(KafkaConfig::new("h:1").validate().is_ok());
-    }
-
-    #[test]
-    fn validate_refuses_absurd_timeouts_by_value() {
-        for d in [
-            Duration::ZERO,
-            Duration::MAX,
-            KafkaConfig::MAX_TIMEOUT + Duration::from_millis(1),
-        ] {
-            let e = KafkaConfig::new("h:1")
-                .with_connect_timeout(d)
-                .validate()
-                .unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-            assert!(e.to_string().contains("connect timeout"), "{e}");
-            assert!(e.to_string().contains(&format!("{d:?}")), "{e}");
-            let e = KafkaConfig::new("h:1")
-                .with_operation_timeout(d)
-                .validate()
-                .unwrap_err();
-            assert!(e.to_string().contains("operation timeout"), "{e}");
-        }
-        assert!(KafkaConfig::new("h:1")
-            .with_connect_timeout(KafkaConfig::MAX_TIMEOUT)
-            .with_operation_timeout(KafkaConfig::MAX_TIMEOUT)
-            .validate()
-            .is_ok());
-    }
-
-    #[test]
-    fn validate_refuses_a_transactional_id_and_an_overlong_client_id() {
-        let e = KafkaConfig::new("h:1")
-            .set("transactional.id", "mine")
-            .validate()
-            .unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        assert!(e.to_string().contains("transactional.id=\"mine\""), "{e}");
-        let long = "c".repeat(KafkaConfig::MAX_CLIENT_ID_LEN + 1);
-        let e = KafkaConfig::new("h:1")
-            .set("client.id", long)
-            .validate()
-            .unwrap_err();
-        let msg = e.to_string();
-        assert!(
-            msg.contains("client.id") && msg.contains("32768 bytes"),
-            "{msg}"
-        );
-        assert!(msg.len() < 300, "the value is quoted only in part: {msg}");
-    }
-
-    #[test]
-    fn member_ids_in_client_ids_stay_short_and_plain() {
-        assert_eq!(client_id_part("node-1.a_b"), "node-1.a_b");
-        let long = "m".repeat(32_767);
-        let part = client_id_part(&long);
-        assert!(part.len() < 64, "{part}");
-        assert_ne!(client_id_part(&long), client_id_part(&"m".repeat(32_766)));
-        let odd = client_id_part("a b\0c\u{e9}");
-        assert!(odd.starts_with("a_b_c_-"), "{odd}");
-        assert!(!odd.contains('\0'));
-        assert_eq!(odd, client_id_part("a b\0c\u{e9}"), "stable");
+/// A provider's error for the Kafka client's token source, which keeps a
+/// fatal error fatal and an invalid argument invalid only when they are its
+/// own kinds: the crate's [`Error::Fatal`] and [`Error::InvalidArgument`]
+/// (what a binding's provider returns) become the client's, message and
+/// cause kept; any other error stays as it is (a retry may mend it).
+fn as_client_error(e: OAuthTokenError) -> OAuthTokenError {
+    match e.downcast::<Error>() {
+        Ok(core) => match *core {
+            Error::Fatal { context, source } => {
+                Box::new(krabka_kafka::Error::Fatal { context, source })
+            }
+            Error::InvalidArgument(m) => Box::new(krabka_kafka::Error::InvalidArgument(m)),
+            other => Box::new(other),
+        },
+        Err(e) => e,
     }
 }
+
+#[cfg(test)]
+mod tests;

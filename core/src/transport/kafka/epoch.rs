@@ -1,23 +1,22 @@
 //! The held epoch of a role on Kafka: [`KafkaEpoch`], the owned handle of the
-//! producer that the epoch binds.
+//! producer id and epoch that a mint returned.
 //!
 //! A mint returns one `KafkaEpoch`; every lease write and guarded write of
-//! that term goes through it, one transaction at a time, and dropping it
-//! releases the producer (off the caller's thread, aborting a transaction it
-//! left open). Two epochs of one role, minted on one transport or on two, each
-//! write through their own producer: the older one is fenced by the broker.
+//! that term goes through it, one transaction at a time, through the
+//! transport's protocol client, and dropping it releases the epoch (in a
+//! task, aborting a transaction it left open). Two epochs of one role, minted
+//! on one transport or on two, write as their own producer epochs: the older
+//! one is fenced by the broker.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rdkafka::producer::Producer as _;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::describe::BumpAnswer;
-use super::lease::{LeaseProducer, Outcome, TxnState};
-use super::protocol_lease::ProtocolLease;
-use super::{drop_off_thread, DescribeClient, KafkaConfig};
+use super::protocol_lease::{Outcome, ProtocolLease};
+use super::{DescribeClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Superseded};
@@ -25,44 +24,7 @@ use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Super
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
 
-type Slot = Arc<AsyncMutex<Option<Backend>>>;
-
-/// The writer of a held epoch: a librdkafka transactional producer, or the
-/// transport's protocol client ([`super::LeasePath`]).
-pub(super) enum Backend {
-    Rdkafka(LeaseProducer),
-    Protocol(ProtocolLease),
-}
-
-impl Backend {
-    fn token(&self) -> FencingToken {
-        match self {
-            Backend::Rdkafka(p) => p.token,
-            Backend::Protocol(p) => p.token,
-        }
-    }
-
-    fn take_resolved(&mut self) -> Option<bool> {
-        match self {
-            Backend::Rdkafka(p) => p.resolved.take(),
-            Backend::Protocol(p) => p.resolved.take(),
-        }
-    }
-
-    async fn transact(
-        &mut self,
-        role: &str,
-        what: &str,
-        records: Vec<OutRecord>,
-        leave_open: bool,
-        deadline: tokio::time::Instant,
-    ) -> std::result::Result<(), Outcome> {
-        match self {
-            Backend::Rdkafka(p) => p.transact(role, what, records, leave_open, deadline).await,
-            Backend::Protocol(p) => p.transact(role, what, records, leave_open, deadline).await,
-        }
-    }
-}
+type Slot = Arc<AsyncMutex<Option<ProtocolLease>>>;
 
 /// The held epoch of one role: implements [`LeaseWriter`].
 ///
@@ -70,9 +32,8 @@ impl Backend {
 /// [`crate::transport::Coordinator::acquire_epoch`], boxed).
 pub struct KafkaEpoch {
     role: String,
-    /// The producer's token: the mint's, or, if the broker's log showed that
-    /// one stale before anything committed, the broker's (see
-    /// `LeaseProducer::confirm`).
+    /// The epoch's token: the mint's (a test may replace it,
+    /// [`KafkaEpoch::assume_token`]).
     token: Arc<StdMutex<FencingToken>>,
     /// The lease (the transaction timeout) in milliseconds.
     lease_ms: u64,
@@ -108,11 +69,11 @@ impl KafkaEpoch {
         describe: DescribeClient,
         role: String,
         lease_ms: u64,
-        producer: Backend,
+        producer: ProtocolLease,
     ) -> KafkaEpoch {
         KafkaEpoch {
             role,
-            token: Arc::new(StdMutex::new(producer.token())),
+            token: Arc::new(StdMutex::new(producer.token)),
             lease_ms,
             describe,
             state_topic: config.state_topic().to_owned(),
@@ -144,19 +105,12 @@ impl KafkaEpoch {
             .await
     }
 
-    /// Fault injection, for tests of the token check: makes the producer
-    /// believe its token is `token`, not yet confirmed by the broker's log,
-    /// as a stale DescribeTransactions answer at the mint would (before the
-    /// first commit), or an epoch bump after an abort would (after it).
+    /// Fault injection, for tests of the fence: makes the epoch write as
+    /// `token` from now on, as a writer with a stale or wrong token would.
     #[doc(hidden)]
     pub async fn assume_token(&self, token: FencingToken) {
-        match self.slot.lock().await.as_mut() {
-            Some(Backend::Rdkafka(p)) => {
-                p.token = token;
-                p.confirmed = false;
-            }
-            Some(Backend::Protocol(p)) => p.token = token,
-            None => {}
+        if let Some(p) = self.slot.lock().await.as_mut() {
+            p.token = token;
         }
         *self.token.lock().unwrap_or_else(|e| e.into_inner()) = token;
     }
@@ -209,17 +163,17 @@ impl KafkaEpoch {
         let resolved = Arc::clone(&self.resolved);
         let token_cell = Arc::clone(&self.token);
         // The transaction runs in its own task, holding the slot's lock, so a
-        // caller that stops waiting never leaves it half done: librdkafka's
-        // transaction state and ours stay in step.
+        // caller that stops waiting never leaves it half done: the epoch's
+        // transaction state and the coordinator's stay in step.
         let task = tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
             let result = producer
                 .transact(&role, &what, records, leave_open, deadline)
                 .await;
-            if let Some(committed) = producer.take_resolved() {
+            if let Some(committed) = producer.resolved.take() {
                 *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             }
-            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token();
+            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
             match result {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
@@ -231,7 +185,7 @@ impl KafkaEpoch {
                     };
                     *gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
                     if let Some(p) = guard.take() {
-                        tracing::info!(token = %p.token(), error = %e, "dropping the epoch's producer");
+                        tracing::info!(token = %p.token, error = %e, "dropping the epoch's producer");
                         release(&role, p);
                     }
                     Err(e)
@@ -243,44 +197,13 @@ impl KafkaEpoch {
     }
 }
 
-/// Lets go of the writer of an epoch of `role`: aborts a transaction it
-/// left open (bounded), off the caller's thread; a librdkafka producer is
-/// dropped then (which flushes and joins librdkafka's threads).
-pub(super) fn release(role: &str, p: Backend) {
-    let p = match p {
-        Backend::Rdkafka(p) => p,
-        Backend::Protocol(p) => {
-            // Without a runtime, the coordinator aborts an open transaction
-            // at the transaction timeout.
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(p.release(role.to_owned(), RELEASE_ABORT_BOUND));
-            }
-            return;
-        }
-    };
-    let LeaseProducer {
-        producer, state, ..
-    } = p;
-    let work = move || {
-        if state != TxnState::Idle && producer.client().fatal_error().is_none() {
-            if let Err(e) = producer.abort_transaction(RELEASE_ABORT_BOUND) {
-                tracing::debug!(error = %e, "aborting the open transaction of a released producer failed");
-            }
-        }
-        drop(producer);
-    };
-    drop_off_thread(Work(Some(Box::new(work))));
-}
-
-/// A closure run when dropped, so [`drop_off_thread`] runs it on the blocking
-/// pool.
-struct Work(Option<Box<dyn FnOnce() + Send>>);
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
+/// Lets go of the writer of an epoch of `role`: in a task, aborts a
+/// transaction it left open (bounded by [`RELEASE_ABORT_BOUND`]). Without a
+/// runtime, the coordinator aborts an open transaction at the transaction
+/// timeout.
+pub(super) fn release(role: &str, p: ProtocolLease) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(p.release(role.to_owned(), RELEASE_ABORT_BOUND));
     }
 }
 

@@ -7,7 +7,6 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::FutureProducer;
 
 use super::config::KafkaConfig;
-use super::lease::is_fenced_code;
 use super::oauth::ClientToken;
 use crate::error::{Error, Result};
 
@@ -93,12 +92,47 @@ where
         .map_err(|e| Error::fatal("a blocking librdkafka call", e.to_string()))
 }
 
+/// The librdkafka clients handed to the blocking pool by
+/// [`drop_off_thread`] and not destroyed yet.
+static DROPS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many librdkafka clients (producers, consumers, admin clients) of
+/// dropped transports are still being destroyed in the background. A
+/// binding that promises "nothing of the library runs any more" (the C
+/// header's `krabka_wait_idle`) waits for zero: tokio counts the blocking
+/// pool's work apart from its tasks.
+pub fn background_drops() -> usize {
+    DROPS_IN_FLIGHT.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Counts one drop in flight until it is dropped itself: after the value's
+/// destruction, or with the value when the pool never runs it.
+struct InFlight;
+
+impl InFlight {
+    fn new() -> InFlight {
+        DROPS_IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        DROPS_IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Drops `value` (a producer, consumer or admin client, whose destruction
-/// blocks) on tokio's blocking pool, or right here outside a runtime.
+/// blocks) on tokio's blocking pool, or right here outside a runtime;
+/// [`background_drops`] counts it until it is destroyed.
 pub(crate) fn drop_off_thread<T: Send + 'static>(value: T) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
-            drop(handle.spawn_blocking(move || drop(value)));
+            let in_flight = InFlight::new();
+            drop(handle.spawn_blocking(move || {
+                drop(value);
+                drop(in_flight);
+            }));
         }
         Err(_) => drop(value),
     }
@@ -190,6 +224,16 @@ pub(crate) fn kafka_error(context: &str, e: KafkaError) -> Error {
             _ => Error::transient(context.to_owned(), e),
         },
     }
+}
+
+/// True for the codes that mean a newer epoch exists.
+fn is_fenced_code(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::Fenced
+            | RDKafkaErrorCode::InvalidProducerEpoch
+            | RDKafkaErrorCode::ProducerFenced
+    )
 }
 
 #[cfg(test)]

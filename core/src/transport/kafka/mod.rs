@@ -1,42 +1,33 @@
-//! The Kafka transport: the project's own protocol client on the
-//! `kafka-protocol` crate (the lease path, DescribeTransactions), and
-//! rdkafka's registration producer and state consumer.
+//! The Kafka transport, on two clients:
+//!
+//! * the project's own protocol client, the crate `krabka-kafka`
+//!   ([`krabka_kafka::Client`], reached through [`DescribeClient`]): every
+//!   mint, lease record and guarded write (`protocol_lease`), the describes,
+//!   the conditional bump of a resign, the standby's look at the last stable
+//!   offset, the member's access check. Its settings come from the same
+//!   librdkafka keys (`client_settings`);
+//! * librdkafka through rdkafka (`librdkafka`, `reader`, `topic`,
+//!   `preflight`): the registration producer, the state consumer and the
+//!   admin requests (topic set-up, broker configurations).
 //!
 //! [`KafkaTransport`] implements the four transport traits against a real
 //! Apache Kafka cluster (3.0 or newer; tested on 4.x with transaction version
 //! 2). It keeps the spec's four rules:
 //!
-//! 1. **The epoch binds the lease producer.** On the default lease path
-//!    ([`LeasePath::Protocol`], the `protocol_lease` module),
-//!    `acquire_epoch(role, lease)` sends one InitProducerId for
-//!    `transactional.id = <role>` with the lease as the transaction timeout
-//!    through the transport's protocol client, and its answer is the token;
-//!    every lease write and guarded write of the term is a transaction of
-//!    that producer id and epoch (AddPartitionsToTxn, Produce, EndTxn at
-//!    most v4) over the client's few connections per broker, whatever the
-//!    number of roles. On [`LeasePath::Librdkafka`], `acquire_epoch`
-//!    takes a producer with `transactional.id = <role>` and
-//!    `transaction.timeout.ms = <lease>` (a spare built ahead of time, or a
-//!    new one: see [Minting](#minting)), calls InitProducerId
-//!    (`init_transactions`) on it and keeps that producer; every lease write
-//!    and guarded write of the role goes through it. librdkafka has no getter for
-//!    the minted producer id and epoch, so the transport asks the
-//!    coordinator with DescribeTransactions right after InitProducerId. If
-//!    another member minted a newer epoch in between, the answer is theirs,
-//!    but then this member's first commit is fenced and its lease record is
-//!    aborted. The answer can also be stale (a paused coordinator answering
-//!    from its old state), so before the first commit, and the first after
-//!    any abort, the producer reads the header of the batch its first record
-//!    went into and keeps the producer id and epoch the broker wrote there
-//!    (`describe/batch.rs`): every *committed* lease carries the token of
-//!    its writer.
+//! 1. **The epoch binds the lease writer.** `acquire_epoch(role, lease)`
+//!    sends one InitProducerId for `transactional.id = <role>` with the
+//!    lease as the transaction timeout through the transport's protocol
+//!    client, and its answer is the token; every lease write and guarded
+//!    write of the term is a transaction of that producer id and epoch
+//!    (AddPartitionsToTxn, Produce, EndTxn at most v4; the `protocol_lease`
+//!    module) over the client's few connections per broker, whatever the
+//!    number of roles.
 //! 2. **Fencing is [`Error::Fenced`].** A write that the broker rejects with
-//!    `INVALID_PRODUCER_EPOCH` (47) or `PRODUCER_FENCED` (90), which librdkafka
-//!    raises as the fatal `_FENCED` (-144), fails with [`Error::Fenced`] and
-//!    the fenced producer is dropped; every later write through that epoch
-//!    ([`KafkaEpoch`]) fails with `Fenced` again. Other fatal errors are
-//!    [`Error::Fatal`] (the producer is dropped too, and later writes are
-//!    `Fatal`); abortable ones abort the transaction and are
+//!    `INVALID_PRODUCER_EPOCH`, `PRODUCER_FENCED` or
+//!    `INVALID_PRODUCER_ID_MAPPING` fails with [`Error::Fenced`]; every later
+//!    write through that epoch ([`KafkaEpoch`]) fails with `Fenced` again.
+//!    Other errors that leave the epoch unusable are [`Error::Fatal`] (later
+//!    writes are `Fatal` too); the others abort the transaction and are
 //!    [`Error::Transient`].
 //! 3. **Reads are read_committed, up to the last stable offset, in offset
 //!    order.** Aborted records (a deposed holder's write, a crashed holder's
@@ -44,135 +35,60 @@
 //!    transaction holds the last stable offset back, and a read ends promptly
 //!    below it.
 //! 4. **No partitioner.** The registration producer (a plain idempotent
-//!    producer, `acks=all`) and the lease producer both send to the partition
+//!    producer, `acks=all`) and the lease writer both send to the partition
 //!    the caller gives, which is [`crate::role_partition`] of the role.
 //!
 //! # Minting
 //!
-//! (The librdkafka path; on the protocol path a mint is one InitProducerId,
-//! sent again 3 ms after CONCURRENT_TRANSACTIONS.)
-//!
-//! A mint takes a few milliseconds (InitProducerId and two
-//! DescribeTransactions round trips) instead of librdkafka's 55 to 505 ms
-//! for a new producer, because the transport:
-//!
-//! * keeps a **spare lease producer**, created and connected ahead of time,
-//!   for each role it minted in, and for each role it is registered in once a
-//!   lease record of the role has told it the lease duration (it watches its
-//!   own registrations go out and the lease records it reads). A spare has
-//!   not called InitProducerId, so the coordinator does not know it; it costs
-//!   an idle producer (librdkafka threads and one connection) per role. The
-//!   spare of a role goes when the transport deregisters from the role, and
-//!   with the transport. A mint without a fitting spare builds a producer and
-//!   connects it first, about 15 ms;
-//! * **clears the way** for InitProducerId: it waits (bounded by the
-//!   operation timeout) while the role's previous transaction completes, and
-//!   fences a transaction a crashed holder left open after a grace of 20 ms,
-//!   instead of letting InitProducerId meet them (librdkafka retries that
-//!   only after 500 ms).
-//!
-//! [`KafkaTransport::mint_stats`] counts each case. The details are in the
-//! source of the `mint` module.
+//! A mint is one InitProducerId of the protocol client, tried again after
+//! CONCURRENT_TRANSACTIONS (a transaction of the role completing, or an
+//! open one the request itself fences and aborts) with the client's short
+//! pauses for it, milliseconds at first.
 //!
 //! # Tuning
 //!
 //! * **Transaction timeout = lease duration.** The coordinator aborts a
 //!   transaction left open longer than `transaction.timeout.ms` and bumps the
-//!   epoch, which fences a holder that stalls mid-transaction. librdkafka
-//!   accepts 1 s to `i32::MAX` ms; the broker caps it with
+//!   epoch, which fences a holder that stalls mid-transaction. A lease
+//!   outside 1 s ..= `i32::MAX` ms is refused; the broker caps it with
 //!   `transaction.max.timeout.ms` (15 min by default), and a longer lease is
-//!   refused before the member registers (see below) and at `acquire_epoch`.
-//!   librdkafka also lowers `socket.timeout.ms` and `message.timeout.ms` of
-//!   the lease producer to the lease; a user value above the lease is
-//!   refused before the member registers.
+//!   refused before the member registers and at `acquire_epoch`.
 //! * **Fetch wait.** A standby's consumer keeps one fetch request waiting at
 //!   the broker for at most `fetch.wait.max.ms`
 //!   ([`KafkaConfig::with_fetch_wait`], 25 ms by default). The broker answers
-//!   early when a commit moves the last stable offset, so the wake-up latency
-//!   of `poll_partition` after a commit is a few milliseconds (measured on a
-//!   local Kafka 4.1: about 2 ms after the writer's ack, the same with a
-//!   25 ms, 500 ms and 2 s wait). The wait mostly sets how many empty fetches
-//!   a quiet partition costs: one per wait and member; raise it to cut that
-//!   traffic. It is also the longest a read waits at an end it cannot see
-//!   early (none was observed in the tests).
+//!   early when a commit moves the last stable offset, so the wait does not
+//!   set the wake-up latency of `poll_partition` after a commit (measured in
+//!   `docs/kafka-transport.md`); it sets how many empty fetches a quiet
+//!   partition costs, one per wait and member, and the longest a read waits
+//!   at an end it cannot see early.
 //! * **Operation timeout** ([`KafkaConfig::with_operation_timeout`], 30 s):
-//!   the budget of a mint (connecting its producer, the wait for a completing
-//!   transaction, InitProducerId), commit, abort, a read to the last stable
-//!   offset, a describe with its retries.
-//! * **Latency defaults** (a user setting overrides them): the lease and
-//!   registration producers send at once (`linger.ms = 0` instead of
-//!   librdkafka's 5 ms), and the lease producer uses `reconnect.backoff.ms =
-//!   22`: librdkafka waits half of it (at least 11 ms) before it connects to
-//!   a broker it has just learned of, 50 ms with its default of 100 ms, which
-//!   is most of the time a new producer needs to get usable.
-//! * **Commit.** Before a commit the transport waits (microseconds, at most
-//!   50 ms) until librdkafka has released the transaction's delivered
-//!   messages. rust-rdkafka's commit flushes first and, if it finds one still
-//!   counted, polls for up to 100 ms for an event that does not come (the
-//!   producer's own polling thread takes it); that cost about one commit in
-//!   ten 100 ms.
+//!   the budget of a mint (InitProducerId with its retries), commit, abort,
+//!   a read to the last stable offset, a describe with its retries. One
+//!   attempt of a protocol-client request waits at most
+//!   `request.timeout.ms` (5 s unless set) within it.
+//! * **Latency default** (a user setting overrides it): the registration
+//!   producer sends at once (`linger.ms = 0` instead of librdkafka's 5 ms).
 //!
 //! # Topic and cluster requirements
 //!
 //! Before a member registers, [`Coordinator::check_member`] checks what it
-//! depends on ([`KafkaTransport::preflight`] reports the same): the state
-//! topic exists, has the member's partition count and is compacted; the
-//! member's principal has the ACLs a member needs (README, "Secured
-//! clusters"); the
-//! lease fits the brokers' `transaction.max.timeout.ms`; the user's producer
-//! timeouts fit the lease. The cluster is read once per transport, the first
-//! request bounded by the connect timeout
-//! ([`KafkaConfig::with_connect_timeout`], 10 s): with no broker reachable
-//! the acquire fails with [`Error::Transient`] naming the bootstrap address,
-//! and nothing is registered. A member that reached the cluster once keeps
-//! retrying when it loses it later.
-//!
-//! **Losing a broker.** When a broker dies, the cluster moves its partitions
-//! (the state partition of a role, if it led it) and its transaction
-//! coordinators (a role's, if it was there) to other brokers only once it
-//! declares the broker dead, after `broker.session.timeout.ms` (9 s by
-//! default; `zookeeper.session.timeout.ms`, 18 s, on a ZooKeeper cluster).
-//! Until then a leader's renewals cannot commit. Its last renewal may have
-//! been sent one renew interval before the broker died, so its lease rides
-//! out the loss only if
-//!
-//! ```text
-//! lease >= renew interval + broker.session.timeout.ms + BROKER_LOSS_MARGIN (4 s)
-//! ```
-//!
-//! (the margin covers the controller's election when the dead broker was the
-//! active controller, the coordinator's load on its new broker, and the
-//! clients finding it: measured up to 4 s past the session timeout here).
-//! With the defaults (9 s), a 15 s lease renewed every 3 s falls short
-//! (16 s needed; on the local cluster such a leader lost its lease 0.2 s
-//! before the coordinator came back), 20 s passes, and the library's default
-//! options (30 s, 10 s) pass too.
-//! On a cluster of two brokers or more, a member whose options fall short
-//! logs a warning once ([`BROKER_LOSS_MARGIN`]); its leader may be replaced
-//! by a standby when one broker dies. The value is read from the brokers
-//! with DescribeConfigs (the controllers' own value, which is the one that
-//! counts on a cluster with separate controllers, is not reachable there:
-//! keep the two equal). Reading broker configurations needs
-//! DESCRIBE_CONFIGS on the cluster resource; without it the member warns
-//! that these checks were skipped (the coordinator still refuses an
-//! over-long lease at the first mint).
-//!
-//! **Authorization.** A member needs DESCRIBE, DESCRIBE_CONFIGS, READ and
-//! WRITE on the state topic, WRITE and DESCRIBE on the transactional id of
-//! each role it may lead (the role name), and WRITE on the topics of its
-//! guarded writes. A missing authorization is [`Error::Fatal`] naming the
-//! resource (the topic, the transactional id or the cluster), never retried
-//! as transient.
+//! depends on (the state topic, the member's ACLs, the brokers'
+//! transaction and session timeouts against the lease: the `preflight`
+//! module, and [`KafkaTransport::preflight`] reports the same). With no
+//! broker reachable within the connect timeout
+//! ([`KafkaConfig::with_connect_timeout`], 10 s) the acquire fails with
+//! [`Error::Transient`] naming the bootstrap address, and nothing is
+//! registered. A member that reached the cluster once keeps retrying when
+//! it loses it later. A missing authorization is [`Error::Fatal`] naming
+//! the resource (the topic, the transactional id or the cluster), never
+//! retried as transient.
 //!
 //! # Threads
 //!
 //! A transport's librdkafka clients are two, whatever the number of roles:
 //! the registration producer and the state consumer (one queue per state
-//! partition it reads); on the librdkafka lease path, one transactional
-//! producer per held role and a spare per role it may mint in come on top.
-//! The protocol client needs no thread of its own (a reader task per
-//! connection). librdkafka's blocking calls (transactional ones, assign,
-//! seek, watermarks) run on tokio's blocking pool (`spawn_blocking`), never
+//! partition it reads). The protocol client needs no thread of its own (a reader task per
+//! connection). librdkafka's blocking calls (assign, seek, watermarks) run on tokio's blocking pool (`spawn_blocking`), never
 //! on a worker thread. So does dropping a producer or consumer, which
 //! flushes and joins librdkafka's threads. The transport needs a
 //! multi-threaded or current-thread tokio runtime with the blocking pool
@@ -190,73 +106,62 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
-use crate::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, ReadBatch, Record, Registrar, StateReader,
-    StateRecord,
-};
+use crate::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateRecord};
 
+mod client_settings;
 mod config;
 mod describe;
 mod epoch;
-mod lease;
 mod librdkafka;
-mod mint;
 mod oauth;
 mod preflight;
 mod protocol_lease;
 mod reader;
-mod sasl;
-mod security;
 mod seen;
+mod state_reader;
 mod topic;
-mod wire;
 
-pub use config::{KafkaConfig, LeasePath};
+pub use config::KafkaConfig;
 pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
-pub use mint::MintStats;
 pub use oauth::{OAuthToken, OAuthTokenError, TokenProviderError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use reader::READER_GROUP;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
 
-use lease::LeaseProducer;
+pub use librdkafka::background_drops;
 pub(crate) use librdkafka::{
     drop_off_thread, kafka_error, run_blocking, Producer, TransportContext,
 };
-use mint::{Counters, Spares};
 use protocol_lease::ProtocolLease;
 use reader::{PartitionReader, StateConsumer};
-
-/// How long a read of a whole partition waits for the markers of a
-/// commit that was acknowledged a moment ago (see
-/// `KafkaTransport::wait_for_markers`).
-const MARKER_WAIT: Duration = Duration::from_millis(250);
-
-/// Between two looks at the last stable offset while waiting for markers.
-const MARKER_POLL: Duration = Duration::from_millis(5);
 
 /// The shortest lease librdkafka accepts as `transaction.timeout.ms`.
 pub const MIN_LEASE_DURATION: Duration = Duration::from_secs(1);
 
+/// Counters of the epoch mints of a [`KafkaTransport`], for metrics and
+/// tests ([`KafkaTransport::mint_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MintStats {
+    /// Successful `acquire_epoch` calls.
+    pub minted: u64,
+}
+
 /// Serialises the mints of one role on one transport.
 type MintLock = Arc<AsyncMutex<()>>;
 type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
-type HwProbe = rdkafka::consumer::BaseConsumer<TransportContext>;
 
 /// The transport on a real Kafka cluster: implements [`Coordinator`],
-/// [`StateReader`] and [`Registrar`]; its epochs ([`KafkaEpoch`]) implement
+/// [`StateReader`](crate::transport::StateReader) and [`Registrar`]; its epochs ([`KafkaEpoch`]) implement
 /// [`LeaseWriter`].
 ///
 /// One transport per process (a [`crate::client::Client`] holds one). It
 /// holds a plain idempotent producer for registrations, one read_committed
 /// consumer for every state partition it reads (each partition on a queue of
-/// its own), and a [`DescribeClient`]. On [`LeasePath::Librdkafka`] it also
-/// keeps a spare lease producer per role it may mint in, and the
-/// transactional producer of a held epoch belongs to its [`KafkaEpoch`]; on
-/// [`LeasePath::Protocol`] every epoch writes through the describe client's
-/// connections. Every producer and consumer is created with the settings of
-/// the [`KafkaConfig`].
+/// its own), and a [`DescribeClient`], the protocol client through whose
+/// connections every held epoch writes. Every producer and consumer is
+/// created with the settings of the [`KafkaConfig`].
 ///
 /// ```no_run
 /// # async fn f() -> krabka_coordination::Result<()> {
@@ -280,14 +185,11 @@ pub struct KafkaTransport {
     /// The consumer every partition reader reads from, made on first use.
     state_consumer: std::sync::OnceLock<StateConsumer>,
     seeks: Arc<AtomicU64>,
-    /// A read_uncommitted consumer that only asks for high watermarks, made
-    /// on first use (see [`StateReader::held_back`]).
-    hw_probe: std::sync::OnceLock<Arc<HwProbe>>,
     /// The check before a member registers, with what it read of the
     /// cluster (see [`KafkaTransport::preflight`]).
     preflight: preflight::Preflight,
-    spares: Spares,
-    mints: Arc<Counters>,
+    /// Epochs minted (see [`KafkaTransport::mint_stats`]).
+    minted: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for KafkaTransport {
@@ -337,7 +239,6 @@ impl KafkaTransport {
             .create_with_context(TransportContext::new(&config))
             .map_err(|e| kafka_error("creating the registration producer", e))?;
         Ok(KafkaTransport {
-            spares: Spares::new(config.clone(), client_suffix.clone()),
             config,
             client_suffix,
             registrar: Some(registrar),
@@ -346,9 +247,8 @@ impl KafkaTransport {
             readers: Arc::new(StdMutex::new(HashMap::new())),
             state_consumer: std::sync::OnceLock::new(),
             seeks: Arc::new(AtomicU64::new(0)),
-            hw_probe: std::sync::OnceLock::new(),
             preflight: preflight::Preflight::default(),
-            mints: Arc::default(),
+            minted: Arc::default(),
         })
     }
 
@@ -372,11 +272,11 @@ impl KafkaTransport {
         self.seeks.load(Ordering::Relaxed)
     }
 
-    /// Counters of this transport's epoch mints: how many used a spare lease
-    /// producer, waited for a completing transaction, or fenced an open one.
-    /// For metrics and tests.
+    /// Counters of this transport's epoch mints. For metrics and tests.
     pub fn mint_stats(&self) -> MintStats {
-        self.mints.snapshot()
+        MintStats {
+            minted: self.minted.load(Ordering::Relaxed),
+        }
     }
 
     /// Checks what a member of `role` with `options` depends on, as
@@ -412,43 +312,6 @@ impl KafkaTransport {
             .await
     }
 
-    /// Whether the transport keeps a spare lease producer of `role`, ready or
-    /// being built (see the module docs, "Minting"). For tests.
-    #[doc(hidden)]
-    pub fn has_spare_lease_producer(&self, role: &str) -> bool {
-        self.spares.has_spare(role)
-    }
-
-    /// The high-watermark probe, made on first use; true when this call
-    /// made it.
-    fn hw_probe(&self) -> Result<(Arc<HwProbe>, bool)> {
-        if let Some(p) = self.hw_probe.get() {
-            return Ok((Arc::clone(p), false));
-        }
-        let mut cc = self
-            .config
-            .client_config(&format!("{}-hw", self.client_suffix));
-        cc.set("isolation.level", "read_uncommitted");
-        cc.set("enable.auto.commit", "false");
-        cc.set("group.id", reader::reader_group(&self.config));
-        let probe: HwProbe = cc
-            .create_with_context(TransportContext::new(&self.config))
-            .map_err(|e| kafka_error("creating the high-watermark probe", e))?;
-        let probe = Arc::new(probe);
-        oauth::keep_fresh(&probe);
-        match self.hw_probe.set(Arc::clone(&probe)) {
-            Ok(()) => Ok((probe, true)),
-            // Another call made one first: use that one.
-            Err(_) => {
-                drop_off_thread(probe);
-                Ok((
-                    Arc::clone(self.hw_probe.get().expect("set by the other call")),
-                    false,
-                ))
-            }
-        }
-    }
-
     fn mint_lock(&self, role: &str) -> MintLock {
         let mut locks = self.mint_locks.lock().unwrap_or_else(|e| e.into_inner());
         Arc::clone(locks.entry(role.to_owned()).or_default())
@@ -459,62 +322,44 @@ impl KafkaTransport {
     /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is
     /// this, boxed.
     ///
-    /// The mint runs in its own task under the role's mint lock: a caller that
-    /// stops waiting neither leaves a half-built producer nor drops one on a
-    /// worker thread; the producer it would have received is released.
+    /// The mint runs in its own task under the role's mint lock: an epoch
+    /// minted for a caller that stopped waiting is released at once.
     pub async fn mint_epoch(&self, role: &str, lease_duration: Duration) -> Result<KafkaEpoch> {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
         let lock = self.mint_lock(role);
-        let (config, suffix, describe, spares, counters) = (
+        let (config, describe, minted) = (
             self.config.clone(),
-            self.client_suffix.clone(),
             self.describe.clone(),
-            self.spares.clone(),
-            Arc::clone(&self.mints),
+            Arc::clone(&self.minted),
         );
         let role = role.to_owned();
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<KafkaEpoch>>();
         tokio::spawn(async move {
             let _serialised = lock.lock().await;
             let deadline = deadline_in(config.operation_timeout());
-            if config.lease_path() == LeasePath::Protocol {
-                let result = mint_protocol(&describe, &counters, &role, lease_ms, deadline)
-                    .await
-                    .map(|token| {
-                        KafkaEpoch::new(
-                            &config,
-                            describe.clone(),
-                            role.clone(),
-                            lease_ms,
-                            epoch::Backend::Protocol(ProtocolLease::new(
-                                describe.clone(),
-                                token,
-                                protocol_lease::max_batch_bytes(&config),
-                            )),
-                        )
-                    });
-                let _ = tx.send(result);
-                return;
-            }
-            let minted = mint(
-                &config, &suffix, &describe, &spares, &counters, &role, lease_ms, deadline,
-            )
-            .await;
-            // The next mint of the role (a resign, a new challenge) finds a
-            // spare ready, whether this one worked or not.
-            spares.minted(&role, lease_ms);
-            let result = minted.map(|(producer, token)| {
-                tracing::debug!(role, %token, "epoch minted");
-                counters.minted.fetch_add(1, Ordering::Relaxed);
-                KafkaEpoch::new(
-                    &config,
-                    describe.clone(),
-                    role.clone(),
-                    lease_ms,
-                    epoch::Backend::Rdkafka(LeaseProducer::new(producer, token, describe.clone())),
-                )
-            });
+            let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
+            let result = describe
+                .kafka()
+                .init_producer_id(&role, timeout_ms, deadline)
+                .await
+                .map_err(Error::from)
+                .map(|producer| {
+                    let token = FencingToken::from(producer);
+                    tracing::debug!(role, %token, "epoch minted");
+                    minted.fetch_add(1, Ordering::Relaxed);
+                    KafkaEpoch::new(
+                        &config,
+                        describe.clone(),
+                        role.clone(),
+                        lease_ms,
+                        ProtocolLease::new(
+                            describe.kafka().clone(),
+                            token,
+                            protocol_lease::max_batch_bytes(&config),
+                        ),
+                    )
+                });
             // A caller that gave up drops the receiver: the epoch it minted
             // is released here (KafkaEpoch's drop), nothing else.
             let _ = tx.send(result);
@@ -596,107 +441,8 @@ async fn keep_readers_up(readers: std::sync::Weak<StdMutex<HashMap<i32, ReaderSl
     }
 }
 
-/// One mint on the protocol lease path: one InitProducerId of the protocol
-/// client, whose answer is the token. No way to clear first: the client
-/// sends InitProducerId again 3 ms after CONCURRENT_TRANSACTIONS (a
-/// transaction completing, or an open one the request itself fences and
-/// aborts), where librdkafka waits 500 ms.
-async fn mint_protocol(
-    describe: &DescribeClient,
-    counters: &Counters,
-    role: &str,
-    lease_ms: u64,
-    deadline: tokio::time::Instant,
-) -> Result<FencingToken> {
-    let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
-    let token = describe
-        .init_producer_id(role, timeout_ms, deadline)
-        .await?;
-    tracing::debug!(role, %token, "epoch minted (protocol lease path)");
-    counters.minted.fetch_add(1, Ordering::Relaxed);
-    Ok(token)
-}
-
-/// One mint (see [`mint`](self::mint) module docs): a spare or fresh lease
-/// producer, connected; the way cleared; InitProducerId; the minted token
-/// learned with DescribeTransactions.
-#[allow(clippy::too_many_arguments)]
-async fn mint(
-    config: &KafkaConfig,
-    client_suffix: &str,
-    describe: &DescribeClient,
-    spares: &Spares,
-    counters: &Counters,
-    role: &str,
-    lease_ms: u64,
-    deadline: tokio::time::Instant,
-) -> Result<(Producer, FencingToken)> {
-    let topic = config.state_topic().to_owned();
-    let started = tokio::time::Instant::now();
-    let mut spare = false;
-    let producer = match spares.take(role, lease_ms).await {
-        Some(p) => {
-            spare = true;
-            counters.from_spare.fetch_add(1, Ordering::Relaxed);
-            // Reconnects a spare whose connection went idle and was closed.
-            run_blocking(move || {
-                mint::connect(&p, &topic, deadline, 1);
-                p
-            })
-            .await?
-        }
-        None => {
-            let (config, suffix, role) =
-                (config.clone(), client_suffix.to_owned(), role.to_owned());
-            run_blocking(move || -> Result<Producer> {
-                let p = mint::create_lease_producer(&config, &suffix, &role, lease_ms)?;
-                mint::connect(&p, &topic, deadline, 2);
-                Ok(p)
-            })
-            .await??
-        }
-    };
-    let connected = started.elapsed();
-    mint::clear_the_way(describe, role, lease_ms, deadline, counters).await;
-    let cleared = started.elapsed();
-    let timeout = deadline
-        .saturating_duration_since(tokio::time::Instant::now())
-        .max(Duration::from_millis(1));
-    let (p, role_owned) = (producer.clone(), role.to_owned());
-    let initialised = run_blocking(move || mint::init(&p, &role_owned, lease_ms, timeout)).await;
-    if let Err(e) = initialised.and_then(|r| r) {
-        drop_off_thread(producer);
-        return Err(e);
-    }
-    let initialised = started.elapsed();
-    tracing::debug!(
-        role,
-        spare,
-        ?connected,
-        ?cleared,
-        ?initialised,
-        "mint: producer connected, way cleared, InitProducerId done"
-    );
-    // No getter for the minted (producer id, epoch): ask the coordinator.
-    match describe.describe_transaction(role).await {
-        Ok(Some(d)) => Ok((producer, d.token)),
-        Ok(None) => {
-            drop_off_thread(producer);
-            Err(Error::transient(
-                format!("acquire_epoch for role {}", crate::error::quote(role)),
-                "the coordinator does not know the transactional id right after InitProducerId",
-            ))
-        }
-        Err(e) => {
-            drop_off_thread(producer);
-            Err(e)
-        }
-    }
-}
-
 impl Drop for KafkaTransport {
     fn drop(&mut self) {
-        self.spares.discard_all();
         // Producers and consumers block while they shut down: hand them to
         // the blocking pool.
         let readers = std::mem::take(&mut *self.readers.lock().unwrap_or_else(|e| e.into_inner()));
@@ -708,9 +454,6 @@ impl Drop for KafkaTransport {
             }
         }
         if let Some(p) = self.registrar.take() {
-            drop_off_thread(p);
-        }
-        if let Some(p) = self.hw_probe.take() {
             drop_off_thread(p);
         }
     }
@@ -739,7 +482,8 @@ pub(crate) fn deadline_in(d: Duration) -> tokio::time::Instant {
         .unwrap_or_else(|| now + Duration::from_secs(86_400))
 }
 
-/// The lease in whole milliseconds, within librdkafka's bounds.
+/// The lease in whole milliseconds, within the bounds of a transaction
+/// timeout.
 fn lease_millis(lease: Duration) -> Result<u64> {
     let ms = lease.as_millis();
     if lease < MIN_LEASE_DURATION || ms > i32::MAX as u128 {
@@ -769,20 +513,6 @@ impl Coordinator for KafkaTransport {
         Ok(Box::new(self.mint_epoch(role, lease_duration).await?))
     }
 
-    /// Keeps a pre-connected lease producer of `role` while the member may
-    /// mint it, so the mint skips building and connecting one.
-    /// On [`LeasePath::Protocol`] a mint needs nothing prepared.
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
-        if self.config.lease_path() == LeasePath::Protocol {
-            return;
-        }
-        match lease_duration.map(lease_millis) {
-            Some(Ok(ms)) => self.spares.prepare(role, Some(ms)),
-            Some(Err(_)) => {}
-            None => self.spares.prepare(role, None),
-        }
-    }
-
     /// See [`KafkaTransport::preflight`]: the same checks, with each
     /// warning logged once per transport.
     async fn check_member(
@@ -793,159 +523,6 @@ impl Coordinator for KafkaTransport {
         self.preflight
             .check(&self.config, &self.describe, role, options)
             .await
-    }
-}
-
-#[async_trait]
-impl StateReader for KafkaTransport {
-    async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
-        self.wait_for_markers(partition).await;
-        let mut reader = self.reader(partition).await?;
-        reader
-            .as_mut()
-            .expect("reader() creates it")
-            .read_all()
-            .await
-    }
-
-    async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
-        self.wait_for_markers(partition).await;
-        let mut reader = self.reader(partition).await?;
-        reader
-            .as_mut()
-            .expect("reader() creates it")
-            .read_state()
-            .await
-    }
-
-    async fn kept_state(&self, partition: i32) -> Option<ReadBatch> {
-        let slot = {
-            let readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(readers.get(&partition)?)
-        };
-        let reader = slot.lock().await;
-        reader.as_ref()?.kept_state()
-    }
-
-    async fn poll_partition(
-        &self,
-        partition: i32,
-        from: i64,
-        max_wait: Duration,
-    ) -> Result<ReadBatch> {
-        let mut reader = self.reader(partition).await?;
-        reader
-            .as_mut()
-            .expect("reader() creates it")
-            .poll(from, max_wait)
-            .await
-    }
-
-    async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
-        self.held_back_now(partition, position).await
-    }
-}
-
-impl KafkaTransport {
-    /// The high watermark of `partition` (the end of the log, records of
-    /// open transactions included), read with the read_uncommitted probe,
-    /// or with ListOffsets on [`LeasePath::Protocol`].
-    async fn high_watermark(&self, partition: i32) -> Result<i64> {
-        if self.config.lease_path() == LeasePath::Protocol {
-            let deadline = deadline_in(self.config.operation_timeout());
-            return self
-                .describe
-                .end_offset(self.config.state_topic(), partition, false, deadline)
-                .await;
-        }
-        // The call that made the probe asks for the metadata first; calls
-        // meanwhile find the leader when that answer fills the cache.
-        let (probe, first) = self.hw_probe()?;
-        let (topic, timeout) = (
-            self.config.state_topic().to_owned(),
-            self.config.operation_timeout(),
-        );
-        let context = format!("reading the high watermark of {topic}/{partition}");
-        let (_, high) = run_blocking(move || {
-            // Nothing polls the probe: it gets its OAUTHBEARER token here.
-            oauth::ensure_token(rdkafka::consumer::Consumer::client(&*probe))?;
-            reader::fetch_watermarks_first(&*probe, &topic, partition, timeout, first)
-                .map_err(|e| kafka_error(&context, e))
-        })
-        .await??;
-        Ok(high)
-    }
-
-    /// Waits, at most [`MARKER_WAIT`], until the last stable offset of
-    /// `partition` reaches the high watermark read first.
-    ///
-    /// The coordinator acknowledges a commit once it has logged it, before
-    /// the transaction markers reach the partition; until they do, the last
-    /// stable offset stays below the committed records, and a read_committed
-    /// read misses them. A read right after a commit (a describe right
-    /// after an acquire returned, in this process or another) waits for
-    /// them, so it sees what was acknowledged. A transaction really held
-    /// open only costs the bound; errors are left to the read that follows.
-    async fn wait_for_markers(&self, partition: i32) {
-        let Ok(high) = self.high_watermark(partition).await else {
-            return;
-        };
-        let until = tokio::time::Instant::now() + MARKER_WAIT;
-        loop {
-            let stable = match self.reader(partition).await {
-                Ok(reader) => match reader
-                    .as_ref()
-                    .expect("reader() creates it")
-                    .watermarks()
-                    .await
-                {
-                    Ok((_, stable)) => stable,
-                    Err(_) => return,
-                },
-                Err(_) => return,
-            };
-            if stable >= high || tokio::time::Instant::now() >= until {
-                return;
-            }
-            tokio::time::sleep(MARKER_POLL).await;
-        }
-    }
-
-    /// One read of the high watermark through the read_uncommitted probe
-    /// (the end of the log: records of open transactions and transaction
-    /// markers included) decides. A read_committed reader's position after
-    /// an end-of-partition event is the last stable offset, markers
-    /// included, so with nothing open a reader that has read everything
-    /// stands at the high watermark. Only when the high watermark lies past
-    /// `position` does the last stable offset (a second read) tell an open
-    /// transaction from records not read yet.
-    async fn held_back_now(&self, partition: i32, position: i64) -> Result<Backlog> {
-        check_partition(partition)?;
-        if position < 0 {
-            return Err(Error::InvalidArgument(format!(
-                "read position must not be negative, got {position}"
-            )));
-        }
-        let high = self.high_watermark(partition).await?;
-        if high <= position {
-            return Ok(Backlog::CaughtUp);
-        }
-        if self.config.lease_path() == LeasePath::Protocol {
-            // The second read through the protocol client too.
-            let deadline = deadline_in(self.config.operation_timeout());
-            let stable = self
-                .describe
-                .end_offset(self.config.state_topic(), partition, true, deadline)
-                .await?;
-            return Ok(Backlog::of(position, high, stable));
-        }
-        let reader = self.reader(partition).await?;
-        let (_, stable) = reader
-            .as_ref()
-            .expect("reader() creates it")
-            .watermarks()
-            .await?;
-        Ok(Backlog::of(position, high, stable))
     }
 }
 
@@ -991,68 +568,4 @@ impl Registrar for KafkaTransport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lease_bounds_are_librdkafkas() {
-        assert!(lease_millis(Duration::from_millis(999)).is_err());
-        assert_eq!(lease_millis(Duration::from_secs(1)).unwrap(), 1000);
-        assert!(lease_millis(Duration::from_millis(i32::MAX as u64 + 1)).is_err());
-    }
-
-    #[tokio::test]
-    async fn options_with_a_lease_below_the_minimum_are_refused_up_front() {
-        // Refused before any broker is contacted; the cluster check that
-        // follows fails within the connect timeout, naming the address.
-        let config =
-            KafkaConfig::new("127.0.0.1:1").with_connect_timeout(Duration::from_millis(300));
-        let t = KafkaTransport::new(config, None).unwrap();
-        let short = crate::ElectionOptions::default()
-            .with_lease_duration(Duration::from_millis(500))
-            .with_renew_interval(Duration::from_millis(100));
-        let e = t.check_member("r", &short).await.unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        assert!(e.to_string().contains("500ms"), "{e}");
-        let e = t
-            .check_member("r", &crate::ElectionOptions::default())
-            .await
-            .unwrap_err();
-        assert!(e.is_transient(), "{e}");
-        assert!(format!("{e:?}").contains("127.0.0.1:1"), "{e:?}");
-    }
-
-    #[test]
-    fn deadlines_of_absurd_timeouts_do_not_overflow() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let far = deadline_in(Duration::MAX);
-            assert!(far > tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
-            let near = deadline_in(Duration::from_millis(5));
-            assert!(near < far);
-        });
-    }
-
-    #[test]
-    fn new_refuses_bad_settings_by_name() {
-        let e = KafkaTransport::new(
-            KafkaConfig::new("127.0.0.1:1").set("linger.ms", "not-a-number"),
-            None,
-        )
-        .unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-        assert!(e.to_string().contains("linger.ms"), "{e}");
-        let e = KafkaTransport::new(
-            KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_GSSAPI"),
-            None,
-        )
-        .unwrap_err();
-        assert!(
-            e.to_string().contains("security.protocol=SASL_GSSAPI"),
-            "{e}"
-        );
-    }
-}
+mod tests;

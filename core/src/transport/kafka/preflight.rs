@@ -135,12 +135,13 @@ impl Preflight {
         // On a secured cluster, a refused password or an untrusted
         // certificate fails here at once, named, instead of as librdkafka's
         // timeout below.
-        describe.check_access().await?;
+        describe.kafka().check_access().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
         // The ACLs a member needs, while nothing is registered yet.
         let partition = crate::partition::role_partition(role, options.partitions)?;
         describe
+            .kafka()
             .check_member_access(
                 role,
                 config.state_topic(),

@@ -150,7 +150,10 @@ pub async fn ensure_state_topic(
     }
     // On a secured cluster, a refused password or an untrusted certificate
     // fails here at once, named, instead of as librdkafka's timeout.
-    super::DescribeClient::new(config)?.check_access().await?;
+    super::DescribeClient::new(config)?
+        .kafka()
+        .check_access()
+        .await?;
     let admin = admin(config)?;
     let result = create(
         config,
@@ -265,7 +268,10 @@ pub async fn check_state_topic(
             "expected partitions must be at least 1, got {expected_partitions}"
         )));
     }
-    super::DescribeClient::new(config)?.check_access().await?;
+    super::DescribeClient::new(config)?
+        .kafka()
+        .check_access()
+        .await?;
     let admin = admin(config)?;
     let result = read_topic(config, &admin, expected_partitions).await;
     drop_off_thread(admin);

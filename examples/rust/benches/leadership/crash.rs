@@ -24,7 +24,6 @@ pub(crate) fn member_spec(a: &Args, role: &str, id: &str, logs: &Path) -> Member
         .arg("--lease-ms", a.lease_ms)
         .arg("--renew-ms", a.renew_ms)
         .arg("--stagger-ms", a.stagger_ms)
-        .arg("--lease-path", a.lease_path.as_str())
         .flag("--exit-on-stdin-eof")
         .flag("--skip-topic-check")
         .kafka_settings(&a.settings)

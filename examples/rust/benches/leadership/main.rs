@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use krabka_coordination::client::Client;
-use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath, TopicSpec};
+use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
 use krabka_examples::cli::{usage_exit, Flags};
 use krabka_examples::{kafka, now_ms};
 use serde_json::json;
@@ -67,7 +67,6 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --member-bin PATH         the member binary (default: the one cargo built with this bench)
   --json PATH               append the results as one JSON line
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
-  --lease-path PATH         who writes a held epoch: protocol (default) or librdkafka
   --verbose                 print every trial";
 
 /// The benchmarks `--only` takes.
@@ -116,8 +115,6 @@ pub struct Args {
     pub verbose: bool,
     /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,
-    /// Who writes a held epoch's transactions.
-    pub lease_path: LeasePath,
 }
 
 impl Args {
@@ -140,7 +137,6 @@ impl Args {
             json: None,
             verbose: false,
             settings: Vec::new(),
-            lease_path: LeasePath::default(),
         };
         while let Some(flag) = flags.next_flag() {
             let f = flag.as_str();
@@ -169,9 +165,6 @@ impl Args {
                 "--json" => a.json = Some(flags.value(f)?.into()),
                 "--verbose" => a.verbose = true,
                 "--kafka-setting" => a.settings.push(flags.setting(f)?),
-                "--lease-path" => {
-                    a.lease_path = flags.value(f)?.parse().map_err(|e| format!("{f}: {e}"))?
-                }
                 "-h" | "--help" => return Err(String::new()),
                 other => return Err(format!("unknown argument {other:?}")),
             }
@@ -232,7 +225,7 @@ fn run(args: &Args) -> i32 {
             return 1;
         }
     };
-    let mut config = KafkaConfig::new(args.bootstrap.clone()).with_lease_path(args.lease_path);
+    let mut config = KafkaConfig::new(args.bootstrap.clone());
     for (k, v) in &args.settings {
         config = config.set(k.clone(), v.clone());
     }
@@ -299,7 +292,6 @@ fn run(args: &Args) -> i32 {
                 "t_ms": now_ms(),
                 "bootstrap": args.bootstrap,
                 "lease_ms": args.lease_ms,
-                "lease_path": args.lease_path.as_str(),
                 "renew_ms": args.renew_ms,
                 "stagger_ms": args.stagger_ms,
                 "results": results,

@@ -1,8 +1,8 @@
 //! A transport that times every call of the one it wraps, and the held
-//! epochs it hands out. The seam has no default bodies, so every method is
-//! forwarded here: the spare-producer hint (`prepare_epoch`) and the option
-//! check reach the Kafka transport exactly as without the wrapper, and the
-//! hints are counted so a run shows they were delivered.
+//! epochs it hands out. Every method is forwarded here, those with default
+//! bodies too (`read_state`, `kept_state`): the option check and the kept
+//! views reach the Kafka transport exactly as without the wrapper, and the
+//! option checks are counted so a run shows they were delivered.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,21 +37,16 @@ pub struct Span {
 /// The spans of every timed transport of a run.
 pub type Spans = Arc<Mutex<Vec<Span>>>;
 
-/// How many hints and option checks reached the wrapped transports.
+/// How many option checks reached the wrapped transports.
 #[derive(Debug, Default)]
 pub struct Hints {
-    prepare: AtomicU64,
-    leave: AtomicU64,
     check_options: AtomicU64,
 }
 
 impl Hints {
-    /// The counts as JSON: `prepare_epoch(some)`, `prepare_epoch(none)`,
-    /// `check_options`.
+    /// The counts as JSON: `check_options`.
     pub fn json(&self) -> Value {
         json!({
-            "prepare_epoch(some)": self.prepare.load(Ordering::Relaxed),
-            "prepare_epoch(none)": self.leave.load(Ordering::Relaxed),
             "check_options": self.check_options.load(Ordering::Relaxed),
         })
     }
@@ -130,15 +125,6 @@ impl Coordinator for Timed {
                 rec: self.rec.clone(),
             }) as Box<dyn LeaseWriter>
         })
-    }
-
-    fn prepare_epoch(&self, role: &str, lease_duration: Option<Duration>) {
-        let counter = match lease_duration {
-            Some(_) => &self.hints.prepare,
-            None => &self.hints.leave,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.inner.prepare_epoch(role, lease_duration);
     }
 
     async fn check_member(&self, role: &str, options: &ElectionOptions) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use krabka_coordination::transport::kafka::{KafkaConfig, LeasePath};
+use krabka_coordination::transport::kafka::KafkaConfig;
 use krabka_examples::cli::Flags;
 
 /// `member --help`.
@@ -22,7 +22,6 @@ usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
   --data-topic NAME         write guarded records to partition 0 of NAME while leading
   --write-every-ms MS       pause between guarded writes (default 150)
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
-  --lease-path PATH         who writes the held epoch: protocol (default) or librdkafka
   --skip-topic-check        do not check the state topic's partitions and cleanup policy
   --rejoin                  after a `resign` command, register again and wait for a turn
   --exit-on-stdin-eof       the end of stdin stops the member like SIGTERM
@@ -58,8 +57,6 @@ pub struct Args {
     pub write_every: Duration,
     /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,
-    /// Who writes the held epoch's transactions.
-    pub lease_path: LeasePath,
     /// Skip the state topic's check.
     pub skip_topic_check: bool,
     /// Register again after a `resign` command.
@@ -86,7 +83,6 @@ impl Args {
             data_topic: None,
             write_every: Duration::from_millis(150),
             settings: Vec::new(),
-            lease_path: LeasePath::default(),
             skip_topic_check: false,
             rejoin: false,
             exit_on_stdin_eof: false,
@@ -107,9 +103,6 @@ impl Args {
                 "--state-topic" => a.state_topic = Some(flags.value(f)?),
                 "--data-topic" => a.data_topic = Some(flags.value(f)?),
                 "--kafka-setting" => a.settings.push(flags.setting(f)?),
-                "--lease-path" => {
-                    a.lease_path = flags.value(f)?.parse().map_err(|e| format!("{f}: {e}"))?
-                }
                 "--skip-topic-check" => a.skip_topic_check = true,
                 "--rejoin" => a.rejoin = true,
                 "--exit-on-stdin-eof" => a.exit_on_stdin_eof = true,
@@ -134,7 +127,7 @@ impl Args {
 
     /// The Kafka configuration of every client of the member.
     pub fn kafka_config(&self) -> KafkaConfig {
-        let mut config = KafkaConfig::new(self.bootstrap.clone()).with_lease_path(self.lease_path);
+        let mut config = KafkaConfig::new(self.bootstrap.clone());
         for (k, v) in &self.settings {
             config = config.set(k.clone(), v.clone());
         }

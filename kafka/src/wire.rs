@@ -11,8 +11,9 @@
 //! [`OpenError::Fail`]; everything else may pass and is [`OpenError::Retry`].
 //!
 //! A connection that may be out of step (a write that failed, timed out or
-//! was abandoned half-way, an undecodable or mismatched response) is closed;
-//! every waiter then fails, and the client connects again.
+//! was abandoned half-way, an undecodable or mismatched response) or stuck
+//! (a request without an answer by its deadline) is closed; every waiter
+//! then fails, and the client connects again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -32,11 +33,13 @@ use tokio::sync::{oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::describe::code_name;
-use super::oauth::{OAuthToken, TokenSource};
-use super::sasl::{Exchange, Step};
-use super::security::{self, Credentials, SaslSettings, Security};
+use crate::client::code_name;
+use crate::codes;
 use crate::error::Error;
+use crate::frame_check;
+use crate::oauth::{OAuthToken, TokenSource};
+use crate::sasl::{Exchange, Step};
+use crate::security::{self, Credentials, SaslSettings, Security};
 
 /// A byte stream to a broker: plain TCP or TLS over TCP.
 pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -211,8 +214,8 @@ impl Connection {
             .request(ApiKey::SaslHandshake, 1, &req, deadline)
             .await?;
         match resp.error_code {
-            0 => {}
-            33 => {
+            codes::NONE => {}
+            codes::UNSUPPORTED_SASL_MECHANISM => {
                 let enabled: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
                 return Err(fatal(format!(
                     "the broker does not enable the mechanism {} on this listener (it enables: {})",
@@ -236,7 +239,7 @@ impl Connection {
             let resp: SaslAuthenticateResponse = self
                 .request(ApiKey::SaslAuthenticate, auth_version, &req, deadline)
                 .await?;
-            if resp.error_code != 0 {
+            if resp.error_code != codes::NONE {
                 // The broker's message names the mechanism, never the password.
                 return Err(fatal(format!(
                     "the broker refused the credentials: {}{}{}",
@@ -297,11 +300,11 @@ impl Connection {
         req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
         let mut resp: ApiVersionsResponse =
             self.request(ApiKey::ApiVersions, 3, &req, deadline).await?;
-        if resp.error_code == 35 {
+        if resp.error_code == codes::UNSUPPORTED_VERSION {
             // UNSUPPORTED_VERSION: an old broker; v0 has no body fields.
             resp = self.request(ApiKey::ApiVersions, 0, &req, deadline).await?;
         }
-        if resp.error_code != 0 {
+        if resp.error_code != codes::NONE {
             return Err(std::io::Error::other(format!(
                 "ApiVersions answered {}",
                 code_name(resp.error_code)
@@ -339,11 +342,16 @@ impl Connection {
     }
 
     pub(super) fn is_closed(&self) -> bool {
+        self.closed_because().is_some()
+    }
+
+    /// Why the connection closed, once it has.
+    fn closed_because(&self) -> Option<String> {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .closed
-            .is_some()
+            .clone()
     }
 
     fn close(&self, why: String) {
@@ -392,6 +400,13 @@ impl Connection {
         };
         let written = tokio::time::timeout_at(deadline, async {
             let mut w = self.writer.lock().await;
+            // The writer before this one may have given up half-way through
+            // its frame (and closed the connection): nothing more goes on
+            // this stream, or the broker would read this frame's bytes as
+            // the end of that one.
+            if let Some(why) = self.closed_because() {
+                return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, why));
+            }
             w.write_all(&frame).await?;
             // TLS keeps written bytes in its buffer until flushed.
             w.flush().await
@@ -429,30 +444,70 @@ impl Connection {
                 ));
             }
             Err(_) => {
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .waiters
-                    .remove(&correlation_id);
+                // A broker answers a connection's requests in order: every
+                // request behind this one waits for it too. The connection
+                // is given up (as Kafka's own clients do on a request
+                // timeout); its other waiters fail now and go elsewhere.
+                self.close(format!("a {key:?} request had no response in time"));
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     "no response in time",
                 ));
             }
         };
-        let header =
-            ResponseHeader::decode(&mut body, Resp::header_version(version)).map_err(|e| {
-                self.close(format!("undecodable response header: {e}"));
-                protocol_error(e)
-            })?;
+        // Every count and length is checked against the bytes left before
+        // the decoder sees the frame: kafka-protocol allocates an array's
+        // capacity from the count it reads, and a huge count would abort
+        // the process.
+        let header_version = Resp::header_version(version);
+        let layout = match checked_layout(key, version, header_version, &body) {
+            Ok(layout) => layout,
+            Err(e) => {
+                self.close(format!("a malformed {key:?} v{version} response: {e}"));
+                return Err(protocol_error(e));
+            }
+        };
+        let header = ResponseHeader::decode(&mut body, header_version).map_err(|e| {
+            self.close(format!("undecodable response header: {e}"));
+            protocol_error(e)
+        })?;
         if header.correlation_id != correlation_id {
             self.close("response correlation id mismatch".into());
             return Err(std::io::Error::other("response correlation id mismatch"));
         }
-        Resp::decode(&mut body, version).map_err(|e| {
+        Resp::decode(&mut body, layout).map_err(|e| {
             self.close(format!("undecodable {key:?} v{version} response: {e}"));
             protocol_error(e)
         })
+    }
+}
+
+/// Checks a response frame (header and body) before anything decodes it
+/// (see [`frame_check`]) and returns the version its body is laid out in:
+/// the one asked for, or 0 for a broker's UNSUPPORTED_VERSION answer to an
+/// ApiVersions above its range, which Kafka writes as version 0.
+fn checked_layout(
+    key: ApiKey,
+    version: i16,
+    header_version: i16,
+    frame: &[u8],
+) -> Result<i16, frame_check::FrameError> {
+    let header_len = frame_check::check_response_header(header_version >= 1, frame)?;
+    let body = &frame[header_len..];
+    match frame_check::check_response(key as i16, version, body) {
+        Ok(()) => Ok(version),
+        Err(e) => {
+            let unsupported = body.get(..2) == Some(&codes::UNSUPPORTED_VERSION.to_be_bytes()[..]);
+            if key == ApiKey::ApiVersions
+                && version > 0
+                && unsupported
+                && frame_check::check_response(key as i16, 0, body).is_ok()
+            {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        }
     }
 }
 
@@ -514,215 +569,4 @@ async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pendin
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
-    use tokio::net::TcpListener;
-
-    use super::*;
-
-    /// A broker that answers one ApiVersions request, then never reads again.
-    async fn stalling_broker() -> (String, JoinHandle<TcpStream>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let task = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let size = s.read_i32().await.unwrap();
-            let mut buf = vec![0u8; size as usize];
-            s.read_exact(&mut buf).await.unwrap();
-            let mut req = Bytes::from(buf);
-            let _key = req.get_i16();
-            let _version = req.get_i16();
-            let correlation_id = req.get_i32();
-            let mut body = BytesMut::new();
-            body.put_i32(correlation_id); // response header v0
-                                          // ApiVersionsResponse v3: no error, no API keys, no throttle,
-                                          // no tagged fields.
-            body.put_i16(0);
-            body.put_u8(1); // compact array of 0 elements
-            body.put_i32(0);
-            body.put_u8(0);
-            s.write_i32(body.len() as i32).await.unwrap();
-            s.write_all(&body).await.unwrap();
-            s // kept open, never read again
-        });
-        (addr, task)
-    }
-
-    #[tokio::test]
-    async fn a_request_abandoned_mid_write_closes_its_connection() {
-        let (addr, broker) = stalling_broker().await;
-        let far = Instant::now() + Duration::from_secs(60);
-        let conn = Connection::open(
-            &addr,
-            StrBytes::from_static_str("test"),
-            Arc::default(),
-            far,
-            &Security::plaintext(),
-        )
-        .await
-        .unwrap();
-        assert!(!conn.is_closed());
-        // Far more than the socket buffers hold: the write cannot finish
-        // while the broker does not read.
-        let mut req = DescribeTransactionsRequest::default();
-        req.transactional_ids = (0..2048)
-            .map(|i| TransactionalId(StrBytes::from_string(format!("{i:0>16384}"))))
-            .collect();
-        let request =
-            conn.request::<_, ApiVersionsResponse>(ApiKey::DescribeTransactions, 0, &req, far);
-        tokio::select! {
-            _ = request => panic!("the write finished although the broker never reads"),
-            _ = tokio::time::sleep(Duration::from_millis(300)) => {}
-        }
-        assert!(
-            conn.is_closed(),
-            "a half-written frame must not stay on a shared connection"
-        );
-        drop(broker);
-    }
-
-    /// Reads one request frame: (api key, version, correlation id, body).
-    async fn read_request(s: &mut TcpStream) -> (i16, i16, i32, Bytes) {
-        let size = s.read_i32().await.unwrap();
-        let mut buf = vec![0u8; size as usize];
-        s.read_exact(&mut buf).await.unwrap();
-        let mut req = Bytes::from(buf);
-        let key = req.get_i16();
-        let version = req.get_i16();
-        let correlation_id = req.get_i32();
-        (key, version, correlation_id, req)
-    }
-
-    async fn respond(s: &mut TcpStream, correlation_id: i32, body: &[u8]) {
-        s.write_i32(body.len() as i32 + 4).await.unwrap();
-        s.write_i32(correlation_id).await.unwrap(); // response header v0
-        s.write_all(body).await.unwrap();
-    }
-
-    /// A broker that takes SASL PLAIN from `user`/`password` and gives the
-    /// session `lifetime_ms` (KIP-368), or refuses other credentials with
-    /// SASL_AUTHENTICATION_FAILED; then keeps the connection open.
-    async fn sasl_broker(lifetime_ms: i64) -> (String, JoinHandle<TcpStream>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let task = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            // ApiVersions v3: SaslHandshake 0..1, SaslAuthenticate 0..1.
-            let (key, _, id, _) = read_request(&mut s).await;
-            assert_eq!(key, ApiKey::ApiVersions as i16);
-            let mut body = BytesMut::new();
-            body.put_i16(0);
-            body.put_u8(3); // compact array of 2
-            for k in [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate] {
-                body.put_i16(k as i16);
-                body.put_i16(0);
-                body.put_i16(1);
-                body.put_u8(0);
-            }
-            body.put_i32(0);
-            body.put_u8(0);
-            respond(&mut s, id, &body).await;
-            // SaslHandshake v1: PLAIN.
-            let (key, version, id, _) = read_request(&mut s).await;
-            assert_eq!((key, version), (ApiKey::SaslHandshake as i16, 1));
-            let mut body = BytesMut::new();
-            body.put_i16(0);
-            body.put_i32(1);
-            body.put_i16(5);
-            body.put_slice(b"PLAIN");
-            respond(&mut s, id, &body).await;
-            // SaslAuthenticate v1, not flexible: the header has a client id.
-            let (key, version, id, mut req) = read_request(&mut s).await;
-            assert_eq!((key, version), (ApiKey::SaslAuthenticate as i16, 1));
-            let client_id_len = req.get_i16();
-            req.advance(client_id_len.max(0) as usize);
-            let len = req.get_i32() as usize;
-            let ok = req[..len] == *b"\0alice\0pw";
-            let mut body = BytesMut::new();
-            if ok {
-                body.put_i16(0);
-                body.put_i16(-1); // no error message
-            } else {
-                body.put_i16(58);
-                let msg = b"Authentication failed: Invalid username or password";
-                body.put_i16(msg.len() as i16);
-                body.put_slice(msg);
-            }
-            body.put_i32(0); // no auth bytes
-            body.put_i64(lifetime_ms);
-            respond(&mut s, id, &body).await;
-            s
-        });
-        (addr, task)
-    }
-
-    fn plain(password: &str) -> Security {
-        Security {
-            protocol: super::super::security::Protocol::SaslPlaintext,
-            tls: None,
-            sasl: Some(SaslSettings::password(
-                super::super::security::Mechanism::Plain,
-                "alice",
-                password,
-            )),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_sasl_session_lifetime_retires_the_connection_before_it_ends() {
-        let (addr, broker) = sasl_broker(1000).await;
-        let far = Instant::now() + Duration::from_secs(60);
-        let requests = Arc::new(AtomicU64::new(0));
-        let conn = Connection::open(
-            &addr,
-            StrBytes::from_static_str("test"),
-            Arc::clone(&requests),
-            far,
-            &plain("pw"),
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            requests.load(Ordering::Relaxed),
-            3,
-            "ApiVersions, SaslHandshake, SaslAuthenticate"
-        );
-        assert!(!conn.is_expiring());
-        tokio::time::sleep(Duration::from_millis(900)).await;
-        assert!(conn.is_expiring(), "retired at 85 % of the 1 s session");
-        assert!(
-            !conn.is_closed(),
-            "requests in flight may still finish on it"
-        );
-        drop(broker);
-    }
-
-    #[tokio::test]
-    async fn a_refused_password_is_fatal_and_names_mechanism_and_user() {
-        let (addr, broker) = sasl_broker(0).await;
-        let far = Instant::now() + Duration::from_secs(60);
-        let e = match Connection::open(
-            &addr,
-            StrBytes::from_static_str("test"),
-            Arc::default(),
-            far,
-            &plain("wrong-pw"),
-        )
-        .await
-        {
-            Err(OpenError::Fail(e)) => e,
-            Err(e) => panic!("not fatal: {e}"),
-            Ok(_) => panic!("authenticated with a wrong password"),
-        };
-        let msg = e.to_string();
-        assert!(
-            msg.contains("SASL PLAIN") && msg.contains("\"alice\""),
-            "{msg}"
-        );
-        assert!(msg.contains("Invalid username or password"), "{msg}");
-        assert!(!msg.contains("wrong-pw"), "{msg}");
-        drop(broker);
-    }
-}
+mod tests;

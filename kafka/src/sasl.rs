@@ -22,7 +22,7 @@ use base64::Engine as _;
 use ring::rand::SecureRandom as _;
 use ring::{digest, hmac, pbkdf2};
 
-use super::security::{Credentials, Mechanism, SaslSettings};
+use crate::security::{Credentials, Mechanism, SaslSettings};
 
 /// The fewest PBKDF2 iterations a SCRAM server may ask for (Kafka's minimum).
 const MIN_ITERATIONS: u32 = 4096;

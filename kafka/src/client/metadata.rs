@@ -1,24 +1,19 @@
 //! Where a topic's partitions are: one Metadata request per topic, cached
 //! until a request to a partition's leader says the leader moved.
 //!
-//! The batch-header check (`batch.rs`) needs the leader of one partition;
-//! the protocol lease path (`txn.rs`) needs the leader of each partition it
-//! produces to and, for a guarded record that leaves the partition open,
-//! the topic's partition count.
+//! A transactional Produce (`txn.rs`) needs the leader of each partition it
+//! writes to and, for a record whose caller leaves the partition open, the
+//! topic's partition count. ListOffsets reads a partition's high watermark
+//! or last stable offset at its leader.
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::{code_name, format_addr, Attempt, DescribeClient};
+use super::{attempt_for, code_name, format_addr, Attempt, Backoff, Client, Reached, Target};
+use crate::codes::{self, Meaning, Resource};
 use crate::error::Error;
-
-/// TOPIC_AUTHORIZATION_FAILED.
-pub(super) const TOPIC_DENIED: i16 = 29;
-
-/// UNKNOWN_TOPIC_OR_PARTITION.
-const UNKNOWN_TOPIC: i16 = 3;
 
 /// What Metadata said of a topic.
 enum Layout {
@@ -28,7 +23,7 @@ enum Layout {
     Denied,
 }
 
-impl DescribeClient {
+impl Client {
     pub(super) fn forget_leader(&self, topic: &str, partition: i32) {
         self.inner
             .leaders
@@ -69,7 +64,7 @@ impl DescribeClient {
             }
             (Layout::Partitions(count), broker) => {
                 self.cached_leader(topic, partition).ok_or_else(|| {
-                    Attempt::Backoff(format!(
+                    Attempt::Again(format!(
                         "Metadata at {broker} shows no leader of {}/{partition} (the topic has \
                          {count} partitions)",
                         crate::error::quote(topic)
@@ -117,61 +112,43 @@ impl DescribeClient {
         topic: &str,
         deadline: Instant,
     ) -> Result<(Layout, String), Attempt> {
-        let mut last = String::from("no bootstrap broker answered");
-        for broker in &self.inner.bootstrap {
-            let conn = match self.connection(broker, deadline).await {
-                Ok(c) => c,
-                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
-                    last = r;
-                    continue;
-                }
-            };
-            let Some(version) = conn.version_for(ApiKey::Metadata, (1, 12)) else {
-                return Err(Attempt::Fail(Error::fatal(
-                    format!("Metadata at {broker}"),
-                    "the broker supports no Metadata version 1 to 12",
-                )));
-            };
+        self.at_bootstrap(deadline, |at| async move {
+            let broker = &at.addr;
+            let version = at.version(ApiKey::Metadata, (1, 12), "")?;
             let mut t = MetadataRequestTopic::default();
             t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
             let mut req = MetadataRequest::default();
             req.topics = Some(vec![t]);
             req.allow_auto_topic_creation = false;
-            let resp: MetadataResponse = match self
-                .call(&conn, ApiKey::Metadata, version, &req, deadline)
-                .await
-            {
-                Ok(r) => r,
-                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
-                Err(Attempt::Refind(r) | Attempt::Backoff(r)) => {
-                    last = r;
-                    continue;
-                }
-            };
+            let resp: MetadataResponse =
+                self.exchange(&at, ApiKey::Metadata, version, &req).await?;
             let found = resp
                 .topics
                 .iter()
                 .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == topic));
             let Some(t) = found else {
-                last = format!("Metadata at {broker} answered nothing for the topic");
-                continue;
+                return Err(Attempt::Again(format!(
+                    "Metadata at {broker} answered nothing for the topic"
+                )));
             };
-            match t.error_code {
-                0 => {}
-                TOPIC_DENIED => return Ok((Layout::Denied, broker.clone())),
+            match codes::meaning(ApiKey::Metadata, t.error_code) {
+                Meaning::Ok => {}
+                Meaning::Denied(Resource::Topic) => return Ok((Layout::Denied, broker.clone())),
                 // A topic created a moment ago may not be known everywhere
                 // yet: ask again until the deadline.
-                UNKNOWN_TOPIC => {
-                    last = format!(
+                Meaning::Missing(Resource::Topic) => {
+                    return Err(Attempt::Again(format!(
                         "topic {} does not exist (Metadata at {broker})",
                         crate::error::quote(topic)
-                    );
-                    continue;
+                    )));
                 }
-                code => {
-                    last = format!("Metadata at {broker}: {}", code_name(code));
-                    continue;
+                // Whatever else a broker says of one topic, another may
+                // answer better.
+                _ => {
+                    return Err(Attempt::Again(format!(
+                        "Metadata at {broker}: {}",
+                        code_name(t.error_code)
+                    )));
                 }
             }
             let count = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
@@ -194,22 +171,22 @@ impl DescribeClient {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(topic.to_owned(), count);
-            return Ok((Layout::Partitions(count), broker.clone()));
-        }
-        Err(Attempt::Backoff(last))
+            Ok((Layout::Partitions(count), broker.clone()))
+        })
+        .await
     }
 }
 
 /// ListOffsets' timestamp for "the end of the log".
 const LATEST: i64 = -1;
 
-impl DescribeClient {
+impl Client {
     /// The end of `topic`/`partition` as its leader reports it with one
     /// ListOffsets: the high watermark (records of open transactions
     /// included) when `committed` is false, the last stable offset when it
     /// is true. Retries a moved leader and a broken connection until
     /// `deadline`; then [`Error::Transient`].
-    pub(crate) async fn end_offset(
+    pub async fn end_offset(
         &self,
         topic: &str,
         partition: i32,
@@ -217,53 +194,46 @@ impl DescribeClient {
         deadline: Instant,
     ) -> crate::error::Result<i64> {
         let started = Instant::now();
-        super::retry_until(
-            deadline,
-            || async {
-                let addr = self.partition_leader(topic, partition, deadline).await?;
-                // A broken connection asks for the leader again too.
-                self.end_offset_at(&addr, topic, partition, committed, deadline)
-                    .await
-                    .map_err(|a| match a {
-                        Attempt::Backoff(r) => Attempt::Refind(r),
-                        other => other,
-                    })
-            },
-            || self.forget_leader(topic, partition),
-            |reason| {
-                Error::transient(
-                    format!(
-                        "reading the end of {}/{partition}",
-                        crate::error::quote(topic)
-                    ),
-                    format!("gave up after {:?}: {reason}", started.elapsed()),
-                )
-            },
-        )
+        let context = || {
+            format!(
+                "reading the end of {}/{partition}",
+                crate::error::quote(topic)
+            )
+        };
+        match super::retry::retry(deadline, Backoff::LOOKUP, || {
+            self.at(
+                Target::Leader(topic, partition),
+                deadline,
+                |at| async move { self.end_offset_at(&at, topic, partition, committed).await },
+            )
+        })
         .await
+        {
+            super::retry::Tried::Done(offset) => Ok(offset),
+            super::retry::Tried::Failed(e) => Err(e),
+            super::retry::Tried::OutOfTime(reason) => Err(Error::transient(
+                context(),
+                format!("gave up after {:?}: {reason}", started.elapsed()),
+            )),
+        }
     }
 
+    /// One ListOffsets at the leader reached.
     async fn end_offset_at(
         &self,
-        addr: &str,
+        at: &Reached,
         topic: &str,
         partition: i32,
         committed: bool,
-        deadline: Instant,
     ) -> Result<i64, Attempt> {
         use kafka_protocol::messages::list_offsets_request::{
             ListOffsetsPartition, ListOffsetsTopic,
         };
         use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse};
 
-        let conn = self.connection(addr, deadline).await?;
+        let addr = &at.addr;
         // Version 2 brought the isolation level.
-        let Some(version) = conn.version_for(ApiKey::ListOffsets, (2, 8)) else {
-            return Err(Attempt::Fail(Error::fatal(
-                format!("ListOffsets at {addr}"),
-                "the broker supports no ListOffsets version 2 to 8",
-            )));
-        };
+        let version = at.version(ApiKey::ListOffsets, (2, 8), "")?;
         let mut p = ListOffsetsPartition::default();
         p.partition_index = partition;
         p.current_leader_epoch = -1;
@@ -276,7 +246,7 @@ impl DescribeClient {
         req.isolation_level = i8::from(committed);
         req.topics = vec![t];
         let resp: ListOffsetsResponse = self
-            .call(&conn, ApiKey::ListOffsets, version, &req, deadline)
+            .exchange(at, ApiKey::ListOffsets, version, &req)
             .await?;
         let what = || {
             format!(
@@ -290,27 +260,22 @@ impl DescribeClient {
             .flat_map(|t| t.partitions.iter())
             .find(|p| p.partition_index == partition)
         else {
-            return Err(Attempt::Backoff(format!(
-                "{} answered no partition",
-                what()
-            )));
+            return Err(Attempt::Again(format!("{} answered no partition", what())));
         };
-        match p.error_code {
-            0 => Ok(p.offset),
-            TOPIC_DENIED => Err(Attempt::Fail(Error::fatal(
+        match codes::meaning(ApiKey::ListOffsets, p.error_code) {
+            Meaning::Ok => Ok(p.offset),
+            Meaning::Denied(Resource::Topic) => Err(Attempt::Fail(Error::fatal(
                 what(),
                 "not authorized to read the topic (an ACL allowing READ or DESCRIBE on it is \
                  needed)",
             ))),
-            // NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-            // LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
-            // OFFSET_NOT_AVAILABLE (a new leader not caught up).
-            6 | 3 | 5 | 74 | 75 | 78 => Err(Attempt::Refind(format!(
+            // Anything else may pass (a moved leader, one not caught up).
+            Meaning::LeaderMoved => Err(attempt_for(ApiKey::ListOffsets, p.error_code, what())),
+            _ => Err(Attempt::Again(format!(
                 "{}: {}",
                 what(),
                 code_name(p.error_code)
             ))),
-            code => Err(Attempt::Backoff(format!("{}: {}", what(), code_name(code)))),
         }
     }
 }

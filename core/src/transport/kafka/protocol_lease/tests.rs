@@ -1,0 +1,614 @@
+use super::batch::tests::rec;
+use super::*;
+
+/// A fake broker that leads partition 0 of topic `t`, coordinates every
+/// transactional id, leaves the first Produce unanswered and answers
+/// everything else.
+fn one_broker_cluster() -> krabka_kafka::fake_broker::FakeBroker {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::messages::*;
+    use krabka_kafka::fake_broker::{self, FakeBroker, Reply};
+    let endpoint = std::sync::Arc::new(std::sync::OnceLock::new());
+    let seen = std::sync::Arc::clone(&endpoint);
+    let broker = FakeBroker::start(move |r| {
+        let me: &fake_broker::Endpoint = seen.get().expect("set before the first request");
+        match r.key() {
+            Some(ApiKey::FindCoordinator) => fake_broker::find_coordinator(r, me),
+            Some(ApiKey::Metadata) => {
+                let mut b = MetadataResponseBroker::default();
+                b.node_id = BrokerId(me.node_id);
+                b.host = me.host.clone().into();
+                b.port = me.port;
+                let mut p = MetadataResponsePartition::default();
+                p.leader_id = BrokerId(me.node_id);
+                let mut t = MetadataResponseTopic::default();
+                t.name = Some(TopicName("t".to_owned().into()));
+                t.partitions = vec![p];
+                let mut resp = MetadataResponse::default();
+                resp.brokers = vec![b];
+                resp.topics = vec![t];
+                Reply::of(r, &resp)
+            }
+            Some(ApiKey::AddPartitionsToTxn) => fake_broker::error_for(r, 0),
+            Some(ApiKey::Produce) if r.key_index == 0 => Reply::Silence,
+            Some(ApiKey::Produce) => {
+                let mut p = PartitionProduceResponse::default();
+                p.base_offset = 7;
+                let mut t = TopicProduceResponse::default();
+                t.name = TopicName("t".to_owned().into());
+                t.partition_responses = vec![p];
+                let mut resp = ProduceResponse::default();
+                resp.responses = vec![t];
+                Reply::of(r, &resp)
+            }
+            Some(ApiKey::EndTxn) => fake_broker::end_txn(r, 0),
+            _ => Reply::Default,
+        }
+    });
+    endpoint.set(broker.endpoint()).expect("set once");
+    broker
+}
+
+#[tokio::test]
+async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
+    use kafka_protocol::messages::ApiKey;
+    let broker = one_broker_cluster();
+    let mut settings = krabka_kafka::Settings::new(broker.addr());
+    settings.operation_timeout = Duration::from_secs(5);
+    let client = DescribeClient::new(&settings).unwrap();
+    let mut lease = ProtocolLease::new(client, FencingToken::new(11, 3), DEFAULT_MAX_BATCH);
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let e = match lease
+        .transact(
+            "r",
+            "write_guarded",
+            vec![rec("k", Some("v"), &[])],
+            false,
+            deadline,
+        )
+        .await
+    {
+        Err(Outcome::Keep(e)) => e,
+        Err(Outcome::Drop(e)) => panic!("the epoch was dropped: {e}"),
+        Ok(()) => panic!("a write whose Produce had no answer succeeded"),
+    };
+    assert!(e.to_string().contains("not acknowledged in time"), "{e}");
+    assert_eq!(lease.unanswered.len(), 1);
+    lease.release("r".into(), Duration::from_secs(5)).await;
+    let sent: Vec<i16> = broker
+        .requests()
+        .iter()
+        .map(|r| r.api_key)
+        .filter(|k| [ApiKey::Produce as i16, ApiKey::EndTxn as i16].contains(k))
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            ApiKey::Produce as i16,
+            ApiKey::Produce as i16,
+            ApiKey::EndTxn as i16
+        ],
+        "the unanswered batch is sent again and answered before the abort"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The broker whose EndTxn answer counts (the `pin` module).
+// ---------------------------------------------------------------------------
+
+use kafka_protocol::messages::ApiKey;
+use krabka_kafka::fake_broker::{self, Endpoint, FakeBroker, Reply, Request};
+
+/// The held epoch of the tests below.
+const TOKEN: FencingToken = FencingToken::new(11, 3);
+
+/// Where the two brokers of [`two_brokers`] listen.
+#[derive(Clone)]
+struct Endpoints {
+    a: Endpoint,
+    b: Endpoint,
+}
+
+/// A script of one broker of [`two_brokers`]: `Some` answers the request,
+/// `None` leaves it to [`usual`].
+type Script = Box<dyn Fn(&Request, &Endpoints) -> Option<Reply> + Send + Sync>;
+
+/// What a broker of [`two_brokers`] answers unless its script says
+/// otherwise: Metadata with A leading `t`/0, FindCoordinator naming A,
+/// AddPartitionsToTxn and EndTxn without error, Produce at offset 7, and
+/// ApiVersions; anything else is a script error.
+fn usual(r: &Request, at: &Endpoints) -> Reply {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::messages::{BrokerId, MetadataResponse, ProduceResponse, TopicName};
+    match r.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        Some(ApiKey::FindCoordinator) => fake_broker::find_coordinator(r, &at.a),
+        Some(ApiKey::Metadata) => {
+            let brokers = [&at.a, &at.b]
+                .iter()
+                .map(|e| {
+                    MetadataResponseBroker::default()
+                        .with_node_id(BrokerId(e.node_id))
+                        .with_host(e.host.clone().into())
+                        .with_port(e.port)
+                })
+                .collect();
+            let p = MetadataResponsePartition::default().with_leader_id(BrokerId(at.a.node_id));
+            let t = MetadataResponseTopic::default()
+                .with_name(Some(TopicName("t".to_owned().into())))
+                .with_partitions(vec![p]);
+            Reply::of(
+                r,
+                &MetadataResponse::default()
+                    .with_brokers(brokers)
+                    .with_topics(vec![t]),
+            )
+        }
+        Some(ApiKey::AddPartitionsToTxn) => fake_broker::error_for(r, 0),
+        Some(ApiKey::Produce) => {
+            let p = PartitionProduceResponse::default().with_base_offset(7);
+            let t = TopicProduceResponse::default()
+                .with_name(TopicName("t".to_owned().into()))
+                .with_partition_responses(vec![p]);
+            Reply::of(r, &ProduceResponse::default().with_responses(vec![t]))
+        }
+        Some(ApiKey::EndTxn) => fake_broker::end_txn(r, 0),
+        _ => Reply::ScriptError(format!("unexpected api key {}", r.api_key)),
+    }
+}
+
+/// Two fake brokers, A (node 1, the bootstrap broker, leader of `t`/0) and
+/// B (node 2), each answering with its script, then [`usual`].
+fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
+    use krabka_kafka::fake_broker::Config;
+    let at = std::sync::Arc::new(std::sync::OnceLock::<Endpoints>::new());
+    let start = |node_id: i32, script: Script| {
+        let at = std::sync::Arc::clone(&at);
+        FakeBroker::start_with(
+            Config {
+                node_id,
+                ..Config::default()
+            },
+            move |r| {
+                let at = at.get().expect("set before the first request");
+                script(r, at).unwrap_or_else(|| usual(r, at))
+            },
+        )
+    };
+    let (a, b) = (start(1, a), start(2, b));
+    let endpoints = Endpoints {
+        a: a.endpoint(),
+        b: b.endpoint(),
+    };
+    assert!(at.set(endpoints).is_ok(), "set once");
+    (a, b)
+}
+
+/// A DescribeTransactions answer: the asked id in `state` with `token`.
+fn described(r: &Request, state: &str, token: FencingToken) -> Reply {
+    use kafka_protocol::messages::describe_transactions_response::TransactionState;
+    use kafka_protocol::messages::{
+        DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId,
+    };
+    let asked: DescribeTransactionsRequest = match r.decode() {
+        Ok(asked) => asked,
+        Err(e) => return Reply::ScriptError(e.to_string()),
+    };
+    let states = asked
+        .transactional_ids
+        .into_iter()
+        .map(|id| {
+            TransactionState::default()
+                .with_transactional_id(id)
+                .with_transaction_state(state.to_owned().into())
+                .with_transaction_timeout_ms(60_000)
+                .with_transaction_start_time_ms(1)
+                .with_producer_id(ProducerId(token.producer_id))
+                .with_producer_epoch(token.producer_epoch)
+        })
+        .collect();
+    Reply::of(
+        r,
+        &DescribeTransactionsResponse::default().with_transaction_states(states),
+    )
+}
+
+/// A ListOffsets answer: `offset` for `t`/0.
+fn stable_offset(r: &Request, offset: i64) -> Reply {
+    use kafka_protocol::messages::list_offsets_response::{
+        ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+    };
+    use kafka_protocol::messages::{ListOffsetsResponse, TopicName};
+    let p = ListOffsetsPartitionResponse::default()
+        .with_partition_index(0)
+        .with_offset(offset)
+        .with_timestamp(-1)
+        .with_leader_epoch(-1);
+    let t = ListOffsetsTopicResponse::default()
+        .with_name(TopicName("t".to_owned().into()))
+        .with_partitions(vec![p]);
+    Reply::of(r, &ListOffsetsResponse::default().with_topics(vec![t]))
+}
+
+/// A DescribeProducers answer for `t`/0: the producer of [`TOKEN`], its last
+/// marker of `epoch`, nothing of it open.
+fn last_marker(r: &Request, epoch: i32) -> Reply {
+    use kafka_protocol::messages::describe_producers_response::{
+        DescribeProducersResponse, PartitionResponse, ProducerState, TopicResponse,
+    };
+    use kafka_protocol::messages::{ProducerId, TopicName};
+    let producer = ProducerState::default()
+        .with_producer_id(ProducerId(TOKEN.producer_id))
+        .with_producer_epoch(epoch)
+        .with_last_sequence(0)
+        .with_current_txn_start_offset(-1);
+    let p = PartitionResponse::default()
+        .with_partition_index(0)
+        .with_active_producers(vec![producer]);
+    let t = TopicResponse::default()
+        .with_name(TopicName("t".to_owned().into()))
+        .with_partitions(vec![p]);
+    Reply::of(
+        r,
+        &DescribeProducersResponse::default().with_topics(vec![t]),
+    )
+}
+
+/// The requests `broker` read, by name, ApiVersions left out; an EndTxn is
+/// not told apart by its kind (see [`end_txns`]).
+fn sent(broker: &FakeBroker) -> Vec<String> {
+    broker
+        .requests()
+        .iter()
+        .filter(|r| !r.is(ApiKey::ApiVersions))
+        .map(|r| match ApiKey::try_from(r.api_key) {
+            Ok(key) => format!("{key:?}"),
+            Err(()) => format!("key {}", r.api_key),
+        })
+        .collect()
+}
+
+/// The transactional requests `broker` read, by name: [`sent`] without
+/// the lookups (Metadata, FindCoordinator).
+fn sent_txn(broker: &FakeBroker) -> Vec<String> {
+    let mut requests = sent(broker);
+    requests.retain(|k| k != "Metadata" && k != "FindCoordinator");
+    requests
+}
+
+/// A log of the EndTxn requests a script answered: `true` for a commit.
+#[derive(Clone, Default)]
+struct EndTxns(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+
+impl EndTxns {
+    /// Notes the EndTxn `r` and answers it with `code`.
+    fn answer(&self, r: &Request, code: i16) -> Reply {
+        let asked: kafka_protocol::messages::EndTxnRequest = match r.decode() {
+            Ok(asked) => asked,
+            Err(e) => return Reply::ScriptError(e.to_string()),
+        };
+        self.0.lock().unwrap().push(asked.committed);
+        fake_broker::end_txn(r, code)
+    }
+
+    fn kinds(&self) -> Vec<&'static str> {
+        let log = self.0.lock().unwrap();
+        log.iter()
+            .map(|c| if *c { "commit" } else { "abort" })
+            .collect()
+    }
+}
+
+/// A writer of [`TOKEN`] on a client of `bootstrap`.
+fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
+    let mut settings = krabka_kafka::Settings::new(bootstrap.addr());
+    settings.operation_timeout = Duration::from_secs(2);
+    settings.connect_timeout = Duration::from_secs(2);
+    let client = DescribeClient::new(&settings).unwrap();
+    ProtocolLease::new(client, TOKEN, DEFAULT_MAX_BATCH)
+}
+
+/// One guarded write of one record to `t`/0 within `within`.
+async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Result<(), Outcome> {
+    let deadline = Instant::now() + within;
+    lease
+        .transact(
+            "r",
+            "write_guarded",
+            vec![rec("k", Some("v"), &[])],
+            false,
+            deadline,
+        )
+        .await
+}
+
+/// The error of a write that failed, and whether the epoch was dropped.
+fn failed(outcome: std::result::Result<(), Outcome>) -> (Error, bool) {
+    match outcome {
+        Ok(()) => panic!("the write succeeded"),
+        Err(Outcome::Keep(e)) => (e, false),
+        Err(Outcome::Drop(e)) => (e, true),
+    }
+}
+
+/// A stale coordinator: A accepts the transaction's partitions and its
+/// batch, then answers its EndTxn NOT_COORDINATOR, and FindCoordinator (at
+/// A, the bootstrap broker) names B from then on. B answers every EndTxn
+/// without error, as a broker whose cache holds the id in CompleteCommit
+/// does; `describe` is B's DescribeTransactions, `stable` A's ListOffsets.
+fn stale_coordinator(
+    describe: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    stable: Option<i64>,
+    marker: Option<i32>,
+) -> (FakeBroker, FakeBroker) {
+    two_brokers(
+        Box::new(move |r, at| match r.key() {
+            Some(ApiKey::FindCoordinator) if r.key_index > 0 => {
+                Some(fake_broker::find_coordinator(r, &at.b))
+            }
+            Some(ApiKey::EndTxn) => Some(fake_broker::end_txn(r, 16)),
+            Some(ApiKey::ListOffsets) => stable.map(|o| stable_offset(r, o)),
+            Some(ApiKey::DescribeProducers) => marker.map(|e| last_marker(r, e)),
+            _ => None,
+        }),
+        Box::new(move |r, _| match r.key() {
+            Some(ApiKey::DescribeTransactions) => Some(describe(r)),
+            _ => None,
+        }),
+    )
+}
+
+/// What A of [`stale_coordinator`] reads up to B's naming.
+const A_UNTIL_MOVED: [&str; 6] = [
+    "Metadata",
+    "FindCoordinator",
+    "AddPartitionsToTxn",
+    "Produce",
+    "EndTxn",
+    "FindCoordinator",
+];
+
+#[tokio::test]
+async fn a_commit_the_new_coordinator_holds_open_is_sent_there() {
+    let (a, b) = stale_coordinator(|r| described(r, "Ongoing", TOKEN), None, None);
+    let mut lease = writer(&a);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(sent(&a), A_UNTIL_MOVED);
+    assert_eq!(
+        sent(&b),
+        ["DescribeTransactions", "EndTxn"],
+        "the commit goes to the broker that shows the transaction open"
+    );
+}
+
+#[tokio::test]
+async fn a_commit_after_the_epoch_moved_on_is_not_reported_committed() {
+    let newer = FencingToken::new(TOKEN.producer_id, TOKEN.producer_epoch + 1);
+    let (a, b) = stale_coordinator(move |r| described(r, "CompleteAbort", newer), None, None);
+    let mut lease = writer(&a);
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(dropped, "the term is over: {e}");
+    assert!(e.means_fenced(), "{e}");
+    // A's NOT_COORDINATOR does not say its log has no PrepareCommit.
+    assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e:?}");
+    assert_eq!(sent(&a), A_UNTIL_MOVED);
+    assert_eq!(sent(&b), ["DescribeTransactions"], "no EndTxn at B");
+}
+
+#[tokio::test]
+async fn a_commit_nothing_proves_is_unknown_and_never_asked_of_the_new_coordinator() {
+    type Describe = fn(&Request) -> Reply;
+    let cases: [(&str, Describe, Option<i64>, Option<i32>); 6] = [
+        (
+            "the id unknown",
+            |r| fake_broker::error_for(r, 105),
+            None,
+            None,
+        ),
+        (
+            "an older epoch",
+            |r| described(r, "CompleteCommit", FencingToken::new(11, 2)),
+            None,
+            None,
+        ),
+        ("Empty", |r| described(r, "Empty", TOKEN), None, None),
+        (
+            "CompleteAbort",
+            |r| described(r, "CompleteAbort", TOKEN),
+            None,
+            None,
+        ),
+        // B's cache: the epoch's previous transaction committed. The
+        // transaction's batch is still open (last stable offset 7).
+        (
+            "CompleteCommit, the batch still open",
+            |r| described(r, "CompleteCommit", TOKEN),
+            Some(7),
+            None,
+        ),
+        // B's cache: the epoch's previous transaction committed. The
+        // transaction's batch is closed, but by markers of the next epoch:
+        // the coordinator bumped the epoch and aborted it (a successor's
+        // InitProducerId, or the transaction timeout).
+        (
+            "CompleteCommit, the batch closed by a newer epoch's markers",
+            |r| described(r, "CompleteCommit", TOKEN),
+            Some(8),
+            Some(i32::from(TOKEN.producer_epoch) + 1),
+        ),
+    ];
+    for (case, describe, stable, marker) in cases {
+        let (a, b) = stale_coordinator(describe, stable, marker);
+        let mut lease = writer(&a);
+        let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+        assert!(!dropped, "{case}: {e}");
+        assert!(matches!(e, Error::OutcomeUnknown { .. }), "{case}: {e:?}");
+        assert_eq!(lease.state, TxnState::CommitPending, "{case}");
+        let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
+        if stable.is_some() {
+            from_a.push("ListOffsets".into());
+        }
+        if marker.is_some() {
+            from_a.push("DescribeProducers".into());
+        }
+        assert_eq!(sent(&a), from_a, "{case}");
+        assert_eq!(sent(&b), ["DescribeTransactions"], "{case}: no EndTxn at B");
+    }
+}
+
+#[tokio::test]
+async fn a_commit_whose_markers_are_written_is_committed_without_an_end_txn() {
+    // A wrote PrepareCommit and lost the partition before it answered; B
+    // completed the commit, and the batch at 7 is below the last stable
+    // offset.
+    let epoch = Some(i32::from(TOKEN.producer_epoch));
+    let (a, b) = stale_coordinator(|r| described(r, "CompleteCommit", TOKEN), Some(8), epoch);
+    let mut lease = writer(&a);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state, TxnState::Idle);
+    let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
+    from_a.push("ListOffsets".into());
+    from_a.push("DescribeProducers".into());
+    assert_eq!(sent(&a), from_a);
+    assert_eq!(sent(&b), ["DescribeTransactions"]);
+}
+
+/// One broker, A, whose first AddPartitionsToTxn goes unanswered; its
+/// DescribeTransactions is `describe`, its EndTxn answers `end_code`.
+fn lost_add_partitions(
+    describe: impl Fn(&Request) -> Reply + Send + Sync + 'static,
+    end_code: i16,
+    end_txns: &EndTxns,
+) -> FakeBroker {
+    let end_txns = end_txns.clone();
+    let (a, _b) = two_brokers(
+        Box::new(move |r, _| match r.key() {
+            Some(ApiKey::AddPartitionsToTxn) if r.key_index == 0 => Some(Reply::Silence),
+            Some(ApiKey::DescribeTransactions) => Some(describe(r)),
+            Some(ApiKey::EndTxn) => Some(end_txns.answer(r, end_code)),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    a
+}
+
+/// The first write of [`lost_add_partitions`]: it fails, the transaction to
+/// be aborted and pinned nowhere.
+async fn lose_the_add_partitions_answer(lease: &mut ProtocolLease) {
+    let (e, dropped) = failed(write(lease, Duration::from_millis(300)).await);
+    assert!(!dropped && e.is_transient(), "{e}");
+    assert_eq!(lease.state, TxnState::AbortPending);
+}
+
+#[tokio::test]
+async fn an_abort_without_a_pin_goes_where_the_transaction_is_shown_open() {
+    let end_txns = EndTxns::default();
+    let a = lost_add_partitions(|r| described(r, "Ongoing", TOKEN), 0, &end_txns);
+    let mut lease = writer(&a);
+    lose_the_add_partitions_answer(&mut lease).await;
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(
+        sent_txn(&a),
+        [
+            "AddPartitionsToTxn",
+            "DescribeTransactions",
+            "EndTxn",
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn"
+        ]
+    );
+    assert_eq!(end_txns.kinds(), ["abort", "commit"]);
+}
+
+#[tokio::test]
+async fn an_abort_without_a_pin_trusts_no_invalid_txn_state() {
+    // A would answer an EndTxn(abort) INVALID_TXN_STATE ("nothing open"),
+    // as a stale cache does; its DescribeTransactions shows nothing of the
+    // epoch.
+    let end_txns = EndTxns::default();
+    let a = lost_add_partitions(|r| fake_broker::error_for(r, 105), 48, &end_txns);
+    let mut lease = writer(&a);
+    lose_the_add_partitions_answer(&mut lease).await;
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(!dropped && e.is_transient(), "{e}");
+    assert!(e.to_string().contains("could not be aborted yet"), "{e}");
+    assert_eq!(lease.state, TxnState::AbortPending);
+    assert_eq!(
+        sent_txn(&a),
+        ["AddPartitionsToTxn", "DescribeTransactions"],
+        "no EndTxn, and nothing of the second write"
+    );
+    assert!(end_txns.kinds().is_empty());
+}
+
+#[tokio::test]
+async fn the_healthy_path_sends_each_request_once_and_no_describe() {
+    let (a, b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
+    let mut lease = writer(&a);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(
+        sent(&a),
+        [
+            "Metadata",
+            "FindCoordinator",
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn"
+        ]
+    );
+    assert!(sent(&b).is_empty());
+}
+
+#[tokio::test]
+async fn a_commit_left_unknown_is_resolved_by_the_next_write_once_proven() {
+    // The first DescribeTransactions at B knows nothing; the second shows
+    // the commit completed, its batch below the last stable offset.
+    let (a, b) = stale_coordinator(
+        |r| match r.key_index {
+            0 => fake_broker::error_for(r, 105),
+            _ => described(r, "CompleteCommit", TOKEN),
+        },
+        Some(8),
+        Some(i32::from(TOKEN.producer_epoch)),
+    );
+    let mut lease = writer(&a);
+    let (e, _) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e:?}");
+    assert_eq!(lease.state, TxnState::CommitPending);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the second write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.resolved, Some(true));
+    // The second transaction: accepted by B, so committed at B.
+    assert_eq!(
+        sent_txn(&b),
+        [
+            "DescribeTransactions",
+            "DescribeTransactions",
+            "AddPartitionsToTxn",
+            "EndTxn"
+        ]
+    );
+}

@@ -1,0 +1,62 @@
+use super::*;
+
+#[test]
+fn lease_bounds_are_a_transaction_timeouts() {
+    assert!(lease_millis(Duration::from_millis(999)).is_err());
+    assert_eq!(lease_millis(Duration::from_secs(1)).unwrap(), 1000);
+    assert!(lease_millis(Duration::from_millis(i32::MAX as u64 + 1)).is_err());
+}
+
+#[tokio::test]
+async fn options_with_a_lease_below_the_minimum_are_refused_up_front() {
+    // Refused before any broker is contacted; the cluster check that
+    // follows fails within the connect timeout, naming the address.
+    let config = KafkaConfig::new("127.0.0.1:1").with_connect_timeout(Duration::from_millis(300));
+    let t = KafkaTransport::new(config, None).unwrap();
+    let short = crate::ElectionOptions::default()
+        .with_lease_duration(Duration::from_millis(500))
+        .with_renew_interval(Duration::from_millis(100));
+    let e = t.check_member("r", &short).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("500ms"), "{e}");
+    let e = t
+        .check_member("r", &crate::ElectionOptions::default())
+        .await
+        .unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert!(format!("{e:?}").contains("127.0.0.1:1"), "{e:?}");
+}
+
+#[test]
+fn deadlines_of_absurd_timeouts_do_not_overflow() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let far = deadline_in(Duration::MAX);
+        assert!(far > tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+        let near = deadline_in(Duration::from_millis(5));
+        assert!(near < far);
+    });
+}
+
+#[test]
+fn new_refuses_bad_settings_by_name() {
+    let e = KafkaTransport::new(
+        KafkaConfig::new("127.0.0.1:1").set("linger.ms", "not-a-number"),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("linger.ms"), "{e}");
+    let e = KafkaTransport::new(
+        KafkaConfig::new("127.0.0.1:1").set("security.protocol", "SASL_GSSAPI"),
+        None,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("security.protocol=SASL_GSSAPI"),
+        "{e}"
+    );
+}

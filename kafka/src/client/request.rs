@@ -1,0 +1,338 @@
+//! The request layer: every request of the client goes through
+//! [`Client::at`] (or, for the lookups that may ask any broker,
+//! [`Client::at_bootstrap`]), and every retried one through the loop of the
+//! `retry` module.
+//!
+//! [`Client::at`] owns, for one attempt:
+//!
+//! - **where it goes**: the transaction coordinator of a transactional id,
+//!   or the leader of a partition ([`Target`]; a request any bootstrap
+//!   broker may answer goes through [`Client::at_bootstrap`]). The
+//!   coordinator and the leader are looked up once (FindCoordinator,
+//!   Metadata, each at a bootstrap broker) and cached;
+//! - **forgetting** them: an attempt that ends [`Attempt::Moved`] (the
+//!   broker said NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER, ..., or could not
+//!   be reached) or [`Attempt::NoAnswer`] (sent, and no answer: a dead or
+//!   stalled connection) drops the cached address, so the next attempt
+//!   looks it up again;
+//! - **its timeout**: an attempt gets the settings' request timeout, cut to
+//!   the caller's deadline; a bootstrap lookup gives each broker an equal
+//!   share of the time left (the `pool` module). A request that runs out
+//!   of it closes its connection and marks the broker stalled;
+//! - **stalled brokers**: lookups try them last, so the next attempt after
+//!   a stall goes to another broker.
+//!
+//! A request module only builds its request, sends it with
+//! [`Client::exchange`], and reads the answer, turning an error code into
+//! an [`Attempt`] through the one table of [`crate::codes`]
+//! ([`attempt_for`]) when the answer means nothing more precise for it.
+
+use std::future::Future;
+
+use super::retry::Next;
+use super::*;
+
+/// Why one attempt did not answer, and what the next one does.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    /// The target is elsewhere, or could not be reached: it is forgotten
+    /// (see [`Client::at`]), and the next attempt looks it up again.
+    Moved(String),
+    /// The request was sent and got no answer in time (or its connection
+    /// died): it may or may not have been carried out. The target is
+    /// forgotten too.
+    NoAnswer(String),
+    /// The same broker may answer later: try again after a pause.
+    Again(String),
+    /// CONCURRENT_TRANSACTIONS: try again soon.
+    Busy(String),
+    /// Failed for good.
+    Fail(Error),
+}
+
+impl From<Attempt> for Next<Error> {
+    fn from(a: Attempt) -> Self {
+        match a {
+            Attempt::Moved(why) | Attempt::NoAnswer(why) | Attempt::Again(why) => Next::Again(why),
+            Attempt::Busy(why) => Next::Soon(why),
+            Attempt::Fail(e) => Next::Stop(e),
+        }
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target<'a> {
+    /// The transaction coordinator of this transactional id.
+    Coordinator(&'a str),
+    /// The leader of this topic's partition.
+    Leader(&'a str, i32),
+}
+
+/// A broker reached for one attempt: its address, a live connection and
+/// the attempt's deadline.
+pub(super) struct Reached {
+    /// The broker's address (`host:port`).
+    pub(super) addr: String,
+    pub(super) conn: Arc<Connection>,
+    /// When this attempt gives up (the request timeout, cut to the
+    /// caller's deadline).
+    pub(super) deadline: Instant,
+}
+
+impl Reached {
+    /// The highest version of `key` in `range` the broker speaks; else
+    /// [`Attempt::Fail`] naming the broker, the range and `needs` ("Kafka
+    /// 3.0 or newer is needed", say; empty for nothing).
+    pub(super) fn version(
+        &self,
+        key: ApiKey,
+        range: (i16, i16),
+        needs: &str,
+    ) -> Result<i16, Attempt> {
+        self.conn.version_for(key, range).ok_or_else(|| {
+            Attempt::Fail(Error::fatal(
+                format!("{key:?} at {}", self.addr),
+                format!(
+                    "the broker supports no {key:?} version {} to {}{}",
+                    range.0,
+                    range.1,
+                    if needs.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({needs})")
+                    }
+                ),
+            ))
+        })
+    }
+
+    /// The highest version of `key` in `range` the broker speaks, if any.
+    pub(super) fn supports(&self, key: ApiKey, range: (i16, i16)) -> Option<i16> {
+        self.conn.version_for(key, range)
+    }
+
+    /// The time left of this attempt, in whole milliseconds (at least 1),
+    /// for a request that tells the broker how long it may wait (a
+    /// Produce's `timeout_ms`): the broker answers before the attempt
+    /// gives up on it.
+    pub(super) fn broker_wait_ms(&self) -> i32 {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        // A margin for the answer's way back.
+        let wait = left.saturating_sub(left / 10);
+        i32::try_from(wait.as_millis()).unwrap_or(i32::MAX).max(1)
+    }
+}
+
+/// What an error code of `api` means for the attempt, by the table of
+/// [`codes::meaning`]: a moved coordinator or leader is
+/// [`Attempt::Moved`]; what may pass is [`Attempt::Again`] (or
+/// [`Attempt::Busy`]); an authorization failure is [`Attempt::Fail`]
+/// naming the resource; anything else is refused. `what` names the request
+/// and the broker.
+pub(super) fn attempt_for(api: ApiKey, code: i16, what: String) -> Attempt {
+    let said = || format!("{what}: {}", code_name(code));
+    match codes::meaning(api, code) {
+        Meaning::CoordinatorMoved | Meaning::LeaderMoved => Attempt::Moved(said()),
+        Meaning::Ok | Meaning::AlreadyWritten | Meaning::Retry => Attempt::Again(said()),
+        Meaning::OutcomeUnknown => Attempt::NoAnswer(said()),
+        Meaning::Busy => Attempt::Busy(said()),
+        Meaning::Denied(resource) => Attempt::Fail(Error::fatal(said(), denied(resource))),
+        Meaning::Missing(Resource::Topic) => Attempt::Fail(Error::InvalidArgument(format!(
+            "{}: the topic does not exist",
+            said()
+        ))),
+        Meaning::Fenced
+        | Meaning::Missing(_)
+        | Meaning::NoOpenTransaction
+        | Meaning::BrokenSequence
+        | Meaning::Invalid
+        | Meaning::NotAttempted
+        | Meaning::Refused => Attempt::Fail(Error::fatal(said(), "the broker refused the request")),
+    }
+}
+
+/// What an authorization failure on a `resource` needs.
+pub(super) fn denied(resource: Resource) -> &'static str {
+    match resource {
+        Resource::TransactionalId => {
+            "not authorized on the transactional id (the role): an ACL allowing DESCRIBE on \
+             TransactionalId <role> is needed (and WRITE to lead it)"
+        }
+        Resource::Cluster => "not authorized on the cluster resource (kafka-cluster)",
+        Resource::Topic => "not authorized on the topic",
+        Resource::Group => "not authorized on the group",
+    }
+}
+
+impl Client {
+    /// One attempt of a request at `target`, within `deadline`: finds the
+    /// target's broker (cached, or looked up), connects, and runs `f` with
+    /// the broker reached and the attempt's own deadline. When `f` (or the
+    /// way to the broker) ends [`Attempt::Moved`] or
+    /// [`Attempt::NoAnswer`], the coordinator or leader is forgotten. A
+    /// request any bootstrap broker may answer goes through
+    /// [`Client::at_bootstrap`] instead.
+    pub(super) async fn at<T, F, Fut>(
+        &self,
+        target: Target<'_>,
+        deadline: Instant,
+        mut f: F,
+    ) -> Result<T, Attempt>
+    where
+        F: FnMut(Reached) -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        let addr = match target {
+            Target::Coordinator(id) => self.coordinator(id, deadline).await?,
+            Target::Leader(topic, partition) => {
+                self.partition_leader(topic, partition, deadline).await?
+            }
+        };
+        let attempt_deadline = deadline.min(deadline_in(self.inner.request_timeout));
+        let out = self.on(addr, attempt_deadline, &mut f).await;
+        if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
+            match target {
+                Target::Coordinator(id) => self.forget_coordinator(id),
+                Target::Leader(topic, partition) => self.forget_leader(topic, partition),
+            }
+        }
+        out
+    }
+
+    /// One attempt at one bootstrap broker after another until one answers
+    /// or fails for good: brokers not stalled first, in the configured
+    /// order, then the stalled ones, longest stalled last. Each broker gets
+    /// an equal share of the time left among those not tried yet (see the
+    /// `pool` module), at most the request timeout. When none answers, the
+    /// last reason, as [`Attempt::Again`].
+    pub(super) async fn at_bootstrap<T, F, Fut>(
+        &self,
+        deadline: Instant,
+        mut f: F,
+    ) -> Result<T, Attempt>
+    where
+        F: FnMut(Reached) -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        let order = self.bootstrap_order();
+        let mut last = String::from("no bootstrap broker answered");
+        for (i, broker) in order.into_iter().enumerate() {
+            let Some(share) = self.bootstrap_share(deadline, i) else {
+                break;
+            };
+            let share = share.min(deadline_in(self.inner.request_timeout));
+            match self.on(broker, share, &mut f).await {
+                Ok(v) => return Ok(v),
+                Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
+                Err(
+                    Attempt::Moved(r) | Attempt::NoAnswer(r) | Attempt::Again(r) | Attempt::Busy(r),
+                ) => last = r,
+            }
+        }
+        Err(Attempt::Again(last))
+    }
+
+    /// Connects to `addr` (an unreachable broker is [`Attempt::Moved`]) and
+    /// runs `f` there.
+    async fn on<T, F, Fut>(&self, addr: String, deadline: Instant, f: &mut F) -> Result<T, Attempt>
+    where
+        F: FnMut(Reached) -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        let conn = match self.connection(&addr, deadline).await {
+            Ok(c) => c,
+            Err(Attempt::Again(why)) => return Err(Attempt::Moved(why)),
+            Err(other) => return Err(other),
+        };
+        f(Reached {
+            addr,
+            conn,
+            deadline,
+        })
+        .await
+    }
+
+    /// Sends `req` as version `version` of `key` on the connection reached
+    /// and waits for the answer until the attempt's deadline. No answer (a
+    /// timeout, which closes the connection and marks the broker stalled,
+    /// or a broken connection) is [`Attempt::NoAnswer`].
+    pub(super) async fn exchange<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        at: &Reached,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+    ) -> Result<Resp, Attempt> {
+        match at
+            .conn
+            .request::<Req, Resp>(key, version, req, at.deadline)
+            .await
+        {
+            Ok(r) => {
+                self.answered(&at.addr);
+                Ok(r)
+            }
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    self.stalled(&at.addr);
+                }
+                // A closed connection is replaced by the next `connection`
+                // call for its address.
+                Err(Attempt::NoAnswer(format!(
+                    "{key:?} v{version} to {}: {e}",
+                    at.addr
+                )))
+            }
+        }
+    }
+
+    /// Runs `attempt` through the retry loop until `deadline` (see the
+    /// `retry` module) with `backoff`; out of time, the error names
+    /// `context()`, the budget and the last reason.
+    pub(super) async fn retrying<T, F, Fut>(
+        &self,
+        context: impl FnOnce() -> String,
+        deadline: Instant,
+        budget: Duration,
+        backoff: retry::Backoff,
+        attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        match retry::retry(deadline, backoff, attempt).await {
+            retry::Tried::Done(v) => Ok(v),
+            retry::Tried::Failed(e) => Err(e),
+            retry::Tried::OutOfTime(why) => Err(self.gave_up(context(), budget, why)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_become_attempts() {
+        let a = |api, code| attempt_for(api, code, String::new());
+        assert!(matches!(a(ApiKey::FindCoordinator, 16), Attempt::Moved(_)));
+        assert!(matches!(a(ApiKey::FindCoordinator, 15), Attempt::Moved(_)));
+        assert!(matches!(a(ApiKey::FindCoordinator, 14), Attempt::Again(_)));
+        assert!(matches!(a(ApiKey::FindCoordinator, 7), Attempt::Again(_)));
+        assert!(matches!(a(ApiKey::ListOffsets, 6), Attempt::Moved(_)));
+        assert!(matches!(a(ApiKey::InitProducerId, 51), Attempt::Busy(_)));
+        assert!(matches!(
+            a(ApiKey::FindCoordinator, 53),
+            Attempt::Fail(Error::Fatal { .. })
+        ));
+        assert!(matches!(a(ApiKey::FindCoordinator, 42), Attempt::Fail(_)));
+        match a(ApiKey::Metadata, 30) {
+            Attempt::Fail(e) => {
+                assert!(e.to_string().contains("not authorized on the group"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,600 @@
+//! The client's failure handling against scripted fake brokers: what each
+//! failure is reported as (the error kind, and a message naming the broker,
+//! the request and the code) and how long the client takes to report it
+//! (bounded by the deadline or timeout it was given).
+//!
+//! Real time, with short timeouts: the whole file runs in a few seconds.
+//! Run with `cargo test -p krabka-kafka --features fake-broker`.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use kafka_protocol::messages::describe_transactions_response::TransactionState;
+use kafka_protocol::messages::{ApiKey, DescribeTransactionsResponse, ProducerId, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
+use krabka_kafka::fake_broker::{
+    end_txn, error_for, find_coordinator, response_frame, sasl_handshake, truncated, Endpoint,
+    FakeBroker, Reply, Request,
+};
+use krabka_kafka::security::{Mechanism, Protocol, SaslSettings, Security};
+use krabka_kafka::{deadline_in, Client, Error, ProducerEpoch, Settings, TxnError};
+use tokio::time::Instant;
+
+/// The transactional id of every test.
+const ID: &str = "billing-role";
+/// What a bounded call may take beyond its bound (scheduling, loopback).
+const MARGIN: Duration = Duration::from_millis(200);
+
+/// A plaintext client of `bootstrap` with these timeouts.
+fn client(bootstrap: &str, operation: Duration, connect: Duration) -> Client {
+    let mut settings = Settings::new(bootstrap);
+    settings.operation_timeout = operation;
+    settings.connect_timeout = connect;
+    Client::new(&settings).expect("valid settings")
+}
+
+/// A SASL_PLAINTEXT PLAIN client of `broker` as user "alice".
+fn sasl_client(broker: &FakeBroker, password: &str) -> Client {
+    let mut settings = Settings::new(broker.addr());
+    settings.operation_timeout = Duration::from_secs(2);
+    settings.connect_timeout = Duration::from_secs(2);
+    settings.security = Security {
+        protocol: Protocol::SaslPlaintext,
+        tls: None,
+        sasl: Some(SaslSettings::password(Mechanism::Plain, "alice", password)),
+    };
+    Client::new(&settings).expect("valid settings")
+}
+
+/// Awaits `call`, insisting that it takes at most `bound` + [`MARGIN`];
+/// returns its output and how long it took.
+async fn timed<T>(what: &str, bound: Duration, call: impl Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let out = tokio::time::timeout(bound + 10 * MARGIN, call)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no outcome within {:?}", bound + 10 * MARGIN));
+    let took = started.elapsed();
+    eprintln!("{what}: {took:?} (bound {bound:?})");
+    assert!(
+        took <= bound + MARGIN,
+        "{what} took {took:?}, over {bound:?} + {MARGIN:?}"
+    );
+    (out, took)
+}
+
+/// How many requests of `key` `broker` has read.
+fn count(broker: &FakeBroker, key: ApiKey) -> usize {
+    broker.requests().iter().filter(|r| r.is(key)).count()
+}
+
+/// The connections `broker` read requests of `key` on, in order.
+fn connections_of(broker: &FakeBroker, key: ApiKey) -> Vec<usize> {
+    let requests = broker.requests();
+    requests
+        .iter()
+        .filter(|r| r.is(key))
+        .map(|r| r.connection)
+        .collect()
+}
+
+/// The message of a Transient error, or a panic naming what came instead.
+fn transient<T: std::fmt::Debug>(what: &str, outcome: Result<T, Error>) -> String {
+    match outcome {
+        Err(e @ Error::Transient { .. }) => e.to_string(),
+        other => panic!("{what}: expected Transient, got {other:?}"),
+    }
+}
+
+/// The message of a Fatal error, or a panic naming what came instead.
+fn fatal<T: std::fmt::Debug>(what: &str, outcome: Result<T, Error>) -> String {
+    match outcome {
+        Err(e @ Error::Fatal { .. }) => format!("{e} / {e:?}"),
+        other => panic!("{what}: expected Fatal, got {other:?}"),
+    }
+}
+
+/// Asserts that `message` contains every one of `parts`.
+fn names(message: &str, parts: &[&str]) {
+    eprintln!("  {message}");
+    for part in parts {
+        assert!(message.contains(part), "{part:?} is not in: {message}");
+    }
+}
+
+/// A successful DescribeTransactions v0 answer: [`ID`] is `Ongoing` with
+/// producer `producer`.
+fn described(request: &Request, producer: ProducerEpoch) -> Reply {
+    let state = TransactionState::default()
+        .with_error_code(0)
+        .with_transactional_id(TransactionalId(StrBytes::from_static_str(ID)))
+        .with_transaction_state(StrBytes::from_static_str("Ongoing"))
+        .with_transaction_timeout_ms(10_000)
+        .with_transaction_start_time_ms(1_700_000_000_000)
+        .with_producer_id(ProducerId(producer.producer_id))
+        .with_producer_epoch(producer.producer_epoch);
+    let answer = DescribeTransactionsResponse::default().with_transaction_states(vec![state]);
+    Reply::of(request, &answer)
+}
+
+/// A broker that names itself the coordinator and answers every other
+/// request with `rest`.
+fn own_coordinator(rest: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> FakeBroker {
+    let me: Arc<OnceLock<Endpoint>> = Arc::default();
+    let endpoint = Arc::clone(&me);
+    let broker = FakeBroker::start(move |req| match (req.key(), endpoint.get()) {
+        (Some(ApiKey::FindCoordinator), Some(me)) => find_coordinator(req, me),
+        (Some(ApiKey::ApiVersions), _) => Reply::Default,
+        _ => rest(req),
+    });
+    me.set(broker.endpoint()).expect("set once");
+    broker
+}
+
+#[tokio::test]
+async fn not_coordinator_finds_the_moved_coordinator_and_asks_it() {
+    let moved_to = ProducerEpoch::new(9001, 4);
+    let b = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("B was not asked key {}", req.api_key)),
+    });
+    let b_endpoint = b.endpoint();
+    let a_endpoint: Arc<OnceLock<Endpoint>> = Arc::default();
+    let a_self = Arc::clone(&a_endpoint);
+    let a = FakeBroker::start(move |req| match req.key() {
+        // First "I am the coordinator", then "B is".
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => {
+            find_coordinator(req, a_self.get().expect("set at start"))
+        }
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &b_endpoint),
+        Some(ApiKey::DescribeTransactions) => error_for(req, 16), // NOT_COORDINATOR
+        _ => Reply::Default,
+    });
+    a_endpoint.set(a.endpoint()).expect("set once");
+    let operation = Duration::from_millis(800);
+    let c = client(&a.addr(), operation, operation);
+
+    let (outcome, _) = timed(
+        "describe after NOT_COORDINATOR",
+        operation,
+        c.describe_transaction(ID),
+    )
+    .await;
+    let d = outcome
+        .expect("answered by the moved coordinator")
+        .expect("B knows the id");
+    assert_eq!(d.producer, moved_to);
+    assert_eq!(d.state, "Ongoing");
+    assert_eq!(count(&a, ApiKey::FindCoordinator), 2, "found again at A");
+    assert_eq!(count(&a, ApiKey::DescribeTransactions), 1);
+    assert_eq!(count(&b, ApiKey::DescribeTransactions), 1);
+    assert_eq!(count(&b, ApiKey::FindCoordinator), 0);
+    // The cache now names B: the next describe costs one round trip there.
+    c.describe_transaction(ID)
+        .await
+        .expect("cached")
+        .expect("known");
+    assert_eq!(count(&a, ApiKey::FindCoordinator), 2);
+    assert_eq!(count(&b, ApiKey::DescribeTransactions), 2);
+}
+
+#[tokio::test]
+async fn concurrent_transactions_past_the_deadline_backs_off_then_fails_transient() {
+    let broker = own_coordinator(|req| match req.key() {
+        Some(ApiKey::InitProducerId) => error_for(req, 51), // CONCURRENT_TRANSACTIONS
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let c = client(
+        &broker.addr(),
+        Duration::from_secs(5),
+        Duration::from_secs(5),
+    );
+    let budget = Duration::from_millis(500);
+
+    let (outcome, took) = timed(
+        "InitProducerId under CONCURRENT_TRANSACTIONS",
+        budget,
+        c.init_producer_id(ID, 10_000, deadline_in(budget)),
+    )
+    .await;
+    let message = transient("InitProducerId", outcome);
+    names(&message, &["InitProducerId", ID, "code 51"]);
+    assert!(took >= budget / 2, "gave up early, after {took:?}");
+    // 3 ms pauses for the first ten answers, then doubling to 100 ms:
+    // about 18 attempts in 500 ms. Without back-off, over a hundred.
+    let attempts: Vec<Instant> = broker
+        .requests()
+        .iter()
+        .filter(|r| r.is(ApiKey::InitProducerId))
+        .map(|r| r.at)
+        .collect();
+    eprintln!("{} InitProducerId attempts", attempts.len());
+    assert!(
+        (8..=40).contains(&attempts.len()),
+        "{} attempts in {budget:?}",
+        attempts.len()
+    );
+    // The pauses grew past the 3 ms of the first tries.
+    let widest = attempts.windows(2).map(|w| w[1] - w[0]).max();
+    assert!(
+        widest >= Some(Duration::from_millis(45)),
+        "widest gap {widest:?}"
+    );
+    assert_eq!(
+        count(&broker, ApiKey::FindCoordinator),
+        1,
+        "the coordinator stayed"
+    );
+}
+
+#[tokio::test]
+async fn a_lost_end_txn_answer_is_a_retry_within_the_deadline_and_the_retry_commits() {
+    let broker = own_coordinator(|req| match req.key() {
+        Some(ApiKey::EndTxn) if req.key_index == 0 => Reply::Silence,
+        Some(ApiKey::EndTxn) => end_txn(req, 0),
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let addr = broker.addr();
+    let c = client(&addr, Duration::from_secs(5), Duration::from_secs(5));
+    let token = ProducerEpoch::new(4242, 7);
+    let deadline = Duration::from_millis(400);
+
+    let (outcome, took) = timed(
+        "EndTxn without an answer",
+        deadline,
+        c.end_txn(ID, token, true, deadline_in(deadline)),
+    )
+    .await;
+    match outcome {
+        Err(TxnError::Retry(why)) => names(&why, &["EndTxn", &addr, "no response in time"]),
+        other => panic!("expected TxnError::Retry, got {other:?}"),
+    }
+    assert!(
+        took >= deadline - Duration::from_millis(50),
+        "after {took:?}"
+    );
+
+    let (outcome, _) = timed(
+        "EndTxn retried",
+        deadline,
+        c.end_txn(ID, token, true, deadline_in(deadline)),
+    )
+    .await;
+    outcome.expect("the retried EndTxn commits");
+    assert_eq!(count(&broker, ApiKey::EndTxn), 2);
+}
+
+#[tokio::test]
+async fn a_truncated_answer_is_transient_and_a_new_connection_mends_it() {
+    let healed = Arc::new(AtomicBool::new(false));
+    let producer = ProducerEpoch::new(77, 1);
+    let broker = own_coordinator({
+        let healed = Arc::clone(&healed);
+        move |req| match req.key() {
+            Some(ApiKey::DescribeTransactions) if !healed.load(Ordering::SeqCst) => {
+                let Reply::Respond(body) = described(req, producer) else {
+                    return Reply::ScriptError("no DescribeTransactions answer".into());
+                };
+                let frame = response_frame(req.api_key, req.api_version, req.correlation_id, &body);
+                // The size announces the whole frame; ten bytes are missing.
+                Reply::RawThenClose(truncated(&frame, frame.len() - 10))
+            }
+            Some(ApiKey::DescribeTransactions) => described(req, producer),
+            _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+        }
+    });
+    let addr = broker.addr();
+    let operation = Duration::from_millis(500);
+    let c = client(&addr, operation, operation);
+
+    let (outcome, _) = timed(
+        "describe with truncated answers",
+        operation,
+        c.describe_transaction(ID),
+    )
+    .await;
+    let message = transient("describe", outcome);
+    names(
+        &message,
+        &["DescribeTransactions", ID, &addr, "read failed"],
+    );
+    // Each attempt met a closed connection and made a new one.
+    let broken = connections_of(&broker, ApiKey::DescribeTransactions);
+    assert!(broken.len() >= 2, "retried within the timeout: {broken:?}");
+    assert!(broken.windows(2).all(|w| w[0] < w[1]), "{broken:?}");
+
+    healed.store(true, Ordering::SeqCst);
+    let d = c
+        .describe_transaction(ID)
+        .await
+        .expect("answered on a new connection")
+        .expect("known");
+    assert_eq!(d.producer, producer);
+    let all = connections_of(&broker, ApiKey::DescribeTransactions);
+    assert!(all[all.len() - 1] > broken[broken.len() - 1], "{all:?}");
+}
+
+#[tokio::test]
+async fn a_huge_array_count_is_refused_by_the_frame_check_naming_the_field() {
+    // DescribeTransactions v0 (flexible): throttle_time_ms, then a compact
+    // array whose count (the varint minus one) is 0x7fff_ffff, and nothing.
+    let mut body = BytesMut::new();
+    body.put_i32(0);
+    body.put_slice(&[0x80, 0x80, 0x80, 0x80, 0x08]); // varint 0x8000_0000
+    body.put_u8(0); // no tagged fields
+    let body = body.freeze();
+    let broker = own_coordinator(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => Reply::Raw(response_frame(
+            req.api_key,
+            req.api_version,
+            req.correlation_id,
+            &body,
+        )),
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let addr = broker.addr();
+    let operation = Duration::from_millis(400);
+    let c = client(&addr, operation, operation);
+
+    let (outcome, _) = timed(
+        "describe with a huge array count",
+        operation,
+        c.describe_transaction(ID),
+    )
+    .await;
+    let message = transient("describe", outcome);
+    names(
+        &message,
+        &[
+            "DescribeTransactions",
+            &addr,
+            "transaction_states",
+            "2147483647",
+        ],
+    );
+    // A refused frame closes its connection: no request shares the stream.
+    let used = connections_of(&broker, ApiKey::DescribeTransactions);
+    assert!(!used.is_empty());
+    assert!(used.windows(2).all(|w| w[0] < w[1]), "{used:?}");
+}
+
+#[tokio::test]
+async fn a_sasl_mechanism_the_broker_does_not_enable_is_fatal_at_once() {
+    let broker = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::SaslHandshake) => sasl_handshake(req, 33, &["SCRAM-SHA-512"]),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let c = sasl_client(&broker, "s3cret-pw");
+
+    let (outcome, _) = timed(
+        "describe, mechanism not enabled",
+        Duration::from_millis(300),
+        c.describe_transaction(ID),
+    )
+    .await;
+    let message = fatal("describe", outcome);
+    names(
+        &message,
+        &["PLAIN", "SCRAM-SHA-512", "\"alice\"", &broker.addr()],
+    );
+    assert!(!message.contains("s3cret-pw"), "{message}");
+    assert_eq!(broker.connections(), 1, "never retried");
+    assert_eq!(count(&broker, ApiKey::SaslAuthenticate), 0);
+}
+
+#[tokio::test]
+async fn refused_sasl_credentials_are_fatal_naming_the_user_not_the_password() {
+    let broker = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::SaslHandshake) => sasl_handshake(req, 0, &["PLAIN"]),
+        Some(ApiKey::SaslAuthenticate) => error_for(req, 58), // SASL_AUTHENTICATION_FAILED
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let c = sasl_client(&broker, "s3cret-pw");
+
+    let (outcome, _) = timed(
+        "describe, credentials refused",
+        Duration::from_millis(300),
+        c.describe_transaction(ID),
+    )
+    .await;
+    let message = fatal("describe", outcome);
+    names(
+        &message,
+        &["SASL PLAIN", "\"alice\"", "code 58", &broker.addr()],
+    );
+    assert!(!message.contains("s3cret-pw"), "{message}");
+    assert_eq!(broker.connections(), 1, "never retried");
+    assert_eq!(count(&broker, ApiKey::SaslAuthenticate), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_bootstrap_is_transient_naming_it_within_the_connect_timeout() {
+    // A port nothing listens on: bound, then freed.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .to_string();
+    let connect = Duration::from_millis(400);
+    let c = client(&addr, Duration::from_secs(10), connect);
+
+    let (outcome, took) = timed(
+        "describe, bootstrap unreachable",
+        connect,
+        c.describe_transaction(ID),
+    )
+    .await;
+    let message = transient("describe", outcome);
+    names(
+        &message,
+        &[
+            "DescribeTransactions",
+            &addr,
+            "connect timeout",
+            "connecting to",
+        ],
+    );
+    // Refused connects are retried (20, 40, 80, 160 ms apart), not given
+    // up at the first.
+    assert!(took >= Duration::from_millis(150), "gave up after {took:?}");
+    assert_eq!(c.connections_made(), 0);
+}
+
+/// A first bootstrap broker that accepts connections and never answers
+/// (paused, say) gets a share of the budget, not all of it: the lookup goes
+/// on to the second broker in time, and later lookups try the stalled one
+/// last.
+#[tokio::test]
+async fn a_stalled_first_bootstrap_broker_is_routed_around() {
+    let stalled = FakeBroker::start(|_| Reply::Silence);
+    let healthy_producer = ProducerEpoch::new(77, 2);
+    let healthy = own_coordinator(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, healthy_producer),
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let budget = Duration::from_millis(1_200);
+    let c = client(
+        &format!("{},{}", stalled.addr(), healthy.addr()),
+        budget,
+        budget,
+    );
+
+    let (outcome, took) = timed(
+        "describe with the first bootstrap broker stalled",
+        budget,
+        c.describe_transaction(ID),
+    )
+    .await;
+    let d = outcome
+        .expect("the second bootstrap broker answers")
+        .expect("it knows the id");
+    assert_eq!(d.producer, healthy_producer);
+    // The stalled broker had its share (half of the budget: two brokers),
+    // not the whole budget.
+    assert!(took < budget * 3 / 4, "{took:?}");
+    assert!(c.is_stalled(&stalled.addr()));
+    assert_eq!(count(&stalled, ApiKey::ApiVersions), 1);
+
+    // The next lookup (a new id: not cached) asks the healthy broker first.
+    let (outcome, took) = timed(
+        "a second lookup",
+        Duration::from_millis(100),
+        c.coordinator_address("another-role"),
+    )
+    .await;
+    assert_eq!(outcome.expect("found"), healthy.addr());
+    assert!(took < Duration::from_millis(100), "{took:?}");
+    assert_eq!(
+        count(&stalled, ApiKey::ApiVersions),
+        1,
+        "the stalled broker was not tried again"
+    );
+}
+
+/// A coordinator whose connection accepts the request and never answers
+/// (paused, cut off): the attempt gives up after the request timeout, not
+/// the caller's whole budget; the broker is marked stalled, the cached
+/// coordinator forgotten, and the next attempt looks it up again and asks
+/// the one FindCoordinator names now.
+#[tokio::test]
+async fn a_silent_coordinator_costs_one_request_timeout_then_it_is_looked_up_again() {
+    let moved_to = ProducerEpoch::new(4242, 7);
+    let c_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
+    });
+    let silent = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::Silence,
+    });
+    let (silent_at, c_at) = (silent.endpoint(), c_broker.endpoint());
+    let bootstrap = FakeBroker::start(move |req| match req.key() {
+        // First "the silent broker is the coordinator", then "C is".
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &silent_at),
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
+        _ => Reply::Default,
+    });
+    let request_timeout = Duration::from_millis(400);
+    let mut settings = Settings::new(bootstrap.addr());
+    settings.operation_timeout = Duration::from_secs(5);
+    settings.request_timeout = request_timeout;
+    let client = Client::new(&settings).expect("valid settings");
+
+    let (outcome, took) = timed(
+        "describe with a silent coordinator",
+        request_timeout + Duration::from_millis(300),
+        client.describe_transaction(ID),
+    )
+    .await;
+    let d = outcome
+        .expect("answered by the coordinator found next")
+        .expect("C knows the id");
+    assert_eq!(d.producer, moved_to);
+    assert!(
+        took >= request_timeout,
+        "the silent broker had its attempt: {took:?}"
+    );
+    assert!(client.is_stalled(&silent.addr()));
+    assert_eq!(count(&silent, ApiKey::DescribeTransactions), 1);
+    assert_eq!(
+        count(&bootstrap, ApiKey::FindCoordinator),
+        2,
+        "looked up again"
+    );
+    assert_eq!(count(&c_broker, ApiKey::DescribeTransactions), 1);
+}
+
+/// A leader that never answers a Produce: one attempt of the transactional
+/// Produce ends at the request timeout as a retry (its outcome unknown),
+/// and the leader is forgotten, so the next attempt asks Metadata again.
+#[tokio::test]
+async fn a_silent_partition_leader_is_a_retry_after_the_request_timeout_and_forgotten() {
+    use krabka_kafka::fake_broker::metadata;
+    let silent = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::Silence,
+    });
+    let leader_at = silent.endpoint();
+    let bootstrap = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::Metadata) => metadata(req, "data", &[&leader_at]),
+        _ => Reply::Default,
+    });
+    let request_timeout = Duration::from_millis(300);
+    let mut settings = Settings::new(bootstrap.addr());
+    settings.request_timeout = request_timeout;
+    let client = Client::new(&settings).expect("valid settings");
+
+    let deadline = deadline_in(Duration::from_secs(5));
+    let (outcome, took) = timed(
+        "one Produce at a silent leader",
+        request_timeout,
+        client.produce(ID, "data", 0, bytes::Bytes::from_static(b"batch"), deadline),
+    )
+    .await;
+    match outcome {
+        Err(TxnError::Retry(why)) => names(&why, &["Produce", &silent.addr()]),
+        other => panic!("expected Retry, got {other:?}"),
+    }
+    assert!(took >= request_timeout * 9 / 10, "{took:?}");
+    assert!(client.is_stalled(&silent.addr()));
+    assert_eq!(count(&bootstrap, ApiKey::Metadata), 1);
+    let _ = client
+        .produce(
+            ID,
+            "data",
+            0,
+            bytes::Bytes::from_static(b"batch"),
+            deadline_in(request_timeout),
+        )
+        .await;
+    assert_eq!(
+        count(&bootstrap, ApiKey::Metadata),
+        2,
+        "the leader was forgotten"
+    );
+}
