@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use krabka_coordination::{Error, ErrorKind};
 
+mod child;
 mod prometheus;
 mod read;
 mod run;

@@ -9,15 +9,23 @@
 //!    writes or checks (`krabka describe ROLE --token $KRABKA_TOKEN`).
 //! 3. Then whichever comes first:
 //!    * the child exits: SIGTERM to what it left running in its process
-//!      group, resign (a standby takes over at once) and exit with
-//!      the child's code (128 + signal number when a signal ended it), or,
-//!      with `--keep-going`, wait for another turn;
-//!    * the term ends (fenced, lease expired): SIGTERM to the child's process
-//!      group (the child runs in a group of its own), SIGKILL
-//!      after `--grace`, exit code 5 (or, with `--keep-going`, wait for
-//!      another turn);
-//!    * SIGTERM or SIGINT to `krabka`: the same stop of the child, then
+//!      group (SIGKILL once the role is resigned), resign (a standby takes
+//!      over at once) and exit with the child's code (128 + signal number
+//!      when a signal ended it), or, with `--keep-going`, wait for another
+//!      turn;
+//!    * renewals fail: once the lease is down to `--grace` plus a margin
+//!      ([`StopTimes`]), SIGTERM to the child's process group, SIGKILL when
+//!      the grace is over or the lease is down to the margin, so the child
+//!      is gone before the lease runs out; then resign and exit 5 (or, with
+//!      `--keep-going`, wait for another turn);
+//!    * the term ends (fenced, lease expired after a pause): SIGTERM, then
+//!      SIGKILL at once, exit code 5 (or, with `--keep-going`, wait);
+//!    * SIGTERM, SIGINT, SIGHUP or SIGQUIT to `krabka`: the child's stop
+//!      (SIGKILL after the grace, or earlier if the lease runs low), then
 //!      resign, and exit with the child's code.
+//!
+//! A SIGKILL of `krabka` ends the child and its group at once (the
+//! parent-death signal and a guard process, see [`crate::child`]).
 //!
 //! What this cannot do: while `krabka` itself is paused (SIGSTOP, a VM
 //! freeze) the child runs on unsupervised; when `krabka` resumes past its
@@ -26,14 +34,14 @@
 //! write, a fencing check), as the spec says: the lease is a timer, the
 //! epoch is the fence.
 
-use std::process::ExitStatus;
 use std::time::Duration;
 
 use clap::Args;
 use krabka_coordination::leadership::Leadership;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
+use crate::child::{exit_code, Supervised};
 use crate::settings::KafkaArgs;
 use crate::Failure;
 
@@ -56,9 +64,13 @@ pub struct RunArgs {
     /// The challenge stagger per rank, e.g. 1s (default: the library's).
     #[arg(long, value_parser = parse_duration)]
     pub stagger: Option<Duration>,
-    /// How long the child gets between SIGTERM and SIGKILL.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
-    pub grace: Duration,
+    /// How long the child gets between SIGTERM and SIGKILL (default: a
+    /// third of the lease, at most 10 s, and at most half the time from a
+    /// renewal's due time to the kill margin). The child is killed before the
+    /// lease can run out whatever the grace: when renewals fail, its stop
+    /// begins once the lease is down to the grace plus a small margin.
+    #[arg(long, value_parser = parse_duration)]
+    pub grace: Option<Duration>,
     /// After the child exits or the term ends, wait for another turn instead
     /// of exiting.
     #[arg(long)]
@@ -98,12 +110,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Resolves with the number of the first SIGTERM or SIGINT.
+/// Resolves with the number of the first SIGTERM, SIGINT, SIGHUP or SIGQUIT
+/// (each a request to stop: the child is stopped, then the role resigned).
 pub async fn stop_signal() -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut int), Ok(mut hup), Ok(mut quit)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::quit()),
     ) else {
         // No handler could be installed: never resolve (the default action
         // of the signal then ends the process).
@@ -112,71 +127,110 @@ pub async fn stop_signal() -> i32 {
     tokio::select! {
         _ = term.recv() => libc::SIGTERM,
         _ = int.recv() => libc::SIGINT,
+        _ = hup.recv() => libc::SIGHUP,
+        _ = quit.recv() => libc::SIGQUIT,
     }
 }
 
-/// The shell's exit code of a status: the code, or 128 + the signal.
-fn exit_code(status: ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c.clamp(0, 255) as u8,
-        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
-        _ => 1,
-    }
+/// When the child of a term must be stopped, from the lease (all on this
+/// member's monotonic clock, as the lease's own deadline is).
+///
+/// A healthy leader renews every renew interval, so its lease never has
+/// less than `lease - renew` left but for a renewal's latency. Once the
+/// lease is down to `grace + margin` (renewals have been failing), the
+/// child gets SIGTERM; once it is down to `margin`, SIGKILL: the child is
+/// gone before the local deadline, and a standby's deadline, measured from
+/// when it read the renewal, is later still. Like client-go's renew
+/// deadline: the leader steps down before its lease can run out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopTimes {
+    /// How long the child gets between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// The lease left at the SIGKILL, for the kill to land and the child to
+    /// be reaped.
+    pub margin: Duration,
 }
 
-/// Sends `sig` to the child's process group (the child and whatever it
-/// started).
-fn signal_group(child: &Child, sig: i32) {
-    if let Some(pid) = child.id() {
-        // SAFETY: kill(2) on the process group this process made for the
-        // child (the child is its leader and has not been reaped).
-        unsafe {
-            libc::kill(-(pid as libc::pid_t), sig);
+impl StopTimes {
+    /// The times for `lease` and `renew`, with `grace` when given (checked)
+    /// or the default: a third of the lease, at most 10 s, and at most half
+    /// of what the renew interval leaves.
+    pub fn new(lease: Duration, renew: Duration, grace: Option<Duration>) -> Result<Self, String> {
+        let margin = (lease / 20).clamp(Duration::from_millis(100), Duration::from_secs(1));
+        let room = lease.saturating_sub(renew).saturating_sub(margin);
+        let grace = match grace {
+            Some(g) if g >= room => {
+                return Err(format!(
+                    "--grace {g:?} is too long for a lease of {lease:?} renewed every {renew:?}: \
+                     the child's stop begins when the lease is down to the grace plus {margin:?}, \
+                     which must be less than the {:?} a healthy renewal leaves; use a grace \
+                     under {room:?}, a longer --lease or a shorter --renew",
+                    lease.saturating_sub(renew)
+                ))
+            }
+            Some(g) => g,
+            None => (lease / 3).min(Duration::from_secs(10)).min(room / 2),
+        };
+        if room.is_zero() {
+            return Err(format!(
+                "a lease of {lease:?} renewed every {renew:?} leaves no time to stop the child \
+                 before the lease runs out; use a shorter --renew"
+            ));
         }
+        Ok(StopTimes { grace, margin })
     }
 }
 
-/// SIGTERM to the child's process group, then SIGKILL after `grace`; the
-/// child's status.
-async fn stop_child(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
-    if let Ok(Some(status)) = child.try_wait() {
-        return Some(status);
-    }
-    signal_group(child, libc::SIGTERM);
-    match tokio::time::timeout(grace, child.wait()).await {
-        Ok(status) => status.ok(),
-        Err(_) => {
-            eprintln!(
-                "krabka: the child did not stop within {grace:?} of SIGTERM; sending SIGKILL"
-            );
-            signal_group(child, libc::SIGKILL);
-            let _ = child.kill().await;
-            child.wait().await.ok()
+/// Resolves once the lease has at most `left` to run (renewals push that
+/// moment back; an ended term has none left).
+async fn lease_down_to(leadership: &Leadership, left: Duration) {
+    loop {
+        let now = leadership.lease_left();
+        if now <= left {
+            return;
         }
+        tokio::time::sleep(now - left).await;
     }
 }
 
-/// Starts the command with the term's token in its environment.
-fn start(a: &RunArgs, leadership: &Leadership) -> Result<Child, Failure> {
+/// Stops the child: SIGTERM, then SIGKILL after the grace or as soon as the
+/// lease is down to the margin, whichever comes first.
+async fn stop_child(
+    child: &mut Supervised,
+    leadership: &Leadership,
+    times: StopTimes,
+) -> Option<std::process::ExitStatus> {
+    let grace_end = tokio::time::Instant::now() + times.grace;
+    let kill = async {
+        tokio::select! {
+            _ = tokio::time::sleep_until(grace_end) => {
+                eprintln!(
+                    "krabka: the child did not stop within {:?} of SIGTERM; sending SIGKILL",
+                    times.grace
+                );
+            }
+            _ = lease_down_to(leadership, times.margin) => {
+                eprintln!(
+                    "krabka: the lease is down to {:?} and the child has not stopped; sending SIGKILL",
+                    leadership.lease_left()
+                );
+            }
+        }
+    };
+    child.stop(kill).await.0
+}
+
+/// The command with the term's token in its environment.
+fn command(a: &RunArgs, leadership: &Leadership) -> Command {
     let token = leadership.token();
-    Command::new(&a.command[0])
-        .args(&a.command[1..])
+    let mut c = Command::new(&a.command[0]);
+    c.args(&a.command[1..])
         .env("KRABKA_ROLE", &a.role)
         .env("KRABKA_MEMBER", &a.member)
         .env("KRABKA_PRODUCER_ID", token.producer_id.to_string())
         .env("KRABKA_EPOCH", token.producer_epoch.to_string())
-        .env("KRABKA_TOKEN", token.to_string())
-        // Its own process group: a stop reaches what the child started too
-        // (`sh -c 'a; b'` forks), and the terminal's ^C reaches krabka
-        // alone, which then stops the group.
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| Failure {
-            code: 4,
-            message: format!("cannot start {:?}: {e}", a.command[0]),
-        })
+        .env("KRABKA_TOKEN", token.to_string());
+    c
 }
 
 /// Installs the Prometheus recorder and serves it at `addr`.
@@ -200,9 +254,6 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
     if a.command.is_empty() || a.command[0].is_empty() {
         return Err(Failure::usage("no COMMAND after --"));
     }
-    if let Some(addr) = &a.metrics_addr {
-        serve_metrics(addr).await?;
-    }
     let client = kafka.client()?;
     let mut options = client.leadership_options();
     if let Some(d) = a.lease {
@@ -213,6 +264,20 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
     }
     if let Some(d) = a.stagger {
         options = options.with_challenge_stagger(d);
+    }
+    // Every option is checked before anything starts.
+    options
+        .election
+        .validate()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let times = StopTimes::new(
+        options.election.lease_duration,
+        options.election.renew_interval,
+        a.grace,
+    )
+    .map_err(Failure::usage)?;
+    if let Some(addr) = &a.metrics_addr {
+        serve_metrics(addr).await?;
     }
     let mut stop = Box::pin(stop_signal());
     loop {
@@ -242,45 +307,86 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
             a.command
         );
         // 2. Run the child while the term lasts.
-        let mut child = match start(&a, &leadership) {
+        let mut child = match Supervised::start(command(&a, &leadership)) {
             Ok(c) => c,
-            Err(f) => {
+            Err(e) => {
                 let _ = leadership.resign().await;
-                return Err(f);
+                return Err(Failure {
+                    code: 4,
+                    message: format!("cannot start {:?}: {e}", a.command[0]),
+                });
             }
         };
         let ended = leadership.done();
+        let renew_deadline = lease_down_to(&leadership, times.grace + times.margin);
         tokio::select! {
-            status = child.wait() => {
-                let code = status.map(exit_code).unwrap_or(1);
-                // What the child left running stops with the term.
-                signal_group(&child, libc::SIGTERM);
-                if let Err(e) = leadership.resign().await {
-                    eprintln!("krabka: resigning: {e}");
-                }
-                eprintln!("krabka: the child exited with {code}; resigned {}", a.role);
-                if !a.keep_going {
-                    return Ok(code);
-                }
-            }
+            // An ended term first: it is what a resumed, paused krabka meets.
+            biased;
             _ = ended => {
                 let why = leadership
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_else(|| "ended".to_owned());
                 eprintln!("krabka: the term of {} ended ({why}); stopping the child", a.role);
-                let status = stop_child(&mut child, a.grace).await;
-                eprintln!(
-                    "krabka: the child stopped ({})",
-                    status.map(|s| exit_code(s).to_string()).unwrap_or_else(|| "status unknown".into())
-                );
+                // No lease is left: SIGTERM, then SIGKILL at once.
+                let status = stop_child(&mut child, &leadership, times).await;
+                report(status);
+                drop(child);
+                if !a.keep_going {
+                    return Ok(5);
+                }
+            }
+            status = child.wait() => {
+                let code = status.map(exit_code).unwrap_or(1);
+                // What the child left running stops with the term.
+                child.signal(libc::SIGTERM);
+                if let Err(e) = leadership.resign().await {
+                    eprintln!("krabka: resigning: {e}");
+                }
+                eprintln!("krabka: the child exited with {code}; resigned {}", a.role);
+                drop(child);
+                if !a.keep_going {
+                    return Ok(code);
+                }
+            }
+            _ = renew_deadline => {
+                let left = leadership.lease_left();
+                if left.is_zero() {
+                    eprintln!(
+                        "krabka: the term of {} ended (its lease ran out: krabka was paused or \
+                         starved); stopping the child",
+                        a.role
+                    );
+                } else {
+                    eprintln!(
+                        "krabka: {} could not renew its lease of {} (the last renewal committed \
+                         {:?} ago, {} failed since; {left:?} left): stopping the child before the \
+                         lease runs out",
+                        a.member,
+                        a.role,
+                        options.election.lease_duration.saturating_sub(left),
+                        leadership.renewal_failures(),
+                    );
+                }
+                let status = stop_child(&mut child, &leadership, times).await;
+                report(status);
+                drop(child);
+                // The child is gone: give the term up. A resign that cannot
+                // reach the brokers ends at the local deadline.
+                let bound = leadership.lease_left() + times.margin;
+                match tokio::time::timeout(bound, leadership.resign()).await {
+                    Ok(Ok(())) => eprintln!("krabka: resigned {}", a.role),
+                    Ok(Err(e)) => eprintln!("krabka: the term of {} ended ({e})", a.role),
+                    Err(_) => eprintln!("krabka: the term of {} ran out", a.role),
+                }
                 if !a.keep_going {
                     return Ok(5);
                 }
             }
             sig = &mut stop => {
                 eprintln!("krabka: signal {sig}: stopping the child, then resigning {}", a.role);
-                let status = stop_child(&mut child, a.grace).await;
+                let status = stop_child(&mut child, &leadership, times).await;
+                drop(child);
                 if let Err(e) = leadership.resign().await {
                     eprintln!("krabka: resigning: {e}");
                 }
@@ -289,6 +395,16 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
         }
         eprintln!("krabka: waiting for another turn of {}", a.role);
     }
+}
+
+/// Prints how the stopped child ended.
+fn report(status: Option<std::process::ExitStatus>) {
+    eprintln!(
+        "krabka: the child stopped ({})",
+        status
+            .map(|s| exit_code(s).to_string())
+            .unwrap_or_else(|| "status unknown".into())
+    );
 }
 
 #[cfg(test)]
@@ -307,11 +423,55 @@ mod tests {
         }
     }
 
+    fn s(secs: f64) -> Duration {
+        Duration::from_secs_f64(secs)
+    }
+
     #[test]
-    fn exit_codes_follow_the_shell() {
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
-        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
-        assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGTERM)), 143);
+    fn the_child_is_gone_before_the_lease_and_a_healthy_renewal_never_stops_it() {
+        for (lease, renew, grace) in [
+            (30.0, 10.0, None),
+            (15.0, 3.0, None),
+            (6.0, 1.0, None),
+            (6.0, 1.0, Some(3.0)),
+            (6.0, 5.0, None),
+            (1.0, 0.2, None),
+            (3600.0, 60.0, None),
+        ] {
+            let t = StopTimes::new(s(lease), s(renew), grace.map(s)).unwrap();
+            let case = format!("lease {lease} renew {renew} grace {grace:?}: {t:?}");
+            // SIGKILL before the deadline.
+            assert!(!t.margin.is_zero() && t.margin < s(lease), "{case}");
+            // The stop begins only after a renewal is overdue.
+            assert!(t.grace + t.margin < s(lease) - s(renew), "{case}");
+            if let Some(g) = grace {
+                assert_eq!(t.grace, s(g), "{case}");
+            } else {
+                assert!(t.grace <= Duration::from_secs(10), "{case}");
+                assert!(!t.grace.is_zero(), "{case}");
+            }
+        }
+        // Library defaults: 30 s lease, 10 s renewals: half of the 19 s
+        // between a renewal's due time and the margin; SIGTERM at 10.5 s
+        // left (19.5 s without a renewal), SIGKILL at 1 s left.
+        assert_eq!(
+            StopTimes::new(s(30.0), s(10.0), None).unwrap(),
+            StopTimes {
+                grace: s(9.5),
+                margin: s(1.0)
+            }
+        );
+        // 15 s renewed every 3 s: a third of the lease.
+        assert_eq!(StopTimes::new(s(15.0), s(3.0), None).unwrap().grace, s(5.0));
+    }
+
+    #[test]
+    fn a_grace_that_outlasts_the_renewals_room_is_refused_with_the_values() {
+        let e = StopTimes::new(s(6.0), s(1.0), Some(s(10.0))).unwrap_err();
+        assert!(e.contains("--grace 10s"), "{e}");
+        assert!(e.contains("6s") && e.contains("1s"), "{e}");
+        assert!(e.contains("under 4.7s"), "{e}");
+        let e = StopTimes::new(s(1.0), s(0.95), None).unwrap_err();
+        assert!(e.contains("leaves no time"), "{e}");
     }
 }

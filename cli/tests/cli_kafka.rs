@@ -95,11 +95,29 @@ impl Runner {
 
     /// [`Runner::start`] with more `run` options.
     fn start_with(role: &str, member: &str, log: &Path, then: &str, extra: &[&str]) -> Runner {
+        Runner::start_as(role, member, log, then, extra, None)
+    }
+
+    /// [`Runner::start_with`], as user id `uid` when given (the test runs
+    /// as root for that).
+    fn start_as(
+        role: &str,
+        member: &str,
+        log: &Path,
+        then: &str,
+        extra: &[&str],
+        uid: Option<u32>,
+    ) -> Runner {
         let script = format!(
             "echo \"$KRABKA_MEMBER $KRABKA_TOKEN $KRABKA_PRODUCER_ID $KRABKA_EPOCH\" >> '{}'; {then}",
             log.display()
         );
-        let child = Command::new(KRABKA)
+        let mut command = Command::new(KRABKA);
+        if let Some(uid) = uid {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(uid);
+        }
+        let child = command
             .arg("-b")
             .arg(bootstrap())
             .args([
@@ -328,6 +346,235 @@ fn a_paused_leader_stops_its_child_when_it_resumes_and_exits_5() {
     assert_eq!(v["lease"]["member"], "b");
     b.signal(libc::SIGTERM);
     b.wait(Duration::from_secs(30));
+}
+
+/// A child's shell snippet that appends `<member> <nanoseconds>` to `ticks`
+/// every 20 ms, first writing its shell's pid and a background sleep's pid
+/// to `<ticks>.<member>.pids`; on SIGTERM it keeps ticking for
+/// `after_term` (seconds; "forever" ignores SIGTERM).
+fn ticking(ticks: &Path, after_term: &str) -> String {
+    let t = ticks.display();
+    let on_term = if after_term == "forever" {
+        "trap '' TERM".to_owned()
+    } else {
+        format!("trap 'end=$(( $(date +%s%N) + {after_term} * 1000000000 ))' TERM")
+    };
+    format!(
+        "sleep 600 & echo \"$$ $!\" > '{t}.'\"$KRABKA_MEMBER\"'.pids'; end=0; {on_term}; \
+         while :; do now=$(date +%s%N); echo \"$KRABKA_MEMBER $now\" >> '{t}'; \
+         if [ $end -ne 0 ] && [ $now -ge $end ]; then exit 0; fi; sleep 0.02; done"
+    )
+}
+
+/// Each member's (first, last) tick in `ticks`, in nanoseconds.
+fn tick_spans(ticks: &Path) -> std::collections::BTreeMap<String, (u128, u128)> {
+    let mut spans = std::collections::BTreeMap::new();
+    for line in lines(ticks) {
+        let mut f = line.split_whitespace();
+        let (Some(m), Some(Ok(t))) = (f.next(), f.next().map(str::parse::<u128>)) else {
+            continue; // a line cut short by a kill
+        };
+        let e = spans.entry(m.to_owned()).or_insert((t, t));
+        e.0 = e.0.min(t);
+        e.1 = e.1.max(t);
+    }
+    spans
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // "pid (comm) S ...": the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pids a [`ticking`] child of `member` wrote: its shell and its
+/// background sleep.
+fn child_pids(ticks: &Path, member: &str) -> Vec<i32> {
+    let file = format!("{}.{member}.pids", ticks.display());
+    let started = Instant::now();
+    loop {
+        let pids: Vec<i32> = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.len() == 2 {
+            return pids;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no pids in {file}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `member` has ticked in `ticks`.
+fn until_ticking(ticks: &Path, member: &str, within: Duration) {
+    let started = Instant::now();
+    while !tick_spans(ticks).contains_key(member) {
+        assert!(
+            started.elapsed() < within,
+            "{member}'s child did not tick within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asserts that a's ticks all precede b's.
+fn assert_no_overlap(ticks: &Path) {
+    let spans = tick_spans(ticks);
+    let (a, b) = (spans["a"], spans["b"]);
+    let gap_ms = (b.0 as i128 - a.1 as i128) / 1_000_000;
+    eprintln!("a ticked until {gap_ms} ms before b's first tick");
+    assert!(
+        a.1 < b.0,
+        "a's child ran {} ms beside b's",
+        (a.1 - b.0) / 1_000_000
+    );
+}
+
+#[test]
+fn a_sigkill_of_krabka_ends_its_child_and_what_the_child_started_at_once() {
+    ensure_topic();
+    let role = unique("cli-sigkill");
+    let log = temp_log("sigkill");
+    let ticks = log.with_file_name("ticks");
+    let a = Runner::start(&role, "a", &log, &ticking(&ticks, "forever"));
+    until_ticking(&ticks, "a", Duration::from_secs(30));
+    let a_pids = child_pids(&ticks, "a");
+    let b = Runner::start(&role, "b", &log, &ticking(&ticks, "0"));
+    std::thread::sleep(Duration::from_secs(1));
+    a.signal(libc::SIGKILL);
+    let killed = Instant::now();
+    // The child (its shell) and what it started (a background sleep) die
+    // with krabka, not when the lease runs out.
+    while !a_pids.iter().all(|&p| gone(p)) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(2),
+            "a's child's processes {a_pids:?} outlived krabka by {:?}",
+            killed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "a's child and its sleep were gone {:?} after the SIGKILL",
+        killed.elapsed()
+    );
+    until_ticking(&ticks, "b", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_no_overlap(&ticks);
+    b.signal(libc::SIGTERM);
+    let (code, err) = b.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    drop(a);
+}
+
+/// An iptables rule that drops the TCP packets user `uid` sends to `port`;
+/// removed on drop.
+struct CutOff {
+    rule: Vec<String>,
+}
+
+impl CutOff {
+    fn new(uid: u32, port: &str) -> CutOff {
+        let rule: Vec<String> = [
+            "OUTPUT",
+            "-m",
+            "owner",
+            "--uid-owner",
+            &uid.to_string(),
+            "-p",
+            "tcp",
+            "--dport",
+            port,
+            "-m",
+            "comment",
+            "--comment",
+            "krabka-cli-test",
+            "-j",
+            "DROP",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = Command::new("iptables")
+            .args(["-w", "-I"])
+            .args(&rule)
+            .output()
+            .expect(
+                "this test cuts a krabka off with iptables, run as root (CI is): iptables \
+                 could not be run",
+            );
+        assert!(
+            out.status.success(),
+            "this test cuts a krabka off with iptables, run as root (CI is): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        CutOff { rule }
+    }
+}
+
+impl Drop for CutOff {
+    fn drop(&mut self) {
+        let _ = Command::new("iptables")
+            .args(["-w", "-D"])
+            .args(&self.rule)
+            .output();
+    }
+}
+
+#[test]
+fn a_cut_off_krabka_kills_a_stubborn_child_before_its_successor_starts() {
+    // SAFETY: getuid(2) cannot fail.
+    assert_eq!(
+        unsafe { libc::getuid() },
+        0,
+        "this test runs krabka as another user and cuts it off with iptables: run it as root \
+         (CI is)"
+    );
+    ensure_topic();
+    let role = unique("cli-cutoff");
+    let log = temp_log("cutoff");
+    let dir = log.parent().unwrap().to_owned();
+    // The child of a runs as another user: it must write there.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let ticks = dir.join("ticks");
+    let uid = 64_000 + (std::process::id() % 1_000);
+    // A child that ignores SIGTERM: only the SIGKILL before the lease's end
+    // can keep it from running beside b's (lease 6 s, renewals every 1 s,
+    // grace 3 s: SIGTERM with 3.3 s of the lease left, SIGKILL with 0.3 s).
+    let a = Runner::start_as(
+        &role,
+        "a",
+        &log,
+        &ticking(&ticks, "forever"),
+        &[],
+        Some(uid),
+    );
+    until_ticking(&ticks, "a", Duration::from_secs(30));
+    let b = Runner::start(&role, "b", &log, &ticking(&ticks, "0"));
+    std::thread::sleep(Duration::from_secs(2));
+    let port = bootstrap().rsplit_once(':').unwrap().1.to_owned();
+    let cut = CutOff::new(uid, &port);
+    let cut_at = Instant::now();
+    let (code, err) = a.wait(Duration::from_secs(30));
+    eprintln!("a's krabka exited {:?} after the cut", cut_at.elapsed());
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("could not renew its lease"), "{err}");
+    assert!(err.contains("sending SIGKILL"), "{err}");
+    until_ticking(&ticks, "b", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(300));
+    drop(cut);
+    assert_no_overlap(&ticks);
+    b.signal(libc::SIGTERM);
+    let (code, err) = b.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
 }
 
 #[test]
