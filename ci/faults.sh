@@ -103,9 +103,25 @@ if [[ $(id -u) == 0 ]] && ! command -v iptables >/dev/null 2>&1; then
 fi
 
 # -- the member binary and the clock shim
-log "building the member binary (cargo build --release -p krabka-examples --bin member)"
-cargo build --release -q -p krabka-examples --bin member >&2
-member_bin=$target_dir/release/member
+# KRABKA_FAULTS_PROFILE=dev takes the unoptimised member the test suites
+# built (ci/test.sh sets it: a release build of the member and librdkafka
+# took most of the step's 12 minutes there); the checks are the same.
+profile=${KRABKA_FAULTS_PROFILE:-release}
+case $profile in
+    release)
+        log "building the member binary (cargo build --release -p krabka-examples --bin member)"
+        cargo build --release -q -p krabka-examples --bin member >&2
+        member_bin=$target_dir/release/member
+        ;;
+    dev)
+        # The very build of ci/rust-tests.sh (the same targets, so the same
+        # features): nothing to compile after it.
+        log "the member binary of the test build (cargo test --workspace --all-targets --no-run)"
+        cargo test -q --workspace --all-targets --no-run >&2
+        member_bin=$target_dir/debug/member
+        ;;
+    *) die "KRABKA_FAULTS_PROFILE must be release or dev, got '$profile'" ;;
+esac
 [[ -x $member_bin ]] || die "no member binary at $member_bin"
 shim=$work/clockshim.so
 cc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$shim.tmp" ci/faults/clockshim.c -ldl

@@ -128,6 +128,9 @@ PY
     tests/test_golden.py tests/test_docs.py \
     tests/test_leadership_blocking.py::test_with_block_holds_writes_and_resigns \
     tests/test_leadership_failover.py::test_sigkill_of_the_leader_hands_the_role_to_the_standby)
+# The release build's speed: the package must decode a lease faster than a
+# pure-Python struct decoder (a short run; ci/python.sh tests a dev build).
+(cd "$WORK" && norust "$PYV/bin/python" "$ROOT/bindings/python/bench/bench_decode.py" --number 50000 --repeat 5)
 
 # ------------------------------------------------------------------ Node
 step "Node: npm install of the two tarballs into a fresh directory (offline, no registry)"

@@ -181,10 +181,9 @@ step "JVM: the Kotlin sources generated from the library, kotlinc, jar"
 . ci/uniffi-jars.sh
 uniffi_jars
 # The generator is a build tool: its debug build, with the very cargo
-# command of bindings/uniffi/generate.sh (the two crates together: alone,
-# the generator's dependencies would get other features and build again),
-# is the one ci/uniffi.sh has built by then.
-cargo build --quiet -p krabka-coordination-uniffi -p krabka-coordination-uniffi-bindgen
+# command of bindings/uniffi/generate.sh, is the one ci/uniffi.sh has built
+# by then.
+cargo build --quiet -p krabka-coordination-uniffi-bindgen
 JVM="$STAGE/jvm"
 LIB="$TARGET/release/libkrabka_coordination_uniffi.so"
 mkdir -p "$JVM/kotlin" "$JVM/classes/linux-x86-64"

@@ -8,17 +8,74 @@
 # running secured cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace --all-targets
-# Rules 1 and 2 once more on the librdkafka lease path (LeasePath::Librdkafka,
-# one librdkafka transactional producer per held role); the run above took the
-# default, the protocol path.
-KRABKA_LEASE_PATH=librdkafka cargo test -p krabka-coordination \
-    --test kafka_epoch --test kafka_client --test kafka_state \
-    --test kafka_broker_loss --test kafka_coordinator_loss --test kafka_replication \
-    --test kafka_secured --test kafka_acls --test kafka_config
+# Each command's wall time, so the suite's cost is seen where it goes.
+timed() {
+    local t0=$SECONDS
+    "$@"
+    echo "rust-tests: $((SECONDS - t0)) s: $*" >&2
+}
+# (The Kafka client's fake-broker tests run here too: the core's tests turn
+# the client's fake-broker feature on for the whole build.)
+timed cargo test --workspace --all-targets --no-run
+# Three halves side by side, each on clusters of its own, since the suites
+# wait on Kafka far more than they compute: the suites that stop and start
+# brokers of the three-node cluster (and the one that reads its settings),
+# the secured cluster's, and every other suite (the one-node cluster). Each
+# group's output is printed whole when all have ended.
+three_node=(kafka_broker_loss kafka_coordinator_loss kafka_replication kafka_rolling_restart kafka_preflight)
+secured=(kafka_secured kafka_oauth kafka_reauth kafka_acls)
+mapfile -t others < <(cargo metadata --format-version 1 --no-deps | python3 -c '
+import json, sys
+skip = set(sys.argv[1:])
+for p in json.load(sys.stdin)["packages"]:
+    for t in p["targets"]:
+        if "test" in t["kind"] and t["name"] not in skip:
+            print("--test"); print(t["name"])
+' "${three_node[@]}" "${secured[@]}")
+logs=() pids=() names=()
+t0=$SECONDS
+group() {
+    local name=$1
+    shift
+    local log
+    log=$(mktemp)
+    "$@" >"$log" 2>&1 &
+    pids+=("$!") logs+=("$log") names+=("$name")
+}
+group "three-node suites" cargo test -p krabka-coordination $(printf -- '--test %s ' "${three_node[@]}")
+group "secured suites" cargo test -p krabka-coordination $(printf -- '--test %s ' "${secured[@]}")
+group "every other suite" cargo test --workspace --lib --bins --examples --benches "${others[@]}"
+failed=()
+for i in "${!pids[@]}"; do
+    rc=0
+    wait "${pids[$i]}" || rc=$?
+    [[ $rc -eq 0 ]] || failed+=("${names[$i]} (exit $rc)")
+done
+for i in "${!logs[@]}"; do
+    echo "--- ${names[$i]}"
+    cat "${logs[$i]}"
+    rm -f "${logs[$i]}"
+done
+echo "rust-tests: $((SECONDS - t0)) s: cargo test (three groups side by side)" >&2
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "rust-tests: failed: ${failed[*]}" >&2
+    exit 1
+fi
 # The C binding's library is named like the core's (libkrabka_coordination):
 # rustdoc would see two crates of that name, and cargo runs doctests with --doc
 # even where a crate sets doctest = false. It has no Rust examples to test.
-cargo test --workspace --doc --exclude krabka-coordination-c
+timed cargo test --workspace --doc --exclude krabka-coordination-c
 # The core without the Kafka transport must build and pass on its own.
-cargo test -p krabka-coordination --no-default-features --lib --tests
+timed cargo test -p krabka-coordination --no-default-features --lib --tests
+# A tool that only asks who is authoritative builds the Kafka client and the
+# core's types without librdkafka: the kafka-client feature, and no rdkafka in
+# its dependency tree.
+timed cargo check -p krabka-coordination --no-default-features --features kafka-client
+# The error-code table and the frame check build without the client (the
+# fuzz targets use them so).
+timed cargo check -p krabka-kafka --no-default-features
+if cargo tree -p krabka-coordination --no-default-features --features kafka-client -e normal \
+    | grep -E 'rdkafka' >&2; then
+    echo "rust-tests: rdkafka is in the tree of the kafka-client feature" >&2
+    exit 1
+fi

@@ -18,7 +18,11 @@ SWIFT_OUT="$ROOT/bindings/uniffi/swift"
 
 flags=()
 [ "$PROFILE" = release ] && flags=(--release)
-(cd "$ROOT" && cargo build "${flags[@]}" -p krabka-coordination-uniffi -p krabka-coordination-uniffi-bindgen >&2)
+# Two builds: together, the generator's dependencies (uniffi's cli) would
+# turn on features of the library's and so build the core once more than the
+# other bindings do (see bindings/hack).
+(cd "$ROOT" && cargo build "${flags[@]}" -p krabka-coordination-uniffi >&2)
+(cd "$ROOT" && cargo build "${flags[@]}" -p krabka-coordination-uniffi-bindgen >&2)
 case "$(uname -s)" in
     Darwin) LIB="$TARGET/$PROFILE/libkrabka_coordination_uniffi.dylib" ;;
     *) LIB="$TARGET/$PROFILE/libkrabka_coordination_uniffi.so" ;;

@@ -43,8 +43,6 @@ def parse_args(argv):
     p.add_argument("--members", default="3,3,2", help="members per role, one count per role (default 3,3,2)")
     p.add_argument("--lease-ms", type=int, default=5000, help="the members' lease (default 5000)")
     p.add_argument("--renew-ms", type=int, default=1000, help="the members' renew interval (default 1000)")
-    p.add_argument("--lease-path", choices=["protocol", "librdkafka"], default="protocol",
-                   help="who writes a held epoch's transactions (the member's --lease-path)")
     p.add_argument("--stagger-ms", type=int, default=1000, help="the members' challenge stagger (default 1000)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
     p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")
@@ -182,7 +180,7 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
     with open(os.path.join(run_dir, "report.json"), "w") as f:
         json.dump({"seed": cfg.seed, "duration_s": cfg.duration, "wall_s": round(duration_s, 1),
                    "started": started, "machine": machine(), "commit": commit(cfg.repo), "bootstrap": cfg.bootstrap,
-                   "lease_ms": cfg.lease_ms, "lease_path": cfg.lease_path, "renew_ms": cfg.renew_ms, "stagger_ms": cfg.stagger_ms,
+                   "lease_ms": cfg.lease_ms, "renew_ms": cfg.renew_ms, "stagger_ms": cfg.stagger_ms,
                    "members": cfg.members_per_role, "roles": roles, "figures": figures,
                    "checks": [{"name": c.name, "passed": c.passed, "problems": c.problems, "info": c.info}
                               for c in checks]}, f, indent=2)
@@ -207,7 +205,7 @@ def main(argv):
     for d in (cfg.work_dir, os.path.join(cfg.work_dir, "runs"), run_dir):
         os.chmod(d, 0o755)
     log(f"commit {commit(cfg.repo)}; seed {cfg.seed}; {cfg.duration:.0f}s of faults on {cfg.bootstrap}; "
-        f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms, lease path {cfg.lease_path}; run directory {run_dir}")
+        f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms; run directory {run_dir}")
     log(f"reproduce the fault schedule with: ci/faults.sh --seed {cfg.seed} --duration {cfg.duration:g}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 

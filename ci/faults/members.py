@@ -94,7 +94,6 @@ class Fleet:
             "--partitions", str(c.partitions),
             "--lease-ms", str(c.lease_ms),
             "--renew-ms", str(c.renew_ms),
-            "--lease-path", c.lease_path,
             "--stagger-ms", str(c.stagger_ms),
             "--data-topic", slot.topic,
             "--write-every-ms", str(slot.write_every_ms),

@@ -1,0 +1,1 @@
+//! Feature unification for the bindings' builds; see `Cargo.toml`. No code.
