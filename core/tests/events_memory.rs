@@ -292,3 +292,76 @@ async fn subscribe_delivers_later_events_to_every_subscriber() {
     assert_of(&later, "a");
     assert_eq!(later[0].at, T0 + ms(RENEW));
 }
+
+/// Issue 25, item 6: a renewal whose transport overruns the bound it was
+/// given (it hangs) does not keep the term alive: at the local lease
+/// deadline the term ends with `lease_expired`, `lease_left` is zero and
+/// `is_held` false together, and a guarded write that overruns too returns
+/// `LEASE_EXPIRED` then.
+#[tokio::test(flavor = "current_thread")]
+async fn a_renewal_that_overruns_its_bound_ends_the_term_at_the_local_deadline() {
+    let w = World::new();
+    let hooked = Arc::new(Hooked::new(w.cluster.transport()));
+    let (tx, mut rx) = events::channel();
+    let b = spawn_on(hooked.clone(), "b", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let b = leader(b).await;
+    let elected_at = T0;
+    hooked.set_overrunning(true);
+    let write = tokio::spawn({
+        let b = Arc::new(b);
+        let writer = Arc::clone(&b);
+        async move { (writer.write(vec![order("late")]).await, b) }
+    });
+    // The first renewal (at RENEW) hangs; the lease of the election stands
+    // until its deadline.
+    w.run_until(elected_at + ms(LEASE) - 1_000).await;
+    assert!(
+        !write.is_finished(),
+        "the write waits for the overrunning transport"
+    );
+    let events = drain(&mut rx);
+    assert_eq!(names(&events), ["registered", "challenging", "elected"]);
+    w.run_until(elected_at + ms(LEASE)).await;
+    let (written, b) = tokio::time::timeout(std::time::Duration::from_secs(10), write)
+        .await
+        .expect("the write returned at the local deadline")
+        .unwrap();
+    assert_eq!(
+        written.unwrap_err().kind(),
+        ErrorKind::LeaseExpired,
+        "the write ends with the term"
+    );
+    assert!(!b.is_held());
+    assert_eq!(b.lease_left(), std::time::Duration::ZERO);
+    assert!(matches!(b.err().as_deref(), Some(Error::LeaseExpired(_))));
+    let events = drain(&mut rx);
+    assert_eq!(names(&events), ["lease_expired"]);
+    assert!(
+        events[0].at <= elected_at + ms(LEASE),
+        "ended at the local deadline, not later: {}",
+        since_t0(&events[0])
+    );
+    hooked.set_overrunning(false);
+}
+
+/// Issue 25, item 6: `lease_left` reaching zero means the term has ended,
+/// even when nothing else noticed yet (the renewal task not scheduled).
+#[tokio::test(flavor = "current_thread")]
+async fn a_lease_left_of_zero_is_never_seen_with_the_role_held() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let b = w.spawn_with("b", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let b = leader(b).await;
+    // The clock jumps past the deadline with no task run in between.
+    w.clock.advance(LEASE + std::time::Duration::from_secs(1));
+    assert_eq!(b.lease_left(), std::time::Duration::ZERO);
+    assert!(!b.is_held(), "zero left and held are never seen together");
+    assert!(matches!(b.err().as_deref(), Some(Error::LeaseExpired(_))));
+    settle().await;
+    assert_eq!(
+        names(&drain(&mut rx)),
+        ["registered", "challenging", "elected", "lease_expired"]
+    );
+}

@@ -218,9 +218,11 @@ impl Leadership {
 
     /// The lease time left on this member's monotonic clock: the lease
     /// duration since the send time of the last committed renewal. Zero once
-    /// it ran out (the term then ends with [`Error::LeaseExpired`]).
+    /// it ran out, and then the term has ended with [`Error::LeaseExpired`]
+    /// (this call ends it, if nothing else noticed first): zero here and
+    /// [`Leadership::is_held`] true are never seen together.
     pub fn lease_left(&self) -> Duration {
-        if self.held.is_ended() {
+        if !self.is_held() {
             return Duration::ZERO;
         }
         self.held.left()
@@ -235,9 +237,18 @@ impl Leadership {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// True until the role ends.
+    /// True until the role ends. False from the local lease deadline on,
+    /// which ends the term with [`Error::LeaseExpired`] if nothing else
+    /// noticed first.
     pub fn is_held(&self) -> bool {
-        !self.held.is_ended()
+        if self.held.is_ended() {
+            return false;
+        }
+        if self.held.left().is_zero() {
+            self.held.expire();
+            return false;
+        }
+        true
     }
 
     /// Resolves when the role ends (fenced, resigned, or a fatal error).
@@ -248,8 +259,10 @@ impl Leadership {
         }
     }
 
-    /// Why the role ended, or `None` while it is held.
+    /// Why the role ended, or `None` while it is held (see
+    /// [`Leadership::is_held`]).
     pub fn err(&self) -> Option<EndReason> {
+        self.is_held();
         self.held.ended.borrow().clone()
     }
 
@@ -297,7 +310,18 @@ impl Leadership {
             held.expire();
             return Err(ended_error(&self.err().expect("ended above")));
         }
-        let written = held.epoch.write_guarded(records, within).await;
+        let written = tokio::select! {
+            biased;
+            w = held.epoch.write_guarded(records, within) => w,
+            // The transport overran the bound past the lease: the term is
+            // over, whatever becomes of the write.
+            _ = held.member.options.clock.sleep(held.left()) => {
+                if self.err().is_none() {
+                    held.expire();
+                }
+                return Err(ended_error(&self.err().expect("ended above")));
+            }
+        };
         held.report_resolved();
         match written {
             Err(e) if e.means_fenced() => {
@@ -472,9 +496,19 @@ async fn resign_task(held: &Held) -> Result<()> {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .deadline;
-                    let quiet = cleared
-                        .saturating_add(millis(m.options.election.challenge_stagger))
-                        .saturating_sub(m.now());
+                    // Taken as a span now and counted on the monotonic
+                    // clock from here (the bump's own deadline): a pause or
+                    // a wall-clock step after this point only shortens it.
+                    // The local deadline of the last renewal (monotonic)
+                    // bounds it too, should the wall clock have stepped
+                    // back since that renewal was sent.
+                    let stagger = millis(m.options.election.challenge_stagger);
+                    let by_wall = cleared.saturating_add(stagger).saturating_sub(m.now());
+                    let by_mono = held
+                        .deadline()
+                        .saturating_add(stagger)
+                        .saturating_sub(m.mono());
+                    let quiet = by_wall.min(by_mono);
                     let quiet = Duration::from_millis(u64::try_from(quiet).unwrap_or(0));
                     supersede_within = Some(left().min(quiet));
                 }
@@ -677,8 +711,15 @@ async fn renew_loop(held: Arc<Held>) {
                 return;
             }
         };
-        // The write is bounded by the lease time left: past it the term ends.
-        let written = held.epoch.write_lease(record, within).await;
+        // The write is bounded by the lease time left: past it the term
+        // ends, whether or not the transport kept to the bound (a
+        // transaction the write leaves behind completes in the epoch's own
+        // task).
+        let written = tokio::select! {
+            biased;
+            w = held.epoch.write_lease(record, within) => w,
+            _ = clock.sleep(held.left()) => { held.expire(); return; }
+        };
         held.report_resolved();
         match written {
             Ok(()) => {

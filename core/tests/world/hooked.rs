@@ -10,8 +10,10 @@
 //!   (records released, or a transaction opened, around it).
 //!
 //! It can also make the member's polls lag (return nothing, as a Kafka
-//! consumer's poll does before its fetch arrives), and it logs the names of
-//! the state-reading and minting calls in order.
+//! consumer's poll does before its fetch arrives), make its epoch's writes
+//! overrun the bound they are given (hang until unset, as a transport with a
+//! bug would), and it logs the names of the state-reading and minting calls
+//! in order.
 //!
 //! Every trait method is forwarded; the seam has no default bodies, so the
 //! compiler checks that nothing is dropped.
@@ -43,6 +45,7 @@ pub struct Hooked {
     before_held_back: Slot,
     after_held_back: Slot,
     lagging: AtomicBool,
+    overrunning: Arc<AtomicBool>,
     calls: Mutex<Vec<String>>,
 }
 
@@ -55,6 +58,7 @@ impl Hooked {
             before_held_back: Arc::default(),
             after_held_back: Arc::default(),
             lagging: AtomicBool::new(false),
+            overrunning: Arc::default(),
             calls: Mutex::default(),
         }
     }
@@ -74,6 +78,13 @@ impl Hooked {
     /// returns before its fetch arrived.
     pub fn set_lagging(&self, lagging: bool) {
         self.lagging.store(lagging, Ordering::SeqCst);
+    }
+
+    /// While `overrunning`, every lease and guarded write of an epoch minted
+    /// through this transport waits, past the `within` it is given, until
+    /// this is set back to `false`, then writes.
+    pub fn set_overrunning(&self, overrunning: bool) {
+        self.overrunning.store(overrunning, Ordering::SeqCst);
     }
 
     /// The calls made so far (`poll_partition`, `held_back` with its answer,
@@ -106,6 +117,17 @@ impl Hooked {
 struct HookedEpoch {
     inner: Box<dyn LeaseWriter>,
     after_lease: Slot,
+    overrunning: Arc<AtomicBool>,
+}
+
+impl HookedEpoch {
+    /// Waits while the transport is set overrunning.
+    async fn overrun(&self) {
+        while self.overrunning.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
 }
 
 #[async_trait]
@@ -119,6 +141,7 @@ impl LeaseWriter for HookedEpoch {
     }
 
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
+        self.overrun().await;
         self.inner.write_lease(record, within).await?;
         if let Some(hook) = take(&self.after_lease) {
             hook();
@@ -127,6 +150,7 @@ impl LeaseWriter for HookedEpoch {
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
+        self.overrun().await;
         self.inner.write_guarded(records, within).await
     }
 
@@ -161,6 +185,7 @@ impl Coordinator for Hooked {
         Ok(Box::new(HookedEpoch {
             inner: epoch,
             after_lease: Arc::clone(&self.after_lease),
+            overrunning: Arc::clone(&self.overrunning),
         }))
     }
 

@@ -38,7 +38,12 @@ impl Client {
     /// [`BumpAnswer::NotCurrent`] without any InitProducerId. What remains
     /// is the time between the two requests, a round trip; the caller
     /// makes sure no successor mints then (a resign supersedes before it
-    /// deregisters, while no other member may challenge).
+    /// deregisters, while no other member may challenge), and gives as
+    /// `within` the time until one may. The bump is sent only before that
+    /// time has passed on the monotonic clock, checked right before the
+    /// InitProducerId is written: a process paused (or slowed by retries)
+    /// between the check and the send sends nothing once the window closed
+    /// ([`Error::Transient`], saying so).
     pub async fn bump_if_current(
         &self,
         transactional_id: &str,
@@ -119,6 +124,19 @@ impl Client {
                         ""
                     },
                 )?;
+                // A conditional bump whose window closed (a pause since
+                // its check) is not sent: past its deadline it could land
+                // after a successor's mint and abort its first transaction.
+                if current.is_some() && Instant::now() >= deadline {
+                    return Err(Attempt::Fail(Error::transient(
+                        format!(
+                            "conditional epoch bump of {}",
+                            crate::error::quote(transactional_id)
+                        ),
+                        "its window closed before it could be sent (the process was paused \
+                         or slowed since its check); nothing was sent",
+                    )));
+                }
                 let mut req = InitProducerIdRequest::default();
                 req.transactional_id = Some(TransactionalId(StrBytes::from_string(
                     transactional_id.to_owned(),
@@ -134,5 +152,113 @@ impl Client {
             },
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kafka_protocol::messages::{
+        describe_transactions_response::TransactionState, DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+    };
+
+    use super::*;
+    use crate::fake_broker::{self, FakeBroker, Reply};
+
+    const TOKEN: ProducerEpoch = ProducerEpoch::new(11, 3);
+
+    /// One broker, coordinator of every id, whose DescribeTransactions names
+    /// [`TOKEN`] and whose InitProducerId bumps it.
+    fn coordinator() -> FakeBroker {
+        let endpoint = Arc::new(std::sync::OnceLock::<fake_broker::Endpoint>::new());
+        let seen = Arc::clone(&endpoint);
+        let broker = FakeBroker::start(move |r| match r.key() {
+            Some(ApiKey::FindCoordinator) => {
+                fake_broker::find_coordinator(r, seen.get().expect("set before use"))
+            }
+            Some(ApiKey::DescribeTransactions) => {
+                let Ok(asked) = r.decode::<DescribeTransactionsRequest>() else {
+                    return Reply::ScriptError("undecodable DescribeTransactions".into());
+                };
+                let states = asked
+                    .transactional_ids
+                    .into_iter()
+                    .map(|id| {
+                        TransactionState::default()
+                            .with_transactional_id(id)
+                            .with_transaction_state("CompleteCommit".to_owned().into())
+                            .with_producer_id(ProducerId(TOKEN.producer_id))
+                            .with_producer_epoch(TOKEN.producer_epoch)
+                    })
+                    .collect();
+                Reply::of(
+                    r,
+                    &DescribeTransactionsResponse::default().with_transaction_states(states),
+                )
+            }
+            Some(ApiKey::InitProducerId) => {
+                fake_broker::init_producer_id(r, TOKEN.producer_id, TOKEN.producer_epoch + 1)
+            }
+            _ => Reply::Default,
+        });
+        endpoint.set(broker.endpoint()).expect("set once");
+        broker
+    }
+
+    fn client(broker: &FakeBroker) -> Client {
+        let mut settings = Settings::new(broker.addr());
+        settings.operation_timeout = Duration::from_secs(5);
+        Client::new(&settings).unwrap()
+    }
+
+    fn bumps_sent(broker: &FakeBroker) -> usize {
+        broker
+            .requests()
+            .iter()
+            .filter(|r| r.is(ApiKey::InitProducerId))
+            .count()
+    }
+
+    /// Issue 25, item 5: a resigner paused (the thread blocked, as a
+    /// SIGSTOP would) between the check that still names its token and the
+    /// bump sends no InitProducerId once the bump's window closed: landing
+    /// after a successor's mint, it would abort the successor's first
+    /// transaction.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_bump_whose_window_closed_after_its_check_is_not_sent() {
+        let broker = coordinator();
+        let client = client(&broker);
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let checked = client.describe_once("r", deadline).await.unwrap();
+        assert_eq!(checked.map(|d| d.producer), Some(TOKEN));
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = client
+            .send_init_producer_id("r", 60_000, Some(TOKEN), deadline)
+            .await;
+        match sent {
+            Err(Attempt::Fail(e)) => {
+                assert!(
+                    e.is_transient() && e.to_string().contains("window closed"),
+                    "{e}"
+                )
+            }
+            Err(other) => panic!("{other:?}"),
+            Ok((_, resp)) => panic!("sent past its window: {resp:?}"),
+        }
+        assert_eq!(
+            bumps_sent(&broker),
+            0,
+            "no InitProducerId reached the coordinator"
+        );
+
+        // The same within its window is sent, and bumps.
+        let bumped = client
+            .bump_if_current("r", TOKEN, 60_000, Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert_eq!(bumped, BumpAnswer::Bumped(ProducerEpoch::new(11, 4)));
+        assert_eq!(bumps_sent(&broker), 1);
     }
 }

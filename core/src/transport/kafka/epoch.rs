@@ -101,8 +101,14 @@ impl KafkaEpoch {
     #[doc(hidden)]
     pub async fn write_lease_uncommitted(&self, record: StateRecord) -> Result<()> {
         let record = self.state_record(record);
-        self.transact("write_lease_uncommitted", vec![record], true, self.timeout)
-            .await
+        self.transact(
+            "write_lease_uncommitted",
+            vec![record],
+            true,
+            false,
+            self.timeout,
+        )
+        .await
     }
 
     /// Fault injection, for tests of the fence: makes the epoch write as
@@ -137,18 +143,33 @@ impl KafkaEpoch {
     }
 
     /// One transaction of the producer within `within` (bounded by the
-    /// operation timeout too), with the error handling of rule 2.
+    /// operation timeout too), with the error handling of rule 2; `data`
+    /// for a guarded write (see [`ProtocolLease::transact`]).
     async fn transact(
         &self,
         what: &str,
         records: Vec<OutRecord>,
         leave_open: bool,
+        data: bool,
         within: Duration,
     ) -> Result<()> {
         if let Some(e) = self.gone_error(what) {
             return Err(e);
         }
-        let mut guard = self.slot.clone().lock_owned().await;
+        // The bound counts from the call: a transaction of this epoch still
+        // completing (a caller that stopped waiting for it) takes the slot's
+        // time out of it, never more.
+        let deadline = super::deadline_in(within.min(self.timeout));
+        let Ok(mut guard) = tokio::time::timeout_at(deadline, self.slot.clone().lock_owned()).await
+        else {
+            return Err(Error::transient(
+                format!("{what} for role {}", crate::error::quote(&self.role)),
+                format!(
+                    "an earlier write of this epoch was still being completed after {within:?}; \
+                     nothing of this one was sent"
+                ),
+            ));
+        };
         if guard.is_none() {
             return Err(self.gone_error(what).unwrap_or_else(|| {
                 Error::fatal(
@@ -157,7 +178,6 @@ impl KafkaEpoch {
                 )
             }));
         }
-        let deadline = super::deadline_in(within.min(self.timeout));
         let (role, what) = (self.role.clone(), what.to_owned());
         let gone = Arc::clone(&self.gone);
         let resolved = Arc::clone(&self.resolved);
@@ -168,7 +188,7 @@ impl KafkaEpoch {
         let task = tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
             let result = producer
-                .transact(&role, &what, records, leave_open, deadline)
+                .transact(&role, &what, records, leave_open, data, deadline)
                 .await;
             if let Some(committed) = producer.resolved.take() {
                 *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
@@ -245,13 +265,14 @@ impl LeaseWriter for KafkaEpoch {
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         super::check_partition(record.partition)?;
         let record = self.state_record(record);
-        self.transact("write_lease", vec![record], false, within)
+        self.transact("write_lease", vec![record], false, false, within)
             .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, false, within).await
+        self.transact("write_guarded", records, false, true, within)
+            .await
     }
 
     fn take_resolved(&self) -> Option<bool> {

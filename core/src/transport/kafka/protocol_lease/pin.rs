@@ -400,8 +400,8 @@ impl ProtocolLease {
         }
     }
 
-    /// Aborts the open transaction (given at least [`super::MIN_ABORT_TIME`])
-    /// at its pin; when the coordinator moved (or nothing pinned it), what
+    /// Aborts the open transaction by `deadline` (never later: the epoch's
+    /// writes are bounded by the lease) at its pin; when the coordinator moved (or nothing pinned it), what
     /// [`Self::prove`] shows decides. Unproven, the transaction stays to be
     /// aborted before anything else.
     pub(crate) async fn abort(
@@ -410,7 +410,6 @@ impl ProtocolLease {
         what: &str,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        let deadline = deadline.max(Instant::now() + super::MIN_ABORT_TIME);
         let not_yet = |why: String| {
             Outcome::Keep(Error::transient(
                 context(role, what),

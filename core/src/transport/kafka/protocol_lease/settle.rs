@@ -17,7 +17,11 @@ use crate::error::Error;
 use crate::token::FencingToken;
 
 impl ProtocolLease {
-    /// Aborts the transaction after a refusal `e`, and returns `e`.
+    /// Aborts the transaction after a refusal `e`, and returns `e`. An
+    /// abort that cannot be completed by `deadline` stays pending (the
+    /// next write of the epoch, or its release, sends it first): the write
+    /// still fails with `e`, its cause. A fence met by the abort is
+    /// returned instead.
     pub(super) async fn abort_after(
         &mut self,
         role: &str,
@@ -26,8 +30,12 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> Outcome {
         self.state = TxnState::AbortPending;
-        if let Err(o) = self.abort(role, what, deadline).await {
-            return o;
+        match self.abort(role, what, deadline).await {
+            Ok(()) => {}
+            Err(Outcome::Drop(fenced)) => return Outcome::Drop(fenced),
+            Err(Outcome::Keep(pending)) => {
+                tracing::debug!(role, error = %pending, "the refused write's transaction is aborted before the next write");
+            }
         }
         ending(role, what, e)
     }
