@@ -33,39 +33,6 @@ const LEASE: Duration = Duration::from_secs(15);
 const RENEW: Duration = Duration::from_secs(3);
 const ROLES: usize = 3;
 
-/// Waits until no partition of the cluster is under-replicated: the
-/// restarted node is back in every ISR.
-async fn until_fully_replicated(boot: &str, within: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let boot = boot.to_owned();
-        let out = tokio::task::spawn_blocking(move || {
-            kafka_sh_stdout(&[
-                "tool",
-                "topics",
-                "--bootstrap-server",
-                &boot,
-                "--describe",
-                "--under-replicated-partitions",
-            ])
-        })
-        .await
-        .unwrap();
-        match out {
-            Ok(listed) if listed.trim().is_empty() => return started.elapsed(),
-            Ok(listed) => assert!(
-                started.elapsed() < within,
-                "partitions still under-replicated after {within:?}:\n{listed}"
-            ),
-            Err(e) => assert!(
-                started.elapsed() < within,
-                "kafka-topics --describe failed for {within:?}: {e}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_of_the_cluster_keeps_every_leader() {
     init_tracing();

@@ -214,7 +214,7 @@ mod tests {
             (A::Produce, 20, Meaning::OutcomeUnknown),
             (A::Produce, 13, Meaning::OutcomeUnknown),
             (A::FindCoordinator, 7, Meaning::Retry),
-            (A::Produce, 19, Meaning::Retry),
+            (A::Produce, 19, Meaning::Retry), // also a failed transaction verification
             (A::Produce, 56, Meaning::Retry),
             (A::Produce, 3, Meaning::LeaderMoved),
             (A::ListOffsets, 3, Meaning::LeaderMoved),

@@ -276,6 +276,7 @@ fn walk_struct(cursor: &mut Cursor, schema: &Schema, ctx: Ctx) -> Result<(), Fau
 
 fn walk(cursor: &mut Cursor, ty: Ty, ctx: Ctx) -> Result<(), Fault> {
     let (wide, nullable) = match ty {
+        Ty::Int8 => return Ok(cursor.take(1).map(drop)?),
         Ty::Int16 => return Ok(cursor.take(2).map(drop)?),
         Ty::Int32 => return Ok(cursor.take(4).map(drop)?),
         Ty::Int64 => return Ok(cursor.take(8).map(drop)?),

@@ -18,7 +18,8 @@ use kafka_protocol::messages::produce_response::{
     PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use kafka_protocol::messages::{
-    add_partitions_to_txn_response as add_txn, describe_producers_response as describe_producers,
+    add_partitions_to_txn_response as add_txn, describe_configs_response as configs,
+    describe_producers_response as describe_producers,
     describe_transactions_response as describe_txn, find_coordinator_response as find_coord,
     list_offsets_response as offsets, metadata_response as meta, BrokerId, EndTxnResponse,
     InitProducerIdResponse, ProducerId, ResponseHeader, SaslAuthenticateResponse,
@@ -44,6 +45,7 @@ const CLIENT_VERSIONS: &[(i16, &[i16])] = &[
     (0, &[3, 4, 5, 6, 7, 8, 9, 10, 11]),
     (26, &[0, 1, 2, 3, 4]),
     (3, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
+    (32, &[1, 2, 3, 4]),
     (2, &[2, 3, 4, 5, 6, 7, 8]),
     (1, &[4, 5, 6, 7, 8, 9, 10, 11, 12]),
 ];
@@ -404,6 +406,47 @@ fn metadata(g: &mut Gen, v: i16) -> meta::MetadataResponse {
         .with_unknown_tagged_fields(g.tags(flex))
 }
 
+fn describe_configs(g: &mut Gen, v: i16) -> configs::DescribeConfigsResponse {
+    let flex = v >= 4;
+    let synonym = |g: &mut Gen| {
+        configs::DescribeConfigsSynonym::default()
+            .with_name(g.str())
+            .with_value(g.opt())
+            .with_source(g.small() as i8)
+            .with_unknown_tagged_fields(g.tags(flex))
+    };
+    let entry = |g: &mut Gen| {
+        let (config_type, documentation) = if v >= 3 {
+            (g.small() as i8, g.opt())
+        } else {
+            (0, None)
+        };
+        configs::DescribeConfigsResourceResult::default()
+            .with_name(g.str())
+            .with_value(g.opt())
+            .with_read_only(g.bit())
+            .with_config_source(g.small() as i8)
+            .with_is_sensitive(g.bit())
+            .with_synonyms(g.many(synonym))
+            .with_config_type(config_type)
+            .with_documentation(documentation)
+            .with_unknown_tagged_fields(g.tags(flex))
+    };
+    let result = |g: &mut Gen| {
+        configs::DescribeConfigsResult::default()
+            .with_error_code(g.small())
+            .with_error_message(g.opt())
+            .with_resource_type(g.small() as i8)
+            .with_resource_name(g.str())
+            .with_configs(g.many(entry))
+            .with_unknown_tagged_fields(g.tags(flex))
+    };
+    configs::DescribeConfigsResponse::default()
+        .with_throttle_time_ms(g.int())
+        .with_results(g.many(result))
+        .with_unknown_tagged_fields(g.tags(flex))
+}
+
 fn list_offsets(g: &mut Gen, v: i16) -> offsets::ListOffsetsResponse {
     let flex = v >= 6;
     let partition = |g: &mut Gen| {
@@ -541,6 +584,7 @@ fn encoded(api_key: i16, v: i16, g: &mut Gen) -> Vec<u8> {
             v,
         ),
         3 => encode(&metadata(g, v), v),
+        32 => encode(&describe_configs(g, v), v),
         2 => encode(&list_offsets(g, v), v),
         1 => encode(&fetch(g, v), v),
         _ => panic!("no builder for API key {api_key}"),
@@ -566,6 +610,7 @@ fn decoded_rest(api_key: i16, v: i16, body: &[u8]) -> Result<usize, String> {
         0 => rest::<ProduceResponse>(body, v),
         26 => rest::<EndTxnResponse>(body, v),
         3 => rest::<meta::MetadataResponse>(body, v),
+        32 => rest::<configs::DescribeConfigsResponse>(body, v),
         2 => rest::<offsets::ListOffsetsResponse>(body, v),
         1 => rest::<FetchResponse>(body, v),
         _ => panic!("no decoder for API key {api_key}"),
@@ -634,6 +679,7 @@ encodings_test! {
     produce_encodings_pass_and_their_prefixes_fail: 0,
     end_txn_encodings_pass_and_their_prefixes_fail: 26,
     metadata_encodings_pass_and_their_prefixes_fail: 3,
+    describe_configs_encodings_pass_and_their_prefixes_fail: 32,
     list_offsets_encodings_pass_and_their_prefixes_fail: 2,
     fetch_encodings_pass_and_their_prefixes_fail: 1,
 }
@@ -919,7 +965,7 @@ fn covered_pairs_are_exactly_the_client_s() {
     sorted.sort_unstable();
     found.sort_unstable();
     assert_eq!(found, sorted);
-    assert_eq!(expected.len(), 66);
+    assert_eq!(expected.len(), 70);
 
     for &(key, versions) in CLIENT_VERSIONS {
         for v in -1..=20 {
@@ -940,7 +986,7 @@ fn covered_pairs_are_exactly_the_client_s() {
             }
         }
     }
-    for key in [4, 8, 9, 19, 25, 32, 60, 66, i16::MAX] {
+    for key in [4, 8, 9, 19, 25, 33, 60, 66, i16::MAX] {
         let checked = check_response(key, 0, &[0; 64]);
         assert!(
             matches!(checked, Err(FrameError::Unknown { .. })),

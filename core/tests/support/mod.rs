@@ -557,6 +557,13 @@ impl DownNode {
         signal_node(self.0.as_deref().expect("held down"), "KILL");
     }
 
+    /// Resumes the paused node (SIGCONT), as a stalled process comes back:
+    /// it rejoins the cluster on its own.
+    pub fn resume(mut self) {
+        let node = self.0.take().expect("held down");
+        signal_node(&node, "CONT");
+    }
+
     /// Starts the node again and waits until it is back in the metadata.
     pub async fn restart(mut self) {
         let node = self.0.take().unwrap();
@@ -705,4 +712,64 @@ pub fn leader_stays(
         );
     }
     renewed
+}
+
+/// What Metadata shows of `topic`/`partition` on the cluster at
+/// `bootstrap`, asked through librdkafka (not the client under test): its
+/// leader's node id (-1 for none) and how many replicas are in sync.
+pub fn partition_metadata(bootstrap: &str, topic: &str, partition: i32) -> (i32, usize) {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let md = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let p = md.topics()[0]
+        .partitions()
+        .iter()
+        .find(|p| p.id() == partition)
+        .unwrap_or_else(|| panic!("{topic}/{partition} is not in the metadata"));
+    (p.leader(), p.isr().len())
+}
+
+/// The node (1..=3 in `ci/kafka.sh`) leading `partition` of `topic`.
+pub fn partition_leader(bootstrap: &str, topic: &str, partition: i32) -> String {
+    partition_metadata(bootstrap, topic, partition)
+        .0
+        .to_string()
+}
+
+/// Waits until no partition of the cluster is under-replicated: the
+/// restarted node is back in every ISR.
+pub async fn until_fully_replicated(boot: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let boot = boot.to_owned();
+        let out = tokio::task::spawn_blocking(move || {
+            kafka_sh_stdout(&[
+                "tool",
+                "topics",
+                "--bootstrap-server",
+                &boot,
+                "--describe",
+                "--under-replicated-partitions",
+            ])
+        })
+        .await
+        .unwrap();
+        match out {
+            Ok(listed) if listed.trim().is_empty() => return started.elapsed(),
+            Ok(listed) => assert!(
+                started.elapsed() < within,
+                "partitions still under-replicated after {within:?}:\n{listed}"
+            ),
+            Err(e) => assert!(
+                started.elapsed() < within,
+                "kafka-topics --describe failed for {within:?}: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }

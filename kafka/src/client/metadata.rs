@@ -16,11 +16,24 @@ use crate::codes::{self, Meaning, Resource};
 use crate::error::Error;
 
 /// What Metadata said of a topic.
-enum Layout {
+pub(super) enum Layout {
     /// The partition count; the leaders are cached.
-    Partitions(i32),
+    Partitions(i32, Vec<PartitionState>),
     /// The principal may not describe the topic.
     Denied,
+}
+
+/// What Metadata said of one partition: whether it can take an `acks=all`
+/// write (see the `writable` module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PartitionState {
+    pub(super) partition: i32,
+    /// The leader's node id, or -1 while the partition has none.
+    pub(super) leader: i32,
+    /// How many replicas are in sync.
+    pub(super) in_sync: usize,
+    /// How many replicas it has.
+    pub(super) replicas: usize,
 }
 
 impl Client {
@@ -56,13 +69,13 @@ impl Client {
         }
         match self.load_topic(topic, deadline).await? {
             (Layout::Denied, broker) => Ok(broker),
-            (Layout::Partitions(count), _) if partition >= count => {
+            (Layout::Partitions(count, _), _) if partition >= count => {
                 Err(Attempt::Fail(Error::InvalidArgument(format!(
                     "topic {} has no partition {partition} (it has {count})",
                     crate::error::quote(topic)
                 ))))
             }
-            (Layout::Partitions(count), broker) => {
+            (Layout::Partitions(count, _), broker) => {
                 self.cached_leader(topic, partition).ok_or_else(|| {
                     Attempt::Again(format!(
                         "Metadata at {broker} shows no leader of {}/{partition} (the topic has \
@@ -92,7 +105,7 @@ impl Client {
             return Ok(*n);
         }
         match self.load_topic(topic, deadline).await? {
-            (Layout::Partitions(n), _) => Ok(n),
+            (Layout::Partitions(n, _), _) => Ok(n),
             (Layout::Denied, broker) => Err(Attempt::Fail(Error::fatal(
                 format!(
                     "Metadata for topic {} at {broker}",
@@ -107,7 +120,7 @@ impl Client {
     /// Asks a bootstrap broker for the topic's partitions and caches their
     /// leaders and their count; returns the layout and the broker that
     /// answered.
-    async fn load_topic(
+    pub(super) async fn load_topic(
         &self,
         topic: &str,
         deadline: Instant,
@@ -152,6 +165,16 @@ impl Client {
                 }
             }
             let count = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+            let states = t
+                .partitions
+                .iter()
+                .map(|p| PartitionState {
+                    partition: p.partition_index,
+                    leader: p.leader_id.0,
+                    in_sync: p.isr_nodes.len(),
+                    replicas: p.replica_nodes.len(),
+                })
+                .collect();
             {
                 let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
                 for p in &t.partitions {
@@ -171,7 +194,7 @@ impl Client {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(topic.to_owned(), count);
-            Ok((Layout::Partitions(count), broker.clone()))
+            Ok((Layout::Partitions(count, states), broker.clone()))
         })
         .await
     }

@@ -11,7 +11,9 @@
 //! InitProducerId (v0 to v4) at the transaction coordinator,
 //! AddPartitionsToTxn (v0 to v3), EndTxn (v0 to v4) at the coordinator and a
 //! transactional Produce (v3 to v11) at the partition leader (the `txn`
-//! module), Metadata and ListOffsets (the `metadata` module),
+//! module), Metadata and ListOffsets (the `metadata` module), Metadata and
+//! DescribeConfigs before a data partition joins a transaction (the
+//! `writable` module),
 //! DescribeProducers at a partition's leader (the `producers` module), and
 //! the three authorizer questions that change nothing (the `access`
 //! module). Every one goes through the request layer (the `request`
@@ -80,6 +82,7 @@ mod producers;
 mod request;
 pub mod retry;
 mod txn;
+mod writable;
 use crate::deadline_in;
 use crate::security::{Credentials, SaslSettings, Security};
 use crate::settings::Settings;
@@ -91,6 +94,7 @@ use request::{attempt_for, denied, Reached, Target};
 pub use retry::busy_pause;
 use retry::Backoff;
 pub use txn::TxnError;
+pub use writable::MIN_INSYNC_TTL;
 
 /// The connection to one broker address, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
@@ -161,6 +165,9 @@ struct Inner {
     /// Topic → its partition count (guarded writes that leave the
     /// partition open).
     partition_counts: StdMutex<HashMap<String, i32>>,
+    /// Topic → when its `min.insync.replicas` was asked, and the answer
+    /// (the `writable` module).
+    min_insync: StdMutex<HashMap<String, (Instant, Option<usize>)>>,
     /// The member access questions answered "allowed" (`access.rs`).
     allowed: StdMutex<std::collections::HashSet<String>>,
     /// Held by the check asking the questions every role shares.
@@ -219,6 +226,7 @@ impl Client {
                 coordinators: StdMutex::new(HashMap::new()),
                 leaders: StdMutex::new(HashMap::new()),
                 partition_counts: StdMutex::new(HashMap::new()),
+                min_insync: StdMutex::new(HashMap::new()),
                 allowed: StdMutex::new(std::collections::HashSet::new()),
                 asking: tokio::sync::Mutex::new(()),
                 connections: StdMutex::new(HashMap::new()),

@@ -3,12 +3,15 @@
 //! each field with the versions it is present in, each known tagged field
 //! with its tag and versions, and per API its first flexible version.
 
-use Ty::{Array, Bool, Bytes, Int16, Int32, Int64, NullableArray, NullableStr, Records, Str, Uuid};
+use Ty::{
+    Array, Bool, Bytes, Int16, Int32, Int64, Int8, NullableArray, NullableStr, Records, Str, Uuid,
+};
 
 /// A field's wire type. Strings, bytes and arrays take their compact
 /// encoding (unsigned varint length plus one) in flexible versions.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Ty {
+    Int8,
     Int16,
     Int32,
     Int64,
@@ -253,6 +256,30 @@ const METADATA_TOPIC: Schema = plain(&[
     f("topic_authorized_operations", Int32, from(8)),
 ]);
 
+// DescribeConfigs (32)
+const CONFIG_SYNONYM: Schema = plain(&[
+    f("name", Str, ALL),
+    f("value", NullableStr, ALL),
+    f("source", Int8, ALL),
+]);
+const CONFIG_ENTRY: Schema = plain(&[
+    f("name", Str, ALL),
+    f("value", NullableStr, ALL),
+    f("read_only", Bool, ALL),
+    f("config_source", Int8, ALL),
+    f("is_sensitive", Bool, ALL),
+    f("synonyms", Array(&s(&CONFIG_SYNONYM)), ALL),
+    f("config_type", Int8, from(3)),
+    f("documentation", NullableStr, from(3)),
+]);
+const CONFIG_RESULT: Schema = plain(&[
+    f("error_code", Int16, ALL),
+    f("error_message", NullableStr, ALL),
+    f("resource_type", Int8, ALL),
+    f("resource_name", Str, ALL),
+    f("configs", Array(&s(&CONFIG_ENTRY)), ALL),
+]);
+
 // ListOffsets (2)
 const OFFSETS_PARTITION: Schema = plain(&[
     f("partition_index", Int32, ALL),
@@ -456,6 +483,16 @@ pub(super) const APIS: &[Api] = &[
             f("topics", Array(&s(&METADATA_TOPIC)), ALL),
             f("cluster_authorized_operations", Int32, between(8, 10)),
             f("error_code", Int16, from(13)),
+        ]),
+    },
+    Api {
+        key: 32,
+        name: "DescribeConfigs",
+        covered: &[1, 2, 3, 4],
+        flexible_from: 4,
+        body: plain(&[
+            f("throttle_time_ms", Int32, ALL),
+            f("results", Array(&s(&CONFIG_RESULT)), ALL),
         ]),
     },
     Api {

@@ -62,7 +62,6 @@
 //! [`LeaseWriter::take_resolved`]: crate::transport::LeaseWriter::take_resolved
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
 
 use bytes::Bytes;
 use krabka_kafka::client::retry;
@@ -83,9 +82,6 @@ use pin::Pin;
 
 /// A transactional request's failure, its refusals in the crate's errors.
 type TxnError = krabka_kafka::TxnError<Error>;
-
-/// The least time an abort gets, even past the caller's deadline.
-const MIN_ABORT_TIME: Duration = Duration::from_millis(500);
 
 /// How one failed step ends the write.
 pub(crate) enum Outcome {
@@ -199,16 +195,21 @@ impl ProtocolLease {
 
     /// Runs one transaction with `records`: finish what an earlier write
     /// left pending, add the partitions, produce, and commit unless
-    /// `leave_open`.
+    /// `leave_open`. With `data` (a guarded write to data topics), each
+    /// partition is first checked able to take the write (the client's
+    /// `check_writable`): a partition that could hold the transaction open
+    /// fails the write before anything is sent, so the role's renewals never
+    /// wait for it.
     pub(crate) async fn transact(
         &mut self,
         role: &str,
         what: &str,
         records: Vec<OutRecord>,
         leave_open: bool,
+        data: bool,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        let placed = match self.place(&records, deadline).await {
+        let placed = match self.place_checked(&records, data, deadline).await {
             Ok(p) => p,
             Err(e) => {
                 let e = match e {
@@ -382,6 +383,32 @@ impl ProtocolLease {
         }
         // 3. The commit.
         self.commit(role, what, deadline).await
+    }
+
+    /// [`ProtocolLease::place`], then with `data` the check that every
+    /// partition placed can take the write, by topic.
+    async fn place_checked<'r>(
+        &mut self,
+        records: &'r [OutRecord],
+        data: bool,
+        deadline: Instant,
+    ) -> Result<Placed<'r>> {
+        let placed = self.place(records, deadline).await?;
+        if data {
+            let mut topics: Vec<(&str, Vec<i32>)> = Vec::new();
+            for ((topic, partition), _) in &placed {
+                match topics.iter_mut().find(|(t, _)| t == topic) {
+                    Some((_, ps)) => ps.push(*partition),
+                    None => topics.push((topic.as_str(), vec![*partition])),
+                }
+            }
+            for (topic, partitions) in topics {
+                self.describe
+                    .check_writable(topic, &partitions, deadline)
+                    .await?;
+            }
+        }
+        Ok(placed)
     }
 
     /// The partition of each record, in the records' order within a

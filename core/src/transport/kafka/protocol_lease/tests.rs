@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::batch::tests::rec;
 use super::*;
 
@@ -68,6 +70,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
             "r",
             "write_guarded",
             vec![rec("k", Some("v"), &[])],
+            false,
             false,
             deadline,
         )
@@ -326,6 +329,7 @@ async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Resu
             "r",
             "write_guarded",
             vec![rec("k", Some("v"), &[])],
+            false,
             false,
             deadline,
         )
