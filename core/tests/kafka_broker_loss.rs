@@ -16,6 +16,13 @@
 //! clusters of `ci/kafka.sh` therefore set `broker.session.timeout.ms` to 5 s
 //! (heartbeats every second); the test prints when the coordinator moved.
 //!
+//! A stalled broker is routed around the same way (issue 25, item 3): the
+//! first bootstrap broker, and then the role's coordinator, paused
+//! (SIGSTOP) for two leases, far past the session timeout, leave the leader
+//! in place, and its renewals and guarded writes go on; the paused broker is
+//! then resumed (SIGCONT), as a stalled JVM comes back, with its stale view,
+//! and the leader keeps its token.
+//!
 //! Needs the real three-node cluster: `KRABKA_BOOTSTRAP_3`, or
 //! `ci/kafka.sh start 3` is run. The killed node is restarted at the end of
 //! each round, and by a guard if the test fails.
@@ -30,34 +37,38 @@ use std::time::{Duration, Instant};
 use krabka_coordination::client::Client;
 use krabka_coordination::events;
 use krabka_coordination::transport::kafka::{ensure_state_topic, DescribeClient, KafkaConfig};
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::ClientConfig;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(15);
 const RENEW: Duration = Duration::from_secs(3);
 
-/// The node leading `partition` of `topic`.
-fn partition_leader(bootstrap: &str, topic: &str, partition: i32) -> String {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let md = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
-    let leader = md.topics()[0]
-        .partitions()
-        .iter()
-        .find(|p| p.id() == partition)
-        .unwrap()
-        .leader();
-    // Node ids are 1..=3 in ci/kafka.sh.
-    leader.to_string()
+/// How a broker is lost.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fault {
+    /// SIGKILL, then a restart.
+    Kill,
+    /// SIGSTOP, then SIGCONT.
+    Pause,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_one_broker_of_three_does_not_change_the_leader() {
+    the_leader_rides_out(Fault::Kill).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_paused_past_its_session_does_not_change_the_leader() {
+    the_leader_rides_out(Fault::Pause).await;
+}
+
+/// The two tests take brokers of the one cluster down: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The role's leader rides out `fault` of its coordinator and then of its
+/// state partition's leader (killed), or of the first bootstrap broker and
+/// then of its coordinator (paused).
+async fn the_leader_rides_out(fault: Fault) {
+    let _serial = SERIAL.lock().await;
     init_tracing();
     let boot = bootstrap3();
     let cfg: KafkaConfig = config(&boot).with_operation_timeout(Duration::from_secs(60));
@@ -115,14 +126,18 @@ async fn losing_one_broker_of_three_does_not_change_the_leader() {
     let describe = DescribeClient::new(&cfg).unwrap();
     let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), &boot);
     let state_leader = partition_leader(&boot, cfg.state_topic(), partition_of(&role));
-    let mut victims = vec![coordinator.clone()];
-    if state_leader != coordinator {
-        victims.push(state_leader);
-    }
+    let mut victims = match fault {
+        Fault::Kill => vec![coordinator.clone(), state_leader],
+        Fault::Pause => vec!["1".to_owned(), coordinator.clone()],
+    };
+    victims.dedup();
     for victim in victims {
         leader_stays(&mut rx, &mut srx);
         let before = written.load(Ordering::Relaxed);
-        let killed = DownNode::kill(&victim);
+        let down = match fault {
+            Fault::Kill => DownNode::kill(&victim),
+            Fault::Pause => DownNode::pause(&victim),
+        };
         let t0 = Instant::now();
         // When the role's coordinator moved, for the record (not asserted).
         let moved = tokio::spawn({
@@ -147,7 +162,7 @@ async fn losing_one_broker_of_three_does_not_change_the_leader() {
         tokio::time::sleep(2 * LEASE).await;
         let renewed = leader_stays(&mut rx, &mut srx);
         eprintln!(
-            "node {victim} killed: the role's coordinator was elsewhere after {:?}",
+            "node {victim} lost ({fault:?}): the role's coordinator was elsewhere after {:?}",
             moved.await.unwrap()
         );
         assert!(renewed > 0, "renewals went on without node {victim}");
@@ -161,7 +176,23 @@ async fn losing_one_broker_of_three_does_not_change_the_leader() {
             "guarded writes resumed without node {victim} ({before} -> {after} in {:?})",
             t0.elapsed()
         );
-        killed.restart().await;
+        match fault {
+            Fault::Kill => down.restart().await,
+            Fault::Pause => down.resume(),
+        }
+        let back = until_fully_replicated(&boot, Duration::from_secs(90)).await;
+        eprintln!("node {victim} back in every ISR after {back:?}");
+        // Renewals and guarded writes go on beside the broker that came back.
+        let before = written.load(Ordering::Relaxed);
+        tokio::time::sleep(2 * RENEW).await;
+        assert!(
+            leader_stays(&mut rx, &mut srx) > 0,
+            "renewals went on after node {victim} came back"
+        );
+        assert!(
+            written.load(Ordering::Relaxed) > before,
+            "guarded writes went on after node {victim} came back"
+        );
         assert_eq!(
             client.describe_leadership(&role).await.unwrap().token,
             token,

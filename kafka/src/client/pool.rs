@@ -6,7 +6,9 @@
 //! (paused, overloaded, cut off) until it next answers: lookups that may go
 //! to any bootstrap broker try it last ([`Client::at_bootstrap`]), and
 //! each try gets a share of the time left, so one stalled broker never uses
-//! up the budget of the brokers after it.
+//! up the budget of the brokers after it; a request whose coordinator or
+//! leader is a stalled broker waits at most a second per attempt there, so
+//! the lookup that finds where the cluster moved it comes soon.
 
 use super::*;
 

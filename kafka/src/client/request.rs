@@ -165,6 +165,10 @@ pub(super) fn denied(resource: Resource) -> &'static str {
     }
 }
 
+/// The longest one attempt waits at a broker that is stalled (see
+/// [`Client::attempt_timeout`]).
+const STALLED_ATTEMPT: Duration = Duration::from_secs(1);
+
 impl Client {
     /// One attempt of a request at `target`, within `deadline`: finds the
     /// target's broker (cached, or looked up), connects, and runs `f` with
@@ -189,7 +193,7 @@ impl Client {
                 self.partition_leader(topic, partition, deadline).await?
             }
         };
-        let attempt_deadline = deadline.min(deadline_in(self.inner.request_timeout));
+        let attempt_deadline = deadline.min(deadline_in(self.attempt_timeout(&addr)));
         let out = self.on(addr, attempt_deadline, &mut f).await;
         if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
             match target {
@@ -198,6 +202,21 @@ impl Client {
             }
         }
         out
+    }
+
+    /// The longest one attempt at `addr` waits: the request timeout, or
+    /// [`STALLED_ATTEMPT`] while `addr` is stalled (see the `pool` module).
+    /// A stalled broker is paused, cut off or dead, and the coordinator or
+    /// leader the cluster moves away from it is found only by the next
+    /// attempt's lookup: a full request timeout per attempt would add up to
+    /// that much to every failover; a broker that is merely slow answers
+    /// once and is no longer stalled.
+    fn attempt_timeout(&self, addr: &str) -> Duration {
+        if self.is_stalled(addr) {
+            self.inner.request_timeout.min(STALLED_ATTEMPT)
+        } else {
+            self.inner.request_timeout
+        }
     }
 
     /// One attempt at one bootstrap broker after another until one answers
