@@ -242,15 +242,12 @@ impl ProtocolLease {
             self.pin = Pin::begin();
         }
         // 1. The partitions the transaction does not have yet.
-        let mut new: Vec<(String, Vec<i32>)> = Vec::new();
-        for ((topic, partition), _) in &placed {
-            if !self.added.contains(&(topic.clone(), *partition)) {
-                match new.iter_mut().find(|(t, _)| t == topic) {
-                    Some((_, ps)) => ps.push(*partition),
-                    None => new.push((topic.clone(), vec![*partition])),
-                }
-            }
-        }
+        let new = by_topic(
+            placed
+                .iter()
+                .map(|(key, _)| key)
+                .filter(|key| !self.added.contains(*key)),
+        );
         if !new.is_empty() {
             let (describe, token) = (self.describe.clone(), self.token);
             let added = retrying(deadline, || {
@@ -395,16 +392,9 @@ impl ProtocolLease {
     ) -> Result<Placed<'r>> {
         let placed = self.place(records, deadline).await?;
         if data {
-            let mut topics: Vec<(&str, Vec<i32>)> = Vec::new();
-            for ((topic, partition), _) in &placed {
-                match topics.iter_mut().find(|(t, _)| t == topic) {
-                    Some((_, ps)) => ps.push(*partition),
-                    None => topics.push((topic.as_str(), vec![*partition])),
-                }
-            }
-            for (topic, partitions) in topics {
+            for (topic, partitions) in by_topic(placed.iter().map(|(key, _)| key)) {
                 self.describe
-                    .check_writable(topic, &partitions, deadline)
+                    .check_writable(&topic, &partitions, deadline)
                     .await?;
             }
         }
@@ -483,6 +473,19 @@ async fn produce_until(
 
 /// Records grouped by partition, in first-seen order.
 type Placed<'r> = Vec<((String, i32), Vec<&'r OutRecord>)>;
+
+/// The partitions of `keys` grouped by topic, in first-seen order, as
+/// AddPartitionsToTxn and the writable check take them.
+fn by_topic<'k>(keys: impl IntoIterator<Item = &'k (String, i32)>) -> Vec<(String, Vec<i32>)> {
+    let mut topics: Vec<(String, Vec<i32>)> = Vec::new();
+    for (topic, partition) in keys {
+        match topics.iter_mut().find(|(t, _)| t == topic) {
+            Some((_, ps)) => ps.push(*partition),
+            None => topics.push((topic.clone(), vec![*partition])),
+        }
+    }
+    topics
+}
 
 #[cfg(test)]
 mod tests;
