@@ -6,7 +6,7 @@
 # when missing), the in-process hand-over with every transport call timed (where the
 # time goes), the first election of a new role, crash failover and describe_leadership.
 # The numbers are recorded, with the machine and the command, in
-# docs/benchmarks-leadership.md.
+# docs/benchmarks/leadership.md.
 #
 #   KRABKA_BOOTSTRAP=127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094 \
 #       ci/bench-leadership.sh --handover-trials 50     all of them on the 3-broker cluster

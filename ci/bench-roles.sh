@@ -3,7 +3,7 @@
 # the krabka-examples crate): for each role count, one Client acquires that many roles
 # at once, holds them (lease 10 s, renew every 3 s by default) and resigns them, while
 # the process samples its threads, descriptors, sockets and memory every second and
-# times its renewals. The numbers are recorded in docs/benchmarks-scale.md.
+# times its renewals. The numbers are recorded in docs/benchmarks/scale.md.
 #
 #   ci/bench-roles.sh                              1, 10 and 100 roles, 120 s each
 #   ci/bench-roles.sh --roles 1000 --hold-s 120

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Times `krabka roles --json` as a separate process on a state topic of many roles; the
-# numbers are recorded, with the machine and the command, in docs/benchmarks-cli.md.
+# numbers are recorded, with the machine and the command, in docs/benchmarks/cli.md.
 #
 #   cli/bench-roles.sh                                   1,000 roles x 3 members, 1 lease each
 #   cli/bench-roles.sh --roles 10000 --runs 10

@@ -1,5 +1,5 @@
 //! Fills a state topic with many roles for the `krabka roles` benchmark
-//! (`cli/bench-roles.sh`, numbers in docs/benchmarks-cli.md).
+//! (`cli/bench-roles.sh`, numbers in docs/benchmarks/cli.md).
 //!
 //! ```sh
 //! cargo run --release -p krabka --example fill_state -- \

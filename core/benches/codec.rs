@@ -1,6 +1,6 @@
 //! Encode and decode of every record kind, and the partition of a role.
 //!
-//! `cargo bench -p krabka-coordination --bench codec`; numbers in docs/benchmarks.md.
+//! `cargo bench -p krabka-coordination --bench codec`; numbers in docs/benchmarks/README.md.
 //!
 //! With `KRABKA_BENCH_CPU_TIME=1` the measurement is the benchmark thread's CPU
 //! time (`CLOCK_THREAD_CPUTIME_ID`) instead of wall time: on a loaded machine

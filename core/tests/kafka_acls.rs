@@ -3,7 +3,7 @@
 //! denied).
 //!
 //! Principals (SCRAM-SHA-512):
-//! * `alice`, a member: exactly the ACLs the README lists: Topic `<state>`
+//! * `alice`, a member: exactly the ACLs docs/security.md lists: Topic `<state>`
 //!   READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS; Group
 //!   `krabka-coordination-reader` DESCRIBE; TransactionalId `<role>` WRITE,
 //!   DESCRIBE (here a prefix of the test's roles); Topic `<data>` WRITE,

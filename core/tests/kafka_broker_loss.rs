@@ -6,7 +6,7 @@
 //! elected), and its guarded writes resume.
 //!
 //! The lease must cover renew interval + `broker.session.timeout.ms` + about
-//! 4 s (README, "Topic and cluster requirements"): the cluster moves a dead
+//! 4 s (docs/operations.md, "Lease sizing"): the cluster moves a dead
 //! broker's coordinators and partition leaders only once its session ran out,
 //! and a renewal may be one renew interval old when the broker dies. With
 //! Kafka's default session of 9 s the role's coordinator moved 9.4 to 13 s

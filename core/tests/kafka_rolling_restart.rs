@@ -9,7 +9,7 @@
 //!
 //! Each role keeps its leader and its token (no fence, no expired lease, no
 //! standby elected), and each role's guarded writes resume after each
-//! restart. The lease follows the README's rule (lease >= renew interval +
+//! restart. The lease follows the lease-sizing rule (docs/operations.md) (lease >= renew interval +
 //! `broker.session.timeout.ms` + 4 s: 15 s renewed every 3 s on the local
 //! cluster's 5 s session).
 //!

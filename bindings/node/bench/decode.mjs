@@ -1,7 +1,7 @@
 // Decoding lease values: the package (the Rust core through napi-rs), one
 // value per call (decodeLease) and a batch per call (decodeLeases), against
 // a pure-JavaScript DataView decoder of the same layout, in one run of one
-// process. See docs/benchmarks-node.md.
+// process. See docs/benchmarks/node.md.
 //
 // The DataView decoder does the same work as the core: the version check,
 // the string length check, strict UTF-8 (TextDecoder with fatal: true), a

@@ -136,7 +136,7 @@ function makeValues(native) {
   // (one JavaScript thread; every worker loads its own copy of this module).
   // Building the object here costs one N-API call and a string per decode;
   // building it through N-API cost a call back into JavaScript and a BigInt
-  // per field (docs/benchmarks-node.md).
+  // per field (docs/benchmarks/node.md).
   const scratch = new BigInt64Array(4)
   const decodeLease = (data) => {
     const member = native._decodeLeaseInto(data, scratch)

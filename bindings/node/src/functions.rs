@@ -71,7 +71,7 @@ pub fn decode_lease(env: Env, data: Unknown<'_>) -> napi::Result<Made> {
 /// member. The package's `decodeRegistration` builds the `Registration`
 /// from them in JavaScript: one N-API call and a string, where building it
 /// through N-API costs a call back into JavaScript and a BigInt per field
-/// (`docs/benchmarks-node.md`).
+/// (`docs/benchmarks/node.md`).
 #[napi(js_name = "_decodeRegistrationInto", skip_typescript)]
 pub fn decode_registration_into(
     env: Env,

@@ -353,7 +353,7 @@ export declare function encodeLease(lease: Lease): Buffer
 
 /** Decodes many lease values in one call into the core: the same as
  * `values.map(decodeLease)`, faster per value from a few values on
- * (docs/benchmarks-node.md). At the first element that is not a `Buffer` or
+ * (docs/benchmarks/node.md). At the first element that is not a `Buffer` or
  * `Uint8Array` holding a lease value it throws what {@link decodeLease}
  * throws for that element, with `values[i]: ` before the message and
  * `index` set to `i`; nothing is returned then. */

@@ -4,7 +4,7 @@ them, and resigns them, while the process samples its threads, open
 descriptors, TCP sockets and resident memory every second (``/proc/self``)
 and times its renewals from the leaderships' events. The Rust twin is
 ``examples/rust/benches/roles.rs`` (``ci/bench-roles.sh``); the numbers of
-both are in ``docs/benchmarks-scale.md``.
+both are in ``docs/benchmarks/scale.md``.
 
 Usage (with the package installed, e.g. ``ci/python.sh`` leaves it in
 ``bindings/python/.venv``):

@@ -4,7 +4,7 @@
 //! The module makes the shared recorder (`krabka_coordination_bindings::
 //! metrics`) the extension's `metrics` recorder when it is imported, so
 //! every member of the process counts from then on; these functions read
-//! it. See the table of metrics in the README ("Metrics").
+//! it. See the table of metrics in docs/metrics.md.
 
 use krabka_coordination_bindings::metrics::{install_global, SampleValue};
 use pyo3::prelude::*;

@@ -1,7 +1,7 @@
 """The core's metrics read from Python (``metrics()``, ``metrics_text()``)
 through a hand-over on a real Kafka: two members in this process, a resign,
 and the standby's election. The numbers are the ones ``krabka run
---metrics-addr`` serves (README, "Metrics")."""
+--metrics-addr`` serves (docs/metrics.md)."""
 
 from __future__ import annotations
 

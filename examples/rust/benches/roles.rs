@@ -23,7 +23,7 @@
 //! ```
 //!
 //! Run through `ci/bench-roles.sh`; the results are in
-//! `docs/benchmarks-scale.md`. Under `cargo test` it only checks its command
+//! `docs/benchmarks/scale.md`. Under `cargo test` it only checks its command
 //! line.
 
 use std::collections::HashMap;

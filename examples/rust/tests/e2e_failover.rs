@@ -223,7 +223,7 @@ fn resign_hands_over_to_the_next_member_within_one_second() {
         handover < 1_000,
         "hand-over took {handover} ms (bound 1 s): a's resign (mint + tombstone) took {} ms, \
          b's challenge (mint + first lease) {standby_mint_and_lease} ms (where a hand-over's time goes: \
-         docs/benchmarks-leadership.md)",
+         docs/benchmarks/leadership.md)",
         resigned["took_ms"]
     );
     assert!(

@@ -9,7 +9,7 @@
 //!     [--stagger-ms 500] [--json PATH]
 //! ```
 //!
-//! The numbers are recorded in `docs/benchmarks-leadership.md`.
+//! The numbers are recorded in `docs/benchmarks/leadership.md`.
 //!
 //! * **hand-over** (`inproc.rs`): two members in this process, each with
 //!   its own `KafkaTransport` behind its own `Client`. The leader resigns;
