@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
         ApiKey::Produce => decode::<ProduceResponse>(body, version),
         ApiKey::EndTxn => decode::<EndTxnResponse>(body, version),
         ApiKey::Metadata => decode::<MetadataResponse>(body, version),
+        ApiKey::DescribeConfigs => decode::<DescribeConfigsResponse>(body, version),
         ApiKey::ListOffsets => decode::<ListOffsetsResponse>(body, version),
         ApiKey::Fetch => decode::<FetchResponse>(body, version),
         other => panic!("the frame check covers {other:?}, which this target does not decode"),
