@@ -218,34 +218,40 @@ async fn create(
     }
 }
 
-/// Checks a just-created topic, waiting briefly until its metadata shows up.
+/// Checks a just-created topic, waiting briefly until its metadata and its
+/// configuration show up.
+///
+/// Each round judges the facts of one read: a second read may reach another
+/// broker, and a broker that has the new topic's metadata may not have its
+/// configuration yet (it answers `cleanup.policy` empty; seen on the
+/// three-node cluster right after another test restarted a broker).
 async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicReport> {
     let deadline = super::deadline_in(config.operation_timeout());
     loop {
-        // A broker that has the new topic's metadata may not have its
-        // configuration yet, and answers cleanup.policy empty (seen on the
-        // three-node cluster): this topic was just created compacted, so wait.
-        if tokio::time::Instant::now() < deadline {
-            let admin = admin(config)?;
-            let read = read_topic(config, &admin, partitions).await;
-            drop_off_thread(admin);
-            if let Ok((facts, _)) = read {
-                if facts.cleanup_policy.trim().is_empty() {
-                    tracing::debug!(topic = %facts.topic, "waiting for the new topic's configuration");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
+        let admin = admin(config)?;
+        let read = read_topic(config, &admin, partitions).await;
+        drop_off_thread(admin);
+        let waiting = tokio::time::Instant::now() < deadline;
+        match read {
+            Ok((facts, _)) if waiting && facts.cleanup_policy.trim().is_empty() => {
+                tracing::debug!(topic = %facts.topic, "waiting for the new topic's configuration");
             }
-        }
-        match check_state_topic(config, partitions).await {
+            Ok((facts, _)) => {
+                facts.check(partitions)?;
+                let report = facts.report();
+                for w in &report.warnings {
+                    tracing::warn!("{w}");
+                }
+                return Ok(report);
+            }
             Err(Error::Fatal { context, source })
-                if tokio::time::Instant::now() < deadline && context.contains("does not exist") =>
+                if waiting && context.contains("does not exist") =>
             {
                 tracing::debug!(%context, %source, "waiting for the new topic's metadata");
-                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            other => return other,
+            Err(e) => return Err(e),
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
