@@ -5,7 +5,8 @@
 //! broker out of the partition's in-sync replicas, every guarded write to
 //! it fails promptly with an error naming the topic and the reason, and the
 //! leader keeps renewing for two leases (no fence, no expired lease, no
-//! standby elected). Once the broker is back in sync, a guarded write
+//! standby elected; the lease, 20 s renewed every 3 s, follows the
+//! lease-sizing rule on Kafka's default broker settings). Once the broker is back in sync, a guarded write
 //! commits again with the same token.
 //!
 //! Without the check before AddPartitionsToTxn the first such write added
@@ -28,7 +29,7 @@ use krabka_coordination::events;
 use krabka_coordination::transport::kafka::{ensure_state_topic, DescribeClient, KafkaConfig};
 use support::*;
 
-const LEASE: Duration = Duration::from_secs(15);
+const LEASE: Duration = Duration::from_secs(20);
 const RENEW: Duration = Duration::from_secs(3);
 
 /// Waits until `topic`/0 shows `in_sync` replicas in sync, for at most
