@@ -282,7 +282,9 @@ impl Leadership {
     /// acknowledged by then fails with [`Error::Transient`], and nothing of
     /// it is ever written; when the lease ran out meanwhile (the process was
     /// paused, say), it fails with [`Error::LeaseExpired`] and the term
-    /// ends. Its transaction is aborted once the transaction
+    /// ends; if the write was already in flight then (the transport overran
+    /// its bound), it fails with [`Error::OutcomeUnknown`] instead, and the
+    /// term ends all the same. Its transaction is aborted once the transaction
     /// coordinator has it (at once, unless the coordinator is moving or
     /// still completing the previous transaction; then before the next
     /// write or renewal of the role). A failure after its commit was sent is
@@ -314,12 +316,23 @@ impl Leadership {
             biased;
             w = held.epoch.write_guarded(records, within) => w,
             // The transport overran the bound past the lease: the term is
-            // over, whatever becomes of the write.
+            // over, but the write goes on in its own task and its commit may
+            // already be on its way, so its outcome is unknown (reporting
+            // LEASE_EXPIRED here let a committed write look failed: seen by
+            // the fault campaign).
             _ = held.member.options.clock.sleep(held.left()) => {
                 if self.err().is_none() {
                     held.expire();
                 }
-                return Err(ended_error(&self.err().expect("ended above")));
+                return Err(Error::OutcomeUnknown {
+                    context: format!(
+                        "write_guarded for role {}",
+                        crate::error::quote(&held.member.role)
+                    ),
+                    source: "the lease ran out while the write was in flight, and the term has ended \
+                             (LEASE_EXPIRED); the records may or may not become visible"
+                        .into(),
+                });
             }
         };
         held.report_resolved();
