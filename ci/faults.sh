@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The fault campaign (issue 9, item 11): member processes of three roles (two
+# The fault campaign (issue 9, item 11; issue 25, item 9): member processes of three roles (two
 # sharing a state partition) write guarded records on the 3-broker cluster while
-# a nemesis kills, pauses, cuts off and skews members and kills and pauses
-# brokers, at random and reproducibly from a seed; then a checker reads every
-# data topic and the state topic with an independent read_committed client.
+# a nemesis kills, pauses, cuts off and skews members and kills, pauses and
+# restarts brokers (one at a time, or all three in a rolling restart), at random
+# and reproducibly from a seed; a fourth, steady role whose lease follows the
+# lease-sizing rule takes the broker faults only and must keep its leader; then a
+# checker reads every data topic and the state topic with an independent
+# read_committed client.
 # docs/faults.md describes the campaign and records its figures.
 #
 #   ci/faults.sh [--duration SECONDS] [--seed N] [--bootstrap HOST:PORT,...] [more, see --help]

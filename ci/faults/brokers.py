@@ -81,6 +81,17 @@ class Brokers:
                 time.sleep(2.0)
         return False
 
+    def stop(self, node, timeout=120):
+        """`ci/kafka.sh node stop 3 NODE`: SIGTERM, a controlled shutdown that
+        hands the node's partition leaders and coordinators over (as a rolling
+        restart does). Returns True when it stopped."""
+        try:
+            self._run(["node", "stop", "3", str(node)], timeout=timeout)
+            return True
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            self.log(f"stopping broker node {node} failed: {(getattr(e, 'stderr', '') or '').strip()[-300:]}")
+            return False
+
     def pause(self, node):
         pid = self.pids().get(node)
         if pid is None:

@@ -23,12 +23,28 @@ What is checked, per role:
                non-decreasing tokens, each one announced by its member
   leader after healing  a member led (elected or renewed) after every fault
                was healed
+  healthy leader kept  (the steady role only: its lease follows the
+               lease-sizing rule and its members take no fault, so every
+               leader it has can reach a majority of the brokers) one
+               election, no term ended by a fence or an expired lease, no
+               leaderless time before the members were stopped
+
+Reported, not checked, per role: the longest leaderless time against the
+bound its lease allows (lease + challenge stagger x (members - 1) +
+BOUND_SLACK_S), and how many gaps were longer. A gap can be longer for a
+reason: a broker fault, or faults on several members of the role at once.
 """
 
 import json
 
 import headers
 from members import TERM_ENDS
+
+# Beyond the lease and the stagger of the ranks: a standby's reading and its
+# challenge (the mint, the first lease write).
+BOUND_SLACK_S = 2.0
+# How a term ends when its leader was deposed.
+DEPOSED = ("fenced", "lease_expired")
 
 
 def _token(v):
@@ -97,6 +113,22 @@ def leaderless(terms, lease_s, stop_t):
     if covered < stop_t:
         gaps.append((covered, stop_t))
     return gaps
+
+
+def check_steady(terms, gaps, stop_t):
+    """The steady role's leader is never deposed: one election, no term
+    ended by a fence or an expired lease, no leaderless time."""
+    problems = []
+    if len(terms) != 1:
+        problems.append(f"elected {len(terms)} times: " + ", ".join(
+            f"{t['member']} at {t['start']:.1f}s" for t in terms))
+    for t in terms:
+        if t["how"] in DEPOSED and t["end"] is not None and t["end"] <= stop_t:
+            problems.append(f"{t['member']} (token {fmt_token(t['token'])}) was deposed at {t['end']:.1f}s "
+                            f"({t['how']}; its last renewal at {t['last']:.1f}s)")
+    for a, b in gaps:
+        problems.append(f"leaderless from {a:.1f}s to {b:.1f}s")
+    return problems
 
 
 def check_data(role, records, terms, writes):
@@ -204,7 +236,9 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
             figures["on_leaders"][f["kind"]] = figures["on_leaders"].get(f["kind"], 0) + 1
     checks.append(Check("faults injected", [] if injected else ["no fault was injected"],
                         f"{len(injected)} injected"))
-    lease_s = run["lease_ms"] / 1000.0
+    default_lease_s = run["lease_ms"] / 1000.0
+    stagger_s = run.get("stagger_ms", 1000) / 1000.0
+    steady = set(run.get("steady", ()))
     longest = (0.0, None, None)
     total_records = 0
     for role in run["roles"]:
@@ -239,7 +273,13 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
                             f"{len(leases.get(role, []))} committed leases"))
         checks.append(Check(f"{short}: leader after healing",
                             [] if healed_leaders.get(role) else ["no member led after every fault was healed"]))
+        lease_s = run.get("timing", {}).get(role, (run["lease_ms"], None))[0] / 1000.0
+        members = run.get("members", {}).get(role, 1)
+        bound = lease_s + stagger_s * max(members - 1, 0) + BOUND_SLACK_S
         gaps = leaderless(terms, lease_s, run["stop_t"])
+        if role in steady:
+            checks.append(Check(f"{short}: healthy leader kept", check_steady(terms, gaps, run["stop_t"]),
+                                f"lease {lease_s:g}s, no member faults"))
         worst = max(gaps, key=lambda g: g[1] - g[0], default=None)
         if worst is not None and worst[1] - worst[0] > longest[0]:
             longest = (worst[1] - worst[0], role, worst)
@@ -250,6 +290,10 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
             "writes_failed": sum(w["result"] != "ok" for w in writes),
             "longest_leaderless_s": round(worst[1] - worst[0], 2) if worst else 0.0,
             "leaderless_at_s": [round(worst[0], 1), round(worst[1], 1)] if worst else None,
+            "bound_s": round(bound, 2),
+            "over_bound": sum(b - a > bound for a, b in gaps),
+            "lease_s": lease_s,
+            "steady": role in steady,
         }
     errors = {}
     for e in events:
@@ -267,6 +311,6 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
         figures["longest_leaderless"] = {
             "role": longest[1], "from_s": round(a, 1), "to_s": round(b, 1),
             "faults_around": [f"{f['t']:.1f}s {f['kind']} {f.get('target', '')} {f.get('detail', '')}".strip()
-                              for f in injected if a - 2 * lease_s - 15 <= f["t"] <= b],
+                              for f in injected if a - 2 * default_lease_s - 15 <= f["t"] <= b],
         }
     return checks, figures

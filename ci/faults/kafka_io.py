@@ -35,6 +35,16 @@ def partition_leader(bootstrap, topic, partition, timeout=20.0):
     return md.topics[topic].partitions[partition].leader
 
 
+def under_replicated(bootstrap, timeout=10.0):
+    """How many partitions of the cluster have fewer in-sync replicas than
+    replicas (None when the metadata cannot be read)."""
+    try:
+        md = admin(bootstrap).list_topics(timeout=timeout)
+    except KafkaException:
+        return None
+    return sum(len(p.isrs) < len(p.replicas) for t in md.topics.values() for p in t.partitions.values())
+
+
 def create_topic(bootstrap, topic, partitions, config):
     """Creates `topic` (replication factor 3) unless it exists."""
     client = admin(bootstrap)  # must outlive the futures

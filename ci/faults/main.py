@@ -44,13 +44,30 @@ def parse_args(argv):
     p.add_argument("--lease-ms", type=int, default=5000, help="the members' lease (default 5000)")
     p.add_argument("--renew-ms", type=int, default=1000, help="the members' renew interval (default 1000)")
     p.add_argument("--stagger-ms", type=int, default=1000, help="the members' challenge stagger (default 1000)")
+    p.add_argument("--steady-members", type=int, default=2,
+                   help="members of the steady role (default 2; 0: no steady role): a role whose lease follows "
+                        "the lease-sizing rule and whose members take no fault, so only the cluster's faults "
+                        "reach it, and its leader must never be deposed")
+    p.add_argument("--steady-lease-ms", type=int, default=20000, help="the steady role's lease (default 20000)")
+    p.add_argument("--steady-renew-ms", type=int, default=3000, help="the steady role's renew interval (default 3000)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
     p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")
+    p.add_argument("--kinds", default=None,
+                   help="only these fault kinds, comma-separated (default: every kind, see docs/faults.md)")
     p.add_argument("--keep-topics", action="store_true", help="keep the data topics after the run")
     a = p.parse_args(argv)
     a.members_per_role = [int(x) for x in a.members.split(",")]
     if len(a.members_per_role) < 3 or min(a.members_per_role) < 1:
         p.error("--members needs at least three roles of at least one member each")
+    if a.kinds is not None:
+        from nemesis import KINDS
+        known = [k for k, _ in KINDS]
+        a.kinds = [k.strip() for k in a.kinds.split(",") if k.strip()]
+        unknown = [k for k in a.kinds if k not in known]
+        if unknown or not a.kinds:
+            p.error(f"--kinds: unknown kind(s) {unknown or a.kinds}; the kinds are {', '.join(known)}")
+    if a.steady_members < 0:
+        p.error(f"--steady-members must be 0 or more, got {a.steady_members}")
     if a.seed is None:
         a.seed = secrets.randbelow(1_000_000)
     return a
@@ -157,10 +174,15 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
             print(f"         ... and {len(c.problems) - 10} more")
     print(f"  roles: {', '.join(roles)} (the first two share state partition "
           f"{role_partition(roles[0], cfg.partitions)} of {cfg.partitions})")
+    print(f"  a role's bound: lease + challenge stagger x (members - 1) + {checker.BOUND_SLACK_S:g}s, the time a "
+          "standby needs to take over from a leader lost to a member fault; broker faults and faults on "
+          "several members of a role can take longer (see docs/faults.md)")
     for role, r in figures["roles"].items():
         print(f"  {role}: {r['elections']} elections, {r['records']} committed records, "
               f"{r['writes_ok']} writes ok / {r['writes_failed']} failed, "
-              f"longest leaderless {r['longest_leaderless_s']:.1f}s")
+              f"longest leaderless {r['longest_leaderless_s']:.1f}s (its lease allows {r['bound_s']:.1f}s"
+              f"{'; ' + str(r['over_bound']) + ' gaps longer' if r['over_bound'] else ''})"
+              f"{'; steady (lease ' + str(r['lease_s']) + 's, no member faults)' if r['steady'] else ''}")
     print(f"  member exits by code: {figures['exits']} (-9 killed, 0 stopped, 1 error, 3 fenced, 4 lease expired)")
     for what, n in sorted(figures["member_errors"].items(), key=lambda x: -x[1]):
         print(f"  {n} x {what}")
@@ -181,7 +203,7 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
         json.dump({"seed": cfg.seed, "duration_s": cfg.duration, "wall_s": round(duration_s, 1),
                    "started": started, "machine": machine(), "commit": commit(cfg.repo), "bootstrap": cfg.bootstrap,
                    "lease_ms": cfg.lease_ms, "renew_ms": cfg.renew_ms, "stagger_ms": cfg.stagger_ms,
-                   "members": cfg.members_per_role, "roles": roles, "figures": figures,
+                   "members": cfg.fleet_members, "timing": cfg.timing, "roles": roles, "figures": figures,
                    "checks": [{"name": c.name, "passed": c.passed, "problems": c.problems, "info": c.info}
                               for c in checks]}, f, indent=2)
     return failed == 0
@@ -205,12 +227,21 @@ def main(argv):
     for d in (cfg.work_dir, os.path.join(cfg.work_dir, "runs"), run_dir):
         os.chmod(d, 0o755)
     log(f"commit {commit(cfg.repo)}; seed {cfg.seed}; {cfg.duration:.0f}s of faults on {cfg.bootstrap}; "
-        f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms; run directory {run_dir}")
+        f"lease {cfg.lease_ms} ms, renew {cfg.renew_ms} ms (steady role: {cfg.steady_members} members, lease "
+        f"{cfg.steady_lease_ms} ms, renew {cfg.steady_renew_ms} ms); run directory {run_dir}")
     log(f"reproduce the fault schedule with: ci/faults.sh --seed {cfg.seed} --duration {cfg.duration:g}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     cfg.partitions = kafka_io.ensure_state_topic(cfg.bootstrap)
-    roles = pick_roles(f"faults-{secrets.token_hex(3)}", len(cfg.members_per_role), cfg.partitions)
+    faulty = len(cfg.members_per_role)
+    roles = pick_roles(f"faults-{secrets.token_hex(3)}", faulty + (cfg.steady_members > 0), cfg.partitions)
+    # The steady role (last, on a state partition of its own) follows the
+    # lease-sizing rule and its members take no fault of their own.
+    steady = roles[faulty:]
+    cfg.fleet_members = cfg.members_per_role + ([cfg.steady_members] if steady else [])
+    cfg.timing = {r: (cfg.lease_ms, cfg.renew_ms) for r in roles}
+    for r in steady:
+        cfg.timing[r] = (cfg.steady_lease_ms, cfg.steady_renew_ms)
     topics = {r: f"{r}-data" for r in roles}
     for t in topics.values():
         kafka_io.create_topic(cfg.bootstrap, t, 1, {"min.insync.replicas": "2"})
@@ -226,7 +257,7 @@ def main(argv):
         log(f"NOTICE: no broker faults: {brokers.why_not}")
     warn_ephemeral(ports)
     fleet = Fleet(cfg, roles, topics, isolation, run_dir, cfg.seed, log)
-    nemesis = Nemesis(cfg, roles, fleet, brokers, isolation, cfg.seed, run_dir, log)
+    nemesis = Nemesis(cfg, roles[:faulty], fleet, brokers, isolation, cfg.seed, run_dir, log)
     lease_s = cfg.lease_ms / 1000.0
     stopped = False
     try:
@@ -254,7 +285,9 @@ def main(argv):
         stopped = True
         data, leases = read_logs(cfg, roles, topics, cfg.partitions, lease_s)
         batch_headers = read_headers(cfg, brokers, topics)
-        run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t}
+        run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady,
+               "timing": cfg.timing, "members": dict(zip(roles, cfg.fleet_members)),
+               "stagger_ms": cfg.stagger_ms}
         checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers)
         checks.append(checker.Check("the cluster has its three brokers after healing",
                                     [] if cluster_whole else [f"running nodes: {sorted(brokers.pids())}"]))

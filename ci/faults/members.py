@@ -67,7 +67,7 @@ class Fleet:
         os.chmod(clock_dir, 0o755)
         index = 0
         setup_rng = random.Random(f"slots-{seed}")
-        for role, count in zip(roles, cfg.members_per_role):
+        for role, count in zip(roles, getattr(cfg, "fleet_members", cfg.members_per_role)):
             for _ in range(count):
                 clock_file = os.path.join(clock_dir, f"slot{index}")
                 with open(clock_file, "w") as f:
@@ -86,14 +86,15 @@ class Fleet:
 
     def _argv(self, slot):
         c = self.cfg
+        lease_ms, renew_ms = getattr(c, "timing", {}).get(slot.role, (c.lease_ms, c.renew_ms))
         return [
             c.member_bin,
             "--bootstrap", c.bootstrap,
             "--role", slot.role,
             "--member", slot.member,
             "--partitions", str(c.partitions),
-            "--lease-ms", str(c.lease_ms),
-            "--renew-ms", str(c.renew_ms),
+            "--lease-ms", str(lease_ms),
+            "--renew-ms", str(renew_ms),
             "--stagger-ms", str(c.stagger_ms),
             "--data-topic", slot.topic,
             "--write-every-ms", str(slot.write_every_ms),

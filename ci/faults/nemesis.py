@@ -12,7 +12,15 @@ Kinds:
   member_clock  the member's wall clock steps 2 to 30 s forward or back, for 5 to 20 s
   broker_kill   SIGKILL of a broker JVM, restarted (ci/kafka.sh node start) 2 to 10 s later
   broker_pause  SIGSTOP of a broker JVM, SIGCONT 2 to 12 s later
+  broker_pause_long  SIGSTOP of a broker JVM past the brokers' session (9 s on
+                Kafka's defaults), SIGCONT 12 to 20 s later
+  rolling_restart  the three brokers restarted one at a time, as an upgrade
+                does: each stopped with SIGTERM (a controlled shutdown),
+                started again, and every partition back in sync (or 60 s)
+                before the next
 At most one broker fault at a time; a member under a fault takes no other.
+Member faults reach the roles given (not the steady role); broker faults
+reach every role.
 """
 
 import json
@@ -22,6 +30,8 @@ import signal
 import threading
 import time
 
+import kafka_io
+
 KINDS = [
     ("member_kill", 3),
     ("member_pause", 3),
@@ -29,7 +39,12 @@ KINDS = [
     ("member_clock", 2),
     ("broker_kill", 1),
     ("broker_pause", 1),
+    ("broker_pause_long", 1),
+    ("rolling_restart", 1),
 ]
+# seconds a rolling restart waits for every partition to be back in sync
+# before it restarts the next broker
+RESYNC_WITHIN = 60.0
 # seconds a broker fault keeps the broker slot after it healed (replicas catch up)
 BROKER_SETTLE = 8.0
 
@@ -65,8 +80,9 @@ class Nemesis:
 
     def run(self, until):
         """Injects faults until the fleet's clock reaches `until`."""
-        kinds = [k for k, _ in KINDS]
-        weights = [w for _, w in KINDS]
+        only = getattr(self.cfg, "kinds", None)
+        kinds = [k for k, _ in KINDS if only is None or k in only]
+        weights = [w for k, w in KINDS if only is None or k in only]
         lease = self.cfg.lease_ms / 1000.0
         while True:
             gap = self.rng.uniform(self.cfg.gap_min, self.cfg.gap_max)
@@ -190,6 +206,12 @@ class Nemesis:
         if busy:
             f.update(status="skipped", reason="a broker fault is in flight")
             return self._note(f)
+        if kind == "rolling_restart":
+            f.update(target="brokers 1, 2, 3", detail="one at a time")
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._rolling_restart)
+            return
         if kind == "broker_kill":
             secs = 2.0 + 8.0 * d["factor"]
             pid = self.brokers.kill(node)
@@ -202,7 +224,10 @@ class Nemesis:
             self._note(f)
             self._later(self._restart_broker, node, secs)
         else:
-            secs = 2.0 + 10.0 * d["factor"]
+            if kind == "broker_pause_long":
+                secs = 12.0 + 8.0 * d["factor"]
+            else:
+                secs = 2.0 + 10.0 * d["factor"]
             pid = self.brokers.pause(node)
             f.update(detail=f"paused {secs:.1f}s", seconds=round(secs, 2), pid=pid)
             if pid is None:
@@ -222,8 +247,33 @@ class Nemesis:
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
 
+    def _rolling_restart(self):
+        for node in (1, 2, 3):
+            if self.stop_flag.is_set():
+                break
+            t = self.fleet.now()
+            stopped = self.brokers.stop(node)
+            started = self.brokers.start(node)
+            synced = _wait(lambda: kafka_io.under_replicated(self.cfg.bootstrap) == 0, RESYNC_WITHIN)
+            self.log(f"{self.fleet.now():7.1f}s rolling restart: broker node {node} "
+                     f"{'stopped' if stopped else 'did NOT stop'}, "
+                     f"{'is back' if started else 'did NOT come back'}, "
+                     f"{'every partition in sync' if synced else 'partitions still under-replicated'} "
+                     f"({self.fleet.now() - t:.1f}s)")
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False
+
     def _resume_broker(self, pid, secs):
         time.sleep(secs)
         self.brokers.resume(pid)
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
+
+
+def _wait(cond, within, step=0.5):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return False

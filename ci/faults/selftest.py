@@ -38,8 +38,9 @@ def clean():
     return events, records, batches, leases
 
 
-def run(events, records, batches, leases, healed=True):
-    run = {"roles": [ROLE], "lease_ms": 5000, "stop_t": 20.0}
+def run(events, records, batches, leases, healed=True, steady=False):
+    run = {"roles": [ROLE], "lease_ms": 5000, "stop_t": 20.0, "steady": [ROLE] if steady else [],
+           "timing": {ROLE: (5000, 1000)}, "members": {ROLE: 2}, "stagger_ms": 1000}
     faults = [{"t": 2.5, "kind": "member_kill", "status": "injected"}]
     data = {ROLE: {"records": records, "settled": True, "lso": 6, "hw": 6}}
     checks, figures = checker.analyse(run, events, faults, data, {ROLE: leases}, {ROLE: healed}, {ROLE: batches})
@@ -58,6 +59,24 @@ def main():
     assert figures["elections"] == 2 and figures["records"] == 3
     # a: last renewal at 2.0, killed at 3.0 -> covered until 3.0; b elected at 9.0
     assert figures["roles"][ROLE]["longest_leaderless_s"] == 6.0, figures["roles"][ROLE]
+    # the bound: lease 5 + stagger 1 x (2 members - 1) + slack 2 = 8 s; the 6 s gap is within it
+    assert figures["roles"][ROLE]["bound_s"] == 8.0 and figures["roles"][ROLE]["over_bound"] == 0
+
+    # the steady role: a leader that renews until the stop passes
+    steady = [ev(1.0, 10, "a", "elected", producer_id=7, epoch=0)] + [
+        ev(1.0 + 3 * i, 10, "a", "renewed") for i in range(1, 7)] + [
+        ev(20.5, 10, "a", "resigned")]
+    assert failed(run(steady, [rec(0, "a", 7, 0, 1)], [(0, 0, 7, 0)], [(0, "a", (7, 0))], steady=True)[0]) == []
+    steady_ok = [ev(1.0, 10, "a", "elected", producer_id=7, epoch=0),
+                 ev(1.1, 10, "a", "guarded_write", seq=1, result="ok")] + [
+        ev(1.0 + 3 * i, 10, "a", "renewed") for i in range(1, 7)]
+    assert failed(run(steady_ok, [rec(0, "a", 7, 0, 1)], [(0, 0, 7, 0)], [(0, "a", (7, 0))], steady=True)[0]) == []
+    # ... and fails when its leader was deposed, or when it was elected again
+    e, r, b, le = clean()
+    assert failed(run(e, r, b, le, steady=True)[0]) == ["healthy leader kept"]
+    deposed = steady_ok[:4] + [ev(11.0, 10, "a", "lease_expired")]
+    assert failed(run(deposed, [rec(0, "a", 7, 0, 1)], [(0, 0, 7, 0)], [(0, "a", (7, 0))], steady=True)[0]) \
+        == ["healthy leader kept"]
 
     # a record from the older token after a newer one appeared
     e, r, b, le = clean()
