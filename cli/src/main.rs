@@ -21,6 +21,7 @@ use krabka_coordination::{Error, ErrorKind};
 
 mod child;
 mod prometheus;
+mod properties;
 mod read;
 mod run;
 mod settings;

@@ -34,6 +34,7 @@
 //! write, a fencing check), as the spec says: the lease is a timer, the
 //! epoch is the fence.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -42,6 +43,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use crate::child::{exit_code, Supervised};
+use crate::prometheus::Readiness;
 use crate::settings::KafkaArgs;
 use crate::Failure;
 
@@ -76,7 +78,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep_going: bool,
     /// Serve the member's metrics in the Prometheus text format on
-    /// http://HOST:PORT/metrics (port 0: any free port, printed on stderr).
+    /// http://HOST:PORT/metrics (port 0: any free port, printed on stderr),
+    /// and the probes: /healthz (200 while krabka runs) and /readyz (200 only
+    /// while this member leads, 503 otherwise).
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<String>,
     /// The command and its arguments.
@@ -233,8 +237,9 @@ fn command(a: &RunArgs, leadership: &Leadership) -> Command {
     c
 }
 
-/// Installs the Prometheus recorder and serves it at `addr`.
-async fn serve_metrics(addr: &str) -> Result<(), Failure> {
+/// Installs the Prometheus recorder and serves it, with the probes that
+/// `readiness` answers, at `addr`.
+async fn serve_metrics(addr: &str, readiness: Readiness) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Failure::usage(format!("--metrics-addr {addr}: {e}")))?;
@@ -244,8 +249,12 @@ async fn serve_metrics(addr: &str) -> Result<(), Failure> {
     let registry = krabka_coordination_bindings::metrics::install_global().ok_or_else(|| {
         Failure::usage("--metrics-addr: another metrics recorder is installed".to_owned())
     })?;
-    tokio::spawn(crate::prometheus::serve(listener, registry.clone()));
-    eprintln!("krabka: metrics on http://{bound}/metrics");
+    tokio::spawn(crate::prometheus::serve(
+        listener,
+        registry.clone(),
+        readiness,
+    ));
+    eprintln!("krabka: metrics on http://{bound}/metrics (probes: /healthz, /readyz)");
     Ok(())
 }
 
@@ -276,8 +285,9 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
         a.grace,
     )
     .map_err(Failure::usage)?;
+    let readiness = Readiness::default();
     if let Some(addr) = &a.metrics_addr {
-        serve_metrics(addr).await?;
+        serve_metrics(addr, readiness.clone()).await?;
     }
     let mut stop = Box::pin(stop_signal());
     loop {
@@ -307,6 +317,7 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
             a.command
         );
         // 2. Run the child while the term lasts.
+        let leadership = Arc::new(leadership);
         let mut child = match Supervised::start(command(&a, &leadership)) {
             Ok(c) => c,
             Err(e) => {
@@ -317,17 +328,29 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
                 });
             }
         };
+        readiness.leading(&leadership);
         let ended = leadership.done();
         let renew_deadline = lease_down_to(&leadership, times.grace + times.margin);
-        tokio::select! {
+        let outcome = tokio::select! {
             // An ended term first: it is what a resumed, paused krabka meets.
             biased;
-            _ = ended => {
+            _ = ended => Ending::Ended,
+            status = child.wait() => Ending::ChildExited(status),
+            _ = renew_deadline => Ending::NotRenewed,
+            sig = &mut stop => Ending::Signal(sig),
+        };
+        // Not ready from the moment the term starts to end.
+        readiness.not_leading();
+        match outcome {
+            Ending::Ended => {
                 let why = leadership
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_else(|| "ended".to_owned());
-                eprintln!("krabka: the term of {} ended ({why}); stopping the child", a.role);
+                eprintln!(
+                    "krabka: the term of {} ended ({why}); stopping the child",
+                    a.role
+                );
                 // No lease is left: SIGTERM, then SIGKILL at once.
                 let status = stop_child(&mut child, &leadership, times).await;
                 report(status);
@@ -336,7 +359,7 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
                     return Ok(5);
                 }
             }
-            status = child.wait() => {
+            Ending::ChildExited(status) => {
                 let code = status.map(exit_code).unwrap_or(1);
                 // What the child left running stops with the term.
                 child.signal(libc::SIGTERM);
@@ -349,7 +372,7 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
                     return Ok(code);
                 }
             }
-            _ = renew_deadline => {
+            Ending::NotRenewed => {
                 let left = leadership.lease_left();
                 if left.is_zero() {
                     eprintln!(
@@ -383,8 +406,11 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
                     return Ok(5);
                 }
             }
-            sig = &mut stop => {
-                eprintln!("krabka: signal {sig}: stopping the child, then resigning {}", a.role);
+            Ending::Signal(sig) => {
+                eprintln!(
+                    "krabka: signal {sig}: stopping the child, then resigning {}",
+                    a.role
+                );
                 let status = stop_child(&mut child, &leadership, times).await;
                 drop(child);
                 if let Err(e) = leadership.resign().await {
@@ -395,6 +421,18 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
         }
         eprintln!("krabka: waiting for another turn of {}", a.role);
     }
+}
+
+/// Why a term of `krabka run` comes to an end.
+enum Ending {
+    /// The term ended (fenced, lease expired, ...).
+    Ended,
+    /// The child exited by itself.
+    ChildExited(Option<std::process::ExitStatus>),
+    /// Renewals failed until the lease was down to the child's grace.
+    NotRenewed,
+    /// krabka got this signal.
+    Signal(i32),
 }
 
 /// Prints how the stopped child ended.

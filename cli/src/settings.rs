@@ -24,7 +24,9 @@ pub struct KafkaArgs {
     #[arg(short = 'X', value_name = "KEY=VALUE", global = true)]
     pub settings: Vec<String>,
 
-    /// A file of librdkafka settings: key=value lines, `#` comments.
+    /// A file of librdkafka settings in the Java properties format, as
+    /// Kafka's tools read `client.properties` (`key=value` or `key: value`,
+    /// `#` and `!` comments, `\` continuations and escapes).
     #[arg(long = "config", value_name = "FILE", global = true)]
     pub config_file: Option<PathBuf>,
 
@@ -90,23 +92,19 @@ fn split_setting(s: &str, origin: &str) -> Result<(String, String), Failure> {
     }
 }
 
-/// The key=value lines of a properties file (blank lines and `#` or `!`
-/// comments skipped).
+/// The settings of a properties file, read with Java's rules
+/// ([`crate::properties`]), as Kafka's tools read `client.properties`.
 fn read_properties(path: &Path) -> Result<Vec<(String, String)>, Failure> {
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| Failure::usage(format!("--config {}: {e}", path.display())))?;
-    let mut pairs = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-            continue;
-        }
-        pairs.push(split_setting(
-            line,
-            &format!("--config {} line {}:", path.display(), n + 1),
-        )?);
-    }
-    Ok(pairs)
+    crate::properties::parse(&crate::properties::decode(&bytes)).map_err(|bad| {
+        Failure::usage(format!(
+            "--config {} line {}: {}",
+            path.display(),
+            bad.line,
+            bad.why
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -731,6 +731,24 @@ fn scrape(runner: &Runner) -> std::collections::HashMap<String, f64> {
         .collect()
 }
 
+/// The status line of `GET path` from the `krabka run` of `runner`.
+fn probe(runner: &Runner, path: &str) -> String {
+    use std::io::{Read, Write};
+    let err = runner.stderr.lock().unwrap().clone();
+    let addr = err
+        .split("metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no metrics address: {err}"))
+        .to_owned();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines().next().unwrap_or("").to_owned()
+}
+
 /// The value of the series `name` whose labels include `member="<m>"`
 /// (0 when absent).
 fn series(m: &std::collections::HashMap<String, f64>, name: &str, member: &str) -> f64 {
@@ -755,6 +773,17 @@ fn metrics_follow_a_failover() {
     assert_eq!(series(&m, "krabka_role_held", "a"), 1.0, "{m:?}");
     assert_eq!(series(&m, "krabka_elections_total", "a"), 1.0, "{m:?}");
     assert_eq!(series(&m, "krabka_acquire_seconds_count", ""), 1.0, "{m:?}");
+    // Durations are histograms: the +Inf bucket is the count.
+    let inf: f64 = m
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("krabka_acquire_seconds_bucket{") && k.contains("le=\"+Inf\"")
+        })
+        .map(|(_, v)| *v)
+        .sum();
+    assert_eq!(inf, 1.0, "{m:?}");
+    assert_eq!(probe(&a, "/readyz"), "HTTP/1.1 200 OK", "a leads: ready");
+    assert_eq!(probe(&a, "/healthz"), "HTTP/1.1 200 OK");
     let renewed = series(&m, "krabka_renewals_total", "a");
     std::thread::sleep(Duration::from_millis(2500));
     let m = scrape(&a);
@@ -767,6 +796,12 @@ fn metrics_follow_a_failover() {
     // a is paused past its lease; b takes over; a, resumed, counts the end.
     let b = Runner::start_with(&role, "b", &log, "sleep 600", &metrics[..2]);
     std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        probe(&b, "/readyz"),
+        "HTTP/1.1 503 Service Unavailable",
+        "b waits: not ready"
+    );
+    assert_eq!(probe(&b, "/healthz"), "HTTP/1.1 200 OK");
     a.signal(libc::SIGSTOP);
     until_lines(&log, 2, Duration::from_secs(30));
     a.signal(libc::SIGCONT);
@@ -781,6 +816,12 @@ fn metrics_follow_a_failover() {
         assert!(started.elapsed() < Duration::from_secs(15), "{m:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    assert_eq!(
+        probe(&a, "/readyz"),
+        "HTTP/1.1 503 Service Unavailable",
+        "a lost the role: not ready"
+    );
+    assert_eq!(probe(&b, "/readyz"), "HTTP/1.1 200 OK", "b leads: ready");
     let m = scrape(&b);
     assert_eq!(series(&m, "krabka_role_held", "b"), 1.0, "{m:?}");
     assert_eq!(series(&m, "krabka_elections_total", "b"), 1.0, "{m:?}");

@@ -19,9 +19,11 @@ pub fn install() {
 
 /// Every series the core has recorded in this process, ordered by name,
 /// then labels: a list of dicts with `name` (`str`), `labels` (a `dict` of
-/// `str`), `kind` (`"counter"`, `"gauge"` or `"summary"`), and `value` (an
-/// `int` for a counter, a `float` for a gauge) or, for a summary (a
-/// duration histogram, in seconds), `count` (`int`) and `sum` (`float`).
+/// `str`), `kind` (`"counter"`, `"gauge"` or `"histogram"`), and `value`
+/// (an `int` for a counter, a `float` for a gauge) or, for a histogram (a
+/// duration, in seconds), `count` (`int`), `sum` (`float`) and `buckets` (a
+/// list of `(upper bound in seconds, count at or below it)` pairs, the
+/// `+Inf` bucket being `count`).
 #[pyfunction]
 pub fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let samples = install_global().map(|r| r.snapshot()).unwrap_or_default();
@@ -43,10 +45,15 @@ pub fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                 d.set_item("kind", "gauge")?;
                 d.set_item("value", v)?;
             }
-            SampleValue::Summary { count, sum } => {
-                d.set_item("kind", "summary")?;
+            SampleValue::Histogram {
+                count,
+                sum,
+                buckets,
+            } => {
+                d.set_item("kind", "histogram")?;
                 d.set_item("count", count)?;
                 d.set_item("sum", sum)?;
+                d.set_item("buckets", buckets)?;
             }
         }
         out.append(d)?;

@@ -32,8 +32,15 @@ def test_metrics_follow_a_hand_over(kafka: Dict[str, str], role: str) -> None:
         assert _value("krabka_role_held", role=role, member="a") == 1.0
         assert _value("krabka_elections_total", role=role, member="a") == 1
         acquire = _series("krabka_acquire_seconds", role=role)
-        assert acquire is not None and acquire["kind"] == "summary"
+        assert acquire is not None and acquire["kind"] == "histogram"
         assert acquire["count"] >= 1 and acquire["sum"] > 0
+        # Cumulative buckets, the last bound a minute: an acquire of a free
+        # role is in every bucket from its duration up.
+        bounds = [le for le, _ in acquire["buckets"]]
+        counts = [n for _, n in acquire["buckets"]]
+        assert bounds == sorted(bounds) and bounds[-1] == 60.0, acquire
+        assert counts == sorted(counts) and counts[-1] <= acquire["count"], acquire
+        assert counts[-1] >= 1, acquire
         wait_until(lambda: (_value("krabka_renewals_total", role=role, member="a") or 0) >= 1, 10, "a renewal counted")
         left = _value("krabka_lease_left_seconds", role=role, member="a")
         assert left is not None and 0 < left <= FAST["lease_duration"]
@@ -57,7 +64,8 @@ def test_metrics_follow_a_hand_over(kafka: Dict[str, str], role: str) -> None:
 
         text = kc.metrics_text()
         assert f'krabka_elections_total{{role="{role}",member="b"}} 1\n' in text, text
-        assert "# TYPE krabka_handover_seconds summary\n" in text
+        assert "# TYPE krabka_handover_seconds histogram\n" in text
+        assert f'krabka_handover_seconds_bucket{{role="{role}",le="+Inf"}} ' in text, text
         b.resign()
         assert _value("krabka_resigns_total", role=role, member="b") == 1
     finally:
@@ -69,12 +77,13 @@ def test_metrics_follow_a_hand_over(kafka: Dict[str, str], role: str) -> None:
 
 def test_every_series_has_a_kind_and_its_fields() -> None:
     # Whatever earlier tests recorded: the shape is the documented one.
-    kinds = {"counter": ("value",), "gauge": ("value",), "summary": ("count", "sum")}
+    kinds = {"counter": ("value",), "gauge": ("value",), "histogram": ("count", "sum", "buckets")}
     for s in kc.metrics():
         assert set(s) == {"name", "labels", "kind", *kinds[s["kind"]]}, s
         assert s["name"].startswith("krabka_"), s
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in s["labels"].items()), s
         if s["kind"] == "counter":
             assert isinstance(s["value"], int) and s["value"] >= 0
-        elif s["kind"] == "summary":
+        elif s["kind"] == "histogram":
             assert isinstance(s["count"], int) and isinstance(s["sum"], float)
+            assert all(isinstance(le, float) and isinstance(n, int) for le, n in s["buckets"]), s

@@ -5,10 +5,16 @@
 //! `krabka` CLI serves the text on `GET /metrics`; the Python package reads
 //! the snapshot (`krabka_coordination.metrics()`).
 //!
-//! Counters and gauges are plain values; a histogram keeps its count and
-//! sum, rendered as a summary without quantiles (`_count` and `_sum`),
-//! which is what a dashboard's rate and mean need without choosing buckets
-//! for it.
+//! Counters and gauges are plain values; a histogram (every one of the
+//! core's is a duration in seconds) keeps its count, its sum and a count per
+//! bucket of [`BUCKETS`], rendered as a Prometheus histogram (`_bucket` with
+//! `le`, `_sum`, `_count`), so a p99 can be computed with
+//! `histogram_quantile`.
+//!
+//! Not `metrics-exporter-prometheus`: the bindings read a structured
+//! snapshot ([`Registry::snapshot`]: Python's `metrics()`), which that
+//! exporter does not give (it renders text), and each binding's copy of the
+//! `metrics` crate needs a recorder of its own.
 //!
 //! [`install_global`] makes one registry the process's recorder; the
 //! `metrics` facade allows one per process (per copy of the `metrics`
@@ -24,13 +30,30 @@ use metrics::{
     SharedString, Unit,
 };
 
+/// The upper bounds of a histogram's buckets, in seconds: from 1 ms (a
+/// renewal on loopback) to a minute (an acquire that waited out a lease).
+/// Prometheus's `+Inf` bucket is the count.
+pub const BUCKETS: [f64; 15] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// A histogram's observations.
+#[derive(Debug, Default, Clone, Copy)]
+struct Observed {
+    count: u64,
+    sum: f64,
+    /// Observations per bucket of [`BUCKETS`] (not cumulative): the first
+    /// bucket whose bound is at least the value.
+    buckets: [u64; BUCKETS.len()],
+}
+
 /// One series' value.
 #[derive(Debug, Default)]
 struct Value {
     /// A counter's count, or a gauge's f64 bits.
     bits: AtomicU64,
-    /// A histogram's (count, sum).
-    summary: Mutex<(u64, f64)>,
+    /// A histogram's observations.
+    observed: Mutex<Observed>,
 }
 
 impl CounterFn for Value {
@@ -60,9 +83,13 @@ impl GaugeFn for Value {
 
 impl HistogramFn for Value {
     fn record(&self, v: f64) {
-        let mut s = self.summary.lock().unwrap_or_else(|e| e.into_inner());
-        s.0 += 1;
-        s.1 += v;
+        let mut o = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+        o.count += 1;
+        o.sum += v;
+        // NaN and values over the last bound are in +Inf only.
+        if let Some(i) = BUCKETS.iter().position(|&le| v <= le) {
+            o.buckets[i] += 1;
+        }
     }
 }
 
@@ -70,7 +97,7 @@ impl HistogramFn for Value {
 enum Kind {
     Counter,
     Gauge,
-    Summary,
+    Histogram,
 }
 
 /// A series: its name and its labels in order.
@@ -114,7 +141,7 @@ impl Registry {
                 let t = match kind {
                     Kind::Counter => "counter",
                     Kind::Gauge => "gauge",
-                    Kind::Summary => "summary",
+                    Kind::Histogram => "histogram",
                 };
                 let _ = writeln!(out, "# TYPE {name} {t}");
                 last_name = name;
@@ -128,15 +155,30 @@ impl Registry {
                     let v = f64::from_bits(value.bits.load(Ordering::Relaxed));
                     let _ = writeln!(out, "{name}{l} {v}");
                 }
-                Kind::Summary => {
-                    let (count, sum) = *value.summary.lock().unwrap_or_else(|e| e.into_inner());
-                    let _ = writeln!(out, "{name}_count{l} {count}");
-                    let _ = writeln!(out, "{name}_sum{l} {sum}");
+                Kind::Histogram => {
+                    let o = *value.observed.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut below = 0;
+                    for (le, n) in BUCKETS.iter().zip(o.buckets) {
+                        below += n;
+                        let l = render_labels_le(labels, &le.to_string());
+                        let _ = writeln!(out, "{name}_bucket{l} {below}");
+                    }
+                    let inf = render_labels_le(labels, "+Inf");
+                    let _ = writeln!(out, "{name}_bucket{inf} {}", o.count);
+                    let _ = writeln!(out, "{name}_sum{l} {}", o.sum);
+                    let _ = writeln!(out, "{name}_count{l} {}", o.count);
                 }
             }
         }
         out
     }
+}
+
+/// A bucket's labels: the series' labels and `le`.
+fn render_labels_le(labels: &[(String, String)], le: &str) -> String {
+    let mut all = labels.to_vec();
+    all.push(("le".to_owned(), le.to_owned()));
+    render_labels(&all)
 }
 
 /// `{k="v",...}` with Prometheus escaping, or nothing.
@@ -177,7 +219,7 @@ impl Recorder for Registry {
         Gauge::from_arc(self.series(key, Kind::Gauge))
     }
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::from_arc(self.series(key, Kind::Summary))
+        Histogram::from_arc(self.series(key, Kind::Histogram))
     }
 }
 
@@ -188,12 +230,15 @@ pub enum SampleValue {
     Counter(u64),
     /// A gauge's value.
     Gauge(f64),
-    /// A histogram's number of observations and their sum.
-    Summary {
-        /// How many values were recorded.
+    /// A histogram's number of observations, their sum, and the cumulative
+    /// count of each bucket of [`BUCKETS`].
+    Histogram {
+        /// How many values were recorded (the `+Inf` bucket).
         count: u64,
         /// Their sum.
         sum: f64,
+        /// `(upper bound, values at or below it)` for each of [`BUCKETS`].
+        buckets: Vec<(f64, u64)>,
     },
 }
 
@@ -221,9 +266,22 @@ impl Registry {
                     Kind::Gauge => {
                         SampleValue::Gauge(f64::from_bits(value.bits.load(Ordering::Relaxed)))
                     }
-                    Kind::Summary => {
-                        let (count, sum) = *value.summary.lock().unwrap_or_else(|e| e.into_inner());
-                        SampleValue::Summary { count, sum }
+                    Kind::Histogram => {
+                        let o = *value.observed.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut below = 0;
+                        let buckets = BUCKETS
+                            .iter()
+                            .zip(o.buckets)
+                            .map(|(&le, n)| {
+                                below += n;
+                                (le, below)
+                            })
+                            .collect();
+                        SampleValue::Histogram {
+                            count: o.count,
+                            sum: o.sum,
+                            buckets,
+                        }
                     }
                 },
             })
@@ -252,7 +310,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_counters_gauges_and_summaries_with_escaped_labels() {
+    fn renders_counters_gauges_and_histograms_with_escaped_labels() {
         let r = Registry::default();
         metrics::with_local_recorder(&r, || {
             metrics::counter!("c_total", "role" => "a\"b").increment(2);
@@ -266,8 +324,15 @@ mod tests {
         assert!(text.contains("c_total{role=\"a\\\"b\"} 2\n"), "{text}");
         assert!(text.contains("c_total{role=\"x\"} 1\n"), "{text}");
         assert!(text.contains("g{role=\"x\"} 1.5\n"), "{text}");
+        assert!(text.contains("# TYPE h_seconds histogram\n"), "{text}");
+        assert!(text.contains("h_seconds_bucket{le=\"0.1\"} 0\n"), "{text}");
+        assert!(text.contains("h_seconds_bucket{le=\"0.25\"} 1\n"), "{text}");
+        assert!(text.contains("h_seconds_bucket{le=\"0.5\"} 2\n"), "{text}");
+        assert!(text.contains("h_seconds_bucket{le=\"60\"} 2\n"), "{text}");
         assert!(
-            text.contains("h_seconds_count 2\nh_seconds_sum 0.75\n"),
+            text.contains(
+                "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_sum 0.75\nh_seconds_count 2\n"
+            ),
             "{text}"
         );
         assert_eq!(text.matches("# TYPE c_total").count(), 1);
@@ -281,6 +346,8 @@ mod tests {
             metrics::gauge!("g").set(-2.5);
             metrics::histogram!("h_seconds").record(0.25);
             metrics::histogram!("h_seconds").record(1.0);
+            // Past the last bound: in +Inf (the count) only.
+            metrics::histogram!("h_seconds").record(90.0);
         });
         let labels = |v: &[(&str, &str)]| -> Vec<(String, String)> {
             v.iter()
@@ -303,9 +370,13 @@ mod tests {
                 Sample {
                     name: "h_seconds".into(),
                     labels: vec![],
-                    value: SampleValue::Summary {
-                        count: 2,
-                        sum: 1.25
+                    value: SampleValue::Histogram {
+                        count: 3,
+                        sum: 91.25,
+                        buckets: BUCKETS
+                            .iter()
+                            .map(|&le| (le, u64::from(le >= 0.25) + u64::from(le >= 1.0)))
+                            .collect(),
                     },
                 },
             ]

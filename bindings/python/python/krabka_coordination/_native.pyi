@@ -220,9 +220,11 @@ def murmur2(data: _BytesLike) -> int:
 def metrics() -> list[dict[str, Any]]:
     """Every series the core has recorded in this process, ordered by name,
     then labels: a list of dicts with `name` (`str`), `labels` (a `dict` of
-    `str`), `kind` (`"counter"`, `"gauge"` or `"summary"`), and `value` (an
-    `int` for a counter, a `float` for a gauge) or, for a summary (a
-    duration histogram, in seconds), `count` (`int`) and `sum` (`float`)."""
+    `str`), `kind` (`"counter"`, `"gauge"` or `"histogram"`), and `value`
+    (an `int` for a counter, a `float` for a gauge) or, for a histogram (a
+    duration, in seconds), `count` (`int`), `sum` (`float`) and `buckets` (a
+    list of `(upper bound in seconds, count at or below it)` pairs, the
+    `+Inf` bucket being `count`)."""
 
 def metrics_text() -> str:
     """The same series in the Prometheus text format (version 0.0.4), for a
