@@ -18,16 +18,17 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use krabka_coordination::Error;
+use krabka_coordination_bindings::args::SecondsBound;
 use krabka_coordination_bindings::{
     options, Field, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound, TimeoutArgs, TopicArgs,
 };
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{int_value, kafka_config, seconds_value, str_field};
+use crate::convert::{int_value, kafka_config, seconds_arg, seconds_value, str_field};
 use crate::error::{error_to_py, IntoPyResult};
-use crate::leadership::Acquired;
-use crate::pending::PyPending;
+use crate::leadership::{Acquired, MaybeAcquired};
+use crate::pending::{Outcome, PyPending};
 use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyTopicReport};
 use crate::runtime::runtime;
 
@@ -123,8 +124,11 @@ impl PyClient {
 
     /// Acquires `role` as `member`: registers, waits for the turn, mints the
     /// epoch, writes the first lease. `None` timings keep the core's
-    /// defaults.
-    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None))]
+    /// defaults. With a `timeout` (seconds), an acquire that has not won by
+    /// then is cancelled (the member deregisters; a role won in that instant
+    /// is resigned) and the operation yields `None`.
+    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None, timeout=None))]
+    #[allow(clippy::too_many_arguments)]
     fn acquire(
         &self,
         py: Python<'_>,
@@ -133,6 +137,7 @@ impl PyClient {
         lease_duration: Option<&Bound<'_, PyAny>>,
         renew_interval: Option<&Bound<'_, PyAny>>,
         challenge_stagger: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyPending> {
         let role = str_field(role, "role")?;
         let member = str_field(member, "member")?;
@@ -141,13 +146,42 @@ impl PyClient {
             renew_interval: seconds_value(renew_interval, "renew_interval")?,
             challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
         };
+        let limit = seconds_arg(timeout, "timeout", SecondsBound::NonNegative)?;
         let cancel = CancellationToken::new();
         let acquire = self
             .client(py)?
             .acquire(role, member, &args, cancel.clone(), None)
             .into_py_result(py)?;
+        let Some(limit) = limit else {
+            return Ok(PyPending::new(
+                async move { acquire.await.map(|l| MaybeAcquired(Some(Acquired(l)))) },
+                OnInterrupt::Cancel(cancel, ACQUIRE_GRACE),
+            ));
+        };
+        let on_time = cancel.clone();
         Ok(PyPending::new(
-            async move { acquire.await.map(Acquired) },
+            async move {
+                tokio::pin!(acquire);
+                tokio::select! {
+                    biased;
+                    won = &mut acquire => won.map(|l| MaybeAcquired(Some(Acquired(l)))),
+                    _ = tokio::time::sleep(limit) => {
+                        // Out of time: cancel, and let the acquire deregister.
+                        on_time.cancel();
+                        match acquire.await {
+                            // Won in that very instant: nobody takes it.
+                            Ok(l) => {
+                                if let Some(resign) = Box::new(Acquired(l)).abandon() {
+                                    resign.await;
+                                }
+                                Ok(MaybeAcquired(None))
+                            }
+                            Err(Error::Cancelled) => Ok(MaybeAcquired(None)),
+                            Err(e) => Err(e),
+                        }
+                    }
+                }
+            },
             OnInterrupt::Cancel(cancel, ACQUIRE_GRACE),
         ))
     }

@@ -49,8 +49,8 @@ impl PyEvent {
 impl PyEvent {
     /// What happened: the core's stable name of the kind (`"registered"`,
     /// `"waiting"`, `"held_back"`, `"challenging"`, `"lost_challenge"`,
-    /// `"elected"`, `"renewed"`, `"renewal_failing"`, `"retrying"`,
-    /// `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
+    /// `"elected"`, `"renewed"`, `"renewal_failing"`, `"write_resolved"`,
+    /// `"retrying"`, `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
     /// `"deregistered"`; the core may add kinds).
     #[getter]
     fn kind(&self) -> &'static str {

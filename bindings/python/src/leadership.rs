@@ -58,6 +58,23 @@ impl Outcome for Acquired {
     }
 }
 
+/// An acquire with a timeout: the leadership, or `None` (Python's) when the
+/// time ran out first and the member deregistered.
+pub struct MaybeAcquired(pub Option<Acquired>);
+
+impl Outcome for MaybeAcquired {
+    fn into_py(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.0 {
+            Some(won) => Box::new(won).into_py(py),
+            None => Ok(py.None()),
+        }
+    }
+
+    fn abandon(self: Box<Self>) -> Option<BoxFuture> {
+        self.0.and_then(|won| Box::new(won).abandon())
+    }
+}
+
 /// The held leadership of a role (see the module documentation).
 #[pyclass(module = "krabka_coordination._native", name = "_Leadership", frozen)]
 pub struct PyLeadership {
@@ -125,6 +142,14 @@ impl PyLeadership {
     #[getter]
     fn renewal_failures(&self, py: Python<'_>) -> PyResult<u32> {
         Ok(self.core(py)?.renewal_failures())
+    }
+
+    /// Seconds of the lease left on this member's monotonic clock: what the
+    /// work may still count on. Zero means the term has ended (the local
+    /// deadline passed: `LeaseExpired`), and `is_held` is then false too.
+    #[getter]
+    fn lease_left(&self, py: Python<'_>) -> PyResult<f64> {
+        Ok(self.core(py)?.lease_left().as_secs_f64())
     }
 
     /// True until the role ends (fenced, resigned, or a fatal error).

@@ -4,6 +4,8 @@ term (resign, fence)."""
 
 from __future__ import annotations
 
+import typing
+
 import asyncio
 import threading
 from typing import Dict, List
@@ -33,6 +35,8 @@ def test_the_events_of_a_term_end_with_its_resign(client: kc.Client, role: str) 
         leadership.resign()
     kinds = [e.kind for e in seen]
     assert kinds[-2:] == ["resigned", "deregistered"], kinds
+    # Every kind seen is one the stubs' Literal (kc.EventKind) names.
+    assert set(kinds) <= set(typing.get_args(kc.EventKind)), kinds
     assert "renewed" in kinds, kinds
     renewed = next(e for e in seen if e.kind == "renewed")
     assert (renewed.role, renewed.member) == (role, "m")

@@ -106,6 +106,31 @@ def test_wait_completes_when_the_leadership_ends(kafka: Dict[str, str], role: st
     asyncio.run(main())
 
 
+def test_async_with_takes_the_acquire_itself_and_a_timeout_raises(kafka: Dict[str, str], role: str) -> None:
+    async def main() -> None:
+        client = kc.AsyncClient(kafka)
+        acquiring = client.acquire_leadership(role, "a", **LONG)
+        assert isinstance(acquiring, kc.AsyncAcquire) and role in repr(acquiring)
+        # No inner await: the acquire is an async context manager too.
+        async with acquiring as leadership:
+            assert isinstance(leadership, kc.AsyncLeadership) and leadership.is_held
+            assert 0 < leadership.lease_left <= LONG["lease_duration"]
+            async with kc.AsyncClient(kafka) as other:
+                with pytest.raises(kc.AcquireTimeout) as caught:
+                    await other.acquire_leadership(role, "b", **LONG, timeout=1.0)
+                assert isinstance(caught.value, TimeoutError)
+                await _until_members(other, role, ["a"], timeout=10)
+        assert not leadership.is_held and isinstance(leadership.error, kc.Resigned)
+        assert leadership.lease_left == 0.0
+        # `await` keeps working, and aclose closes.
+        second = await client.acquire_leadership(role, "c", **LONG)
+        await second.resign()
+        await client.aclose()
+        assert client.closed
+
+    asyncio.run(main())
+
+
 def test_cancelling_a_waiting_acquire_deregisters_the_member(
     client: kc.Client, kafka: Dict[str, str], role: str
 ) -> None:

@@ -199,3 +199,32 @@ def test_blocking_call_releases_the_gil(client: kc.Client, role: str) -> None:
     # times at most.
     assert ticks > 50, ticks
     assert sys.getswitchinterval() < 0.5
+
+
+def test_an_acquire_with_a_timeout_deregisters_then_raises(kafka: Dict[str, str], client: kc.Client, role: str) -> None:
+    holder = client.acquire_leadership(role, "holder", **FAST)
+    try:
+        assert 0 < holder.lease_left <= FAST["lease_duration"]
+        with kc.Client(kafka) as other:
+            started = time.monotonic()
+            with pytest.raises(kc.AcquireTimeout) as caught:
+                other.acquire_leadership(role, "impatient", **FAST, timeout=1.5)
+            took = time.monotonic() - started
+            assert 1.5 <= took < 15, took
+            # A TimeoutError and a Cancelled, naming the role, the member and the bound.
+            assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, kc.Cancelled)
+            for part in (role, "impatient", "timeout=1.5"):
+                assert part in str(caught.value), str(caught.value)
+            wait_until(lambda: other.describe_role_state(role).members == ["holder"], 10, "the member deregistered")
+            # Bad bounds are refused before anything starts.
+            with pytest.raises(kc.InvalidArgumentError, match="timeout"):
+                other.acquire_leadership(role, "impatient", timeout=-1)
+            with pytest.raises(TypeError, match="timeout"):
+                other.acquire_leadership(role, "impatient", timeout="soon")  # type: ignore[arg-type]
+        assert holder.is_held and client.describe_leadership(role).authoritative(holder.token)
+    finally:
+        holder.resign()
+    assert holder.lease_left == 0.0 and not holder.is_held
+    # A bound long enough: the acquire of a free role wins within it.
+    with client.acquire_leadership(role, "patient", **FAST, timeout=30) as leadership:
+        assert leadership.is_held

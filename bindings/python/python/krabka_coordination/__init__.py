@@ -31,8 +31,8 @@ Errors derive from :class:`KrabkaError`, one class per core error kind
 ``krabka_coordination``.
 """
 
-from ._client import AsyncClient, Client, KafkaSettings, OAuthTokenProvider
-from ._leadership import AsyncEvents, AsyncLeadership, Events, Leadership
+from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, KafkaSettings, OAuthTokenProvider
+from ._leadership import AsyncEvents, AsyncLeadership, EventKind, Events, Leadership
 from ._native import (
     NO_EPOCH,
     Cancelled,
@@ -70,6 +70,8 @@ from ._native import (
 
 __all__ = [
     "NO_EPOCH",
+    "AcquireTimeout",
+    "AsyncAcquire",
     "AsyncClient",
     "AsyncEvents",
     "AsyncLeadership",
@@ -77,6 +79,7 @@ __all__ = [
     "Client",
     "EncodeError",
     "Event",
+    "EventKind",
     "Events",
     "FatalError",
     "Fenced",

@@ -11,11 +11,11 @@ method is called, before any I/O.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Callable, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, Union
 
 from . import _native
 from ._leadership import AsyncLeadership, Leadership
-from ._native import LeadershipStatus, RoleStateReport, TopicReport
+from ._native import Cancelled, LeadershipStatus, RoleStateReport, TopicReport
 
 KafkaSettings = Mapping[str, Union[str, int, float, bool]]
 """librdkafka client settings: ``"bootstrap.servers"`` at least; values are
@@ -28,7 +28,21 @@ the token as a ``str``, its expiry in seconds since the epoch (as
 ``time.time() + 3600`` writes it) and the principal it names (for the
 logs; the broker reads the principal from the token)."""
 
-__all__ = ["AsyncClient", "Client", "KafkaSettings", "OAuthTokenProvider"]
+__all__ = ["AcquireTimeout", "AsyncAcquire", "AsyncClient", "Client", "KafkaSettings", "OAuthTokenProvider"]
+
+
+class AcquireTimeout(Cancelled, TimeoutError):
+    """An acquire with ``timeout=`` did not win the role in time. The member
+    was deregistered before this was raised (and a role won in that very
+    instant was resigned), so nothing of the attempt is left. A
+    :class:`Cancelled` and a ``TimeoutError``."""
+
+
+def _timed_out(role: str, member: str, timeout: Optional[float]) -> AcquireTimeout:
+    return AcquireTimeout(
+        f"cancelled: acquire of role {role!r} by member {member!r} did not win within timeout={timeout} "
+        "seconds; the member was deregistered"
+    )
 
 
 class _ClientBase:
@@ -133,18 +147,28 @@ class Client(_ClientBase):
         lease_duration: Optional[float] = None,
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
+        timeout: Optional[float] = None,
     ) -> Leadership:
         """Registers ``member`` in ``role``, waits for its turn, mints the
         epoch, writes the first lease, and returns the held
         :class:`Leadership`. Durations are seconds (the core's defaults: a 30
         s lease renewed every 10 s, 5 s between challenger ranks).
 
+        ``timeout`` (seconds, ``None``: wait as long as it takes) bounds the
+        wait: an acquire that has not won by then deregisters the member and
+        raises :class:`AcquireTimeout` (a ``TimeoutError``). The bound
+        covers the whole acquire (registering, the wait, the mint), so give
+        it at least a few round trips to the cluster.
+
         Ctrl-C stops a waiting acquire: the member is deregistered (within 10
         s) before ``KeyboardInterrupt`` is raised, and a role won in that
         instant is resigned. A second acquire of a role this client is
         acquiring or holds raises :class:`InvalidArgumentError`."""
-        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger)
-        return Leadership(pending.wait())
+        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        native = pending.wait()
+        if native is None:
+            raise _timed_out(role, member, timeout)
+        return Leadership(native)
 
     def describe_leadership(self, role: str) -> LeadershipStatus:
         """The role's current token at its transaction coordinator: one
@@ -195,7 +219,7 @@ class AsyncClient(_ClientBase):
 
     __slots__ = ()
 
-    async def acquire_leadership(
+    def acquire_leadership(
         self,
         role: str,
         member: str,
@@ -203,13 +227,18 @@ class AsyncClient(_ClientBase):
         lease_duration: Optional[float] = None,
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
-    ) -> AsyncLeadership:
+        timeout: Optional[float] = None,
+    ) -> AsyncAcquire:
         """Registers, waits for the turn and takes the role (see
-        :meth:`Client.acquire_leadership`). Cancelling the awaiting task (or
+        :meth:`Client.acquire_leadership`, and its ``timeout``, which raises
+        :class:`AcquireTimeout`). Await it for the
+        :class:`AsyncLeadership`, or use it directly in ``async with``
+        (``async with client.acquire_leadership(role, member) as
+        leadership:``), which resigns when the block ends. Nothing starts
+        until it is awaited or entered. Cancelling the awaiting task (or
         ``asyncio.wait_for`` running out) deregisters the member; a role won
-        in that instant is resigned."""
-        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger)
-        return AsyncLeadership(await pending)
+        in that instant is resigned. Arguments are checked when it starts."""
+        return AsyncAcquire(self, role, member, lease_duration, renew_interval, challenge_stagger, timeout)
 
     async def describe_leadership(self, role: str) -> LeadershipStatus:
         """The role's current token at its transaction coordinator."""
@@ -234,6 +263,11 @@ class AsyncClient(_ClientBase):
         """Checks the state topic (see :meth:`Client.check_state_topic`)."""
         return await self._native.check_state_topic()
 
+    async def aclose(self) -> None:
+        """Lets go of the shared Kafka clients (see :meth:`close`), for code
+        that closes asyncio resources with ``await x.aclose()``."""
+        self.close()
+
     async def __aenter__(self) -> AsyncClient:
         return self
 
@@ -244,3 +278,53 @@ class AsyncClient(_ClientBase):
         tb: Optional[TracebackType],
     ) -> None:
         self.close()
+
+
+class AsyncAcquire:
+    """An acquire of :meth:`AsyncClient.acquire_leadership`, not started:
+    ``await`` it for the :class:`AsyncLeadership`, or enter it with ``async
+    with`` (the block gets the leadership and resigns it at the end). It
+    runs once."""
+
+    __slots__ = ("_args", "_client", "_leadership")
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        role: str,
+        member: str,
+        lease_duration: Optional[float],
+        renew_interval: Optional[float],
+        challenge_stagger: Optional[float],
+        timeout: Optional[float],
+    ) -> None:
+        self._client = client
+        self._args = (role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        self._leadership: Optional[AsyncLeadership] = None
+
+    async def _acquire(self) -> AsyncLeadership:
+        role, member, lease_duration, renew_interval, challenge_stagger, timeout = self._args
+        pending = self._client._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        native = await pending
+        if native is None:
+            raise _timed_out(role, member, timeout)
+        return AsyncLeadership(native)
+
+    def __await__(self) -> Generator[Any, None, AsyncLeadership]:
+        return self._acquire().__await__()
+
+    async def __aenter__(self) -> AsyncLeadership:
+        self._leadership = await self._acquire()
+        return await self._leadership.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if self._leadership is not None:
+            await self._leadership.__aexit__(exc_type, exc, tb)
+
+    def __repr__(self) -> str:
+        return f"<AsyncAcquire of role {self._args[0]!r} by member {self._args[1]!r}>"

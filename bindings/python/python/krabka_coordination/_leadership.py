@@ -11,7 +11,7 @@ happens here.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Iterable, Mapping, Optional, Tuple, Type, Union
+from typing import Iterable, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _native
 from ._native import Event, FencingToken, KrabkaError, Lease, OutRecord
@@ -19,7 +19,27 @@ from ._native import Event, FencingToken, KrabkaError, Lease, OutRecord
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
 
-__all__ = ["AsyncEvents", "AsyncLeadership", "Events", "Leadership"]
+EventKind = Literal[
+    "registered",
+    "waiting",
+    "held_back",
+    "challenging",
+    "lost_challenge",
+    "elected",
+    "renewed",
+    "renewal_failing",
+    "write_resolved",
+    "retrying",
+    "fenced",
+    "lease_expired",
+    "ended",
+    "resigned",
+    "deregistered",
+]
+"""The kinds of :attr:`Event.kind` (``typing.get_args(EventKind)``), for
+``match`` and type checkers; the core may add kinds."""
+
+__all__ = ["AsyncEvents", "AsyncLeadership", "EventKind", "Events", "Leadership"]
 
 
 class _LeadershipBase:
@@ -60,6 +80,14 @@ class _LeadershipBase:
     def renewal_failures(self) -> int:
         """How many renewals in a row have failed with a transient error."""
         return self._native.renewal_failures
+
+    @property
+    def lease_left(self) -> float:
+        """Seconds of the lease left on this member's monotonic clock: what
+        the work may still count on. Zero means the term has ended (the
+        local deadline passed: :class:`LeaseExpired`), and :attr:`is_held`
+        is then false too."""
+        return self._native.lease_left
 
     @property
     def is_held(self) -> bool:

@@ -276,10 +276,13 @@ class _Client:
         lease_duration: Optional[float] = None,
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
-    ) -> _Pending[_Leadership]:
+        timeout: Optional[float] = None,
+    ) -> _Pending[Optional[_Leadership]]:
         """Acquires `role` as `member`: registers, waits for the turn, mints the
         epoch, writes the first lease. `None` timings keep the core's
-        defaults."""
+        defaults. With a `timeout` (seconds), an acquire that has not won by
+        then is cancelled (the member deregisters; a role won in that instant
+        is resigned) and the operation yields `None`."""
 
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """The role's current token at its transaction coordinator."""
@@ -337,6 +340,12 @@ class _Leadership:
         """How many renewals in a row have failed with a transient error."""
 
     @property
+    def lease_left(self) -> float:
+        """Seconds of the lease left on this member's monotonic clock: what the
+        work may still count on. Zero means the term has ended (the local
+        deadline passed: `LeaseExpired`), and `is_held` is then false too."""
+
+    @property
     def is_held(self) -> bool:
         """True until the role ends (fenced, resigned, or a fatal error)."""
 
@@ -384,11 +393,29 @@ class Event:
     """One step of a member of a role."""
 
     @property
-    def kind(self) -> str:
+    def kind(
+        self,
+    ) -> Literal[
+        "registered",
+        "waiting",
+        "held_back",
+        "challenging",
+        "lost_challenge",
+        "elected",
+        "renewed",
+        "renewal_failing",
+        "write_resolved",
+        "retrying",
+        "fenced",
+        "lease_expired",
+        "ended",
+        "resigned",
+        "deregistered",
+    ]:
         """What happened: the core's stable name of the kind (`"registered"`,
         `"waiting"`, `"held_back"`, `"challenging"`, `"lost_challenge"`,
-        `"elected"`, `"renewed"`, `"renewal_failing"`, `"retrying"`,
-        `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
+        `"elected"`, `"renewed"`, `"renewal_failing"`, `"write_resolved"`,
+        `"retrying"`, `"fenced"`, `"lease_expired"`, `"ended"`, `"resigned"`,
         `"deregistered"`; the core may add kinds)."""
 
     @property
