@@ -159,11 +159,6 @@ impl Client {
 mod tests {
     use std::time::Duration;
 
-    use kafka_protocol::messages::{
-        describe_transactions_response::TransactionState, DescribeTransactionsRequest,
-        DescribeTransactionsResponse,
-    };
-
     use super::*;
     use crate::fake_broker::{self, FakeBroker, Reply};
 
@@ -178,26 +173,12 @@ mod tests {
             Some(ApiKey::FindCoordinator) => {
                 fake_broker::find_coordinator(r, seen.get().expect("set before use"))
             }
-            Some(ApiKey::DescribeTransactions) => {
-                let Ok(asked) = r.decode::<DescribeTransactionsRequest>() else {
-                    return Reply::ScriptError("undecodable DescribeTransactions".into());
-                };
-                let states = asked
-                    .transactional_ids
-                    .into_iter()
-                    .map(|id| {
-                        TransactionState::default()
-                            .with_transactional_id(id)
-                            .with_transaction_state("CompleteCommit".to_owned().into())
-                            .with_producer_id(ProducerId(TOKEN.producer_id))
-                            .with_producer_epoch(TOKEN.producer_epoch)
-                    })
-                    .collect();
-                Reply::of(
-                    r,
-                    &DescribeTransactionsResponse::default().with_transaction_states(states),
-                )
-            }
+            Some(ApiKey::DescribeTransactions) => fake_broker::describe_transactions(
+                r,
+                "CompleteCommit",
+                TOKEN.producer_id,
+                TOKEN.producer_epoch,
+            ),
             Some(ApiKey::InitProducerId) => {
                 fake_broker::init_producer_id(r, TOKEN.producer_id, TOKEN.producer_epoch + 1)
             }

@@ -116,6 +116,37 @@ pub fn init_producer_id(request: &Request, producer_id: i64, producer_epoch: i16
     Reply::of(request, &answer)
 }
 
+/// A DescribeTransactions answer: every asked transactional id in `state`
+/// (`"Ongoing"`, `"CompleteCommit"`, ...) with this producer id and epoch.
+pub fn describe_transactions(
+    request: &Request,
+    state: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Reply {
+    let asked: DescribeTransactionsRequest = match request.decode() {
+        Ok(asked) => asked,
+        Err(e) => return Reply::ScriptError(format!("undecodable DescribeTransactions: {e}")),
+    };
+    let states = asked
+        .transactional_ids
+        .into_iter()
+        .map(|id| {
+            TransactionState::default()
+                .with_transactional_id(id)
+                .with_transaction_state(state.to_owned().into())
+                .with_transaction_timeout_ms(60_000)
+                .with_transaction_start_time_ms(1)
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(producer_epoch)
+        })
+        .collect();
+    Reply::of(
+        request,
+        &DescribeTransactionsResponse::default().with_transaction_states(states),
+    )
+}
+
 /// An EndTxn answer with `error_code` (0 for success). At v5 it carries
 /// the request's producer id and its epoch plus one on success, as a
 /// transactions-v2 coordinator bumps the epoch at every EndTxn, and -1 for

@@ -71,8 +71,8 @@ mod connection;
 mod tests;
 
 pub use answers::{
-    end_txn, error_for, find_coordinator, frame_with_huge_array_count, init_producer_id, metadata,
-    response_frame, sasl_handshake, truncated,
+    describe_transactions, end_txn, error_for, find_coordinator, frame_with_huge_array_count,
+    init_producer_id, metadata, response_frame, sasl_handshake, truncated,
 };
 
 use std::fmt;

@@ -199,31 +199,7 @@ fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
 
 /// A DescribeTransactions answer: the asked id in `state` with `token`.
 fn described(r: &Request, state: &str, token: FencingToken) -> Reply {
-    use kafka_protocol::messages::describe_transactions_response::TransactionState;
-    use kafka_protocol::messages::{
-        DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId,
-    };
-    let asked: DescribeTransactionsRequest = match r.decode() {
-        Ok(asked) => asked,
-        Err(e) => return Reply::ScriptError(e.to_string()),
-    };
-    let states = asked
-        .transactional_ids
-        .into_iter()
-        .map(|id| {
-            TransactionState::default()
-                .with_transactional_id(id)
-                .with_transaction_state(state.to_owned().into())
-                .with_transaction_timeout_ms(60_000)
-                .with_transaction_start_time_ms(1)
-                .with_producer_id(ProducerId(token.producer_id))
-                .with_producer_epoch(token.producer_epoch)
-        })
-        .collect();
-    Reply::of(
-        r,
-        &DescribeTransactionsResponse::default().with_transaction_states(states),
-    )
+    fake_broker::describe_transactions(r, state, token.producer_id, token.producer_epoch)
 }
 
 /// A ListOffsets answer: `offset` for `t`/0.
