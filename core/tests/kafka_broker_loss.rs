@@ -33,9 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krabka_coordination::client::Client;
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::{ensure_state_topic, DescribeClient, KafkaConfig};
+use krabka_coordination::transport::kafka::DescribeClient;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -69,40 +68,19 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 async fn the_leader_rides_out(fault: Fault) {
     let _serial = SERIAL.lock().await;
     init_tracing();
-    let boot = bootstrap3();
-    let cfg: KafkaConfig = config(&boot).with_operation_timeout(Duration::from_secs(60));
-    ensure_shared_topic(&cfg, 3, 2).await;
-    let data = unique("broker-loss-data");
-    ensure_state_topic(&cfg.clone().with_state_topic(&data), 1, 3, 2)
-        .await
-        .unwrap();
+    let setup = FaultSetup::new("broker-loss", Duration::from_secs(60), 2, LEASE, RENEW).await;
+    let (boot, cfg, data, client) = (&setup.boot, &setup.cfg, &setup.data, &setup.client);
     let role = unique("broker-loss");
-    let client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
-    let options = client
-        .leadership_options()
-        .with_lease_duration(LEASE)
-        .with_renew_interval(RENEW)
-        .with_challenge_stagger(Duration::from_secs(1));
     let (tx, mut rx) = events::channel();
     let leader = Arc::new(
         client
-            .acquire(&role, "leader", options.clone().with_events(tx))
+            .acquire(&role, "leader", setup.options.clone().with_events(tx))
             .await
             .unwrap(),
     );
     let token = leader.token();
-    let standby_client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
     let (stx, mut srx) = events::channel();
-    let standby = tokio::spawn({
-        let (role, options) = (role.clone(), options.clone().with_events(stx));
-        async move { standby_client.acquire(&role, "standby", options).await }
-    });
+    let standby = setup.standby(&setup.client(), &role, stx);
 
     // Guarded writes every 100 ms, counted.
     let written = Arc::new(AtomicU64::new(0));
@@ -122,9 +100,9 @@ async fn the_leader_rides_out(fault: Fault) {
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    let describe = DescribeClient::new(&cfg).unwrap();
-    let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), &boot);
-    let state_leader = partition_leader(&boot, cfg.state_topic(), partition_of(&role));
+    let describe = DescribeClient::new(cfg).unwrap();
+    let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), boot);
+    let state_leader = partition_leader(boot, cfg.state_topic(), partition_of(&role));
     let mut victims = match fault {
         Fault::Kill => vec![coordinator.clone(), state_leader],
         Fault::Pause => vec!["1".to_owned(), coordinator.clone()],
@@ -179,7 +157,7 @@ async fn the_leader_rides_out(fault: Fault) {
             Fault::Kill => down.restart().await,
             Fault::Pause => down.resume(),
         }
-        let back = until_fully_replicated(&boot, Duration::from_secs(90)).await;
+        let back = until_fully_replicated(boot, Duration::from_secs(90)).await;
         eprintln!("node {victim} back in every ISR after {back:?}");
         // Renewals and guarded writes go on beside the broker that came back.
         let before = written.load(Ordering::Relaxed);

@@ -24,9 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krabka_coordination::client::Client;
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::{ensure_state_topic, KafkaConfig};
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -36,27 +34,10 @@ const ROLES: usize = 3;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_of_the_cluster_keeps_every_leader() {
     init_tracing();
-    let boot = bootstrap3();
-    let cfg: KafkaConfig = config(&boot).with_operation_timeout(Duration::from_secs(60));
-    ensure_shared_topic(&cfg, 3, 2).await;
-    let data = unique("rolling-data");
-    ensure_state_topic(&cfg.clone().with_state_topic(&data), 1, 3, 2)
-        .await
-        .unwrap();
-    until_fully_replicated(&boot, Duration::from_secs(60)).await;
-    let client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
-    let standby_client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
-    let options = client
-        .leadership_options()
-        .with_lease_duration(LEASE)
-        .with_renew_interval(RENEW)
-        .with_challenge_stagger(Duration::from_secs(1));
+    let setup = FaultSetup::new("rolling", Duration::from_secs(60), 2, LEASE, RENEW).await;
+    let (boot, data, client, options) = (&setup.boot, &setup.data, &setup.client, &setup.options);
+    until_fully_replicated(boot, Duration::from_secs(60)).await;
+    let standby_client = setup.client();
     let (tx, mut rx) = events::channel();
     let (stx, mut srx) = events::channel();
     let mut leaders = Vec::new();
@@ -109,7 +90,7 @@ async fn a_rolling_restart_of_the_cluster_keeps_every_leader() {
         tokio::time::sleep(Duration::from_secs(2)).await;
         down.restart().await;
         let started = t0.elapsed();
-        let caught_up = until_fully_replicated(&boot, Duration::from_secs(120)).await;
+        let caught_up = until_fully_replicated(boot, Duration::from_secs(120)).await;
         // A few writes after the node is back in every ISR.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let renewed = leader_stays(&mut rx, &mut srx);

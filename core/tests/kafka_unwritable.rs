@@ -24,9 +24,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use krabka_coordination::client::Client;
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::{ensure_state_topic, DescribeClient, KafkaConfig};
+use krabka_coordination::transport::kafka::DescribeClient;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -55,48 +54,27 @@ async fn wait_in_sync(boot: &str, topic: &str, in_sync: usize, within: Duration)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the_lease() {
     init_tracing();
-    let boot = bootstrap3();
-    let cfg: KafkaConfig = config(&boot).with_operation_timeout(Duration::from_secs(20));
-    ensure_shared_topic(&cfg, 3, 2).await;
-    let data = unique("unwritable-data");
-    ensure_state_topic(&cfg.clone().with_state_topic(&data), 1, 3, 3)
-        .await
-        .unwrap();
+    let setup = FaultSetup::new("unwritable", Duration::from_secs(20), 3, LEASE, RENEW).await;
+    let (boot, cfg, data, client) = (&setup.boot, &setup.cfg, &setup.data, &setup.client);
     let role = unique("unwritable");
-    let client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
-    let options = client
-        .leadership_options()
-        .with_lease_duration(LEASE)
-        .with_renew_interval(RENEW)
-        .with_challenge_stagger(Duration::from_secs(1));
     let (tx, mut rx) = events::channel();
     let leader = client
-        .acquire(&role, "leader", options.clone().with_events(tx))
+        .acquire(&role, "leader", setup.options.clone().with_events(tx))
         .await
         .unwrap();
     let token = leader.token();
     leader
-        .write(vec![data_record(&data, 0, b"before")])
+        .write(vec![data_record(data, 0, b"before")])
         .await
         .expect("a guarded write while every broker is up");
-    let standby_client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(STATE_PARTITIONS)
-        .unwrap();
     let (stx, mut srx) = events::channel();
-    let standby = tokio::spawn({
-        let (role, options) = (role.clone(), options.clone().with_events(stx));
-        async move { standby_client.acquire(&role, "standby", options).await }
-    });
+    let standby = setup.standby(&setup.client(), &role, stx);
 
     // A node that is neither the role's coordinator nor its state
     // partition's leader: the lease itself never needs it.
-    let describe = DescribeClient::new(&cfg).unwrap();
-    let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), &boot);
-    let state_leader = partition_leader(&boot, cfg.state_topic(), partition_of(&role));
+    let describe = DescribeClient::new(cfg).unwrap();
+    let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), boot);
+    let state_leader = partition_leader(boot, cfg.state_topic(), partition_of(&role));
     let victim = ["1", "2", "3"]
         .into_iter()
         .find(|n| *n != coordinator && *n != state_leader)
@@ -104,7 +82,7 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
         .to_owned();
     leader_stays(&mut rx, &mut srx);
     let killed = DownNode::kill(&victim);
-    let out = wait_in_sync(&boot, &data, 2, 2 * LEASE).await;
+    let out = wait_in_sync(boot, data, 2, 2 * LEASE).await;
     eprintln!("node {victim} killed: {data}/0 was down to 2 in-sync replicas after {out:?}");
 
     // Two leases of guarded writes to the unwritable partition.
@@ -113,7 +91,7 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
     let (mut refused, mut slowest, mut errors) = (0, Duration::ZERO, Vec::new());
     while t0.elapsed() < 2 * LEASE && leader.is_held() {
         let started = Instant::now();
-        let written = leader.write(vec![data_record(&data, 0, b"refused")]).await;
+        let written = leader.write(vec![data_record(data, 0, b"refused")]).await;
         slowest = slowest.max(started.elapsed());
         errors.push(written.expect_err("a write to a partition below its min.insync.replicas"));
         refused += 1;
@@ -128,7 +106,9 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
     for e in &errors {
         let message = e.to_string();
         assert!(
-            e.is_transient() && message.contains(&data) && message.contains("min.insync.replicas"),
+            e.is_transient()
+                && message.contains(data.as_str())
+                && message.contains("min.insync.replicas"),
             "the error names the topic and the reason: {message}"
         );
     }
@@ -142,13 +122,13 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
     );
 
     killed.restart().await;
-    let back = wait_in_sync(&boot, &data, 3, Duration::from_secs(60)).await;
+    let back = wait_in_sync(boot, data, 3, Duration::from_secs(60)).await;
     eprintln!("node {victim} restarted: {data}/0 in sync again after {back:?}");
     // The writer's Metadata is fresh on every write; a broker's own view may
     // lag the controller's by a moment.
     let t1 = Instant::now();
     loop {
-        match leader.write(vec![data_record(&data, 0, b"after")]).await {
+        match leader.write(vec![data_record(data, 0, b"after")]).await {
             Ok(()) => break,
             Err(e) if t1.elapsed() < Duration::from_secs(10) => {
                 eprintln!("not yet: {e}");

@@ -773,3 +773,83 @@ pub async fn until_fully_replicated(boot: &str, within: Duration) -> Duration {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+/// What a broker-fault suite of the three-node cluster starts from: the
+/// cluster's address and configuration, a fresh one-partition data topic
+/// (replication factor 3, the given `min.insync.replicas`), a client, and
+/// the leadership options (`lease`, `renew`, a 1 s stagger).
+pub struct FaultSetup {
+    /// The three brokers' bootstrap address.
+    pub boot: String,
+    /// Their configuration, with the suite's operation timeout.
+    pub cfg: KafkaConfig,
+    /// The data topic.
+    pub data: String,
+    /// The leader's client.
+    pub client: krabka_coordination::client::Client,
+    /// The options every member of the suite uses.
+    pub options: krabka_coordination::leadership::LeadershipOptions,
+}
+
+impl FaultSetup {
+    /// The set-up: the shared state topic, the data topic `<prefix>-data-*`,
+    /// a client and the options.
+    pub async fn new(
+        prefix: &str,
+        operation_timeout: Duration,
+        data_min_isr: i32,
+        lease: Duration,
+        renew: Duration,
+    ) -> FaultSetup {
+        let boot = bootstrap3();
+        let cfg = config(&boot).with_operation_timeout(operation_timeout);
+        ensure_shared_topic(&cfg, 3, 2).await;
+        let data = unique(&format!("{prefix}-data"));
+        ensure_state_topic(&cfg.clone().with_state_topic(&data), 1, 3, data_min_isr)
+            .await
+            .unwrap();
+        let client = FaultSetup::client_of(&cfg);
+        let options = client
+            .leadership_options()
+            .with_lease_duration(lease)
+            .with_renew_interval(renew)
+            .with_challenge_stagger(Duration::from_secs(1));
+        FaultSetup {
+            boot,
+            cfg,
+            data,
+            client,
+            options,
+        }
+    }
+
+    /// Another client of the cluster (a standby's).
+    pub fn client(&self) -> krabka_coordination::client::Client {
+        FaultSetup::client_of(&self.cfg)
+    }
+
+    fn client_of(cfg: &KafkaConfig) -> krabka_coordination::client::Client {
+        krabka_coordination::client::Client::new(cfg.clone())
+            .unwrap()
+            .with_partitions(STATE_PARTITIONS)
+            .unwrap()
+    }
+
+    /// A standby of `role` in `client`, waiting in a task; its events go to
+    /// `events`.
+    pub fn standby(
+        &self,
+        client: &krabka_coordination::client::Client,
+        role: &str,
+        events: krabka_coordination::events::EventSender,
+    ) -> tokio::task::JoinHandle<
+        krabka_coordination::Result<krabka_coordination::leadership::Leadership>,
+    > {
+        let (client, role, options) = (
+            client.clone(),
+            role.to_owned(),
+            self.options.clone().with_events(events),
+        );
+        tokio::spawn(async move { client.acquire(&role, "standby", options).await })
+    }
+}
