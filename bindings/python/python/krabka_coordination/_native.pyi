@@ -25,6 +25,9 @@ from typing import (
     final,
 )
 
+# The kinds are listed once, in the package (kc.EventKind).
+from ._leadership import EventKind
+
 __all__ = [
     "FencingToken",
     "Key",
@@ -393,25 +396,7 @@ class Event:
     """One step of a member of a role."""
 
     @property
-    def kind(
-        self,
-    ) -> Literal[
-        "registered",
-        "waiting",
-        "held_back",
-        "challenging",
-        "lost_challenge",
-        "elected",
-        "renewed",
-        "renewal_failing",
-        "write_resolved",
-        "retrying",
-        "fenced",
-        "lease_expired",
-        "ended",
-        "resigned",
-        "deregistered",
-    ]:
+    def kind(self) -> EventKind:
         """What happened: the core's stable name of the kind (`"registered"`,
         `"waiting"`, `"held_back"`, `"challenging"`, `"lost_challenge"`,
         `"elected"`, `"renewed"`, `"renewal_failing"`, `"write_resolved"`,
