@@ -4,6 +4,7 @@
 #
 # The broker comes from Maven Central: ci/kafka/pom.xml pins the version, Maven fetches the
 # jars once into ci/.cache/ (git-ignored) and later runs use that cache without the network.
+# KAFKA_VERSION picks another 3.x or 4.x release (ci/compat.sh runs the tests on several).
 # Cluster state (data, logs, pids) lives in .kafka/ at the repository root (git-ignored).
 #
 # Run `ci/kafka.sh help` for the commands. The bootstrap address is the last line that
@@ -89,7 +90,7 @@ usage() {
     cat <<EOF
 usage: ci/kafka.sh COMMAND [ARGS]
 
-  provision               download the pinned Kafka into ci/.cache/ (once; later runs are offline)
+  provision               download Kafka $kafka_version into ci/.cache/ (once; later runs are offline)
   start [1|3|secured]     format (first time) and start the 1-node (default), 3-node or secured
                           cluster, wait until metadata and the transaction coordinator answer, then
                           print the bootstrap address as the last line on stdout; reuses a running
@@ -138,6 +139,10 @@ clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
           broker requests client certificates and checks them); data in ${state_dir}/csecured/
 
 environment:
+  KAFKA_VERSION           the Kafka release to run (default $pinned_version, pinned in ci/kafka/pom.xml):
+                          any 3.x or 4.x release on Maven Central, each in ci/.cache/kafka-<version>;
+                          3.x logs through log4j 1 (ci/kafka/log4j-*.properties). A cluster keeps the
+                          version it was formatted with: give another one its own KAFKA_STATE_DIR
   KAFKA_START_TIMEOUT     seconds start may take in total (default 120)
   KAFKA_STOP_TIMEOUT      seconds to wait after SIGTERM before SIGKILL (default 30)
   KAFKA_JVM_PROFILE       quick (default: quick to start, small) or stock (as Kafka's own start
@@ -166,12 +171,38 @@ now_ms() { date +%s%3N; }
 # ---------------------------------------------------------------------------------------
 # provisioning
 
-kafka_version=$(sed -n 's:.*<kafka\.version>\([^<]*\)</kafka\.version>.*:\1:p' "$pom" | head -n 1)
-[[ -n $kafka_version ]] || die "no <kafka.version> in $pom"
+# The version: pom.xml pins the default; KAFKA_VERSION picks any other 3.x or 4.x release
+# on Maven Central (4.x with pom.xml and its version overridden, 3.x with pom-3.xml). Each
+# version has its own cache folder. 3.x logs through log4j 1 (reload4j), 4.x through log4j2.
+pinned_version=$(sed -n 's:.*<kafka\.version>\([^<]*\)</kafka\.version>.*:\1:p' "$pom" | head -n 1)
+[[ -n $pinned_version ]] || die "no <kafka.version> in $pom"
+kafka_version=${KAFKA_VERSION:-$pinned_version}
+[[ $kafka_version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+    die "KAFKA_VERSION must be a release number such as 3.9.2 or $pinned_version, got '$kafka_version'"
+case ${kafka_version%%.*} in
+3)
+    pom=$conf_dir/pom-3.xml
+    log_opts=("-Dlog4j.configuration=file:$conf_dir/log4j-broker.properties")
+    tool_log_opts=("-Dlog4j.configuration=file:$conf_dir/log4j-tools.properties")
+    ;;
+4)
+    log_opts=("-Dlog4j2.configurationFile=$conf_dir/log4j2-broker.xml")
+    tool_log_opts=("-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml")
+    ;;
+*) die "KAFKA_VERSION must be a Kafka 3.x or 4.x release (KRaft), got $kafka_version" ;;
+esac
 dist_dir=$cache_dir/kafka-$kafka_version
 libs_dir=$dist_dir/libs
 
-pom_digest() { sha256sum "$pom" | cut -d ' ' -f 1; }
+# what a cache folder was provisioned from: the pom, and the version when it is not the
+# pom's own (so the pinned version's folder keeps the digest it always had)
+pom_digest() {
+    if [[ $kafka_version == "$pinned_version" ]]; then
+        sha256sum "$pom" | cut -d ' ' -f 1
+    else
+        { cat "$pom" && echo "kafka.version=$kafka_version"; } | sha256sum | cut -d ' ' -f 1
+    fi
+}
 
 provisioned() {
     [[ -d $libs_dir && -f $dist_dir/provisioned && "$(cat "$dist_dir/provisioned")" == "$(pom_digest)" ]]
@@ -189,7 +220,7 @@ provision() {
     fi
     local tmp=$dist_dir/libs.tmp.$$ mvn_log=$dist_dir/provision.log
     rm -rf "$tmp"
-    local args=(-B -ntp -f "$pom" "-Dmaven.repo.local=$cache_dir/m2"
+    local args=(-B -ntp -f "$pom" "-Dmaven.repo.local=$cache_dir/m2" "-Dkafka.version=$kafka_version"
         dependency:copy-dependencies "-DoutputDirectory=$tmp")
     log "provisioning Apache Kafka $kafka_version into ${dist_dir#"$repo_root"/} (Maven log: $mvn_log)"
     # offline first: a filled local repository needs no network
@@ -226,16 +257,61 @@ tool_jvm_opts=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
 tool_java() {
     local main=$1
     shift
-    "$java_bin" "${tool_jvm_opts[@]}" "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
-        -cp "$libs_dir/*" "$main" "$@"
+    "$java_bin" "${tool_jvm_opts[@]}" "${tool_log_opts[@]}" -cp "$libs_dir/*" "$main" "$@"
 }
 
 # the same, killed after SECONDS
 tool_java_within() {
     local secs=$1 main=$2
     shift 2
-    timeout "$secs" "$java_bin" "${tool_jvm_opts[@]}" "-Dlog4j2.configurationFile=$conf_dir/log4j2-tools.xml" \
-        -cp "$libs_dir/*" "$main" "$@"
+    timeout "$secs" "$java_bin" "${tool_jvm_opts[@]}" "${tool_log_opts[@]}" -cp "$libs_dir/*" "$main" "$@"
+}
+
+# Kafka moved its command line tools from the broker's Scala code (kafka.admin, kafka.tools)
+# to org.apache.kafka.tools during 3.x: a tool is the first of its classes (newest place
+# first) that the cached jars hold
+tool_classes() {
+    case $1 in
+    topics) echo org.apache.kafka.tools.TopicCommand kafka.admin.TopicCommand ;;
+    transactions) echo org.apache.kafka.tools.TransactionsCommand ;;
+    metadata-quorum) echo org.apache.kafka.tools.MetadataQuorumCommand ;;
+    broker-api-versions) echo org.apache.kafka.tools.BrokerApiVersionsCommand kafka.admin.BrokerApiVersionsCommand ;;
+    consumer-groups) echo org.apache.kafka.tools.consumer.group.ConsumerGroupCommand kafka.admin.ConsumerGroupCommand ;;
+    console-producer) echo org.apache.kafka.tools.ConsoleProducer kafka.tools.ConsoleProducer ;;
+    console-consumer) echo org.apache.kafka.tools.consumer.ConsoleConsumer kafka.tools.ConsoleConsumer ;;
+    get-offsets) echo org.apache.kafka.tools.GetOffsetShell kafka.tools.GetOffsetShell ;;
+    features) echo org.apache.kafka.tools.FeatureCommand kafka.admin.FeatureCommand ;;
+    storage) echo kafka.tools.StorageTool ;;
+    acls) echo org.apache.kafka.tools.AclCommand kafka.admin.AclCommand ;;
+    esac
+}
+
+# the classes of the broker and tools jars, one per line (listed once per cache folder)
+class_index() {
+    local idx=$dist_dir/classes.txt tmp j
+    if [[ ! -s $idx ]]; then
+        tmp=$idx.tmp.$$
+        for j in "$libs_dir"/kafka_2.13-*.jar "$libs_dir"/kafka-tools-*.jar; do
+            [[ -f $j ]] || continue
+            if command -v unzip >/dev/null; then unzip -Z1 "$j"; else "${java_bin%java}jar" tf "$j"; fi
+        done | sed -n 's:\.class$::p' | tr / . >"$tmp"
+        mv "$tmp" "$idx"
+    fi
+    echo "$idx"
+}
+
+# the main class of tool NAME in this Kafka version (set in $tool_main_class)
+tool_main_class=
+find_tool() {
+    local idx c
+    idx=$(class_index)
+    for c in $(tool_classes "$1"); do
+        if grep -qxF "$c" "$idx"; then
+            tool_main_class=$c
+            return 0
+        fi
+    done
+    die "Kafka $kafka_version has none of the classes of the tool $1 ($(tool_classes "$1"))"
 }
 
 # ---------------------------------------------------------------------------------------
@@ -389,6 +465,18 @@ cluster_id() {
     cat "$cdir/cluster.id"
 }
 
+# A cluster's data is formatted by one Kafka version (recorded in <cluster>/kafka.version);
+# starting it with another (KAFKA_VERSION) is refused: a downgrade may not read it, and
+# a test would not be run on the version it asks for
+check_cluster_version() {
+    local size=$1 f was
+    f=$(cluster_dir "$size")/kafka.version
+    [[ -s $f ]] || return 0
+    was=$(<"$f")
+    [[ $was == "$kafka_version" ]] ||
+        die "cluster $size in ${state_dir} was made by Kafka $was, not $kafka_version (KAFKA_VERSION); use another KAFKA_STATE_DIR, or delete it: KAFKA_VERSION=$was ci/kafka.sh clean $size"
+}
+
 # format the storage of the given nodes that have none yet (in parallel)
 format_nodes() {
     local size=$1 i ndir cid pids=() failed=0 u m extra=()
@@ -418,6 +506,7 @@ format_nodes() {
             failed=1
         fi
     done
+    if ((failed == 0)); then echo "$kafka_version" >"$(cluster_dir "$size")/kafka.version"; fi
     return "$failed"
 }
 
@@ -444,7 +533,7 @@ launch_node() {
     ${launcher[@]+"${launcher[@]}"} sh -c 'echo $$ >"$0" && exec "$@"' "$ndir/pid" \
         "$java_bin" ${heap[@]+"${heap[@]}"} ${jvm[@]+"${jvm[@]}"} \
         -Djava.awt.headless=true -XX:+ExitOnOutOfMemoryError "-XX:ErrorFile=$ndir/hs_err_%p.log" \
-        "-Dkafka.logs.dir=$ndir" "-Dlog4j2.configurationFile=$conf_dir/log4j2-broker.xml" \
+        "-Dkafka.logs.dir=$ndir" "${log_opts[@]}" \
         -cp "$libs_dir/*" kafka.Kafka "$ndir/server.properties" \
         </dev/null >"$ndir/stdout.log" 2>&1 8>&- 9>&- &
     local n
@@ -633,7 +722,8 @@ check_secs() {
 # ids of the brokers that the cluster's metadata lists (one per line)
 metadata_brokers() {
     local size=$1 deadline=$2 out
-    out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.BrokerApiVersionsCommand \
+    find_tool broker-api-versions
+    out=$(tool_java_within "$(check_secs "$deadline")" "$tool_main_class" \
         --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props "$size")" 2>/dev/null) || return 1
     sed -n 's/^[^ ]*:[0-9]* (id: \([0-9]*\) rack.*/\1/p' <<<"$out" | sort -u
 }
@@ -643,7 +733,8 @@ metadata_brokers() {
 # DescribeTransactions answered, with "not found" for this never used id
 txn_coordinator_answers() {
     local size=$1 deadline=$2 out
-    out=$(tool_java_within "$(check_secs "$deadline")" org.apache.kafka.tools.TransactionsCommand \
+    find_tool transactions
+    out=$(tool_java_within "$(check_secs "$deadline")" "$tool_main_class" \
         --bootstrap-server "$(bootstrap_of "$size")" --command-config "$(admin_props "$size")" describe --transactional-id "$readiness_txn_id" 2>&1) && return 0
     [[ $out == *TransactionalIdNotFound* || $out == *"ID could not be found"* ]]
 }
@@ -714,6 +805,7 @@ cmd_start() {
     deadline=$((t0 + start_timeout * 1000))
     provision
     lock_cluster "$size"
+    check_cluster_version "$size"
     cdir=$(cluster_dir "$size")
     for ((i = 1; i <= n; i++)); do
         node_up "$size" "$i" || todo+=("$i")
@@ -854,6 +946,7 @@ cmd_node() {
         deadline=$((t0 + start_timeout * 1000))
         provision
         lock_cluster "$size"
+        check_cluster_version "$size"
         ndir=$(node_dir "$size" "$i")
         if ! node_pid "$size" "$i" >/dev/null; then
             check_java
@@ -876,25 +969,18 @@ cmd_tool() {
     [[ $# -ge 1 ]] || usage
     local name=$1 main
     shift
+    provision
     case $name in
-    topics) main=org.apache.kafka.tools.TopicCommand ;;
-    transactions) main=org.apache.kafka.tools.TransactionsCommand ;;
-    metadata-quorum) main=org.apache.kafka.tools.MetadataQuorumCommand ;;
-    broker-api-versions) main=org.apache.kafka.tools.BrokerApiVersionsCommand ;;
-    consumer-groups) main=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
-    console-producer) main=org.apache.kafka.tools.ConsoleProducer ;;
-    console-consumer) main=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
-    get-offsets) main=org.apache.kafka.tools.GetOffsetShell ;;
-    features) main=org.apache.kafka.tools.FeatureCommand ;;
-    storage) main=kafka.tools.StorageTool ;;
-    acls) main=org.apache.kafka.tools.AclCommand ;;
     *.*) main=$name ;;
     *)
-        log "unknown tool '$name'"
-        usage
+        if [[ -z $(tool_classes "$name") ]]; then
+            log "unknown tool '$name'"
+            usage
+        fi
+        find_tool "$name"
+        main=$tool_main_class
         ;;
     esac
-    provision
     check_java
     tool_java "$main" "$@"
 }
