@@ -11,11 +11,13 @@
 //! * [`oauth`]: OAUTHBEARER tokens from a caller's provider.
 //! * [`frame_check`]: the bound on what a response frame may make the
 //!   decoder allocate, checked before it decodes.
+//! * [`records`]: the record batches of a Fetch answer, read with every
+//!   length checked first.
 //! * [`Error`]: what failed, and whether a retry may mend it.
 
 //!
 //! Without its default feature `client`, the crate is [`codes`],
-//! [`frame_check`] and [`Error`] alone: no tokio, no TLS.
+//! [`frame_check`], [`records`] and [`Error`] alone: no tokio, no TLS.
 
 #[cfg(feature = "client")]
 pub mod client;
@@ -24,6 +26,7 @@ pub mod error;
 pub mod frame_check;
 #[cfg(feature = "client")]
 pub mod oauth;
+pub mod records;
 #[cfg(feature = "client")]
 mod sasl;
 #[cfg(feature = "client")]
@@ -37,7 +40,7 @@ mod wire;
 pub mod fake_broker;
 
 #[cfg(feature = "client")]
-pub use client::{ActiveProducer, BumpAnswer, Client, TransactionDescription, TxnError};
+pub use client::{ActiveProducer, BumpAnswer, Client, Fetched, TransactionDescription, TxnError};
 pub use error::{check_transactional_id, quote, Error, ProducerEpoch, Result};
 #[cfg(feature = "client")]
 pub use settings::Settings;

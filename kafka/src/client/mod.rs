@@ -14,7 +14,8 @@
 //! module), Metadata and ListOffsets (the `metadata` module), Metadata and
 //! DescribeConfigs before a data partition joins a transaction (the
 //! `writable` module),
-//! DescribeProducers at a partition's leader (the `producers` module), and
+//! DescribeProducers at a partition's leader (the `producers` module), a
+//! read_uncommitted Fetch at a partition's leader (the `fetch` module), and
 //! the three authorizer questions that change nothing (the `access`
 //! module). Every one goes through the request layer (the `request`
 //! module) and, when retried, its one retry loop (the [`retry`] module).
@@ -75,6 +76,7 @@ use tokio::time::Instant;
 
 mod access;
 mod coordinator;
+mod fetch;
 mod metadata;
 mod pool;
 mod producer_id;
@@ -87,6 +89,7 @@ use crate::deadline_in;
 use crate::security::{Credentials, SaslSettings, Security};
 use crate::settings::Settings;
 use crate::wire::{Connection, OpenError};
+pub use fetch::Fetched;
 pub use producer_id::BumpAnswer;
 pub use producers::ActiveProducer;
 pub(crate) use request::Attempt;

@@ -1,0 +1,356 @@
+//! Record batches as a Fetch answers them (magic 2, Kafka's
+//! `DefaultRecordBatch`), read without trusting a byte of them.
+//!
+//! [`read_batches`] walks a Fetch answer's `records` bytes batch by batch.
+//! It promises:
+//!
+//! - **bounds before allocation**: every length and count is checked
+//!   against the bytes left before anything is read or kept; records are
+//!   pushed one by one, never reserved from a count the wire gave, so a
+//!   few hostile bytes cannot make it allocate more than their own size;
+//! - **the checksum**: a batch whose CRC-32C does not match is an error,
+//!   never records;
+//! - **a cut last batch is not an error**: a broker may end an answer in
+//!   the middle of a batch (its byte limits); the walk stops there and
+//!   [`Batches::next_offset`] says where to fetch again;
+//! - **what it does not read**: a compressed batch (the codec is named in
+//!   the error) and a batch of another magic are errors, not guesses.
+//!
+//! A control batch (a transaction marker) is read into
+//! [`Batch::marker`]: COMMIT or ABORT of the batch's producer.
+
+use bytes::Bytes;
+
+/// A transaction marker: the end of a producer's transaction on the
+/// partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// The transaction's records are committed.
+    Commit,
+    /// The transaction's records are aborted.
+    Abort,
+}
+
+/// One record of a data batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchRecord {
+    /// The record's offset in its partition.
+    pub offset: i64,
+    /// The key, or `None` for a null key.
+    pub key: Option<Bytes>,
+    /// The value, or `None` for a null value (a tombstone).
+    pub value: Option<Bytes>,
+}
+
+/// One record batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The offset of the batch's first record.
+    pub base_offset: i64,
+    /// The offset of the batch's last record (compaction may have removed
+    /// records, so it may lie past the last one kept).
+    pub last_offset: i64,
+    /// The producer id (-1 for a producer without one).
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+    /// Whether the batch is part of a transaction.
+    pub transactional: bool,
+    /// `Some` for a control batch: the marker it carries.
+    pub marker: Option<Marker>,
+    /// The records of a data batch (none for a control batch).
+    pub records: Vec<BatchRecord>,
+}
+
+/// The batches of one Fetch answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Batches {
+    /// The whole batches, in offset order.
+    pub batches: Vec<Batch>,
+    /// The offset after the last whole batch, or `None` when there was
+    /// none.
+    pub next_offset: Option<i64>,
+}
+
+/// Why the bytes are not record batches this reader can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordsError {
+    /// The bytes break the format (a length, count or varint out of
+    /// bounds, a bad checksum). Names the batch's offset and what broke.
+    #[error("malformed record batch at offset {offset}: {what}")]
+    Malformed {
+        /// The batch's base offset (as far as it could be read).
+        offset: i64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A compressed batch: this reader reads uncompressed batches only.
+    #[error("the record batch at offset {offset} is compressed ({codec}); only uncompressed batches are read")]
+    Compressed {
+        /// The batch's base offset.
+        offset: i64,
+        /// The codec's name.
+        codec: &'static str,
+    },
+    /// A batch of another format than magic 2.
+    #[error("the record batch at offset {offset} has magic {magic}; only magic 2 is read")]
+    Magic {
+        /// The batch's base offset.
+        offset: i64,
+        /// Its magic byte.
+        magic: i8,
+    },
+}
+
+/// The bytes of a batch header before its records.
+const HEADER: usize = 61;
+/// Where the part the checksum covers starts (the attributes).
+const CRC_FROM: usize = 21;
+/// The smallest record: length, attributes, timestamp and offset deltas,
+/// key and value lengths, header count (one byte each).
+const MIN_RECORD: usize = 7;
+
+/// The batches in `bytes` (a Fetch answer's `records` of one partition).
+pub fn read_batches(bytes: &Bytes) -> Result<Batches, RecordsError> {
+    let mut out = Batches::default();
+    let mut at = 0usize;
+    while bytes.len() - at >= 12 {
+        let base_offset = be_i64(&bytes[at..]);
+        let length = be_i32(&bytes[at + 8..]);
+        let malformed = |what: String| RecordsError::Malformed {
+            offset: base_offset,
+            what,
+        };
+        let Ok(length) = usize::try_from(length) else {
+            return Err(malformed(format!("negative batch length {length}")));
+        };
+        if length < HEADER - 12 {
+            return Err(malformed(format!(
+                "batch length {length} is shorter than a header"
+            )));
+        }
+        let Some(end) = at.checked_add(12 + length).filter(|&e| e <= bytes.len()) else {
+            // Cut by the broker's byte limit: fetch again from here.
+            break;
+        };
+        let batch = read_batch(&bytes.slice(at..end), base_offset)?;
+        out.next_offset = Some(batch.last_offset + 1);
+        out.batches.push(batch);
+        at = end;
+    }
+    Ok(out)
+}
+
+/// One whole batch (`b` holds exactly its bytes).
+fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
+    let malformed = |what: String| RecordsError::Malformed {
+        offset: base_offset,
+        what,
+    };
+    let magic = b[16] as i8;
+    if magic != 2 {
+        return Err(RecordsError::Magic {
+            offset: base_offset,
+            magic,
+        });
+    }
+    let crc = u32::from_be_bytes([b[17], b[18], b[19], b[20]]);
+    let computed = crc32c::crc32c(&b[CRC_FROM..]);
+    if crc != computed {
+        return Err(malformed(format!(
+            "checksum {crc:#010x} but the bytes give {computed:#010x}"
+        )));
+    }
+    let attributes = be_i16(&b[21..]);
+    let codec = match attributes & 0x07 {
+        0 => None,
+        1 => Some("gzip"),
+        2 => Some("snappy"),
+        3 => Some("lz4"),
+        4 => Some("zstd"),
+        _ => Some("an unknown codec"),
+    };
+    if let Some(codec) = codec {
+        return Err(RecordsError::Compressed {
+            offset: base_offset,
+            codec,
+        });
+    }
+    let transactional = attributes & 0x10 != 0;
+    let control = attributes & 0x20 != 0;
+    let last_delta = be_i32(&b[23..]);
+    if last_delta < 0 {
+        return Err(malformed(format!(
+            "negative last offset delta {last_delta}"
+        )));
+    }
+    let last_offset = base_offset
+        .checked_add(i64::from(last_delta))
+        .ok_or_else(|| malformed("the last offset overflows".into()))?;
+    let producer_id = be_i64(&b[43..]);
+    let producer_epoch = be_i16(&b[51..]);
+    let count = be_i32(&b[57..]);
+    let left = b.len() - HEADER;
+    let fits = usize::try_from(count).is_ok_and(|c| c <= left / MIN_RECORD);
+    if !fits {
+        return Err(malformed(format!(
+            "{count} records cannot fit in the {left} bytes left"
+        )));
+    }
+    let mut r = Reader {
+        b,
+        at: HEADER,
+        base_offset,
+    };
+    let mut records = Vec::new();
+    let mut marker = None;
+    for _ in 0..count {
+        let rec = r.record()?;
+        if control {
+            marker = Some(control_marker(&rec, base_offset)?);
+        } else {
+            records.push(rec);
+        }
+    }
+    if r.at != b.len() {
+        return Err(malformed(format!(
+            "{} bytes after the last record",
+            b.len() - r.at
+        )));
+    }
+    if control && marker.is_none() {
+        return Err(malformed("a control batch without a record".into()));
+    }
+    Ok(Batch {
+        base_offset,
+        last_offset,
+        producer_id,
+        producer_epoch,
+        transactional,
+        marker,
+        records,
+    })
+}
+
+/// The marker a control record's key names (version 0, type 0 ABORT or
+/// 1 COMMIT).
+fn control_marker(rec: &BatchRecord, base_offset: i64) -> Result<Marker, RecordsError> {
+    let key = rec.key.as_deref().unwrap_or_default();
+    if key.len() < 4 {
+        return Err(RecordsError::Malformed {
+            offset: base_offset,
+            what: format!("a control record key of {} bytes", key.len()),
+        });
+    }
+    match be_i16(&key[2..]) {
+        0 => Ok(Marker::Abort),
+        1 => Ok(Marker::Commit),
+        other => Err(RecordsError::Malformed {
+            offset: base_offset,
+            what: format!("control record type {other}"),
+        }),
+    }
+}
+
+/// A cursor over one batch's records.
+struct Reader<'a> {
+    b: &'a Bytes,
+    at: usize,
+    base_offset: i64,
+}
+
+impl Reader<'_> {
+    fn malformed(&self, what: impl Into<String>) -> RecordsError {
+        RecordsError::Malformed {
+            offset: self.base_offset,
+            what: what.into(),
+        }
+    }
+
+    /// A zigzag varint of at most `max_bytes` bytes.
+    fn varint(&mut self, max_bytes: usize) -> Result<i64, RecordsError> {
+        let mut raw: u64 = 0;
+        for i in 0..max_bytes {
+            let Some(&byte) = self.b.get(self.at) else {
+                return Err(self.malformed("a varint runs past the batch"));
+            };
+            self.at += 1;
+            raw |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok((raw >> 1) as i64 ^ -((raw & 1) as i64));
+            }
+        }
+        Err(self.malformed("a varint is too long"))
+    }
+
+    fn int(&mut self) -> Result<i64, RecordsError> {
+        self.varint(5)
+    }
+
+    /// `n` bytes, checked against what is left of `end`.
+    fn bytes(&mut self, n: i64, end: usize) -> Result<Option<Bytes>, RecordsError> {
+        if n < 0 {
+            return Ok(None);
+        }
+        let n = usize::try_from(n).map_err(|_| self.malformed("a length overflows"))?;
+        if n > end.saturating_sub(self.at) {
+            return Err(self.malformed(format!("a field of {n} bytes runs past its record")));
+        }
+        let out = self.b.slice(self.at..self.at + n);
+        self.at += n;
+        Ok(Some(out))
+    }
+
+    fn record(&mut self) -> Result<BatchRecord, RecordsError> {
+        let length = self.int()?;
+        let length = usize::try_from(length)
+            .map_err(|_| self.malformed(format!("record length {length}")))?;
+        if length > self.b.len() - self.at {
+            return Err(self.malformed(format!("a record of {length} bytes runs past the batch")));
+        }
+        let end = self.at + length;
+        if end == self.at {
+            return Err(self.malformed("an empty record"));
+        }
+        self.at += 1; // attributes (unused)
+        self.varint(10)?; // timestamp delta
+        let delta = self.int()?;
+        let key_len = self.int()?;
+        let key = self.bytes(key_len, end)?;
+        let value_len = self.int()?;
+        let value = self.bytes(value_len, end)?;
+        let headers = self.int()?;
+        for _ in 0..headers.max(0) {
+            let k = self.int()?;
+            if k < 0 {
+                return Err(self.malformed("a header with a null key"));
+            }
+            self.bytes(k, end)?;
+            let v = self.int()?;
+            self.bytes(v, end)?;
+        }
+        if self.at != end {
+            return Err(self.malformed("a record's length does not match its fields"));
+        }
+        Ok(BatchRecord {
+            offset: self.base_offset.saturating_add(delta),
+            key,
+            value,
+        })
+    }
+}
+
+fn be_i64(b: &[u8]) -> i64 {
+    i64::from_be_bytes(b[..8].try_into().expect("8 bytes"))
+}
+
+fn be_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes(b[..4].try_into().expect("4 bytes"))
+}
+
+fn be_i16(b: &[u8]) -> i16 {
+    i16::from_be_bytes(b[..2].try_into().expect("2 bytes"))
+}
+
+#[cfg(test)]
+mod tests;
