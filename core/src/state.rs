@@ -70,6 +70,12 @@ pub struct RoleState {
 }
 
 impl RoleState {
+    /// Whether `key` is the key of a record of this role (a registration
+    /// or the lease); a key that does not decode is nobody's.
+    pub fn is_own_key(&self, key: &[u8]) -> bool {
+        decode_key_ref(key).is_ok_and(|k| k.role == self.role)
+    }
+
     /// The empty state of `role`: nobody registered, no lease, no record applied.
     pub fn new(role: impl Into<String>) -> Self {
         RoleState {

@@ -254,3 +254,141 @@ async fn the_decision_to_challenge_rests_on_the_check_alone() {
     );
     assert!(b.is_held());
 }
+
+/// Issue 25, item 4: a neighbour's transaction left open (its member
+/// killed between its Produce and its EndTxn: it stays open for the
+/// neighbour's whole lease) hides every later record from a read_committed
+/// reader, but none of it is this role's. The standby reads past it: it
+/// sees the leader's renewals while the leader lives, and takes over at the
+/// dead leader's deadline, with the neighbour's transaction still open.
+#[tokio::test(flavor = "current_thread")]
+async fn a_neighbours_open_transaction_does_not_hold_a_dead_leaders_role() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b_transport = Arc::new(Hooked::new(w.cluster.transport()));
+    let (tx, mut rx) = events::channel();
+    let b = spawn_on(b_transport.clone(), "b", w.options().with_events(tx));
+    w.run_until(T0 + 1_000).await;
+    let _stalled = stall_neighbour(&w);
+
+    // Two leases with the transaction open: a renews, b sees the renewals
+    // past it and never challenges.
+    w.run_until(T0 + 2 * ms(LEASE)).await;
+    assert!(!b.is_finished(), "b does not take over from a live leader");
+    assert!(a.is_held(), "a renews all along");
+    let seen = names(&drain(&mut rx));
+    assert!(seen.contains(&"held_back"), "{seen:?}");
+    assert!(!seen.contains(&"challenging"), "{seen:?}");
+    let calls = b_transport.take_calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.starts_with("read_past_stable") && !c.ends_with("None")),
+        "b read past the open transaction: {calls:?}"
+    );
+
+    // a dies: b takes over at a's last deadline, the transaction still open.
+    let deadline = a.lease().deadline;
+    let a_token = a.token();
+    drop(a);
+    w.run_until(deadline - 500).await;
+    assert!(!b.is_finished(), "not before a's deadline");
+    w.run_until(deadline + 1_000).await;
+    let b = leader(b).await;
+    assert!(b.token() > a_token);
+    assert_eq!(
+        w.transport().held_back(w.partition(), 0).await.unwrap(),
+        Backlog::HeldBack,
+        "the neighbour's transaction is still open"
+    );
+    let calls = b_transport.take_calls();
+    let last = from_last_check(&calls);
+    assert_eq!(last[0], "held_back HeldBack", "{calls:?}");
+    assert!(
+        last[1].starts_with("read_past_stable") && last[1].ends_with("committed, 1 open"),
+        "the renewals a wrote past the open entry, which alone is open: {calls:?}"
+    );
+    assert_eq!(last[2], "acquire_epoch", "{calls:?}");
+}
+
+/// What the look past an open transaction never decides: a record of the
+/// role itself in the open transaction (the holder's renewal, a first
+/// lease or a resign's tombstone in flight). The standby waits for that
+/// transaction, as before; once it is decided, the role fails over.
+#[tokio::test(flavor = "current_thread")]
+async fn an_open_transaction_holding_the_roles_own_record_is_waited_for() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b_transport = Arc::new(Hooked::new(w.cluster.transport()));
+    let b = spawn_on(b_transport.clone(), "b", w.options());
+    w.run_until(T0 + 1_000).await;
+    // A writer of this role's lease key left its transaction open.
+    let stalled = w.transport().mint(&neighbour()).unwrap();
+    stalled
+        .write_lease_open(StateRecord {
+            partition: w.partition(),
+            key: encode_key(&Key::lease(ROLE)).unwrap(),
+            value: Some(b"in flight".to_vec()),
+        })
+        .unwrap();
+    let deadline = a.lease().deadline;
+    drop(a);
+    w.run_until(deadline + ms(LEASE)).await;
+    assert!(
+        !b.is_finished(),
+        "b waits for the transaction that holds a record of its role"
+    );
+    let calls = b_transport.take_calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c == "read_past_stable 0 committed, 1 open"),
+        "{calls:?}"
+    );
+    assert!(!calls.iter().any(|c| c == "acquire_epoch"), "{calls:?}");
+    abort_neighbour(&w.transport());
+    drop(stalled);
+    w.run_until(deadline + ms(LEASE) + 2_000).await;
+    assert!(leader(b).await.is_held());
+}
+
+/// The look itself: committed records past the open entry, the open ones
+/// apart, nothing for a reader below the last stable offset or with
+/// nothing open.
+#[tokio::test(flavor = "current_thread")]
+async fn the_look_past_an_open_transaction_sorts_what_lies_there() {
+    let w = World::new();
+    let t = w.transport();
+    let p = w.partition();
+    let reg = |m: &str| StateRecord {
+        partition: p,
+        key: encode_key(&Key::registration(ROLE, m)).unwrap(),
+        value: Some(m.as_bytes().to_vec()),
+    };
+    t.append(reg("a")).await.unwrap();
+    assert_eq!(
+        t.read_past_stable(p, 1).await.unwrap(),
+        None,
+        "nothing open"
+    );
+    let _stalled = stall_neighbour(&w);
+    t.append(reg("b")).await.unwrap();
+    assert_eq!(
+        t.read_past_stable(p, 0).await.unwrap(),
+        None,
+        "offset 0 is decided and unread"
+    );
+    let past = t.read_past_stable(p, 1).await.unwrap().unwrap();
+    assert_eq!(past.end, 3);
+    assert_eq!(
+        past.committed.iter().map(|r| r.offset).collect::<Vec<_>>(),
+        [2]
+    );
+    assert_eq!(past.open.iter().map(|r| r.offset).collect::<Vec<_>>(), [1]);
+    let e = t.read_past_stable(p, -1).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}

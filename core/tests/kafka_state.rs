@@ -610,6 +610,119 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
     leader.resign().await.unwrap();
 }
 
+/// Issue 25, item 4, on Kafka's default broker settings: a neighbour
+/// role's member killed between its Produce and its EndTxn leaves its
+/// transaction open for its whole lease (120 s here) plus the broker's
+/// clean-up interval, holding the shared partition's last stable offset
+/// back. A role on the same partition still fails over within its own
+/// lease: its standby reads past the open transaction (read_uncommitted,
+/// each record decided by the markers) and takes over at the dead
+/// leader's deadline, the neighbour's transaction still open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbours_frozen_transaction_does_not_keep_a_dead_leaders_role_leaderless() {
+    use krabka_coordination::client::Client;
+    init_tracing();
+    let topic = unique("frozen-neighbour-state");
+    let cfg = config(&bootstrap()).with_state_topic(topic.clone());
+    ensure_state_topic(&cfg, 1, 1, 1).await.unwrap();
+    let client = || {
+        Client::new(cfg.clone())
+            .unwrap()
+            .with_partitions(1)
+            .unwrap()
+    };
+    let lease = Duration::from_secs(3);
+    let options = client()
+        .leadership_options()
+        .with_lease_duration(lease)
+        .with_renew_interval(Duration::from_secs(1))
+        .with_challenge_stagger(Duration::from_secs(1));
+    let role = unique("frozen-neighbour-role");
+    let leader = client().acquire(&role, "a", options.clone()).await.unwrap();
+    let (tx, mut rx) = krabka_coordination::events::channel();
+    let standby = tokio::spawn({
+        let (role, options, c) = (role.clone(), options.clone().with_events(tx), client());
+        async move { c.acquire(&role, "b", options).await }
+    });
+    let waiting = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(e) = rx.recv().await {
+            if e.kind.name() == "waiting" {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(waiting.is_ok(), "the standby waits behind the leader");
+
+    // The neighbour's member dies mid-transaction (its epoch is kept and
+    // never ends the transaction: the broker aborts it only after 120 s).
+    let stall = KafkaTransport::new(cfg.clone(), Some("frozen-neighbour")).unwrap();
+    let neighbour = unique("frozen-neighbour");
+    let frozen = stall
+        .mint_epoch(&neighbour, Duration::from_secs(120))
+        .await
+        .unwrap();
+    frozen
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&neighbour),
+            Some(b"open".to_vec()),
+        ))
+        .await
+        .unwrap();
+    let probe = KafkaTransport::new(cfg.clone(), Some("frozen-probe")).unwrap();
+    assert_eq!(probe.held_back(0, 0).await.unwrap(), Backlog::HeldBack);
+
+    // Two leases with the transaction open: the standby sees the leader's
+    // renewals past it and does not take over.
+    tokio::time::sleep(2 * lease).await;
+    assert!(
+        !standby.is_finished(),
+        "the standby did not depose a live leader"
+    );
+    assert!(leader.is_held(), "the leader renewed all along");
+    let mut names = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        names.push(e.kind.name());
+    }
+    assert!(names.contains(&"held_back"), "{names:?}");
+    assert!(!names.contains(&"challenging"), "{names:?}");
+
+    // The leader dies (its renewals stop, nothing is resigned).
+    let old = leader.token();
+    let deadline = leader.lease().deadline;
+    drop(leader);
+    let died = Instant::now();
+    let won = tokio::time::timeout(lease + Duration::from_secs(10), standby)
+        .await
+        .expect("the standby takes over within its own lease plus a bounded delay")
+        .unwrap()
+        .unwrap();
+    let took = died.elapsed();
+    let after_deadline = {
+        use krabka_coordination::clock::Clock;
+        krabka_coordination::clock::SystemClock.now_millis() - deadline
+    };
+    println!("take-over {took:?} after the leader died, {after_deadline} ms after its deadline, beside a neighbour's open transaction");
+    assert!(won.token() > old, "{old} -> {}", won.token());
+    assert!(
+        took < lease + Duration::from_secs(3),
+        "within the lease ({lease:?}) and a read: {took:?}"
+    );
+    assert_eq!(
+        probe.held_back(0, 0).await.unwrap(),
+        Backlog::HeldBack,
+        "the neighbour's transaction is still open"
+    );
+    let mut names = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        names.push(e.kind.name());
+    }
+    assert!(names.contains(&"elected"), "{names:?}");
+    won.resign().await.unwrap();
+    drop(frozen);
+}
+
 /// Polls `partition` from `from` until a poll brings nothing new (no
 /// record, the position unchanged): the reader then stands at the end of
 /// what is decided. Returns that position and the records read.
@@ -632,6 +745,102 @@ async fn poll_to_end(t: &KafkaTransport, partition: i32, mut from: i64) -> (i64,
             return (from, records);
         }
     }
+}
+
+/// The look past an open transaction on a real broker: records of
+/// Kafka's own making (our transactional batches and their markers,
+/// librdkafka's idempotent registration batches) read uncommitted and
+/// sorted by their markers: committed after the open entry, the open one
+/// apart, an aborted one in neither list; nothing for a reader below the
+/// last stable offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_look_past_an_open_transaction_sorts_records_by_their_markers() {
+    let (t, cfg) = private_transport("past-stable", 1).await;
+    let role = unique("past-stable");
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let lease = |marker| {
+        state_record(
+            0,
+            lease_key(&role),
+            Some(lease_value("a", epoch.token(), marker)),
+        )
+    };
+    epoch.write_lease(lease(1), WITHIN).await.unwrap();
+    // The neighbour's transaction, left open.
+    let other = KafkaTransport::new(cfg.clone(), Some("past-stable-other")).unwrap();
+    let neighbour = neighbour_of(&role, 1);
+    let frozen = other
+        .mint_epoch(&neighbour, Duration::from_secs(60))
+        .await
+        .unwrap();
+    frozen
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&neighbour),
+            Some(b"open".to_vec()),
+        ))
+        .await
+        .unwrap();
+    let (stable, _) = poll_to_end(&t, 0, 0).await;
+    // Past it: a renewal, a registration, and a transaction that aborts.
+    epoch.write_lease(lease(2), WITHIN).await.unwrap();
+    t.append(state_record(
+        0,
+        reg_key(&role, "b"),
+        Some(reg_value("b", 5)),
+    ))
+    .await
+    .unwrap();
+    let third = unique("past-stable-aborted");
+    let aborting = other
+        .mint_epoch(&third, Duration::from_secs(60))
+        .await
+        .unwrap();
+    aborting
+        .write_lease_uncommitted(state_record(
+            0,
+            lease_key(&third),
+            Some(b"aborted".to_vec()),
+        ))
+        .await
+        .unwrap();
+    drop(aborting);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let past = loop {
+        let past = t
+            .read_past_stable(0, stable)
+            .await
+            .unwrap()
+            .expect("held back");
+        if !has_value(&past.open, b"aborted") {
+            break past;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the abort marker never came: {past:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(!has_value(&past.committed, b"aborted"), "{past:?}");
+    assert_eq!(past.open.len(), 1, "{past:?}");
+    assert_eq!(past.open[0].value.as_deref(), Some(&b"open"[..]));
+    assert!(
+        has_value(&past.committed, &lease_value("a", epoch.token(), 2)),
+        "{past:?}"
+    );
+    assert!(has_value(&past.committed, &reg_value("b", 5)), "{past:?}");
+    assert!(
+        !has_value(&past.committed, &lease_value("a", epoch.token(), 1)),
+        "below the position"
+    );
+    assert!(past.committed.windows(2).all(|w| w[0].offset < w[1].offset));
+    assert!(past.end > stable);
+    assert_eq!(
+        t.read_past_stable(0, 0).await.unwrap(),
+        None,
+        "below the last stable offset"
+    );
+    drop(frozen);
 }
 
 /// The held-back check is one read of the high watermark against the

@@ -268,6 +268,91 @@ fn passed_over(m: &Member, state: &RoleState, now: i64) -> Vec<String> {
     out
 }
 
+/// The lease seen last and when (monotonic ms) it was first seen.
+type Seen = Option<(FencingToken, i64, i64)>;
+
+/// The next step for `state` at `now`: the election's rules
+/// ([`evaluate`]), with a holder's deadline trusted at most one lease
+/// duration (this member's) past when its lease was first seen (`seen`),
+/// and no challenge within the hold-off after a lost one (`lost`, cleared
+/// once a newer lease shows or the hold-off passes).
+fn step_for(
+    m: &Member,
+    state: &RoleState,
+    now: i64,
+    seen: &mut Seen,
+    lost: &mut Option<(FencingToken, i64)>,
+) -> Step {
+    let mut step = evaluate(state, &m.member, None, now, &m.options.election);
+    if let Some(l) = state.lease() {
+        if seen.is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at)) {
+            *seen = Some((l.token, l.granted_at, m.mono()));
+        }
+        let (_, _, first_seen) = seen.expect("set above");
+        let lease_ms = millis(m.options.election.lease_duration);
+        let cap = now.saturating_add(first_seen.saturating_add(lease_ms) - m.mono());
+        if let Step::WaitUntil { at, rank } = step {
+            let stagger = millis(m.options.election.challenge_stagger);
+            let capped = cap.saturating_add(stagger.saturating_mul(rank as i64));
+            if capped < at {
+                tracing::warn!(deadline = l.deadline, capped, "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
+                step = if now >= capped {
+                    Step::Challenge
+                } else {
+                    Step::WaitUntil { at: capped, rank }
+                };
+            }
+        }
+    } else {
+        *seen = None;
+    }
+    if let Some((token, until)) = *lost {
+        let superseded = state.lease().is_some_and(|l| l.token > token);
+        if superseded || now >= until {
+            *lost = None;
+        } else if step == Step::Challenge {
+            step = Step::WaitUntil { at: until, rank: 0 };
+        }
+    }
+    step
+}
+
+/// The follower's state with what lies past the partition's open
+/// transaction applied ([`crate::transport::StateReader::read_past_stable`]),
+/// when every record of this role up to the end of the log is decided;
+/// `None` when a record of this role is in an open transaction (a
+/// renewal, a first lease or a resign's tombstone in flight: the
+/// transaction decides), or when the transport cannot tell (it waits then,
+/// as for any open transaction).
+async fn view_past_stable(m: &Member, follower: &Follower) -> Option<RoleState> {
+    let past = match m
+        .transport
+        .read_past_stable(m.partition, follower.position())
+        .await
+    {
+        Ok(past) => past?,
+        Err(e) => {
+            tracing::debug!(error = %e, "could not read past the open transaction; waiting for it");
+            return None;
+        }
+    };
+    if let Some(r) = past.open.iter().find(|r| follower.state.is_own_key(&r.key)) {
+        tracing::debug!(
+            offset = r.offset,
+            "a record of this role is in the open transaction; waiting for it"
+        );
+        return None;
+    }
+    let mut view = follower.state.clone();
+    for r in &past.committed {
+        if let Err(e) = view.apply(r) {
+            tracing::warn!(error = %e, offset = r.offset, "a record past the open transaction does not decode; waiting for the transaction");
+            return None;
+        }
+    }
+    Some(view)
+}
+
 async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     let mut follower = Follower::start(m, cancel).await?;
     let offset = m.retry("registering", cancel, || m.register()).await?;
@@ -287,46 +372,17 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     // hold off until its lease shows up or until `until` passes (its holder
     // may have died between minting and writing).
     let mut lost: Option<(FencingToken, i64)> = None;
-    // The lease seen last and when (monotonic ms) it was first seen: a
-    // holder's deadline is trusted at most one lease duration (this
-    // member's) past that, so a clock hours ahead or a corrupt deadline
-    // cannot stall the role.
-    let mut seen: Option<(FencingToken, i64, i64)> = None;
+    // The lease seen last and when it was first seen (see `step_for`): a
+    // clock hours ahead or a corrupt deadline cannot stall the role.
+    let mut seen: Seen = None;
+    // The same for the views past an open transaction (kept apart, so the
+    // follower's older lease and the view's newer one do not take turns).
+    let mut seen_past: Seen = None;
     let mut held_back_reported = false;
     loop {
         check_unique(m, &follower.state, &own, found, &minted)?;
         let now = m.now();
-        let mut step = evaluate(&follower.state, &m.member, None, now, &m.options.election);
-        if let Some(l) = follower.state.lease() {
-            if seen.is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at)) {
-                seen = Some((l.token, l.granted_at, m.mono()));
-            }
-            let (_, _, first_seen) = seen.expect("set above");
-            let lease_ms = millis(m.options.election.lease_duration);
-            let cap = now.saturating_add(first_seen.saturating_add(lease_ms) - m.mono());
-            if let Step::WaitUntil { at, rank } = step {
-                let stagger = millis(m.options.election.challenge_stagger);
-                let capped = cap.saturating_add(stagger.saturating_mul(rank as i64));
-                if capped < at {
-                    tracing::warn!(deadline = l.deadline, capped, "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
-                    step = if now >= capped {
-                        Step::Challenge
-                    } else {
-                        Step::WaitUntil { at: capped, rank }
-                    };
-                }
-            }
-        } else {
-            seen = None;
-        }
-        if let Some((token, until)) = lost {
-            let superseded = follower.state.lease().is_some_and(|l| l.token > token);
-            if superseded || now >= until {
-                lost = None;
-            } else if step == Step::Challenge {
-                step = Step::WaitUntil { at: until, rank: 0 };
-            }
-        }
+        let step = step_for(m, &follower.state, now, &mut seen, &mut lost);
         match step {
             Step::Register => {
                 let offset = m.retry("registering", cancel, || m.register()).await?;
@@ -399,6 +455,9 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     .transport
                     .held_back(m.partition, follower.position())
                     .await;
+                // The view past an open transaction that decided the
+                // challenge, if one did.
+                let mut past: Option<RoleState> = None;
                 match backlog {
                     Ok(Backlog::CaughtUp) => {
                         held_back_reported = false;
@@ -412,14 +471,54 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Ok(Backlog::HeldBack) => {
                         if !held_back_reported {
-                            tracing::info!("an open transaction holds the partition back; not challenging until it ends");
+                            tracing::info!("an open transaction holds the partition back; deciding from what lies past it, if its records are not this role's");
                             m.emit(EventKind::HeldBack);
                             held_back_reported = true;
                         }
-                        follower
-                            .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
-                            .await?;
-                        continue;
+                        // Issue 25, item 4: another role's open transaction
+                        // hides this role's records only from a
+                        // read_committed reader. Read past it; when every
+                        // record of this role up to the end of the log is
+                        // decided, that view is as complete as a caught-up
+                        // one (the end of the log is read once, as above).
+                        let Some(v) = view_past_stable(m, &follower).await else {
+                            follower
+                                .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                                .await?;
+                            continue;
+                        };
+                        check_unique(m, &v, &own, found, &minted)?;
+                        match step_for(m, &v, now, &mut seen_past, &mut lost) {
+                            Step::Challenge => past = Some(v),
+                            Step::WaitUntil { at, rank } => {
+                                if last_wait != Some((at, rank)) {
+                                    tracing::info!(
+                                        rank,
+                                        challenge_at = at,
+                                        "waiting (seen past an open transaction)"
+                                    );
+                                    m.emit(EventKind::Waiting {
+                                        rank,
+                                        challenge_at: at,
+                                    });
+                                    last_wait = Some((at, rank));
+                                }
+                                let wait = m.options.poll_wait;
+                                tokio::select! {
+                                    biased;
+                                    _ = cancel.cancelled() => return Err(Error::Cancelled),
+                                    _ = m.options.clock.sleep_until(at) => {}
+                                    r = follower.poll_or_back_off(m, wait, cancel, &mut backoff) => { r?; }
+                                }
+                                continue;
+                            }
+                            Step::Register | Step::RenewAt(_) | Step::StandDown => {
+                                follower
+                                    .poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
+                                    .await?;
+                                continue;
+                            }
+                        }
                     }
                     Err(e) if e.is_transient() => {
                         let d = backoff.take();
@@ -429,7 +528,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Err(e) => return Err(e),
                 }
-                let stale = passed_over(m, &follower.state, now);
+                let stale = passed_over(m, past.as_ref().unwrap_or(&follower.state), now);
                 tracing::info!("challenging");
                 m.emit(EventKind::Challenging);
                 let lease_duration = m.options.election.lease_duration;

@@ -38,8 +38,8 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
 use crate::transport::{
-    check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Record,
-    Registrar, StateReader, StateRecord, Superseded,
+    check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch,
+    Record, Registrar, StateReader, StateRecord, Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.
@@ -586,6 +586,38 @@ impl StateReader for MemoryTransport {
 
     async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
         self.held_back_now(partition, position).await
+    }
+
+    async fn read_past_stable(&self, partition: i32, position: i64) -> Result<Option<PastStable>> {
+        if position < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "read position must not be negative, got {position}"
+            )));
+        }
+        let inner = self.cluster.enter("read_past_stable")?;
+        let key = (self.cluster.state_topic.clone(), partition);
+        let Some(log) = inner.partitions.get(&key) else {
+            return Ok(None);
+        };
+        let (end, stable) = (log.len(), last_stable(log));
+        let from = usize::try_from(position).unwrap_or(usize::MAX);
+        // Nothing open, decided records unread below the position, or a
+        // position past the end.
+        if stable >= end || from < stable || from > end {
+            return Ok(None);
+        }
+        let mut past = PastStable {
+            end: end as i64,
+            ..PastStable::default()
+        };
+        for e in &log[from..] {
+            match e.state {
+                EntryState::Committed => past.committed.push(e.record.clone()),
+                EntryState::Open(..) => past.open.push(e.record.clone()),
+                EntryState::Aborted => {}
+            }
+        }
+        Ok(Some(past))
     }
 }
 

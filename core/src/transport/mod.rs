@@ -11,11 +11,13 @@
 //!   writes go through the producer that the epoch binds, and dropping it
 //!   releases that producer.
 //!
-//! [`Transport`] is all four. Two methods have default bodies:
-//! [`StateReader::read_state`] (every record, through `read_partition`) and
-//! [`StateReader::kept_state`] (`None`). A wrapper (a timing shim, a fault
-//! injector) must forward those two as well as the others, or the wrapped
-//! transport's kept views are lost behind it. The in-memory
+//! [`Transport`] is all four. Three methods have default bodies:
+//! [`StateReader::read_state`] (every record, through `read_partition`),
+//! [`StateReader::kept_state`] (`None`) and
+//! [`StateReader::read_past_stable`] (`None`). A wrapper (a timing shim, a
+//! fault injector) must forward those three as well as the others, or the
+//! wrapped transport's kept views, and its look past an open transaction,
+//! are lost behind it. The in-memory
 //! transport ([`memory::MemoryTransport`]) has the coordinator's semantics for
 //! fast deterministic tests; the Kafka transport (feature `kafka`) is the real
 //! thing.
@@ -175,6 +177,43 @@ pub trait StateReader: Send + Sync {
     /// two requests, would let a transaction opened in between hide what
     /// the read should have seen.
     async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog>;
+
+    /// What lies past the last stable offset of `partition` for a reader
+    /// that stands there (`position` at or past it): every record from
+    /// `position` to the high watermark, read as written (read_uncommitted),
+    /// sorted by what the transaction markers below the high watermark say
+    /// of it ([`PastStable`]). One read of the high watermark bounds it, as
+    /// in [`StateReader::held_back`].
+    ///
+    /// A standby held back by another role's open transaction decides from
+    /// it: the records of its own role are all decided, so it does not wait
+    /// for a transaction that is not its role's (issue 25, item 4).
+    ///
+    /// `None` when there is nothing to look past (no transaction is open),
+    /// when records below the last stable offset are not read yet at
+    /// `position` (read them first), when what lies past cannot be read
+    /// whole (a compressed batch, a bound on what is read), or when the
+    /// transport cannot look past the last stable offset: the default.
+    async fn read_past_stable(&self, partition: i32, position: i64) -> Result<Option<PastStable>> {
+        let _ = (partition, position);
+        Ok(None)
+    }
+}
+
+/// What [`StateReader::read_past_stable`] found from a reader's position
+/// to the high watermark.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PastStable {
+    /// The committed records, in offset order: those written outside any
+    /// transaction, and those of transactions whose commit marker lies
+    /// below [`PastStable::end`].
+    pub committed: Vec<Record>,
+    /// The records of transactions with no marker below
+    /// [`PastStable::end`] (still open when the high watermark was read),
+    /// in offset order. Aborted records are in neither list.
+    pub open: Vec<Record>,
+    /// The high watermark the read went to.
+    pub end: i64,
 }
 
 /// What [`StateReader::held_back`] found at and past a reader's position.

@@ -25,8 +25,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use krabka_coordination::transport::memory::MemoryTransport;
 use krabka_coordination::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader,
-    StateRecord, Superseded,
+    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Registrar,
+    StateReader, StateRecord, Superseded,
 };
 use krabka_coordination::{ElectionOptions, FencingToken, Record, Result};
 
@@ -240,6 +240,20 @@ impl StateReader for Hooked {
         if let Some(hook) = take(&self.after_held_back) {
             hook();
         }
+        r
+    }
+
+    async fn read_past_stable(&self, partition: i32, position: i64) -> Result<Option<PastStable>> {
+        let r = self.inner.read_past_stable(partition, position).await;
+        self.log(match &r {
+            Ok(Some(p)) => format!(
+                "read_past_stable {} committed, {} open",
+                p.committed.len(),
+                p.open.len()
+            ),
+            Ok(None) => "read_past_stable None".into(),
+            Err(_) => "read_past_stable failed".into(),
+        });
         r
     }
 }

@@ -114,6 +114,7 @@ mod describe;
 mod epoch;
 mod librdkafka;
 mod oauth;
+mod past_stable;
 mod preflight;
 mod protocol_lease;
 mod reader;

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use super::{check_partition, deadline_in, KafkaTransport};
 use crate::error::{Error, Result};
-use crate::transport::{Backlog, ReadBatch, Record, StateReader};
+use crate::transport::{Backlog, PastStable, ReadBatch, Record, StateReader};
 
 /// How long a read of a whole partition waits for the markers of a
 /// commit that was acknowledged a moment ago (see
@@ -71,6 +71,10 @@ impl StateReader for KafkaTransport {
 
     async fn held_back(&self, partition: i32, position: i64) -> Result<Backlog> {
         self.held_back_now(partition, position).await
+    }
+
+    async fn read_past_stable(&self, partition: i32, position: i64) -> Result<Option<PastStable>> {
+        self.read_past_stable_now(partition, position).await
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use krabka_coordination::election::ElectionOptions;
 use krabka_coordination::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, ReadBatch, Registrar, StateReader,
-    StateRecord, Superseded, Transport,
+    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Registrar,
+    StateReader, StateRecord, Superseded, Transport,
 };
 use krabka_coordination::{FencingToken, Record, Result};
 use serde_json::{json, Value};
@@ -176,6 +176,18 @@ impl StateReader for Timed {
         let t = Instant::now();
         let r = self.inner.held_back(partition, position).await;
         self.rec.record("held_back", t, 0, r.is_ok());
+        r
+    }
+
+    async fn read_past_stable(&self, partition: i32, position: i64) -> Result<Option<PastStable>> {
+        let t = Instant::now();
+        let r = self.inner.read_past_stable(partition, position).await;
+        let n = r
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map_or(0, |p| p.committed.len() + p.open.len());
+        self.rec.record("read_past_stable", t, n, r.is_ok());
         r
     }
 }
