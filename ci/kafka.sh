@@ -235,6 +235,23 @@ provision() {
         fi
     fi
     compgen -G "$tmp/kafka_2.13-$kafka_version.jar" >/dev/null || die "kafka_2.13-$kafka_version.jar missing after Maven ran (see $mvn_log)"
+    # pom.xml names the pinned version's log4j2; another 4.x gets the log4j2 its own modules
+    # name (now in the local repository), so the broker runs with the logging it was built for
+    local want pinned_log4j
+    if [[ $kafka_version != "$pinned_version" && $pom == "$conf_dir/pom.xml" ]]; then
+        pinned_log4j=$(sed -n 's:.*<log4j\.version>\([^<]*\)</log4j\.version>.*:\1:p' "$pom" | head -n 1)
+        want=$(grep -h -A1 '<artifactId>log4j-' "$cache_dir/m2/org/apache/kafka/"*/"$kafka_version/"*.pom 2>/dev/null |
+            sed -n 's:.*<version>\(2\.[^<]*\)</version>.*:\1:p' | sort -V | tail -n 1 || true)
+        if [[ -n $want && $want != "$pinned_log4j" ]]; then
+            log "Kafka $kafka_version's modules name log4j $want (pom.xml: $pinned_log4j); fetching that"
+            rm -rf "$tmp"
+            if ! mvn "${args[@]}" "-Dlog4j.version=$want" >>"$mvn_log" 2>&1; then
+                tail -n 40 "$mvn_log" >&2
+                rm -rf "$tmp"
+                die "Maven could not fetch log4j $want for Kafka $kafka_version (see $mvn_log)"
+            fi
+        fi
+    fi
     rm -rf "$libs_dir"
     mv "$tmp" "$libs_dir"
     pom_digest >"$dist_dir/provisioned"
