@@ -5,7 +5,9 @@
 //! members that missed their turn.
 
 use krabka_coordination::transport::Backlog;
-use krabka_coordination::{encode_lease, encode_registration, evaluate, Lease, Registration, Step};
+use krabka_coordination::{
+    encode_lease, encode_registration, evaluate, Lease, Registration, RoleState, Step,
+};
 
 use crate::kafka;
 use crate::model::LeaseModel;
@@ -135,8 +137,14 @@ impl LeaseModel {
         let end = s.log.len() as u16;
         if self.config.proposed.held_back_at_read_position {
             let position = s.members[m].read_upto as i64;
-            match Backlog::of(position, end as i64, s.last_stable() as i64) {
+            let stable = s.last_stable() as i64;
+            match Backlog::of(position, end as i64, stable) {
                 Backlog::CaughtUp => self.to_mint(s, m, end),
+                Backlog::HeldBack
+                    if self.config.proposed.look_past_stable && position >= stable =>
+                {
+                    self.look_past(s, m, end)
+                }
                 Backlog::Unread | Backlog::HeldBack => {
                     let until = s.now.saturating_add(self.config.poll_wait);
                     s.members[m].phase = Phase::PollWait { until };
@@ -150,6 +158,54 @@ impl LeaseModel {
         } else {
             self.to_mint(s, m, read);
         }
+    }
+
+    /// The look past an open transaction (`view_past_stable` and the
+    /// held-back arm of `acquire_loop` in the core): with no entry of the
+    /// member's role open between its position and the end of the log, the
+    /// committed entries there join its view and the loop's step is taken
+    /// on that view (the far-future cap with its own `seen_past`); to
+    /// challenge it mints, to wait it waits; otherwise, and with an entry
+    /// of its role open, it polls as for any held-back check.
+    fn look_past(&self, s: &mut State, m: usize, end: u16) {
+        let from = s.members[m].read_upto as usize;
+        let mut view = self.view(s, m);
+        let past = &s.log[from..end as usize];
+        let own_open = past
+            .iter()
+            .any(|e| matches!(e.status, Status::Open(_)) && view.is_own_key(&e.key));
+        if !own_open {
+            for (i, e) in past.iter().enumerate() {
+                if e.status == Status::Committed {
+                    view.apply_parts((from + i) as i64, &e.key, e.value.as_deref())
+                        .expect("the model writes well-formed records");
+                }
+            }
+            let id = &self.config.members[m].id;
+            if rules::twin(&view, id, &s.members[m].acquire) {
+                s.ghost.twin_refused = true;
+                s.members[m].phase = Phase::Leaving;
+                return;
+            }
+            let now = self.wall(s, m);
+            let step = evaluate(&view, id, None, now, &self.options);
+            let mono = s.now;
+            let acquire = &mut s.members[m].acquire;
+            std::mem::swap(&mut acquire.seen, &mut acquire.seen_past);
+            let (step, capped) = rules::adjust(step, &view, acquire, now, mono, &self.options);
+            std::mem::swap(&mut acquire.seen, &mut acquire.seen_past);
+            s.ghost.capped_wait |= capped;
+            match step {
+                Step::Challenge => return self.to_mint_from(s, m, end, &view),
+                Step::WaitUntil { at, .. } => {
+                    s.members[m].phase = Phase::Wait { at };
+                    return;
+                }
+                Step::Register | Step::RenewAt(_) | Step::StandDown => {}
+            }
+        }
+        let until = s.now.saturating_add(self.config.poll_wait);
+        s.members[m].phase = Phase::PollWait { until };
     }
 
     /// The read after "not held back" (the core between finding 1's fix and
@@ -166,14 +222,20 @@ impl LeaseModel {
     /// Decides to mint after a last read of the log at length `read`:
     /// remembers whom to deregister after winning.
     fn to_mint(&self, s: &mut State, m: usize, read: u16) {
-        let role = self.role_of(m);
         let view = self.view(s, m);
-        let stale = rules::passed_over(&view, &self.config.members[m].id, self.wall(s, m))
+        self.to_mint_from(s, m, read, &view)
+    }
+
+    /// [`Self::to_mint`] on `view` (the member's, or one past an open
+    /// transaction).
+    fn to_mint_from(&self, s: &mut State, m: usize, read: u16, view: &RoleState) {
+        let role = self.role_of(m);
+        let stale = rules::passed_over(view, &self.config.members[m].id, self.wall(s, m))
             .iter()
             .flat_map(|id| self.slots(role, id).take(1))
             .map(|slot| slot as u8)
             .collect();
-        let waited_for_passed = crate::properties::waits_for_passed(self, s, m, &view);
+        let waited_for_passed = crate::properties::waits_for_passed(self, s, m, view);
         s.members[m].phase = Phase::Mint(Challenge {
             stale,
             decided: read,

@@ -88,6 +88,11 @@ pub struct Proposed {
     /// lease of a challenger elected in that instant from the read. Takes
     /// precedence over `read_after_held_back`.
     pub held_back_at_read_position: bool,
+    /// A challenger held back by an open transaction with no record of its
+    /// own role reads past it (every entry to the end of the log, each
+    /// decided by its transaction) and decides on that view (issue 25,
+    /// item 4); with a record of its own role open it waits, as before.
+    pub look_past_stable: bool,
 }
 
 /// One bounded configuration of the model.
@@ -165,6 +170,7 @@ impl Config {
                 held_back_without_lease: true,
                 resign_ends_at_deadline: true,
                 held_back_at_read_position: true,
+                look_past_stable: true,
             },
         }
     }

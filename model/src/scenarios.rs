@@ -141,6 +141,7 @@ pub fn with_proposed_fixes(mut config: Config) -> Config {
         held_back_without_lease: true,
         resign_ends_at_deadline: true,
         held_back_at_read_position: true,
+        look_past_stable: true,
     };
     config
 }

@@ -106,6 +106,9 @@ pub struct Acquire {
     /// The lease seen last: token, granted_at, and the monotonic tick it
     /// was first seen (the far-future-deadline cap).
     pub seen: Option<(FencingToken, i64, u8)>,
+    /// The same for the views past an open transaction (the core keeps
+    /// them apart: `seen_past` in `acquire_loop`).
+    pub seen_past: Option<(FencingToken, i64, u8)>,
 }
 
 /// A held term.
