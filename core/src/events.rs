@@ -69,8 +69,9 @@ pub enum EventKind {
         challenge_at: i64,
     },
     /// The member's turn came, but an open transaction holds the partition's
-    /// last stable offset back (renewals may be hidden behind it): it does not
-    /// challenge until the transaction ends.
+    /// last stable offset back (renewals may be hidden behind it): it reads
+    /// past it and decides from that, unless a record of its own role is in
+    /// an open transaction, which it waits for (reported once per stall).
     HeldBack,
     /// The member's turn came: it mints the epoch.
     Challenging,
