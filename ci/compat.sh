@@ -26,8 +26,9 @@
 #
 # Its clusters never touch the ones of ci/kafka.sh's defaults or ci/test.sh: their state
 # lives in .kafka-compat/<version>/ and they listen on their own ports (1-node 39092,
-# controller 39192; secured 39392/39393, inter-broker 39442, controller 39492; a 3-node
-# cluster, which no chosen test starts, would get 39292..). KRABKA_BOOTSTRAP_3 is unset so
+# inter-broker 39142, controller 39192; secured 39392/39393, inter-broker 39442, controller
+# 39492; a 3-node cluster, which no chosen test starts, would get 39592.. to 39694).
+# KRABKA_BOOTSTRAP_3 is unset so
 # that no test reaches another cluster. Each version's data is deleted before its run and
 # kept after it (logs in .kafka-compat/<version>/); the clusters are stopped at the end, also
 # on failure or Ctrl-C.
@@ -69,7 +70,7 @@ for v in "${versions[@]}"; do
 done
 
 port=${KRABKA_COMPAT_PORT:-39092}
-export KAFKA_PORT_1=$port KAFKA_PORT_3=$((port + 200)) KAFKA_PORT_SECURED=$((port + 300))
+export KAFKA_PORT_1=$port KAFKA_PORT_3=$((port + 500)) KAFKA_PORT_SECURED=$((port + 300))
 unset KAFKA_PORT_SECURED_REAUTH KRABKA_BOOTSTRAP_3
 export KRABKA_BOOTSTRAP=127.0.0.1:$port
 
