@@ -598,3 +598,46 @@ async fn a_silent_partition_leader_is_a_retry_after_the_request_timeout_and_forg
         "the leader was forgotten"
     );
 }
+
+/// A coordinator cut off from its peers and from the controller cannot end
+/// the transaction it holds, and never learns that the cluster moved its
+/// partition: it answers CONCURRENT_TRANSACTIONS (and names itself in
+/// FindCoordinator) for as long as the cut lasts. Past two seconds of it the
+/// client looks the coordinator up again, asking the other brokers first,
+/// and goes to the one they name.
+#[tokio::test]
+async fn a_coordinator_busy_for_seconds_is_looked_up_again_at_the_other_brokers() {
+    let healthy = own_coordinator(|req| match req.key() {
+        Some(ApiKey::InitProducerId) => krabka_kafka::fake_broker::init_producer_id(req, 4242, 7),
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let stale = own_coordinator(|req| match req.key() {
+        Some(ApiKey::InitProducerId) => error_for(req, 51), // CONCURRENT_TRANSACTIONS
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    // The stale broker first in the bootstrap list.
+    let bootstrap = format!("{},{}", stale.addr(), healthy.addr());
+    let c = client(&bootstrap, Duration::from_secs(10), Duration::from_secs(5));
+    let budget = Duration::from_secs(6);
+    let (outcome, took) = timed(
+        "InitProducerId at a stale busy coordinator",
+        budget,
+        c.init_producer_id(ID, 10_000, deadline_in(budget)),
+    )
+    .await;
+    assert_eq!(
+        outcome.expect("the healthy coordinator answers"),
+        ProducerEpoch::new(4242, 7)
+    );
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+        "looked up again after about two seconds of CONCURRENT_TRANSACTIONS: {took:?}"
+    );
+    assert_eq!(
+        count(&stale, ApiKey::FindCoordinator),
+        1,
+        "not asked again first"
+    );
+    assert_eq!(count(&healthy, ApiKey::FindCoordinator), 1);
+    assert_eq!(count(&healthy, ApiKey::InitProducerId), 1);
+}

@@ -73,8 +73,14 @@ impl Client {
         {
             return Ok(addr.clone());
         }
+        let suspect = self
+            .inner
+            .suspect
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(transactional_id);
         let addr = self
-            .at_bootstrap(deadline, |at| async move {
+            .at_bootstrap_avoiding(deadline, suspect.as_deref(), |at| async move {
                 match self
                     .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
                     .await?

@@ -125,7 +125,13 @@ impl Client {
         topic: &str,
         deadline: Instant,
     ) -> Result<(Layout, String), Attempt> {
-        self.at_bootstrap(deadline, |at| async move {
+        let suspect = self
+            .inner
+            .suspect_leader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(topic);
+        self.at_bootstrap_avoiding(deadline, suspect.as_deref(), |at| async move {
             let broker = &at.addr;
             let version = at.version(ApiKey::Metadata, (1, 12), "")?;
             let mut t = MetadataRequestTopic::default();

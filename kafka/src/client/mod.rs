@@ -97,7 +97,7 @@ use request::{attempt_for, denied, Reached, Target};
 pub use retry::busy_pause;
 use retry::Backoff;
 pub use txn::TxnError;
-pub use writable::MIN_INSYNC_TTL;
+pub use writable::{DEGRADED_MAX_AGE, MIN_INSYNC_TTL};
 
 /// The connection to one broker address, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
@@ -163,14 +163,26 @@ struct Inner {
     reached: AtomicBool,
     /// Transactional id → the address of its coordinator.
     coordinators: StdMutex<HashMap<String, String>>,
+    /// Transactional id → the coordinator answering CONCURRENT_TRANSACTIONS
+    /// and since when (the `request` module's `note_busy`).
+    busy_since: StdMutex<HashMap<String, (String, Instant)>>,
+    /// Transactional id → a coordinator forgotten for answering
+    /// CONCURRENT_TRANSACTIONS too long: its next lookup asks it last.
+    suspect: StdMutex<HashMap<String, String>>,
     /// (topic, partition) → the address of its leader.
     leaders: StdMutex<HashMap<(String, i32), String>>,
+    /// Topic → a leader of it that did not answer or said it moved: the
+    /// topic's next Metadata asks it last.
+    suspect_leader: StdMutex<HashMap<String, String>>,
     /// Topic → its partition count (guarded writes that leave the
     /// partition open).
     partition_counts: StdMutex<HashMap<String, i32>>,
     /// Topic → when its `min.insync.replicas` was asked, and the answer
     /// (the `writable` module).
     min_insync: StdMutex<HashMap<String, (Instant, Option<usize>)>>,
+    /// The topics whose `min.insync.replicas` equal to their replication
+    /// factor was warned about (the `writable` module).
+    warned_min_insync: StdMutex<std::collections::HashSet<String>>,
     /// The member access questions answered "allowed" (`access.rs`).
     allowed: StdMutex<std::collections::HashSet<String>>,
     /// Held by the check asking the questions every role shares.
@@ -227,9 +239,13 @@ impl Client {
                 request_timeout: settings.request_timeout,
                 reached: AtomicBool::new(false),
                 coordinators: StdMutex::new(HashMap::new()),
+                busy_since: StdMutex::new(HashMap::new()),
+                suspect: StdMutex::new(HashMap::new()),
                 leaders: StdMutex::new(HashMap::new()),
+                suspect_leader: StdMutex::new(HashMap::new()),
                 partition_counts: StdMutex::new(HashMap::new()),
                 min_insync: StdMutex::new(HashMap::new()),
+                warned_min_insync: StdMutex::new(std::collections::HashSet::new()),
                 allowed: StdMutex::new(std::collections::HashSet::new()),
                 asking: tokio::sync::Mutex::new(()),
                 connections: StdMutex::new(HashMap::new()),

@@ -148,6 +148,15 @@ impl Client {
                 let resp: InitProducerIdResponse = self
                     .exchange(&at, ApiKey::InitProducerId, version, &req)
                     .await?;
+                // CONCURRENT_TRANSACTIONS ends the attempt here, so the
+                // request layer sees how long the coordinator stays busy.
+                if codes::meaning(ApiKey::InitProducerId, resp.error_code) == Meaning::Busy {
+                    return Err(attempt_for(
+                        ApiKey::InitProducerId,
+                        resp.error_code,
+                        format!("InitProducerId at {}", at.addr),
+                    ));
+                }
                 Ok((at.addr, resp))
             },
         )

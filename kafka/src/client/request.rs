@@ -20,7 +20,13 @@
 //!   share of the time left (the `pool` module). A request that runs out
 //!   of it closes its connection and marks the broker stalled;
 //! - **stalled brokers**: lookups try them last, so the next attempt after
-//!   a stall goes to another broker.
+//!   a stall goes to another broker;
+//! - **stale views**: a coordinator that has answered
+//!   CONCURRENT_TRANSACTIONS without a break for [`BUSY_SUSPECT`], and a
+//!   partition leader that did not answer or said it moved, are forgotten,
+//!   and the lookup after asks them last: a broker cut off from its peers
+//!   and the controller still names itself (the `busy_since` and `suspect`
+//!   maps).
 //!
 //! A request module only builds its request, sends it with
 //! [`Client::exchange`], and reads the answer, turning an error code into
@@ -169,6 +175,12 @@ pub(super) fn denied(resource: Resource) -> &'static str {
 /// [`Client::attempt_timeout`]).
 const STALLED_ATTEMPT: Duration = Duration::from_secs(1);
 
+/// How long a coordinator may answer CONCURRENT_TRANSACTIONS without a
+/// break before it is looked up again (see [`Client::note_busy`]): its
+/// markers take milliseconds on a healthy cluster, and seconds only while
+/// a partition of the transaction has lost its leader.
+pub(crate) const BUSY_SUSPECT: Duration = Duration::from_secs(2);
+
 impl Client {
     /// One attempt of a request at `target`, within `deadline`: finds the
     /// target's broker (cached, or looked up), connects, and runs `f` with
@@ -194,14 +206,67 @@ impl Client {
             }
         };
         let attempt_deadline = deadline.min(deadline_in(self.attempt_timeout(&addr)));
-        let out = self.on(addr, attempt_deadline, &mut f).await;
+        let out = self.on(addr.clone(), attempt_deadline, &mut f).await;
         if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
             match target {
                 Target::Coordinator(id) => self.forget_coordinator(id),
-                Target::Leader(topic, partition) => self.forget_leader(topic, partition),
+                Target::Leader(topic, partition) => {
+                    self.forget_leader(topic, partition);
+                    // Its view of the topic may be what is stale (a leader
+                    // cut off from the controller still names itself): the
+                    // next Metadata asks the other brokers first.
+                    self.inner
+                        .suspect_leader
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(topic.to_owned(), addr.clone());
+                }
             }
         }
+        if let Target::Coordinator(id) = target {
+            self.note_busy(id, &addr, matches!(out, Err(Attempt::Busy(_))));
+        }
         out
+    }
+
+    /// Keeps track of how long the coordinator at `addr` has answered
+    /// CONCURRENT_TRANSACTIONS for `id` without a break. Past
+    /// [`BUSY_SUSPECT`] it is forgotten and the next lookup asks the other
+    /// brokers first: a coordinator cut off from its peers and from the
+    /// controller cannot end the transaction it holds and does not learn
+    /// that the cluster moved its partition elsewhere, so it answers
+    /// CONCURRENT_TRANSACTIONS for as long as the cut lasts. A coordinator
+    /// that is really the coordinator is found again by the lookup, at the
+    /// cost of one FindCoordinator.
+    fn note_busy(&self, id: &str, addr: &str, busy: bool) {
+        let mut map = self
+            .inner
+            .busy_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !busy {
+            map.remove(id);
+            return;
+        }
+        let now = Instant::now();
+        let since = match map.get(id) {
+            Some((a, t)) if a == addr => *t,
+            _ => {
+                map.insert(id.to_owned(), (addr.to_owned(), now));
+                now
+            }
+        };
+        if now.duration_since(since) >= BUSY_SUSPECT {
+            map.remove(id);
+            drop(map);
+            tracing::debug!(transactional_id = id, coordinator = addr, "CONCURRENT_TRANSACTIONS for {BUSY_SUSPECT:?}; looking the coordinator up again at the other brokers first");
+            self.forget_coordinator(id);
+            self.inner
+                .suspect
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.to_owned(), addr.to_owned());
+        }
     }
 
     /// The longest one attempt at `addr` waits: the request timeout, or
@@ -228,13 +293,32 @@ impl Client {
     pub(super) async fn at_bootstrap<T, F, Fut>(
         &self,
         deadline: Instant,
+        f: F,
+    ) -> Result<T, Attempt>
+    where
+        F: FnMut(Reached) -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        self.at_bootstrap_avoiding(deadline, None, f).await
+    }
+
+    /// [`Client::at_bootstrap`], with `avoid` (a broker suspected of a
+    /// stale view) asked last.
+    pub(super) async fn at_bootstrap_avoiding<T, F, Fut>(
+        &self,
+        deadline: Instant,
+        avoid: Option<&str>,
         mut f: F,
     ) -> Result<T, Attempt>
     where
         F: FnMut(Reached) -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
-        let order = self.bootstrap_order();
+        let mut order = self.bootstrap_order();
+        if let Some(avoid) = avoid {
+            // A stable sort: the others keep their order.
+            order.sort_by_key(|b| b == avoid);
+        }
         let mut last = String::from("no bootstrap broker answered");
         for (i, broker) in order.into_iter().enumerate() {
             let Some(share) = self.bootstrap_share(deadline, i) else {
