@@ -14,9 +14,11 @@
 //!
 //! So before a partition of a data topic joins a transaction, the client
 //! asks Metadata (fresh, never cached) for its leader and in-sync replicas,
-//! and DescribeConfigs (cached for [`MIN_INSYNC_TTL`]) for the topic's
-//! `min.insync.replicas`, and refuses a partition that cannot take the
-//! write, with nothing sent.
+//! and DescribeConfigs for the topic's `min.insync.replicas` (kept for
+//! [`MIN_INSYNC_TTL`], or [`DEGRADED_MAX_AGE`] once a partition is short of
+//! in-sync replicas, so a changed value counts at once), and refuses a
+//! partition that cannot take the write, with nothing sent. A topic whose
+//! `min.insync.replicas` equals its replication factor is warned about once.
 //!
 //! What it cannot see: a broker that died a moment ago stays among a
 //! partition's in-sync replicas until the controller fences it
@@ -37,8 +39,14 @@ use super::{code_name, Attempt, Backoff, Client};
 use crate::codes::{self, Meaning, Resource};
 use crate::error::{quote, Error, Result};
 
-/// How long a topic's `min.insync.replicas` is taken as known.
+/// How long a topic's `min.insync.replicas` is taken as known while its
+/// partitions have all their replicas in sync (any value up to the replica
+/// count is then met).
 pub const MIN_INSYNC_TTL: Duration = Duration::from_secs(30);
+
+/// How long it is taken as known for a partition short of in-sync
+/// replicas: about a fresh answer per write, at most one a second.
+pub const DEGRADED_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// DescribeConfigs' resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
@@ -72,10 +80,12 @@ impl Client {
         partitions: &[i32],
         deadline: Instant,
     ) -> Result<()> {
-        let min_insync = self.min_insync_replicas(topic, deadline).await;
+        let mut min_insync = self
+            .min_insync_replicas(topic, deadline, MIN_INSYNC_TTL)
+            .await;
         let context = || format!("checking that topic {} can take a write", quote(topic));
         let budget = deadline.saturating_duration_since(Instant::now());
-        let refused = self
+        let degraded = self
             .retrying(context, deadline, budget, Backoff::LOOKUP, || async {
                 // A topic the principal may not describe: its
                 // AddPartitionsToTxn is refused with the authorization
@@ -85,6 +95,7 @@ impl Client {
                 else {
                     return Ok(None);
                 };
+                let mut degraded = Vec::new();
                 for &p in partitions {
                     let Some(state) = states.iter().find(|s| s.partition == p) else {
                         continue;
@@ -96,13 +107,31 @@ impl Client {
                             quote(topic)
                         )));
                     }
-                    if let Some(why) = refusal(state, min_insync) {
-                        return Ok(Some((p, format!("{why} (Metadata at {broker})"))));
+                    if state.in_sync < state.replicas {
+                        degraded.push((*state, broker.clone()));
                     }
                 }
-                Ok(None)
+                let replicas = states.iter().map(|s| s.replicas).max().unwrap_or(0);
+                Ok(Some((degraded, replicas)))
             })
             .await?;
+        let Some((degraded, replicas)) = degraded else {
+            return Ok(());
+        };
+        self.warn_if_min_insync_is_all(topic, replicas, min_insync);
+        if !degraded.is_empty() {
+            // A partition short of replicas decides by the topic's
+            // min.insync.replicas as it is now: a value kept from before
+            // a change would let one write in that holds the role's
+            // transactions until the partition recovers.
+            min_insync = self
+                .min_insync_replicas(topic, deadline, DEGRADED_MAX_AGE)
+                .await;
+        }
+        let refused = degraded.into_iter().find_map(|(state, broker)| {
+            refusal(&state, min_insync)
+                .map(|why| (state.partition, format!("{why} (Metadata at {broker})")))
+        });
         match refused {
             None => Ok(()),
             Some((p, why)) => Err(Error::transient(
@@ -116,10 +145,32 @@ impl Client {
         }
     }
 
-    /// The topic's `min.insync.replicas`, cached for [`MIN_INSYNC_TTL`];
+    /// Warns, once per topic, when its `min.insync.replicas` equals its
+    /// replica count: every broker's loss then makes it unwritable, and a
+    /// write in flight at that moment holds the role's transactions (its
+    /// renewals) until the broker is back.
+    fn warn_if_min_insync_is_all(&self, topic: &str, replicas: usize, min: Option<usize>) {
+        if min.is_some_and(|m| m >= replicas && replicas > 1)
+            && self
+                .inner
+                .warned_min_insync
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(topic.to_owned())
+        {
+            tracing::warn!(topic, replicas, "the topic's {MIN_INSYNC} equals its replication factor: while any replica is down it takes no write, and a guarded write in flight when a replica dies holds the role's renewals until that replica is back (which can cost the lease); set {MIN_INSYNC} below the replication factor");
+        }
+    }
+
+    /// The topic's `min.insync.replicas`, as asked at most `max_age` ago;
     /// `None` when the broker does not tell (no DESCRIBE_CONFIGS on the
     /// topic, said once per topic in the log) or does not answer in time.
-    async fn min_insync_replicas(&self, topic: &str, deadline: Instant) -> Option<usize> {
+    async fn min_insync_replicas(
+        &self,
+        topic: &str,
+        deadline: Instant,
+        max_age: Duration,
+    ) -> Option<usize> {
         let cached = self
             .inner
             .min_insync
@@ -128,7 +179,7 @@ impl Client {
             .get(topic)
             .copied();
         if let Some((at, known)) = cached {
-            if at.elapsed() < MIN_INSYNC_TTL {
+            if at.elapsed() < max_age {
                 return known;
             }
         }
