@@ -119,8 +119,9 @@ usage: ci/kafka.sh COMMAND [ARGS]
   help                    this text
 
 clusters (all on 127.0.0.1; KRaft, every node is broker and controller):
-  1-node: broker $port_1, controller $((port_1 + 100)); data in ${state_dir}/c1/
-  3-node: brokers $port_3,$((port_3 + 1)),$((port_3 + 2)), controllers $((port_3 + 100)),$((port_3 + 101)),$((port_3 + 102)); data in ${state_dir}/c3/
+  1-node: broker $port_1, inter-broker $((port_1 + 50)), controller $((port_1 + 100)); data in ${state_dir}/c1/
+  3-node: brokers $port_3,$((port_3 + 1)),$((port_3 + 2)), inter-broker $((port_3 + 50)),$((port_3 + 51)),$((port_3 + 52)),
+          controllers $((port_3 + 100)),$((port_3 + 101)),$((port_3 + 102)); data in ${state_dir}/c3/
   secured: 1 node; clients connect to SASL_SSL://localhost:$port_s (TLS; the broker's certificate
           names localhost only, so 127.0.0.1:$port_s fails hostname verification), or to the
           second SASL_SSL listener localhost:$port_r, the same but ending every SASL session
@@ -354,7 +355,8 @@ base_port() {
 }
 broker_port() { echo $(($(base_port "$1") + $2 - 1)); }
 controller_port() { echo $(($(broker_port "$1" "$2") + 100)); }
-# the secured cluster's PLAINTEXT inter-broker listener
+# the PLAINTEXT inter-broker listener (every cluster's; the secured one's clients use
+# SASL_SSL)
 internal_port() { echo $(($(broker_port "$1" "$2") + 50)); }
 # the secured cluster's SASL_SSL listener with short SASL sessions
 reauth_port() { echo $((port_r + $2 - 1)); }
@@ -419,6 +421,7 @@ write_props() {
     text=${text//@VOTERS@/"$(voters_of "$size")"}
     text=${text//@BROKER_PORT@/"$(broker_port "$size" "$i")"}
     text=${text//@CONTROLLER_PORT@/"$(controller_port "$size" "$i")"}
+    text=${text//@INTERNAL_PORT@/"$(internal_port "$size" "$i")"}
     text=${text//@LOG_DIR@/"$ndir/data"}
     text=${text//@RF@/"$rf"}
     text=${text//@MIN_ISR@/"$min_isr"}
@@ -530,8 +533,8 @@ format_nodes() {
 launch_node() {
     local size=$1 i=$2 ndir port heap jvm
     ndir=$(node_dir "$size" "$i")
-    local ports=("$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")")
-    if [[ $size == secured ]]; then ports+=("$(internal_port "$size" "$i")" "$(reauth_port "$size" "$i")"); fi
+    local ports=("$(broker_port "$size" "$i")" "$(controller_port "$size" "$i")" "$(internal_port "$size" "$i")")
+    if [[ $size == secured ]]; then ports+=("$(reauth_port "$size" "$i")"); fi
     for port in "${ports[@]}"; do
         if port_open "$port"; then
             die "port $port of node $i of cluster $size is taken by a process this script did not start"
