@@ -29,6 +29,12 @@ What is checked, per role:
                election, no term ended by a fence or an expired lease, no
                leaderless time before the members were stopped
 
+  failover beside a frozen neighbour  (the roles sharing the state
+               partition of a neighbour_freeze fault) no leaderless time
+               longer than the role's bound that ended when the frozen
+               transaction was aborted: a failover waited for another
+               role's transaction
+
 Reported, not checked, per role: the longest leaderless time against the
 bound its lease allows (lease + challenge stagger x (members - 1) +
 BOUND_SLACK_S), and how many gaps were longer. A gap can be longer for a
@@ -39,10 +45,19 @@ import json
 
 import headers
 from members import TERM_ENDS
+from roles import role_partition
 
 # Beyond the lease and the stagger of the ranks: a standby's reading and its
 # challenge (the mint, the first lease write).
 BOUND_SLACK_S = 2.0
+# How soon after a frozen neighbour's abort a failover that waited for it
+# would end (the abort's markers, a standby's poll and challenge).
+THAW_SLACK_S = 3.0
+# How long past its duration a broker fault may still delay a failover (the
+# broker session, partition and coordinator moves, the restart).
+BROKER_SPAN_S = 20.0
+BROKER_KINDS = ("broker_kill", "broker_pause", "broker_pause_long", "broker_isolate", "rolling_restart",
+                "topic_unwritable")
 # How a term ends when its leader was deposed.
 DEPOSED = ("fenced", "lease_expired")
 
@@ -128,6 +143,29 @@ def check_steady(terms, gaps, stop_t):
                             f"({t['how']}; its last renewal at {t['last']:.1f}s)")
     for a, b in gaps:
         problems.append(f"leaderless from {a:.1f}s to {b:.1f}s")
+    return problems
+
+
+def check_freezes(role, partition, gaps, bound, freezes, broker_faults=()):
+    """No gap of `role` longer than `bound` overlapping a freeze of its
+    state partition ended when that freeze was aborted (from 1 s before the
+    abort was done to THAW_SLACK_S after): the failover waited for the
+    neighbour's transaction. A gap that overlaps a broker fault (from its
+    start to BROKER_SPAN_S past its duration) is left out: a broker fault
+    delays a failover and the abort alike."""
+    problems = []
+    spans = [(f["t"], f["t"] + f.get("seconds", 60.0) + BROKER_SPAN_S) for f in broker_faults]
+    for f in freezes:
+        thawed = f.get("thawed_t")
+        if f.get("partition") != partition or thawed is None:
+            continue
+        for a, b in gaps:
+            if any(s < b and a < e for s, e in spans):
+                continue
+            if b - a > bound and a < thawed and f["t"] < b and thawed - 1.0 <= b <= thawed + THAW_SLACK_S:
+                problems.append(f"leaderless from {a:.1f}s to {b:.1f}s (bound {bound:.1f}s), ended as the "
+                                f"neighbour {f['tid']}'s transaction (frozen at {f['t']:.1f}s) was aborted at "
+                                f"{thawed:.1f}s")
     return problems
 
 
@@ -280,6 +318,14 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
         if role in steady:
             checks.append(Check(f"{short}: healthy leader kept", check_steady(terms, gaps, run["stop_t"]),
                                 f"lease {lease_s:g}s, no member faults"))
+        freezes = [f for f in injected if f["kind"] == "neighbour_freeze"]
+        if "partitions" in run and any(
+                f.get("partition") == role_partition(role, run["partitions"]) for f in freezes):
+            mine = [f for f in freezes if f.get("partition") == role_partition(role, run["partitions"])]
+            checks.append(Check(f"{short}: failover beside a frozen neighbour",
+                                check_freezes(role, role_partition(role, run["partitions"]), gaps, bound, mine,
+                                              [f for f in injected if f["kind"] in BROKER_KINDS]),
+                                f"{len(mine)} freezes of its state partition"))
         worst = max(gaps, key=lambda g: g[1] - g[0], default=None)
         if worst is not None and worst[1] - worst[0] > longest[0]:
             longest = (worst[1] - worst[0], role, worst)

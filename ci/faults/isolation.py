@@ -2,6 +2,15 @@
 uid of its own, and an iptables owner rule drops that uid's packets to the
 broker ports on loopback. Every rule carries the comment below, so a clean-up
 (this module's heal, or ci/faults.sh's trap) finds and deletes them all.
+
+Cutting one broker off from its peers while clients still reach it: the
+brokers replicate on a listener of their own (the client port + 50) and the
+controllers talk on another (+ 100), so two rules cut the broker's
+inter-broker traffic and leave its client port alone: one drops every packet
+to its own inter-broker and controller ports (its peers' requests), the
+other every packet of its JVM (moved into a cgroup v2 group of its own,
+`-m cgroup --path`) to its peers' inter-broker and controller ports (its own
+requests).
 """
 
 import os
@@ -11,6 +20,18 @@ import subprocess
 import threading
 
 COMMENT = "krabka-faults"
+# the cgroup v2 groups of cut-off brokers: krabka-faults-n<node>
+CGROUP_PREFIX = "krabka-faults-n"
+
+
+def cgroup2_root():
+    """Where the cgroup v2 hierarchy is mounted, or None."""
+    with open("/proc/mounts") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) > 2 and parts[2] == "cgroup2":
+                return parts[1]
+    return None
 USER_PREFIX = "krabkaf"
 
 
@@ -100,10 +121,13 @@ class Isolation:
         if not self.available and not self.active:
             return
         with self.lock:
-            for rule in self.active.values():
-                subprocess.run([_iptables(), "-w", "-D", *rule], capture_output=True, text=True)
+            for key, rule in self.active.items():
+                for r in rule if isinstance(key, tuple) else [rule]:
+                    subprocess.run([_iptables(), "-w", "-D", *r], capture_output=True, text=True)
             self.active.clear()
         self.delete_stale_rules()
+        for node in (1, 2, 3):
+            self._release_cgroup(node)
 
     def delete_stale_rules(self):
         out = subprocess.run([_iptables(), "-w", "-S", "OUTPUT"], capture_output=True, text=True).stdout
@@ -111,6 +135,98 @@ class Isolation:
             if COMMENT in line and line.startswith("-A "):
                 args = line.split()[1:]
                 subprocess.run([_iptables(), "-w", "-D", *[a.strip('"') for a in args]], capture_output=True)
+
+    def broker_cut_why_not(self):
+        """Why a broker cannot be cut off from its peers here, or None."""
+        if not self.available:
+            return self.why_not
+        if cgroup2_root() is None:
+            return "no cgroup v2 hierarchy is mounted (the broker's own packets are matched by cgroup)"
+        return None
+
+    def cut_broker(self, node, pid, own_ports, peer_ports):
+        """Cuts broker `node` (JVM `pid`) off from its peers: its inter-broker
+        and controller ports `own_ports`, its packets to `peer_ports`. True
+        when both rules are in."""
+        root = cgroup2_root()
+        group = f"{CGROUP_PREFIX}{node}"
+        path = os.path.join(root, group)
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                fh.write(str(pid))
+        except OSError as e:
+            self.log(f"moving broker node {node} into its cgroup failed: {e}")
+            return False
+        ports = lambda ps: ",".join(str(p) for p in ps)  # noqa: E731
+        rules = [
+            ["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "multiport", "--dports", ports(own_ports),
+             "-m", "comment", "--comment", COMMENT, "-j", "DROP"],
+            ["OUTPUT", "-o", "lo", "-p", "tcp", "-m", "cgroup", "--path", group, "-m", "multiport",
+             "--dports", ports(peer_ports), "-m", "comment", "--comment", COMMENT, "-j", "DROP"],
+        ]
+        with self.lock:
+            done = []
+            for rule in rules:
+                r = subprocess.run([_iptables(), "-w", "-I", *rule], capture_output=True, text=True)
+                if r.returncode != 0:
+                    self.log(f"iptables -I failed: {r.stderr.strip()}")
+                    for d in done:
+                        subprocess.run([_iptables(), "-w", "-D", *d], capture_output=True, text=True)
+                    self._release_cgroup(node)
+                    return False
+                done.append(rule)
+            self.active[("broker", node)] = done
+        # A socket keeps the cgroup it was made in: the broker's connections
+        # to its peers made before the move are ended (ss -K), and the ones
+        # it makes again are in the group, so dropped.
+        self._end_connections(pid, set(peer_ports))
+        return True
+
+    def _end_connections(self, pid, ports):
+        """Ends every TCP connection of process `pid` to one of `ports`."""
+        out = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True, text=True).stdout
+        ended = 0
+        for line in out.splitlines():
+            if f"pid={pid}," not in line:
+                continue
+            cols = line.split()
+            local, peer = cols[2], cols[3]
+            lport, rport = local.rsplit(":", 1)[1], peer.rsplit(":", 1)[1]
+            if int(rport) in ports:
+                r = subprocess.run(["ss", "-K", "sport", "=", f":{lport}", "dport", "=", f":{rport}"],
+                                   capture_output=True, text=True)
+                ended += r.returncode == 0
+        self.log(f"ended {ended} connections of pid {pid} to its peers")
+
+    def mend_broker(self, node):
+        with self.lock:
+            rules = self.active.pop(("broker", node), [])
+            for rule in rules:
+                subprocess.run([_iptables(), "-w", "-D", *rule], capture_output=True, text=True)
+        self._release_cgroup(node)
+
+    def _release_cgroup(self, node):
+        """Moves whatever is in broker `node`'s group back to the root group
+        and removes the group."""
+        root = cgroup2_root()
+        if root is None:
+            return
+        path = os.path.join(root, f"{CGROUP_PREFIX}{node}")
+        if not os.path.isdir(path):
+            return
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as fh:
+                pids = fh.read().split()
+            for pid in pids:
+                try:
+                    with open(os.path.join(root, "cgroup.procs"), "w") as fh:
+                        fh.write(pid)
+                except OSError:
+                    pass
+            os.rmdir(path)
+        except OSError as e:
+            self.log(f"removing the cgroup of broker node {node} failed: {e}")
 
     def remove_users(self):
         for name in self.created_users:

@@ -35,6 +35,16 @@ def partition_leader(bootstrap, topic, partition, timeout=20.0):
     return md.topics[topic].partitions[partition].leader
 
 
+def in_sync(bootstrap, topic, partition, timeout=10.0):
+    """The broker ids of one partition's ISR (None when the metadata cannot
+    be read)."""
+    try:
+        md = admin(bootstrap).list_topics(topic=topic, timeout=timeout)
+        return list(md.topics[topic].partitions[partition].isrs)
+    except (KafkaException, KeyError):
+        return None
+
+
 def under_replicated(bootstrap, timeout=10.0):
     """How many partitions of the cluster have fewer in-sync replicas than
     replicas (None when the metadata cannot be read)."""
@@ -59,6 +69,17 @@ def create_topic(bootstrap, topic, partitions, config):
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise RuntimeError(f"creating {name}: {e}") from e
+
+
+def set_topic_config(bootstrap, topic, name, value):
+    """Sets one configuration of `topic` (IncrementalAlterConfigs)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    client = admin(bootstrap)
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    for f in client.incremental_alter_configs([resource], request_timeout=20).values():
+        f.result(30)
 
 
 def ensure_state_topic(bootstrap, default_partitions=16):

@@ -246,6 +246,13 @@ def main(argv):
     for t in topics.values():
         kafka_io.create_topic(cfg.bootstrap, t, 1, {"min.insync.replicas": "2"})
     log("roles " + ", ".join(f"{r} (state partition {role_partition(r, cfg.partitions)})" for r in roles))
+    # A neighbour's frozen transaction goes beside the first role (whose
+    # partition the second shares: failovers there must not wait for it)
+    # or the steady role (whose leader must not be deposed by it); the
+    # steady role's data topic is the one made unwritable (its leader must
+    # keep the lease).
+    cfg.freeze_roles = [roles[0]] + steady
+    cfg.unwritable_topics = [topics[r] for r in steady] or [topics[r] for r in roles[:faulty]]
 
     ports = [int(b.rsplit(":", 1)[1]) for b in cfg.bootstrap.split(",")]
     isolation = Isolation(ports, log)
@@ -287,7 +294,7 @@ def main(argv):
         batch_headers = read_headers(cfg, brokers, topics)
         run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady,
                "timing": cfg.timing, "members": dict(zip(roles, cfg.fleet_members)),
-               "stagger_ms": cfg.stagger_ms}
+               "stagger_ms": cfg.stagger_ms, "partitions": cfg.partitions}
         checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers)
         checks.append(checker.Check("the cluster has its three brokers after healing",
                                     [] if cluster_whole else [f"running nodes: {sorted(brokers.pids())}"]))

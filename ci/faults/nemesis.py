@@ -18,19 +18,44 @@ Kinds:
                 does: each stopped with SIGTERM (a controlled shutdown),
                 started again, and every partition back in sync (or 60 s)
                 before the next
-At most one broker fault at a time; a member under a fault takes no other.
-Member faults reach the roles given (not the steady role); broker faults
-reach every role.
+  broker_isolate  a broker cut off from its peers (iptables on its
+                inter-broker and controller ports, and on its JVM's packets
+                to theirs) while clients still reach it, for 12 to 20 s:
+                past the session, so the controller fences it and its
+                partitions and coordinators move, while it still answers
+                clients with what it last knew
+  topic_unwritable  a broker killed and, once Kafka has shrunk the ISR of
+                the steady role's data topic (the broker session, 9 s), the
+                topic's min.insync.replicas set to 3 (its replication
+                factor): it takes no write for 15 to 25 s; then
+                min.insync.replicas 2 again and the broker restarted. (A
+                write in flight when a broker of a topic whose
+                min.insync.replicas equals its replication factor dies is
+                another matter: docs/operations.md.)
+  neighbour_freeze  a transactional producer of a neighbour role (a
+                transaction timeout of 120 s) writes one record to the state
+                partition of a campaign role and is SIGKILLed before its
+                EndTxn: the partition's last stable offset stays behind it
+                until the nemesis aborts it 20 to 40 s later (an
+                InitProducerId of the neighbour's id, as its restarted
+                member's would), or at the end
+At most one broker fault at a time (topic_unwritable is one) and one freeze;
+a member under a fault takes no other. Member faults reach the roles given
+(not the steady role); broker faults, unwritable topics and freezes reach
+every role.
 """
 
 import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 
 import kafka_io
+from roles import role_partition
 
 KINDS = [
     ("member_kill", 3),
@@ -41,7 +66,18 @@ KINDS = [
     ("broker_pause", 1),
     ("broker_pause_long", 1),
     ("rolling_restart", 1),
+    # Opt-in (--kinds broker_isolate): a leader does not yet ride out a
+    # broker cut off from its peers (docs/faults.md, "What is left").
+    ("broker_isolate", 0),
+    # Opt-in too: raising min.insync.replicas at run time races the writes
+    # in flight (one that reaches the partition as it turns unwritable holds
+    # the role's transactions until it is writable again: docs/faults.md).
+    ("topic_unwritable", 0),
+    ("neighbour_freeze", 1),
 ]
+# the transaction timeout of a frozen neighbour: longer than any lease of
+# the campaign, so only the nemesis's abort ends the freeze in a run
+FREEZE_TIMEOUT_MS = 120000
 # seconds a rolling restart waits for every partition to be back in sync
 # before it restarts the next broker
 RESYNC_WITHIN = 60.0
@@ -62,6 +98,8 @@ class Nemesis:
         self.lock = threading.Lock()
         self.threads = []
         self.broker_busy = False
+        self.freezing = False
+        self.freezes = 0
         self.stop_flag = threading.Event()
         self.file = open(os.path.join(run_dir, "faults.jsonl"), "a", buffering=1)
 
@@ -82,7 +120,8 @@ class Nemesis:
         """Injects faults until the fleet's clock reaches `until`."""
         only = getattr(self.cfg, "kinds", None)
         kinds = [k for k, _ in KINDS if only is None or k in only]
-        weights = [w for k, w in KINDS if only is None or k in only]
+        # A kind of weight 0 runs only when --kinds names it (weight 1 then).
+        weights = [w if only is None else max(w, 1) for k, w in KINDS if only is None or k in only]
         lease = self.cfg.lease_ms / 1000.0
         while True:
             gap = self.rng.uniform(self.cfg.gap_min, self.cfg.gap_max)
@@ -100,6 +139,8 @@ class Nemesis:
             kind = draw["kind"]
             if kind.startswith("member_"):
                 self._member_fault(kind, draw, lease)
+            elif kind == "neighbour_freeze":
+                self._freeze(draw)
             else:
                 self._broker_fault(kind, draw)
 
@@ -212,6 +253,62 @@ class Nemesis:
             self._note(f)
             self._later(self._rolling_restart)
             return
+        if kind == "broker_isolate":
+            why_not = self.isolation.broker_cut_why_not()
+            pid = self.brokers.pids().get(node)
+            if why_not or pid is None:
+                self.broker_busy = False
+                f.update(status="skipped", reason=why_not or "the node is not running")
+                return self._note(f)
+            ports = sorted(int(b.rsplit(":", 1)[1]) for b in self.cfg.bootstrap.split(","))
+            inter = lambda p: [p + 50, p + 100]  # noqa: E731 - ci/kafka.sh's inter-broker and controller ports
+            own = inter(ports[node - 1])
+            peers = [q for i, p in enumerate(ports) if i != node - 1 for q in inter(p)]
+            secs = 12.0 + 8.0 * d["factor"]
+            f.update(detail=f"cut off from its peers for {secs:.1f}s (clients still reach it)",
+                     seconds=round(secs, 2), pid=pid)
+            if not self.isolation.cut_broker(node, pid, own, peers):
+                self.broker_busy = False
+                f.update(status="skipped", reason="the iptables rules could not be inserted")
+                return self._note(f)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._mend_broker, node, secs)
+            return
+        if kind == "topic_unwritable":
+            topics = getattr(self.cfg, "unwritable_topics", [])
+            if not topics:
+                self.broker_busy = False
+                f.update(status="skipped", reason="no data topic to make unwritable")
+                return self._note(f)
+            topic = topics[min(int(d["pick"] * len(topics)), len(topics) - 1)]
+            secs = 15.0 + 10.0 * d["factor"]
+            pid = self.brokers.kill(node)
+            if pid is None:
+                self.broker_busy = False
+                f.update(status="skipped", reason="the node is not running")
+                return self._note(f)
+            f.update(target=f"{topic} (broker node {node} down)", topic=topic,
+                     detail=f"min.insync.replicas 3 for {secs:.1f}s", seconds=round(secs, 2), pid=pid)
+            shrunk = _wait(lambda: node not in (kafka_io.in_sync(self.cfg.bootstrap, topic, 0) or [node]), 40.0)
+            # The writes that waited for the dead replica end as the ISR
+            # shrinks; one still in flight when the topic turns unwritable
+            # would hold the role's transactions.
+            time.sleep(3.0)
+            try:
+                if not shrunk:
+                    raise RuntimeError(f"broker node {node} still in the ISR after 40 s")
+                kafka_io.set_topic_config(self.cfg.bootstrap, topic, "min.insync.replicas", "3")
+            except Exception as e:  # noqa: BLE001 - reported as a skipped fault
+                f.update(status="skipped", reason=f"the topic was not made unwritable: {e}")
+                self._note(f)
+                self._later(self._restart_broker, node, 0.0)
+                return
+            f["t"] = round(self.fleet.now(), 3)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._mend_topic, topic, node, secs)
+            return
         if kind == "broker_kill":
             secs = 2.0 + 8.0 * d["factor"]
             pid = self.brokers.kill(node)
@@ -263,11 +360,109 @@ class Nemesis:
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
 
+    def _mend_broker(self, node, secs):
+        self.stop_flag.wait(secs)
+        self.isolation.mend_broker(node)
+        synced = _wait(lambda: kafka_io.under_replicated(self.cfg.bootstrap) == 0, RESYNC_WITHIN)
+        self.log(f"{self.fleet.now():7.1f}s broker node {node} reconnected to its peers; "
+                 f"{'every partition in sync' if synced else 'partitions still under-replicated'}")
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False
+
+    def _mend_topic(self, topic, node, secs):
+        self.stop_flag.wait(secs)
+        try:
+            kafka_io.set_topic_config(self.cfg.bootstrap, topic, "min.insync.replicas", "2")
+            restored = True
+        except Exception as e:  # noqa: BLE001 - logged; the run goes on
+            restored = False
+            self.log(f"{self.fleet.now():7.1f}s {topic}: min.insync.replicas NOT restored: {e}")
+        ok = self.brokers.start(node)
+        synced = _wait(lambda: kafka_io.under_replicated(self.cfg.bootstrap) == 0, RESYNC_WITHIN)
+        self.log(f"{self.fleet.now():7.1f}s {topic} writable again (min.insync.replicas "
+                 f"{'2' if restored else 'still 3'}); broker node {node} "
+                 f"{'is back' if ok else 'did NOT come back'}, "
+                 f"{'every partition in sync' if synced else 'partitions still under-replicated'}")
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False
+
+    # ------------------------------------------------------------ freezes
+
+    def _freeze(self, d):
+        targets = getattr(self.cfg, "freeze_roles", [])
+        f = {"t": round(self.fleet.now(), 3), "kind": "neighbour_freeze"}
+        if not targets:
+            f.update(status="skipped", reason="no role to freeze beside")
+            return self._note(f)
+        with self.lock:
+            busy = self.freezing
+            self.freezing = True
+        if busy:
+            f.update(status="skipped", reason="a freeze is in flight")
+            return self._note(f)
+        beside = targets[min(int(d["pick"] * len(targets)), len(targets) - 1)]
+        partition = role_partition(beside, self.cfg.partitions)
+        self.freezes += 1
+        k = 0
+        while True:
+            tid = f"{beside}-frozen-{self.freezes}-{k}"
+            if role_partition(tid, self.cfg.partitions) == partition:
+                break
+            k += 1
+        secs = 20.0 + 20.0 * d["factor"]
+        f.update(target=f"state partition {partition} (beside {beside})", tid=tid, partition=partition,
+                 beside=beside, detail=f"for {secs:.1f}s", seconds=round(secs, 2))
+        proc = subprocess.Popen([sys.executable, "-u", _FREEZE, "hold", self.cfg.bootstrap, tid, str(partition),
+                                 str(FREEZE_TIMEOUT_MS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True)
+        ready = _read_line(proc, "READY", 60.0)
+        proc.kill()
+        proc.wait()
+        if not ready:
+            self.freezing = False
+            f.update(status="skipped", reason="the frozen producer did not write its record within 60 s")
+            return self._note(f)
+        f["t"] = round(self.fleet.now(), 3)
+        f["status"] = "injected"
+        self._note(f)
+        self._later(self._thaw, f, tid, secs)
+
+    def _thaw(self, f, tid, secs):
+        self.stop_flag.wait(secs)
+        t = self.fleet.now()
+        r = subprocess.run([sys.executable, "-u", _FREEZE, "abort", self.cfg.bootstrap, tid],
+                           capture_output=True, text=True, timeout=180)
+        f["thawed_t"] = round(self.fleet.now(), 3)
+        with self.lock:
+            self.file.write(json.dumps({"thaw_of": tid, "t": f["thawed_t"], "ok": r.returncode == 0}) + "\n")
+        self.log(f"{self.fleet.now():7.1f}s neighbour {tid} aborted "
+                 f"{'' if r.returncode == 0 else 'NOT (' + r.stderr.strip()[-200:] + ') '}"
+                 f"({self.fleet.now() - t:.1f}s)")
+        self.freezing = False
+
     def _resume_broker(self, pid, secs):
         time.sleep(secs)
         self.brokers.resume(pid)
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
+
+
+_FREEZE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "freeze.py")
+
+
+def _read_line(proc, marker, within):
+    """Whether `proc` printed a line starting with `marker` within
+    `within` seconds."""
+    found = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            if line.startswith(marker):
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return found.wait(within)
 
 
 def _wait(cond, within, step=0.5):

@@ -3,10 +3,13 @@ break each property must fail its check, and a clean history must pass.
 ci/faults.sh runs it before every campaign."""
 
 import json
+import os
 
 import checker
 import headers
+from freeze import lease_key as freeze_key
 from roles import _self_test as roles_self_test
+from roles import role_partition
 
 ROLE = "faults-000000-r1"
 
@@ -38,10 +41,10 @@ def clean():
     return events, records, batches, leases
 
 
-def run(events, records, batches, leases, healed=True, steady=False):
+def run(events, records, batches, leases, healed=True, steady=False, more_faults=()):
     run = {"roles": [ROLE], "lease_ms": 5000, "stop_t": 20.0, "steady": [ROLE] if steady else [],
-           "timing": {ROLE: (5000, 1000)}, "members": {ROLE: 2}, "stagger_ms": 1000}
-    faults = [{"t": 2.5, "kind": "member_kill", "status": "injected"}]
+           "timing": {ROLE: (5000, 1000)}, "members": {ROLE: 2}, "stagger_ms": 1000, "partitions": 16}
+    faults = [{"t": 2.5, "kind": "member_kill", "status": "injected"}, *more_faults]
     data = {ROLE: {"records": records, "settled": True, "lso": 6, "hw": 6}}
     checks, figures = checker.analyse(run, events, faults, data, {ROLE: leases}, {ROLE: healed}, {ROLE: batches})
     return {c.name.split(": ", 1)[-1]: c for c in checks}, figures
@@ -77,6 +80,28 @@ def main():
     deposed = steady_ok[:4] + [ev(11.0, 10, "a", "lease_expired")]
     assert failed(run(deposed, [rec(0, "a", 7, 0, 1)], [(0, 0, 7, 0)], [(0, "a", (7, 0))], steady=True)[0]) \
         == ["healthy leader kept"]
+
+    # a failover that waited for a frozen neighbour of its state partition
+    def freeze(t, thawed):
+        return {"t": t, "kind": "neighbour_freeze", "status": "injected", "tid": "n",
+                "partition": role_partition(ROLE, 16), "thawed_t": thawed}
+    e, r, b, le = clean()
+    late = [x for x in e if x["t"] < 9.0] + [
+        ev(15.0, 11, "b", "elected", producer_id=7, epoch=2), ev(15.1, 11, "b", "guarded_write", seq=1, result="ok")]
+    assert failed(run(late, r, b, le, more_faults=[freeze(2.0, 14.0)])[0]) == ["failover beside a frozen neighbour"]
+    # ... not when the gap ended apart from the abort, or the freeze was elsewhere
+    assert failed(run(late, r, b, le, more_faults=[freeze(2.0, 5.0)])[0]) == []
+    other = dict(freeze(2.0, 14.0), partition=role_partition(ROLE, 16) + 1)
+    assert failed(run(late, r, b, le, more_faults=[other])[0]) == []
+    assert failed(run(e, r, b, le, more_faults=[freeze(2.0, 8.5)])[0]) == [], "a gap within the bound"
+    broker = {"t": 4.0, "kind": "broker_kill", "status": "injected", "seconds": 5.0}
+    assert failed(run(late, r, b, le, more_faults=[freeze(2.0, 14.0), broker])[0]) == [], "a broker fault's gap"
+    # the frozen record's key is the golden lease key
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "golden", "records.json")) as fh:
+        golden = json.load(fh)
+    vectors = golden["cases"]
+    lease = next(v for v in vectors if v.get("name") == "lease key")
+    assert freeze_key(lease["role"]).hex() == lease["hex"], freeze_key(lease["role"]).hex()
 
     # a record from the older token after a newer one appeared
     e, r, b, le = clean()
