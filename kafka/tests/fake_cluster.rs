@@ -641,3 +641,80 @@ async fn a_coordinator_busy_for_seconds_is_looked_up_again_at_the_other_brokers(
     assert_eq!(count(&healthy, ApiKey::FindCoordinator), 1);
     assert_eq!(count(&healthy, ApiKey::InitProducerId), 1);
 }
+
+/// The versions a broker speaks, checked before a member registers: a
+/// broker without a request a member sends is refused at once, naming the
+/// broker, the request, the version and the Kafka release that brought it;
+/// one without broker-side transaction verification is a warning.
+#[tokio::test]
+async fn a_broker_too_old_is_refused_at_start_naming_what_it_lacks() {
+    use krabka_kafka::fake_broker::{default_api_versions, Config};
+    let without = |key: ApiKey| -> Vec<(i16, i16, i16)> {
+        default_api_versions()
+            .into_iter()
+            .filter(|(k, _, _)| *k != key as i16)
+            .collect()
+    };
+    // Kafka 2.8: DescribeTransactions came with 3.0.
+    let old = FakeBroker::start_with(
+        Config {
+            api_versions: without(ApiKey::DescribeTransactions),
+            ..Config::default()
+        },
+        |_| Reply::Default,
+    );
+    let c = client(&old.addr(), Duration::from_secs(2), Duration::from_secs(2));
+    let (outcome, _) = timed(
+        "the version check",
+        Duration::from_secs(2),
+        c.check_versions(),
+    )
+    .await;
+    let message = fatal("check_versions", outcome);
+    names(
+        &message,
+        &[
+            &old.addr(),
+            "DescribeTransactions v0 or newer (Kafka 3.0)",
+            "Kafka 3.6 or newer",
+        ],
+    );
+    assert!(!message.contains("DescribeProducers"), "{message}");
+
+    // Kafka 3.5: everything, but no verification (AddPartitionsToTxn v4).
+    let mut versions = without(ApiKey::AddPartitionsToTxn);
+    versions.push((ApiKey::AddPartitionsToTxn as i16, 0, 3));
+    let older = FakeBroker::start_with(
+        Config {
+            api_versions: versions,
+            ..Config::default()
+        },
+        |_| Reply::Default,
+    );
+    let c = client(
+        &older.addr(),
+        Duration::from_secs(2),
+        Duration::from_secs(2),
+    );
+    let warnings = c
+        .check_versions()
+        .await
+        .expect("a broker of 3.5 serves a member");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    names(
+        &warnings[0],
+        &[&older.addr(), "transaction verification", "Kafka 3.6"],
+    );
+
+    // A current broker: nothing to say.
+    let current = FakeBroker::start(|_| Reply::Default);
+    let c = client(
+        &current.addr(),
+        Duration::from_secs(2),
+        Duration::from_secs(2),
+    );
+    assert_eq!(
+        c.check_versions().await.expect("current"),
+        Vec::<String>::new()
+    );
+}

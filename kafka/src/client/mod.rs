@@ -84,6 +84,7 @@ mod producers;
 mod request;
 pub mod retry;
 mod txn;
+mod versions;
 mod writable;
 use crate::deadline_in;
 use crate::security::{Credentials, SaslSettings, Security};

@@ -8,6 +8,11 @@
 //! timeout, so an unreachable cluster is reported promptly with its bootstrap
 //! address):
 //!
+//! * the request versions a bootstrap broker speaks: a broker without a
+//!   request a member sends (Kafka before 3.0) is [`Error::Fatal`] naming
+//!   the broker and each request with the version and release it needs; one
+//!   without broker-side transaction verification (before 3.6) is a warning
+//!   (`krabka_kafka::Client::check_versions`);
 //! * the state topic: it exists, has the member's partition count and
 //!   `cleanup.policy=compact` ([`Error::Fatal`] naming the topic and the
 //!   numbers otherwise; a missing topic says how to create it);
@@ -139,6 +144,9 @@ impl Preflight {
         // certificate fails here at once, named, instead of as librdkafka's
         // timeout below.
         describe.kafka().check_access().await?;
+        // A broker too old for a member is refused here, naming what it
+        // lacks, not at the first resign or describe.
+        let version_warnings = describe.kafka().check_versions().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
         // The ACLs a member needs, while nothing is registered yet.
@@ -164,6 +172,7 @@ impl Preflight {
         }
         let topic = facts.topic.report();
         let mut warnings = topic.warnings.clone();
+        warnings.extend(version_warnings);
         if !facts.broker.unread.is_empty() {
             warnings.push(format!(
                 "could not read the configuration of {}: the lease is not checked against \
