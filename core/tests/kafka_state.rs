@@ -510,61 +510,138 @@ async fn kafkas_keyed_partitioning_agrees_with_role_partition() {
 /// over while it lasts (issue 9, item 4).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody_over() {
-    use krabka_coordination::client::Client;
-    init_tracing();
-    // A state topic of one partition of its own: every role shares it.
-    let topic = unique("held-back-state");
-    let cfg = config(&bootstrap()).with_state_topic(topic.clone());
-    ensure_state_topic(&cfg, 1, 1, 1).await.unwrap();
-    let client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(1)
-        .unwrap();
-    let options = client
-        .leadership_options()
-        .with_lease_duration(Duration::from_secs(3))
-        .with_renew_interval(Duration::from_secs(1))
-        .with_challenge_stagger(Duration::from_secs(1));
-    let role = unique("held-back-role");
-    let leader = client.acquire(&role, "a", options.clone()).await.unwrap();
-    let standby_client = Client::new(cfg.clone())
-        .unwrap()
-        .with_partitions(1)
-        .unwrap();
-    let (tx, mut rx) = krabka_coordination::events::channel();
-    let standby = tokio::spawn({
-        let role = role.clone();
-        let options = options.clone().with_events(tx);
-        async move { standby_client.acquire(&role, "b", options).await }
-    });
-    let mut names = Vec::new();
-    let waiting = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(e) = rx.recv().await {
-            names.push(e.kind.name());
-            if e.kind.name() == "waiting" {
-                return;
-            }
-        }
-    })
-    .await;
-    assert!(
-        waiting.is_ok(),
-        "the standby waits behind the leader: {names:?}"
-    );
-    let probe = KafkaTransport::new(cfg.clone(), Some("held-back-probe")).unwrap();
+    let mut p = SharedPartition::new("held-back").await;
     assert_ne!(
-        probe.held_back(0, 0).await.unwrap(),
+        p.probe.held_back(0, 0).await.unwrap(),
         Backlog::HeldBack,
         "nothing is open yet"
     );
 
     // The neighbour stalls mid-transaction for longer than the lease.
-    let stall = KafkaTransport::new(cfg.clone(), Some("held-back-stall")).unwrap();
-    let neighbour = unique("held-back-neighbour");
-    let epoch = stall
-        .mint_epoch(&neighbour, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let epoch = stall_neighbour(&p.cfg, Duration::from_secs(60)).await;
+    assert_eq!(
+        p.probe.held_back(0, 0).await.unwrap(),
+        Backlog::HeldBack,
+        "the open transaction holds it back"
+    );
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(!p.standby.is_finished(), "the standby did not take over");
+    assert!(p.leader.is_held(), "the leader renewed all along");
+    let names = p.names();
+    assert!(names.contains(&"held_back"), "{names:?}");
+    assert!(!names.contains(&"challenging"), "{names:?}");
+
+    // The stall ends (the epoch is dropped, which aborts it): the renewals
+    // show, and still nobody takes over.
+    drop(epoch);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while p.probe.held_back(0, 0).await.unwrap() == Backlog::HeldBack {
+        assert!(
+            Instant::now() < deadline,
+            "the aborted transaction should end the stall"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(!p.standby.is_finished());
+    assert!(p.leader.is_held());
+    assert_eq!(
+        p.client.describe_leadership(&p.role).await.unwrap().token,
+        p.leader.token()
+    );
+    p.standby.abort();
+    p.leader.resign().await.unwrap();
+}
+
+/// A one-partition state topic of its own (every role shares it), the
+/// leader `a` of a new role (lease 3 s, renewed every second) and its
+/// standby `b`, already waiting, whose events [`SharedPartition::names`]
+/// reads.
+struct SharedPartition {
+    cfg: KafkaConfig,
+    client: krabka_coordination::client::Client,
+    role: String,
+    lease: Duration,
+    leader: krabka_coordination::leadership::Leadership,
+    standby: tokio::task::JoinHandle<
+        krabka_coordination::Result<krabka_coordination::leadership::Leadership>,
+    >,
+    events: krabka_coordination::events::EventReceiver,
+    probe: KafkaTransport,
+}
+
+impl SharedPartition {
+    async fn new(prefix: &str) -> SharedPartition {
+        use krabka_coordination::client::Client;
+        init_tracing();
+        let cfg = config(&bootstrap()).with_state_topic(unique(&format!("{prefix}-state")));
+        ensure_state_topic(&cfg, 1, 1, 1).await.unwrap();
+        let client = || {
+            Client::new(cfg.clone())
+                .unwrap()
+                .with_partitions(1)
+                .unwrap()
+        };
+        let lease = Duration::from_secs(3);
+        let options = client()
+            .leadership_options()
+            .with_lease_duration(lease)
+            .with_renew_interval(Duration::from_secs(1))
+            .with_challenge_stagger(Duration::from_secs(1));
+        let role = unique(&format!("{prefix}-role"));
+        let leader = client().acquire(&role, "a", options.clone()).await.unwrap();
+        let (tx, mut events) = krabka_coordination::events::channel();
+        let standby = tokio::spawn({
+            let (role, options, c) = (role.clone(), options.clone().with_events(tx), client());
+            async move { c.acquire(&role, "b", options).await }
+        });
+        let mut names = Vec::new();
+        let waiting = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(e) = events.recv().await {
+                names.push(e.kind.name());
+                if e.kind.name() == "waiting" {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(
+            waiting.is_ok(),
+            "the standby waits behind the leader: {names:?}"
+        );
+        let probe = KafkaTransport::new(cfg.clone(), Some(&format!("{prefix}-probe"))).unwrap();
+        SharedPartition {
+            client: client(),
+            cfg,
+            role,
+            lease,
+            leader,
+            standby,
+            events,
+            probe,
+        }
+    }
+
+    /// The names of the standby's events since the last call.
+    fn names(&mut self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        while let Ok(e) = self.events.try_recv() {
+            names.push(e.kind.name());
+        }
+        names
+    }
+}
+
+/// A neighbour role's member killed between its Produce and its EndTxn:
+/// its transaction (timeout `timeout`) open on partition 0 of `cfg`'s
+/// state topic. Dropping the epoch aborts it.
+async fn stall_neighbour(
+    cfg: &KafkaConfig,
+    timeout: Duration,
+) -> krabka_coordination::transport::kafka::KafkaEpoch {
+    let stall = KafkaTransport::new(cfg.clone(), Some("neighbour-stall")).unwrap();
+    let neighbour = unique("neighbour");
+    let epoch = stall.mint_epoch(&neighbour, timeout).await.unwrap();
     epoch
         .write_lease_uncommitted(state_record(
             0,
@@ -573,41 +650,7 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
         ))
         .await
         .unwrap();
-    assert_eq!(
-        probe.held_back(0, 0).await.unwrap(),
-        Backlog::HeldBack,
-        "the open transaction holds it back"
-    );
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    assert!(!standby.is_finished(), "the standby did not take over");
-    assert!(leader.is_held(), "the leader renewed all along");
-    names.clear();
-    while let Ok(e) = rx.try_recv() {
-        names.push(e.kind.name());
-    }
-    assert!(names.contains(&"held_back"), "{names:?}");
-    assert!(!names.contains(&"challenging"), "{names:?}");
-
-    // The stall ends (the epoch is dropped, which aborts it): the renewals
-    // show, and still nobody takes over.
-    drop(epoch);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while probe.held_back(0, 0).await.unwrap() == Backlog::HeldBack {
-        assert!(
-            Instant::now() < deadline,
-            "the aborted transaction should end the stall"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(!standby.is_finished());
-    assert!(leader.is_held());
-    assert_eq!(
-        client.describe_leadership(&role).await.unwrap().token,
-        leader.token()
-    );
-    standby.abort();
-    leader.resign().await.unwrap();
+    epoch
 }
 
 /// Issue 25, item 4, on Kafka's default broker settings: a neighbour
@@ -620,77 +663,35 @@ async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody
 /// leader's deadline, the neighbour's transaction still open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_neighbours_frozen_transaction_does_not_keep_a_dead_leaders_role_leaderless() {
-    use krabka_coordination::client::Client;
-    init_tracing();
-    let topic = unique("frozen-neighbour-state");
-    let cfg = config(&bootstrap()).with_state_topic(topic.clone());
-    ensure_state_topic(&cfg, 1, 1, 1).await.unwrap();
-    let client = || {
-        Client::new(cfg.clone())
-            .unwrap()
-            .with_partitions(1)
-            .unwrap()
-    };
-    let lease = Duration::from_secs(3);
-    let options = client()
-        .leadership_options()
-        .with_lease_duration(lease)
-        .with_renew_interval(Duration::from_secs(1))
-        .with_challenge_stagger(Duration::from_secs(1));
-    let role = unique("frozen-neighbour-role");
-    let leader = client().acquire(&role, "a", options.clone()).await.unwrap();
-    let (tx, mut rx) = krabka_coordination::events::channel();
-    let standby = tokio::spawn({
-        let (role, options, c) = (role.clone(), options.clone().with_events(tx), client());
-        async move { c.acquire(&role, "b", options).await }
-    });
-    let waiting = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(e) = rx.recv().await {
-            if e.kind.name() == "waiting" {
-                return;
-            }
-        }
-    })
-    .await;
-    assert!(waiting.is_ok(), "the standby waits behind the leader");
-
+    let mut p = SharedPartition::new("frozen-neighbour").await;
+    let lease = p.lease;
     // The neighbour's member dies mid-transaction (its epoch is kept and
     // never ends the transaction: the broker aborts it only after 120 s).
-    let stall = KafkaTransport::new(cfg.clone(), Some("frozen-neighbour")).unwrap();
-    let neighbour = unique("frozen-neighbour");
-    let frozen = stall
-        .mint_epoch(&neighbour, Duration::from_secs(120))
-        .await
-        .unwrap();
-    frozen
-        .write_lease_uncommitted(state_record(
-            0,
-            lease_key(&neighbour),
-            Some(b"open".to_vec()),
-        ))
-        .await
-        .unwrap();
-    let probe = KafkaTransport::new(cfg.clone(), Some("frozen-probe")).unwrap();
-    assert_eq!(probe.held_back(0, 0).await.unwrap(), Backlog::HeldBack);
+    let frozen = stall_neighbour(&p.cfg, Duration::from_secs(120)).await;
+    assert_eq!(p.probe.held_back(0, 0).await.unwrap(), Backlog::HeldBack);
 
     // Two leases with the transaction open: the standby sees the leader's
     // renewals past it and does not take over.
     tokio::time::sleep(2 * lease).await;
     assert!(
-        !standby.is_finished(),
+        !p.standby.is_finished(),
         "the standby did not depose a live leader"
     );
-    assert!(leader.is_held(), "the leader renewed all along");
-    let mut names = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        names.push(e.kind.name());
-    }
+    assert!(p.leader.is_held(), "the leader renewed all along");
+    let names = p.names();
     assert!(names.contains(&"held_back"), "{names:?}");
     assert!(!names.contains(&"challenging"), "{names:?}");
 
     // The leader dies (its renewals stop, nothing is resigned).
-    let old = leader.token();
-    let deadline = leader.lease().deadline;
+    let old = p.leader.token();
+    let deadline = p.leader.lease().deadline;
+    let SharedPartition {
+        leader,
+        standby,
+        probe,
+        mut events,
+        ..
+    } = p;
     drop(leader);
     let died = Instant::now();
     let won = tokio::time::timeout(lease + Duration::from_secs(10), standby)
@@ -715,7 +716,7 @@ async fn a_neighbours_frozen_transaction_does_not_keep_a_dead_leaders_role_leade
         "the neighbour's transaction is still open"
     );
     let mut names = Vec::new();
-    while let Ok(e) = rx.try_recv() {
+    while let Ok(e) = events.try_recv() {
         names.push(e.kind.name());
     }
     assert!(names.contains(&"elected"), "{names:?}");

@@ -317,6 +317,34 @@ fn step_for(
     step
 }
 
+/// One wait of a member whose turn is at `at` with `rank`: reports it
+/// (once per turn), then follows the partition until the turn comes or a
+/// poll brings news (the caller evaluates again).
+async fn wait_until(
+    m: &Member,
+    follower: &mut Follower,
+    (at, rank): (i64, usize),
+    last_wait: &mut Option<(i64, usize)>,
+    cancel: &CancellationToken,
+    backoff: &mut Backoff,
+) -> Result<()> {
+    if *last_wait != Some((at, rank)) {
+        tracing::info!(rank, challenge_at = at, "waiting");
+        m.emit(EventKind::Waiting {
+            rank,
+            challenge_at: at,
+        });
+        *last_wait = Some((at, rank));
+    }
+    let wait = m.options.poll_wait;
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Error::Cancelled),
+        _ = m.options.clock.sleep_until(at) => Ok(()),
+        r = follower.poll_or_back_off(m, wait, cancel, backoff) => r.map(|_| ()),
+    }
+}
+
 /// The follower's state with what lies past the partition's open
 /// transaction applied ([`crate::transport::StateReader::read_past_stable`]),
 /// when every record of this role up to the end of the log is decided;
@@ -390,21 +418,15 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 follower.catch_up(m, offset, cancel).await?;
             }
             Step::WaitUntil { at, rank } => {
-                if last_wait != Some((at, rank)) {
-                    tracing::info!(rank, challenge_at = at, "waiting");
-                    m.emit(EventKind::Waiting {
-                        rank,
-                        challenge_at: at,
-                    });
-                    last_wait = Some((at, rank));
-                }
-                let wait = m.options.poll_wait;
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Err(Error::Cancelled),
-                    _ = m.options.clock.sleep_until(at) => {}
-                    r = follower.poll_or_back_off(m, wait, cancel, &mut backoff) => { r?; }
-                }
+                wait_until(
+                    m,
+                    &mut follower,
+                    (at, rank),
+                    &mut last_wait,
+                    cancel,
+                    &mut backoff,
+                )
+                .await?;
             }
             Step::Challenge => {
                 // Catch up first: a lease written a moment ago changes the
@@ -491,25 +513,15 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                         match step_for(m, &v, now, &mut seen_past, &mut lost) {
                             Step::Challenge => past = Some(v),
                             Step::WaitUntil { at, rank } => {
-                                if last_wait != Some((at, rank)) {
-                                    tracing::info!(
-                                        rank,
-                                        challenge_at = at,
-                                        "waiting (seen past an open transaction)"
-                                    );
-                                    m.emit(EventKind::Waiting {
-                                        rank,
-                                        challenge_at: at,
-                                    });
-                                    last_wait = Some((at, rank));
-                                }
-                                let wait = m.options.poll_wait;
-                                tokio::select! {
-                                    biased;
-                                    _ = cancel.cancelled() => return Err(Error::Cancelled),
-                                    _ = m.options.clock.sleep_until(at) => {}
-                                    r = follower.poll_or_back_off(m, wait, cancel, &mut backoff) => { r?; }
-                                }
+                                wait_until(
+                                    m,
+                                    &mut follower,
+                                    (at, rank),
+                                    &mut last_wait,
+                                    cancel,
+                                    &mut backoff,
+                                )
+                                .await?;
                                 continue;
                             }
                             Step::Register | Step::RenewAt(_) | Step::StandDown => {
