@@ -74,17 +74,12 @@ impl Client {
                     else {
                         return Err(Attempt::Again(format!("{} answered no partition", what())));
                     };
-                    match codes::meaning(ApiKey::Fetch, p.error_code) {
-                        Meaning::Ok => {}
-                        Meaning::Denied(Resource::Topic) => {
-                            return Err(Attempt::Fail(Error::fatal(
-                                what(),
-                                "not authorized to read the topic (an ACL allowing READ on it \
-                                 is needed)",
-                            )))
-                        }
-                        _ => return Err(attempt_for(ApiKey::Fetch, p.error_code, what())),
-                    }
+                    read_answer(
+                        ApiKey::Fetch,
+                        p.error_code,
+                        what(),
+                        "an ACL allowing READ on it is needed",
+                    )?;
                     let batches = match &p.records {
                         Some(bytes) => read_batches(bytes)
                             .map_err(|e| Attempt::Fail(Error::fatal(what(), e.to_string())))?,

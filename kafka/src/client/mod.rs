@@ -94,7 +94,7 @@ pub use fetch::Fetched;
 pub use producer_id::BumpAnswer;
 pub use producers::ActiveProducer;
 pub(crate) use request::Attempt;
-use request::{attempt_for, denied, Reached, Target};
+use request::{attempt_for, denied, read_answer, Reached, Target};
 pub use retry::busy_pause;
 use retry::Backoff;
 pub use txn::TxnError;

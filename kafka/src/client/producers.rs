@@ -81,17 +81,12 @@ impl Client {
                     else {
                         return Err(Attempt::Again(format!("{} answered no partition", what())));
                     };
-                    match codes::meaning(ApiKey::DescribeProducers, p.error_code) {
-                    Meaning::Ok => {}
-                    Meaning::Denied(Resource::Topic) => {
-                        return Err(Attempt::Fail(Error::fatal(
-                            what(),
-                            "not authorized to read the topic (DescribeProducers needs READ on \
-                             it)",
-                        )))
-                    }
-                    _ => return Err(attempt_for(ApiKey::DescribeProducers, p.error_code, what())),
-                }
+                    read_answer(
+                        ApiKey::DescribeProducers,
+                        p.error_code,
+                        what(),
+                        "DescribeProducers needs READ on it",
+                    )?;
                     Ok(p.active_producers
                         .iter()
                         .find(|s| s.producer_id.0 == producer_id)

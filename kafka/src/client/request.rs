@@ -158,6 +158,21 @@ pub(super) fn attempt_for(api: ApiKey, code: i16, what: String) -> Attempt {
     }
 }
 
+/// One partition's error code in the answer to a request at a
+/// partition's leader that reads the topic: nothing for no error,
+/// [`Attempt::Fail`] naming `acl` when the principal may not read the
+/// topic, else what the table says ([`attempt_for`]).
+pub(super) fn read_answer(api: ApiKey, code: i16, what: String, acl: &str) -> Result<(), Attempt> {
+    match codes::meaning(api, code) {
+        Meaning::Ok => Ok(()),
+        Meaning::Denied(Resource::Topic) => Err(Attempt::Fail(Error::fatal(
+            what,
+            format!("not authorized to read the topic ({acl})"),
+        ))),
+        _ => Err(attempt_for(api, code, what)),
+    }
+}
+
 /// What an authorization failure on a `resource` needs.
 pub(super) fn denied(resource: Resource) -> &'static str {
     match resource {
