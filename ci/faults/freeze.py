@@ -53,7 +53,9 @@ def main(argv):
             print("FAILED the record was not delivered", flush=True)
             return 1
         print("READY", flush=True)
-        time.sleep(3600)
+        # The nemesis kills it here; should the nemesis die first, it ends
+        # by itself after its transaction timed out.
+        time.sleep(timeout_ms / 1000.0 + 30.0)
         return 0
     if len(argv) == 3 and argv[0] == "abort":
         p = producer(argv[1], argv[2], 60000)
