@@ -105,12 +105,19 @@ def lead(leadership: kc.Leadership, role: str, member: str, topic: str | None, e
                 try:
                     value = json.dumps({"member": member, "token": str(token), "seq": seq}).encode()
                     leadership.write(topic, value, key=role.encode())
-                except (kc.Fenced, kc.LeaseExpired) as e:
+                except (kc.Fenced, kc.LeaseExpired, kc.OutcomeUnknown) as e:
                     # The term is over, or ending this instant: report its
-                    # final state.
+                    # final state. A write in flight at the lease deadline
+                    # reports OutcomeUnknown while the term ends with
+                    # LeaseExpired; an unknown outcome within a held term
+                    # is not this helper's to hide.
                     leadership.wait(10)
                     error = leadership.error
-                    expired = isinstance(e, kc.LeaseExpired)
+                    if isinstance(e, kc.OutcomeUnknown) and (leadership.is_held or error is None):
+                        raise
+                    expired = isinstance(e, kc.LeaseExpired) or (
+                        isinstance(e, kc.OutcomeUnknown) and isinstance(error, kc.LeaseExpired)
+                    )
                     emit(
                         "lease_expired" if expired else "fenced",
                         error=type(e).__name__,
