@@ -1,14 +1,33 @@
 //! Where a topic's partitions are: one Metadata request per topic, cached
-//! until a request to a partition's leader says the leader moved.
+//! until a request to a partition's leader says the leader moved, or for
+//! [`LEADER_MAX_AGE`].
 //!
 //! A transactional Produce (`txn.rs`) needs the leader of each partition it
 //! writes to and, for a record whose caller leaves the partition open, the
 //! topic's partition count. ListOffsets reads a partition's high watermark
 //! or last stable offset at its leader.
+//!
+//! # A leader that is no longer the leader, and does not know it
+//!
+//! A broker cut off from its peers and from the controller goes on
+//! answering its clients as the leader it was: its reads come back without
+//! an error (its log as it stood when it was cut off, its last stable offset
+//! stuck below any transaction whose markers it never got), and nothing
+//! tells the client that the controller moved the partition elsewhere. Two
+//! rules route around it:
+//!
+//! - **a cached leader is asked about again**: once it is older than
+//!   [`LEADER_MAX_AGE`], the next request first asks Metadata again, at the
+//!   other brokers first (on failure, the cached leader is used);
+//! - **an older leader epoch is not taken**: a Metadata answer that names
+//!   an older leader epoch of a partition (of the same topic id) than one
+//!   already seen comes from a broker behind the controller; its leader is
+//!   not cached, and that broker is asked last next time (KIP-320's rule).
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{attempt_for, code_name, format_addr, Attempt, Backoff, Client, Reached, Target};
@@ -36,6 +55,26 @@ pub(super) struct PartitionState {
     pub(super) replicas: usize,
 }
 
+/// How long a partition's leader named by Metadata is used before the next
+/// request asks Metadata again, at the other brokers first (see the module
+/// docs): a reader of a broker cut off from the controller gets off it
+/// within this much of the controller moving the partition, which it does
+/// only after the broker session (9 s by default).
+pub const LEADER_MAX_AGE: Duration = Duration::from_secs(5);
+
+/// The longest a look at Metadata for a cached leader that has aged takes
+/// before the request goes to the cached leader all the same.
+const RELOOK_BOUND: Duration = Duration::from_secs(1);
+
+/// A partition's leader as Metadata named it.
+#[derive(Debug, Clone)]
+pub(super) struct Leader {
+    /// Its address.
+    pub(super) addr: String,
+    /// When Metadata named it, or it was last asked about.
+    pub(super) learned: Instant,
+}
+
 impl Client {
     pub(super) fn forget_leader(&self, topic: &str, partition: i32) {
         self.inner
@@ -51,7 +90,20 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&(topic.to_owned(), partition))
-            .cloned()
+            .map(|l| l.addr.clone())
+    }
+
+    /// The cached leader of the partition and whether it is older than
+    /// [`LEADER_MAX_AGE`]; an aged one is marked asked about now, so only
+    /// one request of many asks Metadata again.
+    fn cached_leader_aged(&self, topic: &str, partition: i32) -> Option<(String, bool)> {
+        let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
+        let l = leaders.get_mut(&(topic.to_owned(), partition))?;
+        let aged = l.learned.elapsed() >= LEADER_MAX_AGE;
+        if aged {
+            l.learned = Instant::now();
+        }
+        Some((l.addr.clone(), aged))
     }
 
     /// The address of the partition's leader, cached or from Metadata. For
@@ -64,8 +116,24 @@ impl Client {
         partition: i32,
         deadline: Instant,
     ) -> Result<String, Attempt> {
-        if let Some(addr) = self.cached_leader(topic, partition) {
-            return Ok(addr);
+        match self.cached_leader_aged(topic, partition) {
+            Some((addr, false)) => return Ok(addr),
+            Some((addr, true)) => {
+                // Asked about again, at the other brokers first; whatever
+                // the look brings (nothing, in the worst case), the cache
+                // has the answer.
+                self.inner
+                    .suspect_leader
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(topic.to_owned(), addr.clone());
+                let bound = deadline.min(crate::deadline_in(RELOOK_BOUND));
+                if let Err(e) = self.load_topic(topic, bound).await {
+                    tracing::debug!(topic, error = ?e, "asking Metadata again about a leader failed; the cached leader is used");
+                }
+                return Ok(self.cached_leader(topic, partition).unwrap_or(addr));
+            }
+            None => {}
         }
         match self.load_topic(topic, deadline).await? {
             (Layout::Denied, broker) => Ok(broker),
@@ -181,19 +249,56 @@ impl Client {
                     replicas: p.replica_nodes.len(),
                 })
                 .collect();
-            {
+            let behind = {
                 let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
+                let mut epochs = self
+                    .inner
+                    .leader_epochs
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let topic_id = t.topic_id.as_u128();
+                let mut behind = Vec::new();
                 for p in &t.partitions {
                     if p.leader_id.0 < 0 {
                         continue;
                     }
+                    let key = (topic.to_owned(), p.partition_index);
+                    // -1: a broker too old to say (Metadata before v7).
+                    if p.leader_epoch >= 0 {
+                        match epochs.get(&key) {
+                            Some(&(id, seen)) if id == topic_id && p.leader_epoch < seen => {
+                                behind.push((p.partition_index, p.leader_epoch, seen));
+                                continue;
+                            }
+                            _ => {
+                                epochs.insert(key.clone(), (topic_id, p.leader_epoch));
+                            }
+                        }
+                    }
                     if let Some(b) = resp.brokers.iter().find(|b| b.node_id == p.leader_id) {
                         leaders.insert(
-                            (topic.to_owned(), p.partition_index),
-                            format_addr(b.host.as_str(), b.port),
+                            key,
+                            Leader {
+                                addr: format_addr(b.host.as_str(), b.port),
+                                learned: Instant::now(),
+                            },
                         );
                     }
                 }
+                behind
+            };
+            if !behind.is_empty() {
+                tracing::debug!(
+                    topic,
+                    broker = %broker,
+                    partitions = ?behind,
+                    "Metadata named older leader epochs (partition, named, seen) than seen before; the broker is behind the controller and is asked last next time"
+                );
+                self.inner
+                    .suspect_leader
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(topic.to_owned(), broker.clone());
             }
             self.inner
                 .partition_counts

@@ -78,6 +78,7 @@ mod access;
 mod coordinator;
 mod fetch;
 mod metadata;
+pub use metadata::LEADER_MAX_AGE;
 mod pool;
 mod producer_id;
 mod producers;
@@ -168,10 +169,17 @@ struct Inner {
     /// and since when (the `request` module's `note_busy`).
     busy_since: StdMutex<HashMap<String, (String, Instant)>>,
     /// Transactional id → a coordinator forgotten for answering
-    /// CONCURRENT_TRANSACTIONS too long: its next lookup asks it last.
+    /// CONCURRENT_TRANSACTIONS too long, for saying it moved, or for not
+    /// answering: its next lookup asks it last.
     suspect: StdMutex<HashMap<String, String>>,
-    /// (topic, partition) → the address of its leader.
-    leaders: StdMutex<HashMap<(String, i32), String>>,
+    /// (topic, partition) → its leader, and when Metadata named it (see
+    /// [`metadata::LEADER_MAX_AGE`]).
+    leaders: StdMutex<HashMap<(String, i32), metadata::Leader>>,
+    /// (topic, partition) → the newest leader epoch Metadata named, and the
+    /// topic's id: an answer naming an older epoch of the same topic comes
+    /// from a broker behind the controller, and is not taken (see the
+    /// `metadata` module).
+    leader_epochs: StdMutex<HashMap<(String, i32), (u128, i32)>>,
     /// Topic → a leader of it that did not answer or said it moved: the
     /// topic's next Metadata asks it last.
     suspect_leader: StdMutex<HashMap<String, String>>,
@@ -243,6 +251,7 @@ impl Client {
                 busy_since: StdMutex::new(HashMap::new()),
                 suspect: StdMutex::new(HashMap::new()),
                 leaders: StdMutex::new(HashMap::new()),
+                leader_epochs: StdMutex::new(HashMap::new()),
                 suspect_leader: StdMutex::new(HashMap::new()),
                 partition_counts: StdMutex::new(HashMap::new()),
                 min_insync: StdMutex::new(HashMap::new()),

@@ -224,7 +224,17 @@ impl Client {
         let out = self.on(addr.clone(), attempt_deadline, &mut f).await;
         if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
             match target {
-                Target::Coordinator(id) => self.forget_coordinator(id),
+                Target::Coordinator(id) => {
+                    self.forget_coordinator(id);
+                    // A coordinator cut off from the controller names
+                    // itself in FindCoordinator: the next lookup asks the
+                    // other brokers first.
+                    self.inner
+                        .suspect
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id.to_owned(), addr.clone());
+                }
                 Target::Leader(topic, partition) => {
                     self.forget_leader(topic, partition);
                     // Its view of the topic may be what is stale (a leader

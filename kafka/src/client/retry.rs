@@ -226,8 +226,13 @@ mod tests {
             .map(|w| (w[1] - w[0]).as_millis())
             .collect();
         let want = [100u128, 200, 400, 400];
+        // The pause is want x [0.8, 1.2); a busy machine adds its
+        // scheduling delay to the gap, never takes from it.
         for (gap, want) in gaps.iter().zip(want) {
-            assert!(*gap >= want * 8 / 10 && *gap < want * 12 / 10, "{gaps:?}");
+            assert!(
+                *gap >= want * 8 / 10 && *gap < want * 12 / 10 + 40,
+                "{gaps:?}"
+            );
         }
         assert!(
             start.elapsed() <= Duration::from_secs(2),

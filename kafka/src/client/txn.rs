@@ -129,13 +129,16 @@ fn settle<T>(answered: Answered<T>) -> Result<T, TxnError> {
 
 /// What error `code` of a request `api` to the coordinator means for the
 /// writer; a coordinator that moved is [`Attempt::Moved`], so the layer
-/// forgets it.
+/// forgets it, and CONCURRENT_TRANSACTIONS is [`Attempt::Busy`], so the
+/// layer keeps count of it.
 fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError, Attempt> {
     let said = || format!("{what}: {}", code_name(code));
     Ok(match codes::meaning(api, code) {
         Meaning::CoordinatorMoved => return Err(Attempt::Moved(said())),
         Meaning::Fenced => TxnError::Fenced(said()),
-        Meaning::Busy => TxnError::Busy(said()),
+        // At the layer, so it counts how long the coordinator has been busy
+        // (`Client::note_busy`); it reaches the caller as TxnError::Busy.
+        Meaning::Busy => return Err(Attempt::Busy(said())),
         Meaning::Retry | Meaning::OutcomeUnknown | Meaning::LeaderMoved => TxnError::Retry(said()),
         Meaning::NoOpenTransaction => TxnError::Refused(Error::transient(
             what,
@@ -345,7 +348,15 @@ impl Client {
                         // The layer forgets the leader; the next attempt
                         // asks Metadata again.
                         Meaning::LeaderMoved => return Err(Attempt::Moved(said())),
-                        Meaning::Retry | Meaning::OutcomeUnknown => TxnError::Retry(said()),
+                        // REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                        // the leader took the batch and its replicas did not
+                        // follow. Its view may be what is stale (cut off from
+                        // its peers and the controller, it still names
+                        // itself): the layer forgets it and asks the other
+                        // brokers first, and the batch is sent again, with
+                        // its sequence, wherever the leader is.
+                        Meaning::OutcomeUnknown => return Err(Attempt::NoAnswer(said())),
+                        Meaning::Retry => TxnError::Retry(said()),
                         // The partition's verification meets a transaction
                         // completing.
                         Meaning::Busy => TxnError::Busy(said()),

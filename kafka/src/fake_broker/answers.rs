@@ -303,6 +303,17 @@ fn error_answer(request: &Request, code: i16) -> Result<Reply, Reply> {
 /// A Metadata answer: `topic` with one partition per entry of `leaders`
 /// (partition `i` led by `leaders[i]`), and those brokers.
 pub fn metadata(request: &Request, topic: &str, leaders: &[&Endpoint]) -> Reply {
+    metadata_at_epoch(request, topic, leaders, -1)
+}
+
+/// [`metadata`], every partition at leader epoch `leader_epoch` (-1: none,
+/// as a broker before Metadata v7 answers).
+pub fn metadata_at_epoch(
+    request: &Request,
+    topic: &str,
+    leaders: &[&Endpoint],
+    leader_epoch: i32,
+) -> Reply {
     use kafka_protocol::messages::metadata_response::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
@@ -322,6 +333,7 @@ pub fn metadata(request: &Request, topic: &str, leaders: &[&Endpoint]) -> Reply 
         MetadataResponsePartition::default()
             .with_partition_index(i32::try_from(i).unwrap_or(i32::MAX))
             .with_leader_id(BrokerId(e.node_id))
+            .with_leader_epoch(leader_epoch)
     });
     let t = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.to_owned()))))

@@ -72,7 +72,7 @@ mod tests;
 
 pub use answers::{
     describe_transactions, end_txn, error_for, find_coordinator, frame_with_huge_array_count,
-    init_producer_id, metadata, response_frame, sasl_handshake, truncated,
+    init_producer_id, metadata, metadata_at_epoch, response_frame, sasl_handshake, truncated,
 };
 
 use std::fmt;
