@@ -34,8 +34,10 @@ use crate::error::{Error, Result};
 /// `linger.ms` or its alias `queue.buffering.max.ms` is set),
 /// `reconnect.backoff.ms = 22` of the lease producer (a new producer gets
 /// usable sooner), `partitioner = murmur2_random` (Kafka's Java
-/// partitioner, used only for guarded writes that leave the partition open)
-/// and `client.id`.
+/// partitioner, used only for guarded writes that leave the partition open),
+/// `topic.metadata.refresh.interval.ms = 3000` of the state consumers (a
+/// partition leader cut off from the controller is left within seconds of
+/// the move; librdkafka's default is 5 minutes) and `client.id`.
 ///
 /// Two settings are refused ([`KafkaConfig::validate`]):
 /// `transactional.id` (the transport sets it to each role: the role *is*

@@ -109,6 +109,10 @@ const POLL_MAX_RECORDS: usize = 10_000;
 /// events; with every read partition split off onto its own queue, records
 /// reach it only in the moment between a partition's assign and its split,
 /// and the reader's seek after the split fetches those again.
+/// How often the state consumer asks Metadata of the state topic (unless
+/// `topic.metadata.refresh.interval.ms` is set): see [`StateConsumer::new`].
+const METADATA_REFRESH: Duration = Duration::from_secs(3);
+
 pub(crate) struct StateConsumer {
     consumer: Arc<StreamConsumer<TransportContext>>,
     stop: tokio_util::sync::CancellationToken,
@@ -124,6 +128,18 @@ impl StateConsumer {
             cc.set(
                 "fetch.wait.max.ms",
                 config.fetch_wait().as_millis().to_string(),
+            );
+        }
+        // A partition leader cut off from its peers and from the controller
+        // answers Fetch without an error from its stale log, so nothing
+        // makes librdkafka ask Metadata again for as long as the cut lasts
+        // (its default: every 5 minutes). Asked every few seconds, a broker
+        // that the controller told of the move names the new leader; an
+        // answer with an older leader epoch is not taken (librdkafka >= 2.1).
+        if config.get("topic.metadata.refresh.interval.ms").is_none() {
+            cc.set(
+                "topic.metadata.refresh.interval.ms",
+                METADATA_REFRESH.as_millis().to_string(),
             );
         }
         // librdkafka's assign() needs a group handle, so the consumer names a
