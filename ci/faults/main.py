@@ -48,9 +48,10 @@ def parse_args(argv):
                    help="members of the steady role (default 2; 0: no steady role): a role whose lease follows "
                         "the lease-sizing rule and whose members take no fault, so only the cluster's faults "
                         "reach it, and its leader must never be deposed")
-    p.add_argument("--steady-lease-ms", type=int, default=30000,
-                   help="the steady role's lease (default 30000: the rule for the campaign's broker pauses of up to "
-                        "20 s, docs/operations.md)")
+    p.add_argument("--steady-lease-ms", type=int, default=40000,
+                   help="the steady role's lease (default 40000: the rule for the campaign's broker pauses of up to "
+                        "20 s and cut-off brokers of up to 40 s, which hold a transaction for at most the brokers' "
+                        "request.timeout.ms of 30 s: renew + 30 s + 7 s, docs/operations.md)")
     p.add_argument("--steady-renew-ms", type=int, default=3000, help="the steady role's renew interval (default 3000)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
     p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")

@@ -20,10 +20,12 @@ Kinds:
                 before the next
   broker_isolate  a broker cut off from its peers (iptables on its
                 inter-broker and controller ports, and on its JVM's packets
-                to theirs) while clients still reach it, for 12 to 20 s:
+                to theirs) while clients still reach it, for 12 to 40 s:
                 past the session, so the controller fences it and its
                 partitions and coordinators move, while it still answers
-                clients with what it last knew
+                clients with what it last knew; past 30 s (the brokers'
+                request.timeout.ms) now and then, so a coordinator's markers
+                sent to it time out and go to the partition's new leader
   topic_unwritable  a broker killed and, once Kafka has shrunk the ISR of
                 the steady role's data topic (the broker session, 9 s), the
                 topic's min.insync.replicas set to 3 (its replication
@@ -66,9 +68,7 @@ KINDS = [
     ("broker_pause", 1),
     ("broker_pause_long", 1),
     ("rolling_restart", 1),
-    # Opt-in (--kinds broker_isolate): a leader does not yet ride out a
-    # broker cut off from its peers (docs/faults.md, "What is left").
-    ("broker_isolate", 0),
+    ("broker_isolate", 1),
     # Opt-in too: raising min.insync.replicas at run time races the writes
     # in flight (one that reaches the partition as it turns unwritable holds
     # the role's transactions until it is writable again: docs/faults.md).
@@ -264,7 +264,7 @@ class Nemesis:
             inter = lambda p: [p + 50, p + 100]  # noqa: E731 - ci/kafka.sh's inter-broker and controller ports
             own = inter(ports[node - 1])
             peers = [q for i, p in enumerate(ports) if i != node - 1 for q in inter(p)]
-            secs = 12.0 + 8.0 * d["factor"]
+            secs = 12.0 + 28.0 * d["factor"]
             f.update(detail=f"cut off from its peers for {secs:.1f}s (clients still reach it)",
                      seconds=round(secs, 2), pid=pid)
             if not self.isolation.cut_broker(node, pid, own, peers):
