@@ -118,9 +118,14 @@ def lead(leadership: kc.Leadership, role: str, member: str, topic: str | None, e
                     expired = isinstance(e, kc.LeaseExpired) or (
                         isinstance(e, kc.OutcomeUnknown) and isinstance(error, kc.LeaseExpired)
                     )
+                    # `error`: how the term ended (the write's own error
+                    # when it knew; the term's when the write's outcome
+                    # was unknown); `write_error`: what the write raised.
+                    ended_by = error if isinstance(e, kc.OutcomeUnknown) else e
                     emit(
                         "lease_expired" if expired else "fenced",
-                        error=type(e).__name__,
+                        error=type(ended_by).__name__,
+                        write_error=type(e).__name__,
                         message=str(e),
                         leadership_error=type(error).__name__ if error is not None else None,
                         is_held=leadership.is_held,
