@@ -194,6 +194,19 @@ else
     echo "ci/c.sh: the standby should wait, then stop on SIGTERM (exit $standby_rc)" >&2
 fi
 
+step "quick start (the c block of README.md, ci/snippets.py): C99 -Werror, run on Kafka"
+ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
+    --topic billing-out --partitions 1 --replication-factor 1 >/dev/null
+SNIPPETS="$WORK/snippets"
+python3 ci/snippets.py extract c "$SNIPPETS" README.md
+if python3 ci/snippets.py run c "$SNIPPETS" -- sh -c \
+    'cc "$0" -o "$0.bin" "$@" && { [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ] || "$0.bin"; }' \
+    {} "${C_STRICT[@]}" "${PC[@]}"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+fi
+
 step "C ABI: $passed suites passed, $failed failed"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

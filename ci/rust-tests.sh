@@ -64,6 +64,12 @@ fi
 # The C binding's library is named like the core's (libkrabka_coordination):
 # rustdoc would see two crates of that name, and cargo runs doctests with --doc
 # even where a crate sets doctest = false. It has no Rust examples to test.
+# The README's Rust quick start is a doctest of the core (ReadmeQuickStart):
+# it runs against the one-node cluster at 127.0.0.1:19092 and writes to
+# billing-out, as the README says.
+ci/kafka.sh start 1 >/dev/null
+ci/kafka.sh tool topics --bootstrap-server 127.0.0.1:19092 --create --if-not-exists \
+    --topic billing-out --partitions 1 --replication-factor 1 >/dev/null
 timed cargo test --workspace --doc --exclude krabka-coordination-c
 # The core without the Kafka transport must build and pass on its own.
 timed cargo test -p krabka-coordination --no-default-features --lib --tests

@@ -59,7 +59,17 @@ if [ -n "$untracked" ]; then
 fi
 ls "$ROOT/bindings/uniffi/swift"
 
-step "kotlinc: the generated Kotlin, the tests and the example"
+step "kotlinc: the generated Kotlin, the tests, the example and the README quick starts"
+# The kotlin blocks of README.md and bindings/uniffi/README.md
+# (ci/snippets.py), each compiled in a package of its own (each has a main).
+SNIPPETS="$OUT/snippets"
+python3 "$ROOT/ci/snippets.py" extract kotlin "$SNIPPETS" "$ROOT/README.md" "$ROOT/bindings/uniffi/README.md"
+rm -rf "$OUT/snippets-src"
+mkdir -p "$OUT/snippets-src"
+for f in "$SNIPPETS"/*.kt; do
+    n=$(basename "$f" .kt)
+    { echo "package snippets.$n"; cat "$f"; } >"$OUT/snippets-src/$n.kt"
+done
 rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
@@ -67,7 +77,8 @@ java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     -cp "$RUN_CP" -d "$OUT/classes" \
     "$(find "$OUT/kotlin" -name '*.kt')" \
     "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
-    "$ROOT/examples/kotlin/Worker.kt"
+    "$ROOT/examples/kotlin/Worker.kt" \
+    "$OUT"/snippets-src/*.kt
 
 step "kafka for the leadership tests"
 if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
@@ -100,6 +111,17 @@ if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
     exit 1
 fi
 rm -f "$WORKER_LOG"
+
+step "quick starts (the kotlin blocks of README.md and bindings/uniffi/README.md) on the real Kafka"
+for topic in billing-out results; do
+    bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
+        --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
+done
+# A snippet's main is the file class of its package: readme_1.kt is
+# snippets.readme_1.Readme_1Kt.
+python3 "$ROOT/ci/snippets.py" run kotlin "$SNIPPETS" -- sh -c \
+    'n=$(basename "$0" .kt); c="$(printf %s "$n" | cut -c1 | tr a-z A-Z)$(printf %s "$n" | cut -c2-)Kt"; exec "$@" "snippets.$n.$c"' \
+    {} "${JAVA_RUN[@]}"
 
 step "example fenced: a newer epoch minted behind the worker's back stops its work (exit 3)"
 WORKER_LOG="$(mktemp)"

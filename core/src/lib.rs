@@ -73,3 +73,12 @@ pub use transport::Record;
 
 /// The name of the compacted topic that holds every role's registrations and lease.
 pub const STATE_TOPIC: &str = "__coordination_state";
+
+/// The README's Rust quick start, run by `cargo test --doc` against the
+/// one-node cluster of `ci/kafka.sh` (`127.0.0.1:19092`, with the topic
+/// `billing-out`: `ci/rust-tests.sh` makes both): a quick start that stops
+/// working fails CI. The README's other blocks are not Rust, so rustdoc
+/// leaves them to `ci/snippets.py`.
+#[cfg(all(doctest, feature = "kafka"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeQuickStart;
