@@ -369,14 +369,7 @@ pub(super) async fn read_topic(
 ) -> Result<(TopicFacts, Vec<i32>)> {
     let topic = config.state_topic().to_owned();
     let (partitions, replication_factor, brokers) = {
-        let a = Arc::clone(admin);
-        let t = topic.clone();
-        let timeout = config.connect_timeout();
-        let md = run_blocking(move || a.inner().fetch_metadata(Some(&t), timeout))
-            .await?
-            .map_err(|e| {
-                unreachable_or(config, &format!("reading the metadata of topic {topic}"), e)
-            })?;
+        let md = fetch_metadata(config, admin, &topic).await?;
         let brokers: Vec<i32> = md.brokers().iter().map(|b| b.id()).collect();
         let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
             return Err(missing(&topic, expected_partitions));
@@ -447,6 +440,44 @@ pub(super) async fn read_topic(
 /// The error of a first request that found no broker: [`Error::Transient`]
 /// naming the bootstrap address and the connect timeout; an authorization
 /// failure is [`Error::Fatal`] as always.
+/// The longest one librdkafka Metadata request of [`read_topic`] waits. It
+/// goes to one broker librdkafka picks; a broker that died a moment ago
+/// (its connection not yet seen down) would hold it for the whole connect
+/// timeout, failing a member's start on a cluster that has brokers to spare
+/// (seen in `core/tests/kafka_unwritable.rs`: a standby starting as a broker
+/// was killed). The next attempt goes to a broker that answers.
+const METADATA_ATTEMPT: Duration = Duration::from_secs(2);
+
+/// The state topic's metadata, in attempts of at most
+/// [`METADATA_ATTEMPT`] within the connect timeout; a failure that is not
+/// transient ends it at once.
+async fn fetch_metadata(
+    config: &KafkaConfig,
+    admin: &Arc<Admin>,
+    topic: &str,
+) -> Result<rdkafka::metadata::Metadata> {
+    let deadline = std::time::Instant::now() + config.connect_timeout();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (a, t) = (Arc::clone(admin), topic.to_owned());
+        let attempt = left.min(METADATA_ATTEMPT);
+        match run_blocking(move || a.inner().fetch_metadata(Some(&t), attempt)).await? {
+            Ok(md) => return Ok(md),
+            Err(e) => {
+                let context = format!("reading the metadata of topic {topic}");
+                let transient = kafka_error(&context, e.clone()).is_transient();
+                if !transient || left <= attempt {
+                    return Err(unreachable_or(config, &context, e));
+                }
+                tracing::debug!(topic, error = %e, "a Metadata request of the state topic failed; asking again");
+                // A failure that came at once (every broker down) is not
+                // asked again in a tight loop.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 pub(super) fn unreachable_or(
     config: &KafkaConfig,
     context: &str,
