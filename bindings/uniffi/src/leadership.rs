@@ -3,8 +3,11 @@
 //!
 //! Guarded writes and resign run on the binding's runtime and run to their
 //! end once started: a transaction is never abandoned open. Dropping the
-//! handle (Kotlin's `close()`, Swift's last reference) stops the renewals
-//! without resigning, as in the core; the term then runs out with its lease.
+//! handle (Kotlin's `close()` and `use { }`, Swift's last reference)
+//! resigns a role still held, as Python's `with` does, so a standby takes
+//! over at once instead of one lease later: the drop waits for the resign,
+//! at most the lease left plus [`RESIGN_SLACK`] (not at all on a thread of
+//! an async runtime, where it is sent and not waited for).
 
 use std::sync::Arc;
 
@@ -140,6 +143,45 @@ pub struct Leadership {
 impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Leadership").finish_non_exhaustive()
+    }
+}
+
+/// What a drop waits for a resign beyond the lease left (the resign's own
+/// bound is the lease; this covers the tombstone's acknowledgement).
+pub const RESIGN_SLACK: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Drop for Leadership {
+    /// Resigns a role still held (see the module docs).
+    fn drop(&mut self) {
+        let Ok(l) = self.inner.get() else {
+            // Another process's: ProcessBound leaks it.
+            return;
+        };
+        if !l.is_held() {
+            return;
+        }
+        let Ok(rt) = runtime() else {
+            return;
+        };
+        let (l, bound) = (Arc::clone(l), l.lease_left() + RESIGN_SLACK);
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            let _ = tx.send(l.resign().await);
+        });
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // A thread of an async runtime: waiting would block it.
+            return;
+        }
+        match rx.recv_timeout(bound) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "resigning a leadership on close failed; the lease runs out")
+            }
+            Err(_) => tracing::warn!(
+                ?bound,
+                "resigning a leadership on close did not end in time; the lease runs out"
+            ),
+        }
     }
 }
 

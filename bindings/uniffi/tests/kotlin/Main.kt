@@ -416,6 +416,30 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                 a.close()
             }
         }
+        check("close() of a held leadership resigns it: a standby takes over at once, not a lease later") {
+            runBlocking {
+                val slow = AcquireOptions(leaseDuration = 15.0, renewInterval = 3.0, challengeStagger = 0.5)
+                val closing = "$role-close"
+                val held = client.acquire(closing, "member-a", slow)
+                val old = held.token()
+                Client(settings).use { other ->
+                    val second = async { other.acquire(closing, "member-b", slow) }
+                    withTimeout(20_000) {
+                        while (other.describeRoleState(closing).roster.none { it.member == "member-b" }) delay(100)
+                    }
+                    expect(!second.isCompleted) { "member-b must wait while member-a holds the role" }
+                    val closedAt = System.nanoTime()
+                    held.use { }   // what a `use { }` block does at its end
+                    val b = withTimeout(30_000) { second.await() }
+                    val took = (System.nanoTime() - closedAt) / 1e9
+                    expect(took < 5.0) { "member-b took over ${"%.1f".format(took)} s after close(), the lease is 15 s" }
+                    expect(compareTokens(b.token(), old).toInt() == 1) { "new token ${b.token()} not after $old" }
+                    println("close() handed over in ${"%.2f".format(took)} s")
+                    b.resign()
+                    b.close()
+                }
+            }
+        }
     }
 }
 
