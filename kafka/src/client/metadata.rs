@@ -122,11 +122,7 @@ impl Client {
                 // Asked about again, at the other brokers first; whatever
                 // the look brings (nothing, in the worst case), the cache
                 // has the answer.
-                self.inner
-                    .suspect_leader
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(topic.to_owned(), addr.clone());
+                self.distrust_for_topic(topic, &addr);
                 let bound = deadline.min(crate::deadline_in(RELOOK_BOUND));
                 if let Err(e) = self.load_topic(topic, bound).await {
                     tracing::debug!(topic, error = ?e, "asking Metadata again about a leader failed; the cached leader is used");
@@ -294,11 +290,7 @@ impl Client {
                     partitions = ?behind,
                     "Metadata named older leader epochs (partition, named, seen) than seen before; the broker is behind the controller and is asked last next time"
                 );
-                self.inner
-                    .suspect_leader
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(topic.to_owned(), broker.clone());
+                self.distrust_for_topic(topic, broker);
             }
             self.inner
                 .partition_counts

@@ -224,27 +224,16 @@ impl Client {
         let out = self.on(addr.clone(), attempt_deadline, &mut f).await;
         if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
             match target {
-                Target::Coordinator(id) => {
-                    self.forget_coordinator(id);
-                    // A coordinator cut off from the controller names
-                    // itself in FindCoordinator: the next lookup asks the
-                    // other brokers first.
-                    self.inner
-                        .suspect
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id.to_owned(), addr.clone());
-                }
+                // A coordinator cut off from the controller names itself in
+                // FindCoordinator: the next lookup asks the other brokers
+                // first.
+                Target::Coordinator(id) => self.distrust_coordinator(id, &addr),
                 Target::Leader(topic, partition) => {
                     self.forget_leader(topic, partition);
                     // Its view of the topic may be what is stale (a leader
                     // cut off from the controller still names itself): the
                     // next Metadata asks the other brokers first.
-                    self.inner
-                        .suspect_leader
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(topic.to_owned(), addr.clone());
+                    self.distrust_for_topic(topic, &addr);
                 }
             }
         }
@@ -285,13 +274,28 @@ impl Client {
             map.remove(id);
             drop(map);
             tracing::debug!(transactional_id = id, coordinator = addr, "CONCURRENT_TRANSACTIONS for {BUSY_SUSPECT:?}; looking the coordinator up again at the other brokers first");
-            self.forget_coordinator(id);
-            self.inner
-                .suspect
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.to_owned(), addr.to_owned());
+            self.distrust_coordinator(id, addr);
         }
+    }
+
+    /// Forgets the coordinator of `id`; its next lookup asks `addr` last.
+    pub(super) fn distrust_coordinator(&self, id: &str, addr: &str) {
+        self.forget_coordinator(id);
+        self.inner
+            .suspect
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_owned(), addr.to_owned());
+    }
+
+    /// The next Metadata of `topic` asks `addr` last (a leader that did not
+    /// answer, or a broker whose view of the topic may be stale).
+    pub(super) fn distrust_for_topic(&self, topic: &str, addr: &str) {
+        self.inner
+            .suspect_leader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(topic.to_owned(), addr.to_owned());
     }
 
     /// The longest one attempt at `addr` waits: the request timeout, or
