@@ -103,16 +103,16 @@ where
 /// The most records one poll returns.
 const POLL_MAX_RECORDS: usize = 10_000;
 
+/// How often the state consumer asks Metadata of the state topic (unless
+/// `topic.metadata.refresh.interval.ms` is set): see [`StateConsumer::new`].
+const METADATA_REFRESH: Duration = Duration::from_secs(3);
+
 /// The transport's state consumer, shared by its [`PartitionReader`]s.
 ///
 /// A task awaits the consumer's main queue, as librdkafka needs for its
 /// events; with every read partition split off onto its own queue, records
 /// reach it only in the moment between a partition's assign and its split,
 /// and the reader's seek after the split fetches those again.
-/// How often the state consumer asks Metadata of the state topic (unless
-/// `topic.metadata.refresh.interval.ms` is set): see [`StateConsumer::new`].
-const METADATA_REFRESH: Duration = Duration::from_secs(3);
-
 pub(crate) struct StateConsumer {
     consumer: Arc<StreamConsumer<TransportContext>>,
     stop: tokio_util::sync::CancellationToken,

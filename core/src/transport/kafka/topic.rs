@@ -437,9 +437,6 @@ pub(super) async fn read_topic(
     ))
 }
 
-/// The error of a first request that found no broker: [`Error::Transient`]
-/// naming the bootstrap address and the connect timeout; an authorization
-/// failure is [`Error::Fatal`] as always.
 /// The longest one librdkafka Metadata request of [`read_topic`] waits. It
 /// goes to one broker librdkafka picks; a broker that died a moment ago
 /// (its connection not yet seen down) would hold it for the whole connect
@@ -478,6 +475,9 @@ async fn fetch_metadata(
     }
 }
 
+/// The error of a first request that found no broker: [`Error::Transient`]
+/// naming the bootstrap address and the connect timeout; an authorization
+/// failure is [`Error::Fatal`] as always.
 pub(super) fn unreachable_or(
     config: &KafkaConfig,
     context: &str,
