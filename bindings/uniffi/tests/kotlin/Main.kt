@@ -376,9 +376,7 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                 Client(settings).use { other ->
                     val second = async { other.acquire(role, "member-b", timings) }
                     // member-b registers and waits behind the holder.
-                    withTimeout(20_000) {
-                        while (other.describeRoleState(role).roster.none { it.member == "member-b" }) delay(100)
-                    }
+                    inRoster(other, role, "member-b")
                     expect(!second.isCompleted) { "member-b must wait while member-a holds the role" }
                     val stream = a.events()
                     val events = async { drain(stream) }
@@ -401,9 +399,7 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                     // promptly and leaves the roster.
                     Client(settings).use { third ->
                         val waiting = launch { third.acquire(role, "member-c", timings) }
-                        withTimeout(20_000) {
-                            while (other.describeRoleState(role).roster.none { it.member == "member-c" }) delay(100)
-                        }
+                        inRoster(other, role, "member-c")
                         withTimeout(10_000) { waiting.cancelAndJoin() }
                         withTimeout(20_000) {
                             while (other.describeRoleState(role).roster.any { it.member == "member-c" }) delay(200)
@@ -424,9 +420,7 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                 val old = held.token()
                 Client(settings).use { other ->
                     val second = async { other.acquire(closing, "member-b", slow) }
-                    withTimeout(20_000) {
-                        while (other.describeRoleState(closing).roster.none { it.member == "member-b" }) delay(100)
-                    }
+                    inRoster(other, closing, "member-b")
                     expect(!second.isCompleted) { "member-b must wait while member-a holds the role" }
                     val closedAt = System.nanoTime()
                     held.use { }   // what a `use { }` block does at its end
@@ -441,6 +435,11 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
             }
         }
     }
+}
+
+// Waits (at most 20 s) until `member` is in the roster of `role`, as `client` reads it.
+suspend fun inRoster(client: Client, role: String, member: String) = withTimeout(20_000) {
+    while (client.describeRoleState(role).roster.none { it.member == member }) delay(100)
 }
 
 // Every event of a stream, to its end (the term's end).
