@@ -249,6 +249,23 @@ impl Client {
         describe_roles(self.inner.transport.as_ref(), self.inner.partitions).await
     }
 
+    /// Watches `roles` without joining them: a stream of who leads, with
+    /// which token and lease, and the roster, read through this client's
+    /// state reader (see [`crate::observe`]). Nothing is written.
+    pub async fn observe(
+        &self,
+        roles: &[&str],
+        options: crate::observe::ObserveOptions,
+    ) -> Result<crate::observe::Observer> {
+        crate::observe::observe(
+            Arc::clone(&self.inner.transport),
+            roles,
+            self.inner.partitions,
+            options,
+        )
+        .await
+    }
+
     /// Creates the state topic with `spec` unless it exists, then checks it
     /// (see [`crate::transport::kafka::ensure_state_topic`]).
     #[cfg(feature = "kafka")]

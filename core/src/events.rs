@@ -60,13 +60,18 @@ pub enum EventKind {
         /// The offset of the registration record.
         offset: i64,
     },
-    /// The member waits for its turn (emitted when the rank or the challenge
-    /// time changes).
+    /// The member waits for its turn (emitted when the rank, the challenge
+    /// time or the holder changes).
     Waiting {
         /// The member's place among the challengers (0 challenges first).
         rank: usize,
         /// When the member challenges if nothing changes (epoch ms).
         challenge_at: i64,
+        /// The member the role's lease names, if there is a lease (it may
+        /// have lapsed: `challenge_at` is then its deadline plus the stagger).
+        holder: Option<Arc<str>>,
+        /// The token of that lease.
+        holder_token: Option<FencingToken>,
     },
     /// The member's turn came, but an open transaction holds the partition's
     /// last stable offset back (renewals may be hidden behind it): it reads

@@ -41,6 +41,7 @@
 //!   clients, acquire, describe, topic checks.
 //! * [`leadership`]: acquire, hold, renew, resign; [`events`]: what a member
 //!   does, as typed events.
+//! * [`observe`]: watching roles without joining them.
 //! * [`transport`]: the four transport traits, the in-memory transport and
 //!   (feature `kafka`) the rdkafka transport.
 
@@ -53,6 +54,7 @@ pub mod events;
 mod join;
 pub mod leadership;
 pub mod metrics;
+pub mod observe;
 pub mod partition;
 pub mod state;
 pub mod token;

@@ -39,6 +39,7 @@ async fn a_standbys_whole_term_arrives_in_order() {
     let b = w.spawn_with("b", w.options().with_events(tx));
     w.run_until(T0 + 1_000).await;
     // a freezes before its first renewal: b challenges at a's deadline.
+    let a_token = a.token();
     drop(a);
     let deadline = T0 + ms(LEASE);
     w.run_until(deadline).await;
@@ -93,10 +94,18 @@ async fn a_standbys_whole_term_arrives_in_order() {
         "b deregistered"
     );
     assert_eq!(since_t0(&events[0]), 0);
-    assert!(matches!(
-        events[1].kind,
-        EventKind::Waiting { rank: 0, challenge_at } if challenge_at == deadline
-    ));
+    let EventKind::Waiting {
+        rank: 0,
+        challenge_at,
+        holder: Some(holder),
+        holder_token,
+    } = &events[1].kind
+    else {
+        panic!("b waits behind a's lease: {:?}", events[1]);
+    };
+    assert_eq!(*challenge_at, deadline);
+    assert_eq!(&**holder, "a", "the waiting event names the holder");
+    assert_eq!(*holder_token, Some(a_token), "and the holder's token");
     assert_eq!(events[2].at, deadline, "challenges at the deadline");
     match events[3].kind {
         EventKind::Elected {
@@ -202,10 +211,15 @@ async fn a_lost_challenge_emits_lost_challenge_and_waits_again() {
         unreachable!()
     };
     assert!(lost < rival_token, "{lost} lost to {rival_token}");
-    assert!(matches!(
-        events[3].kind,
-        EventKind::Waiting { rank: 0, challenge_at } if challenge_at == T0 + ms(LEASE)
-    ));
+    assert!(
+        matches!(
+            events[3].kind,
+            EventKind::Waiting { rank: 0, challenge_at, holder: None, holder_token: None }
+                if challenge_at == T0 + ms(LEASE)
+        ),
+        "the rival wrote no lease: nobody holds the role: {:?}",
+        events[3]
+    );
     assert_eq!(events[4].at, T0 + ms(LEASE));
     assert!(b.token() > rival_token);
     assert!(matches!(events[5].kind, EventKind::Elected { token, .. } if token == b.token()));

@@ -170,8 +170,11 @@ pub struct EventView {
     pub rank: Option<usize>,
     /// `waiting`: when the member challenges if nothing changes (epoch ms).
     pub challenge_at: Option<i64>,
-    /// `lost_challenge`, `elected`: the token.
+    /// `lost_challenge`, `elected`: the member's token; `waiting` behind a
+    /// lease: the holder's token.
     pub token: Option<FencingToken>,
+    /// `waiting` behind a lease: the member the lease names.
+    pub holder: Option<Arc<str>>,
     /// `elected`: when the lease was granted (epoch ms).
     pub granted_at: Option<i64>,
     /// `elected`, `renewed`: the lease deadline (epoch ms).
@@ -199,6 +202,7 @@ impl EventView {
             ("rank", self.rank.is_some()),
             ("challenge_at", self.challenge_at.is_some()),
             ("token", self.token.is_some()),
+            ("holder", self.holder.is_some()),
             ("granted_at", self.granted_at.is_some()),
             ("deadline", self.deadline.is_some()),
             ("failures", self.failures.is_some()),
@@ -228,6 +232,7 @@ impl From<&Event> for EventView {
             rank: None,
             challenge_at: None,
             token: None,
+            holder: None,
             granted_at: None,
             deadline: None,
             failures: None,
@@ -242,9 +247,16 @@ impl From<&Event> for EventView {
                 v.partition = Some(*partition);
                 v.offset = Some(*offset);
             }
-            EventKind::Waiting { rank, challenge_at } => {
+            EventKind::Waiting {
+                rank,
+                challenge_at,
+                holder,
+                holder_token,
+            } => {
                 v.rank = Some(*rank);
                 v.challenge_at = Some(*challenge_at);
+                v.holder = holder.clone();
+                v.token = *holder_token;
             }
             EventKind::LostChallenge { token } => v.token = Some(*token),
             EventKind::Elected {
@@ -462,9 +474,21 @@ mod tests {
                 EventKind::Waiting {
                     rank: 1,
                     challenge_at: 7,
+                    holder: None,
+                    holder_token: None,
                 },
                 "waiting",
                 vec!["rank", "challenge_at"],
+            ),
+            (
+                EventKind::Waiting {
+                    rank: 0,
+                    challenge_at: 7,
+                    holder: Some("host-a".into()),
+                    holder_token: Some(token),
+                },
+                "waiting",
+                vec!["rank", "challenge_at", "token", "holder"],
             ),
             (EventKind::Challenging, "challenging", vec![]),
             (

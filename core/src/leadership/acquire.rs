@@ -317,24 +317,33 @@ fn step_for(
     step
 }
 
-/// One wait of a member whose turn is at `at` with `rank`: reports it
-/// (once per turn), then follows the partition until the turn comes or a
+/// One wait of a member whose turn is at `at` with `rank`, behind the
+/// lease `holder` of the view it decided from: reports it (once per turn
+/// and holder), then follows the partition until the turn comes or a
 /// poll brings news (the caller evaluates again).
 async fn wait_until(
     m: &Member,
     follower: &mut Follower,
-    (at, rank): (i64, usize),
-    last_wait: &mut Option<(i64, usize)>,
+    (at, rank, holder): (i64, usize, Option<&Lease>),
+    last_wait: &mut Option<(i64, usize, Option<FencingToken>)>,
     cancel: &CancellationToken,
     backoff: &mut Backoff,
 ) -> Result<()> {
-    if *last_wait != Some((at, rank)) {
-        tracing::info!(rank, challenge_at = at, "waiting");
+    let holder_token = holder.map(|l| l.token);
+    if *last_wait != Some((at, rank, holder_token)) {
+        tracing::info!(
+            rank,
+            challenge_at = at,
+            holder = holder.map(|l| l.member.as_str()),
+            "waiting"
+        );
         m.emit(EventKind::Waiting {
             rank,
             challenge_at: at,
+            holder: holder.map(|l| Arc::from(l.member.as_str())),
+            holder_token,
         });
-        *last_wait = Some((at, rank));
+        *last_wait = Some((at, rank, holder_token));
     }
     let wait = m.options.poll_wait;
     tokio::select! {
@@ -394,7 +403,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
         .filter(|l| l.member == m.member)
         .map(|l| (l.token, l.granted_at));
     let mut minted: Vec<FencingToken> = Vec::new();
-    let mut last_wait: Option<(i64, usize)> = None;
+    let mut last_wait: Option<(i64, usize, Option<FencingToken>)> = None;
     let mut backoff = Backoff::new(&m.options);
     // After a lost challenge: the token that beat ours is newer than `lost`;
     // hold off until its lease shows up or until `until` passes (its holder
@@ -418,10 +427,11 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 follower.catch_up(m, offset, cancel).await?;
             }
             Step::WaitUntil { at, rank } => {
+                let holder = follower.state.lease().cloned();
                 wait_until(
                     m,
                     &mut follower,
-                    (at, rank),
+                    (at, rank, holder.as_ref()),
                     &mut last_wait,
                     cancel,
                     &mut backoff,
@@ -516,7 +526,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                                 wait_until(
                                     m,
                                     &mut follower,
-                                    (at, rank),
+                                    (at, rank, v.lease()),
                                     &mut last_wait,
                                     cancel,
                                     &mut backoff,

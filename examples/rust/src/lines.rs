@@ -34,7 +34,7 @@ pub fn error_fields(error: &Error) -> Map<String, Value> {
 /// The line name and fields of one core event.
 ///
 /// `registered` (`partition`, `offset`), `waiting` (`rank`,
-/// `challenge_at`), `held_back`, `challenging`, `lost_challenge` (token fields),
+/// `challenge_at`, and `holder`, `holder_token` behind a lease), `held_back`, `challenging`, `lost_challenge` (token fields),
 /// `elected` (token fields, `granted_at`, `deadline`), `renewed`
 /// (`deadline`), `renewal_failing` (`failures`, error fields), `fenced`
 /// (error fields), `lease_expired`, `ended` (error fields), `resigned` (`cleared`),
@@ -47,9 +47,18 @@ pub fn event_line(kind: &EventKind) -> (&'static str, Map<String, Value>) {
             m.insert("partition".into(), json!(partition));
             m.insert("offset".into(), json!(offset));
         }
-        EventKind::Waiting { rank, challenge_at } => {
+        EventKind::Waiting {
+            rank,
+            challenge_at,
+            holder,
+            holder_token,
+        } => {
             m.insert("rank".into(), json!(rank));
             m.insert("challenge_at".into(), json!(challenge_at));
+            if let (Some(holder), Some(token)) = (holder, holder_token) {
+                m.insert("holder".into(), json!(&**holder));
+                m.insert("holder_token".into(), json!(token.to_string()));
+            }
         }
         EventKind::LostChallenge { token } => m = token_fields(*token),
         EventKind::Elected {
@@ -156,9 +165,21 @@ mod tests {
                 EventKind::Waiting {
                     rank: 1,
                     challenge_at: 5,
+                    holder: None,
+                    holder_token: None,
                 },
                 "waiting",
                 vec!["rank", "challenge_at"],
+            ),
+            (
+                EventKind::Waiting {
+                    rank: 0,
+                    challenge_at: 5,
+                    holder: Some("host-a".into()),
+                    holder_token: Some(t),
+                },
+                "waiting",
+                vec!["rank", "challenge_at", "holder", "holder_token"],
             ),
             (EventKind::HeldBack, "held_back", vec![]),
             (EventKind::Challenging, "challenging", vec![]),
