@@ -62,8 +62,9 @@ enum Command {
     State(read::StateArgs),
     /// Every role in the state topic with its holder, token and time left.
     Roles(read::RolesArgs),
-    /// Follow ROLE's partition and print each change of its roster or lease.
-    Watch(read::StateArgs),
+    /// Watch ROLE without joining it: print its leader, lease and roster
+    /// at each change (a new leader, a cleared or lapsed lease, the roster).
+    Watch(read::WatchArgs),
     /// Run COMMAND only while this process leads ROLE.
     Run(run::RunArgs),
     /// Create or check the state topic.

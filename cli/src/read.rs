@@ -3,14 +3,14 @@
 //! only prints it.
 
 use std::io::Write;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
 use krabka_coordination::client::Client;
 use krabka_coordination::leadership::RoleStateReport;
+use krabka_coordination::observe::ObserveOptions;
 use krabka_coordination::transport::kafka::{TopicReport, TopicSpec};
-use krabka_coordination::transport::Backlog;
-use krabka_coordination::{role_partition, FencingToken, Lease, RoleState, NO_EPOCH};
+use krabka_coordination::{FencingToken, Lease, NO_EPOCH};
 use serde_json::{json, Value};
 
 use crate::settings::KafkaArgs;
@@ -30,7 +30,7 @@ pub struct DescribeArgs {
     pub json: bool,
 }
 
-/// `state ROLE` and `watch ROLE`.
+/// `state ROLE`.
 #[derive(Debug, Args)]
 pub struct StateArgs {
     /// The role.
@@ -38,6 +38,20 @@ pub struct StateArgs {
     /// Print JSON (`watch`: one JSON object per line).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `watch ROLE [--renewals]`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The role.
+    pub role: String,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Print each renewal too (by default only a new leader, a cleared or
+    /// lapsed lease, and roster changes are printed).
+    #[arg(long)]
+    pub renewals: bool,
 }
 
 /// `roles`.
@@ -340,67 +354,41 @@ pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// `watch`: prints the state once caught up, then each change, until
-/// SIGINT or SIGTERM.
-pub async fn watch(kafka: &KafkaArgs, a: StateArgs) -> Result<u8, Failure> {
+/// `watch`: prints the role once caught up, then each change the core's
+/// observer reports ([`krabka_coordination::observe`]), until SIGINT or
+/// SIGTERM. A lapsed lease is printed as the lease it was, with `change`
+/// saying it lapsed.
+pub async fn watch(kafka: &KafkaArgs, a: WatchArgs) -> Result<u8, Failure> {
     let client = kafka.client()?;
-    let partition = role_partition(&a.role, kafka.partitions)?;
-    let reader = client.transport().clone();
-    let mut state = RoleState::new(&a.role);
-    let mut from = 0i64;
-    let mut shown: Option<(Vec<String>, Option<Lease>)> = None;
+    let options = ObserveOptions::default().with_renewals(a.renewals);
+    let mut observer = client.observe(&[a.role.as_str()], options).await?;
     let mut stop = Box::pin(crate::run::stop_signal());
-    // Until the first line, the batches replay the partition's history: its
-    // intermediate states are not changes, and are not printed. The first
-    // line comes once the committed records are read (caught up, or only an
-    // open transaction, of any role of the partition, is left).
-    let catch_up = async {
-        loop {
-            let batch = reader
-                .poll_partition(partition, from, Duration::from_secs(1))
-                .await?;
-            for r in &batch.records {
-                state.apply(r)?;
-            }
-            from = batch.next_offset.max(from);
-            if reader.held_back(partition, from).await? != Backlog::Unread {
-                return Ok(());
-            }
-        }
-    };
-    tokio::select! {
-        caught_up = checked(&client, kafka.partitions, catch_up) => caught_up?,
+    let first = async { observer.next().await };
+    let mut view = tokio::select! {
+        v = checked(&client, kafka.partitions, first) => v?,
         _ = &mut stop => return Ok(0),
-    }
+    };
     loop {
-        let now_state = (
-            state.roster().map(|e| e.member.clone()).collect::<Vec<_>>(),
-            state.lease().cloned(),
-        );
-        if shown.as_ref() != Some(&now_state) {
-            let report = RoleStateReport {
-                role: a.role.clone(),
-                partition,
-                roster: state.roster().cloned().collect(),
-                lease: state.lease().cloned(),
-            };
-            let now = now_ms();
-            if a.json {
-                print_json(&report_json(&report, now))?;
-            } else {
-                println!("--");
-                print_report(&report, now);
-            }
-            shown = Some(now_state);
+        let Some(v) = view else { return Ok(0) };
+        let report = RoleStateReport {
+            role: v.role.to_string(),
+            partition: v.partition,
+            roster: v.roster,
+            lease: v.leader.or(v.lapsed),
+        };
+        let now = now_ms();
+        if a.json {
+            let mut line = report_json(&report, now);
+            line["change"] = json!(v.change.name());
+            print_json(&line)?;
+        } else {
+            println!("-- {}", v.change.name());
+            print_report(&report, now);
         }
-        let batch = tokio::select! {
-            b = reader.poll_partition(partition, from, Duration::from_secs(1)) => b?,
+        view = tokio::select! {
+            v = observer.next() => v?,
             _ = &mut stop => return Ok(0),
         };
-        for r in &batch.records {
-            state.apply(r).map_err(krabka_coordination::Error::from)?;
-        }
-        from = batch.next_offset.max(from);
     }
 }
 

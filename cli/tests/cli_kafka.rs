@@ -12,7 +12,7 @@ use krabka_coordination::client::Client;
 use krabka_coordination::leadership::RoleStateReport;
 use krabka_coordination::transport::kafka::KafkaConfig;
 use krabka_coordination::FencingToken;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const KRABKA: &str = env!("CARGO_BIN_EXE_krabka");
 
@@ -605,21 +605,30 @@ fn watch_prints_each_change_of_the_role() {
     };
     let v = next("the empty role");
     assert!(v["roster"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["change"], "initial", "{v}");
     let log = temp_log("watch");
     let a = Runner::start(&role, "a", &log, "sleep 600");
-    // Registered, then leading (maybe in one batch).
-    let mut v = next("a's registration");
-    while v["lease"].is_null() {
-        v = next("a's lease");
-    }
+    // Registered, then leading: one line each, in that order.
+    let v = next("a's registration");
+    assert_eq!(
+        (&v["change"], &v["roster"][0]["member"]),
+        (&json!("roster"), &json!("a")),
+        "{v}"
+    );
+    assert!(v["lease"].is_null(), "{v}");
+    let v = next("a's lease");
+    assert_eq!(v["change"], "elected", "{v}");
     assert_eq!(v["lease"]["member"], "a");
     assert_eq!(v["roster"][0]["member"], "a");
+    // Renewals are not changes: the next line is the resign's.
     a.signal(libc::SIGTERM);
     a.wait(Duration::from_secs(30));
-    let mut v = next("a's resign");
-    while !v["roster"].as_array().unwrap().is_empty() || !v["lease"].is_null() {
-        v = next("the role freed");
-    }
+    let v = next("a's resign");
+    assert_eq!(v["change"], "cleared", "{v}");
+    assert!(v["lease"].is_null(), "{v}");
+    let v = next("a's deregistration");
+    assert_eq!(v["change"], "roster", "{v}");
+    assert!(v["roster"].as_array().unwrap().is_empty(), "{v}");
     // SIGTERM ends the watch with 0.
     // SAFETY: kill(2) on a child this test spawned.
     unsafe {
