@@ -4,6 +4,7 @@
 //! coordinator reports (`describe_leadership`), and a standby's `waiting`
 //! event names the holder. The member that crashes is a separate process
 //! killed with SIGKILL.
+#![cfg(feature = "kafka")]
 
 mod support;
 

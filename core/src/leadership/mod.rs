@@ -69,6 +69,7 @@
 mod acquire;
 mod describe;
 mod held;
+pub mod lead;
 mod member;
 mod options;
 
@@ -79,4 +80,5 @@ pub use describe::{
     RoleStateReport,
 };
 pub use held::{EndReason, Leadership};
+pub use lead::Term;
 pub use options::LeadershipOptions;
