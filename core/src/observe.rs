@@ -36,7 +36,10 @@
 //! * [`Change::Lapsed`]: the lease deadline passed on the observer's clock
 //!   with no renewal, and the observer's view was complete (nothing written
 //!   to the partition was left unread, and no record of this role was in an
-//!   open transaction);
+//!   open transaction). A deadline is trusted at most the lease's own
+//!   duration (deadline minus granted at) past when the observer first read
+//!   the record, as a standby trusts it, so a holder whose clock runs hours
+//!   ahead does not stay leader in the views;
 //! * [`Change::Roster`]: members registered or left, the leader did not change;
 //! * [`Change::Renewed`]: the leader renewed, only with
 //!   [`ObserveOptions::with_renewals`].
@@ -366,6 +369,9 @@ struct Shown {
     leader: Option<Lease>,
     lapsed: Option<Lease>,
     roster: Vec<String>,
+    /// The lease record read last (token, granted at) and when it was first
+    /// read, on the monotonic clock.
+    seen: Option<(crate::FencingToken, i64, i64)>,
 }
 
 impl RoleWatch {
@@ -406,13 +412,16 @@ impl RoleWatch {
         }
         let mut shown = Shown::default();
         self.show(&state, position, Change::Initial, &mut shown)?;
-        if self.lapse_due(&state, &shown) {
+        if self.lapse_due(&state, &mut shown) {
             self.check_lapse(&state, position, &mut shown).await?;
         }
         loop {
             // The deadline of the lease as read, which renewals move even
             // when they are not reported.
-            let due = shown.leader.as_ref().and(state.lease()).map(|l| l.deadline);
+            let due = match shown.leader {
+                Some(_) => self.deadline(&state, &mut shown),
+                None => None,
+            };
             let polled = match due {
                 Some(at) if self.options.clock.now_millis() < at => {
                     tokio::select! {
@@ -431,7 +440,7 @@ impl RoleWatch {
                 }
                 None => {}
             }
-            if self.lapse_due(&state, &shown) {
+            if self.lapse_due(&state, &mut shown) {
                 if let Err(e) = self.check_lapse(&state, position, &mut shown).await {
                     self.back_off(e, "checking the state partition", &mut backoff)
                         .await?;
@@ -538,12 +547,36 @@ impl RoleWatch {
     }
 
     /// True when the last view names a leader whose lease, as the state
-    /// has it, is past its deadline.
-    fn lapse_due(&self, state: &RoleState, shown: &Shown) -> bool {
+    /// has it, is past its deadline ([`RoleWatch::deadline`]).
+    fn lapse_due(&self, state: &RoleState, shown: &mut Shown) -> bool {
         shown.leader.is_some()
-            && state
-                .lease()
-                .is_some_and(|l| l.deadline <= self.options.clock.now_millis())
+            && self
+                .deadline(state, shown)
+                .is_some_and(|at| at <= self.options.clock.now_millis())
+    }
+
+    /// When the lease of `state` lapses on the observer's wall clock: its
+    /// deadline, but never later than its own duration (deadline minus
+    /// granted at) after the observer first read it, so that a holder whose
+    /// clock runs far ahead cannot keep a dead leader in the views (the
+    /// rule a standby follows, with the lease's own duration in place of
+    /// the standby's).
+    fn deadline(&self, state: &RoleState, shown: &mut Shown) -> Option<i64> {
+        let l = state.lease()?;
+        let clock = &self.options.clock;
+        let mono = clock.elapsed_millis();
+        if shown
+            .seen
+            .is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at))
+        {
+            shown.seen = Some((l.token, l.granted_at, mono));
+        }
+        let (_, _, first_seen) = shown.seen.expect("set above");
+        let duration = l.deadline.saturating_sub(l.granted_at).max(0);
+        let cap = clock
+            .now_millis()
+            .saturating_add(first_seen.saturating_add(duration).saturating_sub(mono));
+        Some(l.deadline.min(cap))
     }
 
     /// Reports [`Change::Lapsed`] when the view at `position` is complete:

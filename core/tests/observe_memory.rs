@@ -135,6 +135,10 @@ struct Holder {
 
 impl Holder {
     fn lease(&self, w: &World, deadline: i64) -> StateRecord {
+        self.lease_granted(w, deadline - ms(LEASE), deadline)
+    }
+
+    fn lease_granted(&self, w: &World, granted_at: i64, deadline: i64) -> StateRecord {
         StateRecord {
             partition: w.partition(),
             key: encode_key(&Key::lease(ROLE)).unwrap(),
@@ -142,7 +146,7 @@ impl Holder {
                 encode_lease(&Lease {
                     member: "h".into(),
                     token: self.epoch.token(),
-                    granted_at: deadline - ms(LEASE),
+                    granted_at,
                     deadline,
                 })
                 .unwrap(),
@@ -315,4 +319,35 @@ async fn a_record_of_the_role_that_does_not_decode_ends_the_observer() {
         "an error ends the observer"
     );
     drop(a);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_holder_clock_hours_ahead_lapses_one_lease_after_it_was_read() {
+    let w = World::new();
+    let h = Holder {
+        epoch: w.transport().mint(ROLE).unwrap(),
+    };
+    // The holder's clock is two hours ahead: its deadline too.
+    let ahead = 2 * 3_600_000;
+    h.epoch
+        .write_lease(
+            h.lease_granted(&w, T0 + ahead, T0 + ahead + ms(LEASE)),
+            LEASE,
+        )
+        .await
+        .unwrap();
+    let mut o = observer(&w, &[ROLE], observe_options(&w)).await;
+    w.run_until(T0 + 1_000).await;
+    assert_eq!(
+        changes(&views(&mut o)),
+        [(Change::Initial, Some("h".into()))]
+    );
+    w.run_until(T0 + ms(LEASE) - 1_000).await;
+    assert!(views(&mut o).is_empty(), "trusted for one lease");
+    w.run_until(T0 + ms(LEASE) + 1_000).await;
+    assert_eq!(
+        changes(&views(&mut o)),
+        [(Change::Lapsed, None)],
+        "one lease (the record's own duration) after it was first read"
+    );
 }
