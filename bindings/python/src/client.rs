@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::convert::{int_value, kafka_config, seconds_arg, seconds_value, str_field};
 use crate::error::{error_to_py, IntoPyResult};
 use crate::leadership::{Acquired, MaybeAcquired};
+use crate::observe::PyObserver;
 use crate::pending::{Outcome, PyPending};
 use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyTopicReport};
 use crate::runtime::runtime;
@@ -204,6 +205,33 @@ impl PyClient {
             async move { fut.await.map(PyRoleStateReport) },
             OnInterrupt::Abort,
         ))
+    }
+
+    /// Watches `roles` (a sequence of `str`) without joining them, through
+    /// this client's state reader; `renewals` reports each renewal too. The
+    /// core checks the roles here (none, or one the record layout cannot
+    /// hold: `InvalidArgumentError`) and starts the reads on the runtime;
+    /// nothing blocks on Kafka.
+    #[pyo3(signature = (roles, renewals=false))]
+    fn observe(
+        &self,
+        py: Python<'_>,
+        roles: &Bound<'_, PyAny>,
+        renewals: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let roles = roles
+            .try_iter()?
+            .map(|r| str_field(&r?, "role"))
+            .collect::<PyResult<Vec<String>>>()?;
+        let start = self.client(py)?.observe(roles, renewals);
+        let rt = runtime()?.handle().clone();
+        // The core's observe only checks and spawns the readers (no I/O):
+        // run at once, so a refusal raises at the call, blocking or asyncio.
+        PyPending::plain(
+            async move { start.await.map(|h| PyObserver::new(h, rt)) },
+            OnInterrupt::Abort,
+        )
+        .wait(py)
     }
 
     /// Creates the state topic unless it exists, then checks it.

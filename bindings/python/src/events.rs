@@ -99,10 +99,18 @@ impl PyEvent {
         self.view.challenge_at
     }
 
-    /// `elected`, `lost_challenge`: the token.
+    /// `elected`, `lost_challenge`: the member's token; `waiting` behind a
+    /// lease: the token of the holder (`holder`).
     #[getter]
     fn token(&self) -> Option<PyFencingToken> {
         self.view.token.map(PyFencingToken)
+    }
+
+    /// `waiting` behind a lease: the member the lease names (it may have
+    /// lapsed: `challenge_at` is then its deadline plus the stagger).
+    #[getter]
+    fn holder(&self) -> Option<&str> {
+        self.view.holder.as_deref()
     }
 
     /// `elected`: when the lease was granted (epoch ms).

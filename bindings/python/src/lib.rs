@@ -16,6 +16,7 @@
 //!   partitions).
 //! * [`client`], [`leadership`], [`events`], [`records`], [`reports`]: the
 //!   leadership API, each operation once, as a [`pending::PyPending`].
+//! * [`observe`]: the observer of roles (`Client.observe`) and its views.
 //! * [`pending`], [`asyncio`]: waiting for an operation, blocking or awaited.
 //! * [`runtime`]: the runtime holder and the fork hook.
 //! * [`error`], [`convert`]: exceptions and argument conversion;
@@ -33,6 +34,7 @@ pub mod leadership;
 pub mod logging;
 pub mod metrics;
 pub mod oauth;
+pub mod observe;
 pub mod pending;
 pub mod records;
 pub mod reports;
@@ -64,6 +66,9 @@ mod native {
 
     #[pymodule_export]
     use crate::events::{PyEvent, PyEventStream};
+
+    #[pymodule_export]
+    use crate::observe::{PyObserver, PyRoleView};
 
     #[pymodule_export]
     use crate::pending::PyPending;

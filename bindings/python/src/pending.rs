@@ -153,7 +153,7 @@ pub fn wait_blocking(py: Python<'_>, op: Op) -> PyResult<Py<PyAny>> {
 impl PyPending {
     /// Runs the operation and blocks until it finishes (the GIL released,
     /// Ctrl-C interrupting); returns its value or raises its error.
-    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    pub fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let op = self.take()?;
         wait_blocking(py, op)
     }

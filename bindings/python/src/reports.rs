@@ -44,6 +44,13 @@ pub struct PyRosterEntry {
     rank: usize,
 }
 
+impl PyRosterEntry {
+    /// The entry of rank `rank` (its index in the roster).
+    pub fn new(entry: core::RosterEntry, rank: usize) -> PyRosterEntry {
+        PyRosterEntry { entry, rank }
+    }
+}
+
 #[pymethods]
 impl PyRosterEntry {
     /// The member id.
@@ -108,10 +115,7 @@ impl PyRoleStateReport {
             .roster
             .iter()
             .enumerate()
-            .map(|(rank, entry)| PyRosterEntry {
-                entry: entry.clone(),
-                rank,
-            })
+            .map(|(rank, entry)| PyRosterEntry::new(entry.clone(), rank))
             .collect()
     }
 

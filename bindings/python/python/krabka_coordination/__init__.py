@@ -16,7 +16,10 @@ asyncio client), a context manager whose exit resigns; its
 :meth:`~Leadership.events` yields the member's :class:`Event`\\ s. The
 clients also describe who is authoritative (:class:`LeadershipStatus`) and a
 role's roster and lease (:class:`RoleStateReport`), and create the state
-topic (:class:`TopicReport`).
+topic (:class:`TopicReport`). :meth:`Client.observe` watches roles without
+joining them: an :class:`Observer` (:class:`AsyncObserver`) yields a
+:class:`RoleView` at each change (a new leader, a resign, a lapsed lease,
+the roster).
 
 Underneath, the conformance surface: the record layouts of
 ``__coordination_state`` (:class:`Key`, :class:`Registration`,
@@ -33,6 +36,7 @@ Errors derive from :class:`KrabkaError`, one class per core error kind
 
 from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, KafkaSettings, OAuthTokenProvider
 from ._leadership import AsyncEvents, AsyncLeadership, EventKind, Events, Leadership
+from ._observe import AsyncObserver, ChangeKind, Observer
 from ._native import (
     NO_EPOCH,
     Cancelled,
@@ -53,6 +57,7 @@ from ._native import (
     Registration,
     Resigned,
     RoleStateReport,
+    RoleView,
     RosterEntry,
     TopicReport,
     TransientError,
@@ -75,7 +80,9 @@ __all__ = [
     "AsyncClient",
     "AsyncEvents",
     "AsyncLeadership",
+    "AsyncObserver",
     "Cancelled",
+    "ChangeKind",
     "Client",
     "EncodeError",
     "Event",
@@ -94,11 +101,13 @@ __all__ = [
     "Leadership",
     "LeadershipStatus",
     "OAuthTokenProvider",
+    "Observer",
     "OutRecord",
     "OutcomeUnknown",
     "Registration",
     "Resigned",
     "RoleStateReport",
+    "RoleView",
     "RosterEntry",
     "TopicReport",
     "TransientError",

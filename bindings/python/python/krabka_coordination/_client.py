@@ -15,6 +15,7 @@ from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, Uni
 
 from . import _native
 from ._leadership import AsyncLeadership, Leadership
+from ._observe import AsyncObserver, Observer
 from ._native import Cancelled, LeadershipStatus, RoleStateReport, TopicReport
 
 KafkaSettings = Mapping[str, Union[str, int, float, bool]]
@@ -179,6 +180,16 @@ class Client(_ClientBase):
         """The roster (in rank order) and the lease of ``role``."""
         return self._native.describe_role_state(role).wait()
 
+    def observe(self, *roles: str, renewals: bool = False) -> Observer:
+        """Watches ``roles`` without joining them: an :class:`Observer`
+        whose iteration yields a :class:`RoleView` at each change of a role
+        (who leads, with which token and lease, the roster), through this
+        client's state reader; nothing is written. ``renewals=True``
+        reports each renewal too (``"renewed"``). No role, or a role the
+        record layout cannot hold, raises :class:`InvalidArgumentError`
+        here; nothing waits for Kafka."""
+        return Observer(self._native.observe(roles, renewals))
+
     def ensure_state_topic(
         self,
         *,
@@ -247,6 +258,12 @@ class AsyncClient(_ClientBase):
     async def describe_role_state(self, role: str) -> RoleStateReport:
         """The roster (in rank order) and the lease of ``role``."""
         return await self._native.describe_role_state(role)
+
+    def observe(self, *roles: str, renewals: bool = False) -> AsyncObserver:
+        """Watches ``roles`` without joining them: an :class:`AsyncObserver`
+        for ``async for`` (see :meth:`Client.observe`). Not a coroutine:
+        the roles are checked, and the reads start, at the call."""
+        return AsyncObserver(self._native.observe(roles, renewals))
 
     async def ensure_state_topic(
         self,

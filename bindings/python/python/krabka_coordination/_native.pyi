@@ -25,8 +25,9 @@ from typing import (
     final,
 )
 
-# The kinds are listed once, in the package (kc.EventKind).
+# The kinds are listed once, in the package (kc.EventKind, kc.ChangeKind).
 from ._leadership import EventKind
+from ._observe import ChangeKind
 
 __all__ = [
     "FencingToken",
@@ -45,11 +46,13 @@ __all__ = [
     "LeadershipStatus",
     "OutRecord",
     "RoleStateReport",
+    "RoleView",
     "RosterEntry",
     "TopicReport",
     "_Client",
     "_EventStream",
     "_Leadership",
+    "_Observer",
     "_Pending",
     "_reset_runtime_after_fork",
     "_runtime_alive_tasks",
@@ -305,6 +308,13 @@ class _Client:
         """Checks the state topic: it exists, is compacted and has this
         client's partition count."""
 
+    def observe(self, roles: Iterable[str], renewals: bool = False) -> _Observer:
+        """Watches `roles` (a sequence of `str`) without joining them, through
+        this client's state reader; `renewals` reports each renewal too. The
+        core checks the roles here (none, or one the record layout cannot
+        hold: `InvalidArgumentError`) and starts the reads on the runtime;
+        nothing blocks on Kafka."""
+
     def _describe_requests(self) -> int:
         """DescribeTransactions requests sent so far by this client (for tests
         of the request cost)."""
@@ -392,6 +402,79 @@ class _EventStream:
         were yielded."""
 
 @final
+class _Observer:
+    """A watch of one or more roles (`Client.observe`), behind the package's
+    `Observer` and `AsyncObserver`."""
+
+    def next(self, timeout: Optional[float] = None) -> _Pending[Optional[RoleView]]:
+        """The next view, or `None` once the observer is closed or ended (an
+        error ends it: raised once, then `None`), or when `timeout` seconds
+        (`None`: no limit) pass first. Losing the wait (a timeout, Ctrl-C, a
+        cancelled task) loses no view."""
+
+    def close(self) -> None:
+        """Stops the reads: a waiting and every later `next` yields `None`.
+        Idempotent, from any thread."""
+
+    @property
+    def closed(self) -> bool:
+        """True once closed, or ended by an error."""
+
+    @property
+    def roles(self) -> List[str]:
+        """The roles watched, sorted, each once."""
+
+@final
+class RoleView:
+    """One role as an observer saw it: why it was reported, the leader, the
+    lapsed lease, the roster."""
+
+    @property
+    def role(self) -> str:
+        """The role."""
+
+    @property
+    def partition(self) -> int:
+        """The partition of the state topic that holds the role."""
+
+    @property
+    def change(self) -> ChangeKind:
+        """Why this view was reported: the core's stable name of the change
+        (`"initial"`, `"elected"`, `"renewed"`, `"cleared"`, `"lapsed"`,
+        `"roster"`; the core may add changes)."""
+
+    @property
+    def leader(self) -> Optional[Lease]:
+        """The leader's lease, or `None`: no lease yet, cleared by a resign, or
+        lapsed (see `lapsed`)."""
+
+    @property
+    def lapsed(self) -> Optional[Lease]:
+        """The lease whose deadline passed without a renewal, while the view has
+        no leader because of it (until the role's next lease record)."""
+
+    @property
+    def roster(self) -> List[RosterEntry]:
+        """The roster in rank order (`roster[i].rank == i`)."""
+
+    @property
+    def members(self) -> List[str]:
+        """The member ids of the roster in rank order."""
+
+    @property
+    def position(self) -> int:
+        """The offset the view was read up to (every record of the partition
+        below it was read)."""
+
+    @property
+    def at(self) -> int:
+        """When the view was taken, in epoch milliseconds of the observer's clock."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
 class Event:
     """One step of a member of a role."""
 
@@ -433,7 +516,13 @@ class Event:
 
     @property
     def token(self) -> Optional[FencingToken]:
-        """`elected`, `lost_challenge`: the token."""
+        """`elected`, `lost_challenge`: the member's token; `waiting` behind a
+        lease: the token of the holder (`holder`)."""
+
+    @property
+    def holder(self) -> Optional[str]:
+        """`waiting` behind a lease: the member the lease names (it may have
+        lapsed: `challenge_at` is then its deadline plus the stagger)."""
 
     @property
     def granted_at(self) -> Optional[int]:
