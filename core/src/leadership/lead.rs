@@ -64,6 +64,8 @@ pub struct Term {
     leadership: Arc<Leadership>,
     ended: CancellationToken,
     number: u64,
+    /// When it started, on the member's monotonic clock.
+    started: i64,
 }
 
 impl Term {
@@ -89,10 +91,141 @@ impl Term {
     }
 }
 
+/// The leader loop's rules, driven one term at a time: what
+/// [`Client::lead`] runs, and what a binding drives when the work runs in
+/// its host language (a Python function, a JavaScript promise, a C
+/// callback) between [`LeaderLoop::next_term`] and [`LeaderLoop::finish`].
+pub struct LeaderLoop {
+    client: Client,
+    role: String,
+    member: String,
+    options: LeadershipOptions,
+    backoff: Backoff,
+    /// The pause owed before the next acquire (set by `finish`).
+    pause: Option<std::time::Duration>,
+    number: u64,
+}
+
+impl std::fmt::Debug for LeaderLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderLoop")
+            .field("role", &self.role)
+            .field("member", &self.member)
+            .field("terms", &self.number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeaderLoop {
+    /// A loop of `member` in `role`; the options are checked now (the
+    /// role, the member and the rest as [`Client::acquire`] checks them, at
+    /// the first acquire). `options.cancel` stops it.
+    pub fn new(
+        client: &Client,
+        role: &str,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> Result<LeaderLoop> {
+        options.validate()?;
+        crate::codec::check_role(role)?;
+        crate::codec::check_member_id(member)?;
+        Ok(LeaderLoop {
+            client: client.clone(),
+            role: role.to_owned(),
+            member: member.to_owned(),
+            backoff: Backoff::new(&options),
+            options,
+            pause: None,
+            number: 0,
+        })
+    }
+
+    /// The token that stops the loop (the options' `cancel`).
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.options.cancel
+    }
+
+    /// Pauses for the backoff a previous term left owed, then contends
+    /// until this member leads: the next term, or `None` once the loop is
+    /// cancelled (a waiting acquire deregisters). A failure a retry may
+    /// mend is retried after a pause; any other is returned. The term's
+    /// [`Term::ended`] fires when it ends or the loop is cancelled. Must
+    /// run on a tokio runtime.
+    pub async fn next_term(&mut self) -> Result<Option<Term>> {
+        let cancel = self.options.cancel.clone();
+        loop {
+            if let Some(d) = self.pause.take() {
+                tokio::select! {
+                    _ = cancel.cancelled() => return Ok(None),
+                    _ = self.options.clock.sleep(d) => {}
+                }
+            }
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let leadership = match self
+                .client
+                .acquire(&self.role, &self.member, self.options.clone())
+                .await
+            {
+                Ok(l) => Arc::new(l),
+                Err(Error::Cancelled) => return Ok(None),
+                Err(e) if e.is_transient() => {
+                    let d = self.backoff.take();
+                    tracing::warn!(role = %self.role, member = %self.member, error = %e, retry_in = ?d, "acquiring failed; contending again");
+                    self.pause = Some(d);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            self.number += 1;
+            let ended = cancel.child_token();
+            let (done, fire) = (leadership.done(), ended.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = done => fire.cancel(),
+                    _ = fire.cancelled() => {}
+                }
+            });
+            return Ok(Some(Term {
+                leadership,
+                ended,
+                number: self.number,
+                started: self.options.clock.elapsed_millis(),
+            }));
+        }
+    }
+
+    /// Ends `term` once its work returned: fires [`Term::ended`], resigns
+    /// the role if it is still held, and owes the backoff before the next
+    /// term (starting over after a term of at least one lease).
+    pub async fn finish(&mut self, term: Term) {
+        term.ended.cancel();
+        let leadership = term.leadership;
+        if leadership.is_held() {
+            if let Err(e) = leadership.resign().await {
+                tracing::warn!(role = %self.role, member = %self.member, error = %e, "resigning at the end of a term failed");
+            }
+        }
+        let reason = leadership.err();
+        tracing::info!(role = %self.role, member = %self.member, term = term.number, reason = ?reason.as_deref().map(Error::kind), "the term ended");
+        let lasted = self
+            .options
+            .clock
+            .elapsed_millis()
+            .saturating_sub(term.started);
+        if lasted >= crate::clock::duration_millis(self.options.election.lease_duration) {
+            self.backoff.reset();
+        }
+        self.pause = Some(self.backoff.take());
+    }
+}
+
 impl Client {
     /// Runs `work` for every term `member` wins of `role`, contending
     /// again after each, until `options.cancel` fires (see
-    /// [`crate::leadership::lead`] for the rules). Refused like
+    /// [`crate::leadership::lead`] for the rules; [`LeaderLoop`] drives
+    /// the same rules one term at a time). Refused like
     /// [`Client::acquire`] before anything is written.
     pub async fn lead<W, Fut>(
         &self,
@@ -105,67 +238,12 @@ impl Client {
         W: FnMut(Term) -> Fut,
         Fut: Future<Output = Result<()>>,
     {
-        options.validate()?;
-        let cancel = options.cancel.clone();
-        let clock = Arc::clone(&options.clock);
-        let lease = crate::clock::duration_millis(options.election.lease_duration);
-        let mut backoff = Backoff::new(&options);
-        let mut number = 0u64;
-        loop {
-            let leadership = match self.acquire(role, member, options.clone()).await {
-                Ok(l) => Arc::new(l),
-                Err(Error::Cancelled) => return Ok(()),
-                Err(e) if e.is_transient() => {
-                    let d = backoff.take();
-                    tracing::warn!(role, member, error = %e, retry_in = ?d, "acquiring failed; contending again");
-                    tokio::select! {
-                        _ = cancel.cancelled() => return Ok(()),
-                        _ = clock.sleep(d) => continue,
-                    }
-                }
-                Err(e) => return Err(e),
-            };
-            number += 1;
-            let started = clock.elapsed_millis();
-            let ended = cancel.child_token();
-            let term = Term {
-                leadership: Arc::clone(&leadership),
-                ended: ended.clone(),
-                number,
-            };
-            let result = {
-                let work = work(term);
-                tokio::pin!(work);
-                tokio::select! {
-                    r = &mut work => r,
-                    _ = leadership.done() => {
-                        ended.cancel();
-                        work.await
-                    }
-                    _ = ended.cancelled() => work.await,
-                }
-            };
-            ended.cancel();
-            if leadership.is_held() {
-                if let Err(e) = leadership.resign().await {
-                    tracing::warn!(role, member, error = %e, "resigning at the end of a term failed");
-                }
-            }
-            let reason = leadership.err();
-            tracing::info!(role, member, term = number, reason = ?reason.as_deref().map(Error::kind), "the term ended");
-            drop(leadership);
+        let mut leader = LeaderLoop::new(self, role, member, options)?;
+        while let Some(term) = leader.next_term().await? {
+            let result = work(term.clone()).await;
+            leader.finish(term).await;
             result?;
-            if cancel.is_cancelled() {
-                return Ok(());
-            }
-            if clock.elapsed_millis().saturating_sub(started) >= lease {
-                backoff.reset();
-            }
-            let d = backoff.take();
-            tokio::select! {
-                _ = cancel.cancelled() => return Ok(()),
-                _ = clock.sleep(d) => {}
-            }
         }
+        Ok(())
     }
 }

@@ -80,5 +80,5 @@ pub use describe::{
     RoleStateReport,
 };
 pub use held::{EndReason, Leadership};
-pub use lead::Term;
+pub use lead::{LeaderLoop, Term};
 pub use options::LeadershipOptions;
