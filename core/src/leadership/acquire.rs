@@ -88,10 +88,14 @@ pub(crate) async fn acquire_with(
     claim: Option<Box<dyn std::any::Any + Send + Sync>>,
 ) -> Result<Leadership> {
     let m = Arc::new(Member::new(transport, role, member, options)?);
-    m.transport
-        .check_member(&m.role, &m.options.election)
-        .await?;
     let cancel = m.options.cancel.clone();
+    // Nothing is written yet: a cancel ends the check at once (it may take
+    // the connect timeout when no broker answers).
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(Error::Cancelled),
+        r = m.transport.check_member(&m.role, &m.options.election) => r?,
+    }
     let mut guard = AcquireGuard {
         member: Some(Arc::clone(&m)),
     };
