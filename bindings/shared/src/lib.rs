@@ -23,6 +23,8 @@
 //!   term, and a flat view of an event.
 //! * [`log`]: the core's `tracing` events forwarded to the host's logging,
 //!   from a thread that may wait for the host's lock.
+//! * [`lead`]: the core's leader loop, driven one term at a time by a
+//!   binding whose work runs in the host language.
 //! * [`observe`]: the core's observer behind a handle whose `next` is a
 //!   `'static` future and that any thread may close.
 //! * [`metrics`]: the recorder of the core's metrics, read as a snapshot or
@@ -35,6 +37,7 @@ pub mod blocking;
 pub mod client;
 pub mod errors;
 pub mod events;
+pub mod lead;
 pub mod log;
 pub mod metrics;
 pub mod observe;
@@ -47,6 +50,7 @@ pub use args::{ArgError, ArgErrorKind, Field};
 pub use blocking::{block_on, Blocked, Interruptible, OnInterrupt};
 pub use client::KafkaClient;
 pub use events::{EventStream, EventView};
+pub use lead::LeadHandle;
 pub use observe::ObserverHandle;
 pub use options::{LeadershipArgs, TimeoutArgs, TopicArgs};
 pub use per_process::PerProcess;

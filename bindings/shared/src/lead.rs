@@ -1,0 +1,136 @@
+//! The core's leader loop ([`krabka_coordination::leadership::LeaderLoop`])
+//! for a binding whose work runs in the host language: the binding calls
+//! [`LeadHandle::next_term`], runs the user's work with the term's
+//! leadership and a signal of [`Term::ended`], then [`LeadHandle::finish`],
+//! until `next_term` yields `None`. The rules (when to resign, how long to
+//! back off) stay in the core.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use krabka_coordination::leadership::{LeaderLoop, Term};
+use krabka_coordination::Result;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::KafkaClient;
+use crate::options::LeadershipArgs;
+
+/// A leader loop a binding drives (see the module documentation).
+#[derive(Clone)]
+pub struct LeadHandle {
+    inner: Arc<Mutex<LeaderLoop>>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for LeadHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeadHandle")
+            .field("stopped", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LeadHandle {
+    /// The next term once this member leads (after the backoff a previous
+    /// term left owed), or `None` once stopped.
+    pub fn next_term(&self) -> impl Future<Output = Result<Option<Term>>> + Send + 'static {
+        let inner = Arc::clone(&self.inner);
+        async move { inner.lock().await.next_term().await }
+    }
+
+    /// Ends `term` after its work returned: resigns a role still held and
+    /// owes the backoff before the next term.
+    pub fn finish(&self, term: Term) -> impl Future<Output = ()> + Send + 'static {
+        let inner = Arc::clone(&self.inner);
+        async move { inner.lock().await.finish(term).await }
+    }
+
+    /// Stops the loop: a waiting `next_term` deregisters and yields `None`,
+    /// a running term's `ended` fires. Idempotent, from any thread.
+    pub fn stop(&self) {
+        self.cancel.cancel();
+    }
+
+    /// True once stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+impl KafkaClient {
+    /// A leader loop of `member` in `role` with the timings of `args`,
+    /// checked now (before any I/O). `events` receives the member's events
+    /// of every term.
+    pub fn leader_loop(
+        &self,
+        role: &str,
+        member: &str,
+        args: &LeadershipArgs,
+        events: Option<krabka_coordination::events::EventSender>,
+    ) -> Result<LeadHandle> {
+        let cancel = CancellationToken::new();
+        let mut options = args
+            .apply(self.client().leadership_options())?
+            .with_cancel(cancel.clone());
+        if let Some(tx) = events {
+            options = options.with_events(tx);
+        }
+        let inner = LeaderLoop::new(self.client(), role, member, options)?;
+        Ok(LeadHandle {
+            inner: Arc::new(Mutex::new(inner)),
+            cancel,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::options::kafka_config;
+
+    fn unreachable_client() -> KafkaClient {
+        KafkaClient::new(kafka_config([("bootstrap.servers", "127.0.0.1:1")]), 4).unwrap()
+    }
+
+    #[test]
+    fn arguments_are_checked_before_any_io() {
+        let c = unreachable_client();
+        let e = c
+            .leader_loop("r\0", "m", &LeadershipArgs::default(), None)
+            .unwrap_err();
+        assert!(e.to_string().contains("NUL"), "{e}");
+        let bad = LeadershipArgs {
+            lease_duration: Some(1.0),
+            renew_interval: Some(2.0),
+            ..Default::default()
+        };
+        let e = c.leader_loop("r", "m", &bad, None).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            krabka_coordination::ErrorKind::InvalidArgument,
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn stop_ends_a_waiting_next_term() {
+        // Nothing answers at 127.0.0.1:1: the acquire waits (the member is
+        // checked against a cluster that never answers) until stopped.
+        let l = unreachable_client()
+            .leader_loop("r", "m", &LeadershipArgs::default(), None)
+            .unwrap();
+        let waiting = tokio::spawn(l.next_term());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished());
+        l.stop();
+        let r = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("stop ends the wait")
+            .unwrap();
+        assert!(r.unwrap().is_none());
+        assert!(l.is_stopped());
+    }
+}
