@@ -56,6 +56,7 @@ const errors = require('./lib/errors')
 native._registerErrorFactory(errors.makeError)
 const values = require('./lib/values').makeValues(native)
 const { Leadership, LeadershipEvents } = require('./lib/leadership')
+const { Observer } = require('./lib/observer')
 const Client = require('./lib/client').makeClient(native)
 
 module.exports = {
@@ -78,6 +79,7 @@ module.exports = {
   Client,
   Leadership,
   LeadershipEvents,
+  Observer,
   LeadershipStatus: native.LeadershipStatus,
   RoleStateReport: native.RoleStateReport,
   // Errors.
@@ -93,10 +95,12 @@ module.exports = {
   CancelledError: errors.CancelledError,
   LeaseExpiredError: errors.LeaseExpiredError,
   OutcomeUnknownError: errors.OutcomeUnknownError,
-  // Internal: the native handles behind Client and Leadership, and test hooks.
+  // Internal: the native handles behind Client, Leadership and Observer, and test hooks.
   _Client: native._Client,
   _Leadership: native._Leadership,
   _EventStream: native._EventStream,
+  _AcquireEvents: native._AcquireEvents,
+  _Observer: native._Observer,
   _CancelToken: native._CancelToken,
   _throwCoreError: native._throwCoreError,
 }

@@ -22,6 +22,7 @@ export const {
   Client,
   Leadership,
   LeadershipEvents,
+  Observer,
   LeadershipStatus,
   RoleStateReport,
   errorKinds,

@@ -9,6 +9,9 @@ import {
   Leadership,
   LeadershipEvent,
   NO_EPOCH,
+  Observer,
+  type RoleView,
+  type RoleViewChange,
   decodeLease,
   encodeKey,
   encodeLease,
@@ -51,6 +54,35 @@ export async function serve(bootstrap: string, signal: AbortSignal): Promise<Fen
   void reason
   client.close()
   return leadership.token
+}
+
+export async function watch(bootstrap: string, signal: AbortSignal): Promise<FencingToken | null> {
+  const client = new Client({ 'bootstrap.servers': bootstrap })
+  const observer: Observer = client.observe(['billing', 'orders'], { renewals: true, signal })
+  const roles: string[] = observer.roles
+  void roles
+  let last: FencingToken | null = null
+  for await (const view of observer) {
+    const change: RoleViewChange = view.change
+    const leader: Lease | null = view.leader
+    const position: bigint = view.position
+    const ranked: string[] = view.roster.map((e) => e.member)
+    void position
+    void ranked
+    if (change === 'elected' && leader !== null) last = leader.token
+    if (change === 'lapsed' && view.lapsed !== null) break
+  }
+  const emitting = client.observe('billing')
+  emitting.on('view', (v: RoleView) => void v.at)
+  emitting.on('error', (e: KrabkaError) => void e.code)
+  emitting.once('close', () => client.close())
+  await emitting[Symbol.asyncDispose]()
+  await client.acquireLeadership('billing', 'host-b', {
+    onEvent: (e: LeadershipEvent) => {
+      if (e.kind === 'waiting') void [e.holder, e.token]
+    },
+  })
+  return last
 }
 
 const token = new FencingToken(4001n, 7)

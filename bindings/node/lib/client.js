@@ -1,13 +1,32 @@
 'use strict'
 // The client: a thin class over the native one (src/client.rs). Every
 // operation is the core's; this file adds what is about JavaScript only:
-// AbortSignal, and wrapping a won leadership.
+// AbortSignal, an acquire's onEvent callback, and wrapping a won leadership
+// and an observer.
 
 const { CancelledError, argTypeError } = require('./errors')
 const { Leadership } = require('./leadership')
+const { Observer } = require('./observer')
 
 function isSignal(s) {
   return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
+}
+
+// Calls onEvent with each event of an acquire's stream, to its end. A
+// callback that throws is the process's uncaught error, as an emitter
+// listener's is.
+async function relay(events, onEvent) {
+  for (;;) {
+    const event = await events.next()
+    if (event === null) return
+    try {
+      onEvent(event)
+    } catch (e) {
+      process.nextTick(() => {
+        throw e
+      })
+    }
+  }
 }
 
 function makeClient(native) {
@@ -36,13 +55,28 @@ function makeClient(native) {
         signal = options.signal
         if (!isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
       }
+      let onEvent
+      if (options !== null && typeof options === 'object' && options.onEvent !== undefined) {
+        onEvent = options.onEvent
+        if (typeof onEvent !== 'function') throw argTypeError('onEvent', 'a function', onEvent)
+      }
       const cancel = new native._CancelToken()
       // An aborted signal cancels before anything is registered.
       if (signal?.aborted) cancel.cancel()
       const onAbort = () => cancel.cancel()
       signal?.addEventListener('abort', onAbort, { once: true })
+      let events
+      if (onEvent !== undefined) events = new native._AcquireEvents()
       try {
-        const leadership = new Leadership(await this.#native.acquire(role, member, options, cancel))
+        const acquiring = this.#native.acquire(role, member, options, cancel, events)
+        if (events !== undefined) {
+          relay(events, onEvent).catch((e) =>
+            process.nextTick(() => {
+              throw e
+            }),
+          )
+        }
+        const leadership = new Leadership(await acquiring)
         if (signal?.aborted) {
           // Won in the instant of the abort: nobody takes it.
           await leadership.resign().catch(() => {})
@@ -54,6 +88,17 @@ function makeClient(native) {
       } finally {
         signal?.removeEventListener('abort', onAbort)
       }
+    }
+
+    observe(roles, options) {
+      if (typeof roles === 'string') roles = [roles]
+      else if (!Array.isArray(roles)) throw argTypeError('roles', 'a string or an array of strings', roles)
+      if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+        throw argTypeError('options', 'an object { renewals?, signal? }', options)
+      }
+      const signal = options?.signal
+      if (signal !== undefined && !isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
+      return new Observer(this.#native._observe(roles, options?.renewals), signal)
     }
 
     async describeLeadership(role) {

@@ -13,22 +13,25 @@
 //! aborts): the core deregisters the member, and resigns a role won in the
 //! instant of the cancel.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use krabka_coordination::{ElectionOptions, Error};
+use krabka_coordination_bindings::ArgError;
 use krabka_coordination_bindings::{
     options, Field, KafkaClient, LeadershipArgs, ProcessBound, TimeoutArgs, TopicArgs,
 };
-use napi::bindgen_prelude::{Object, Unknown};
-use napi::Env;
+use napi::bindgen_prelude::{Array, Object, Unknown};
+use napi::{Env, JsValue};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{
-    bool_value, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg,
+    bool_value, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg, type_name,
 };
-use crate::error::{to_napi, OrThrow};
+use crate::error::{arg_napi, to_napi, OrThrow};
+use crate::events::AcquireEvents;
 use crate::leadership::NativeLeadership;
+use crate::observe::NativeObserver;
 use crate::reports::{LeadershipStatus, RoleStateReport, TopicReport};
 use crate::runtime::{js, promise, runtime};
 
@@ -157,9 +160,11 @@ impl NativeClient {
     /// Acquires `role` as `member`: registers, waits for the turn, mints the
     /// epoch, writes the first lease. `options`: `leaseDuration`,
     /// `renewInterval`, `challengeStagger` (seconds; left out: the core's
-    /// defaults). Firing `cancel` stops a waiting acquire.
+    /// defaults). Firing `cancel` stops a waiting acquire. `events`, when
+    /// given, receives the member's events from its registration on (one
+    /// acquire per stream).
     #[napi(
-        ts_args_type = "role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken",
+        ts_args_type = "role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken, events?: _AcquireEvents",
         ts_return_type = "Promise<_Leadership>"
     )]
     pub fn acquire<'env>(
@@ -169,6 +174,7 @@ impl NativeClient {
         member: Unknown<'_>,
         options: Option<Unknown<'_>>,
         cancel: &CancelToken,
+        events: Option<&AcquireEvents>,
     ) -> napi::Result<Object<'env>> {
         let role = str_arg(env, &role, "role")?;
         let member = str_arg(env, &member, "member")?;
@@ -191,13 +197,73 @@ impl NativeClient {
                 Field::ChallengeStagger.name(),
             )?,
         };
+        let feed = match events {
+            Some(e) => Some(e.take().ok_or_else(|| {
+                to_napi(
+                    env,
+                    &Error::InvalidArgument(
+                        "this event stream was given to an acquire already".into(),
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        let (events, won) = match feed {
+            Some(f) => (Some(f.events), Some(f.won)),
+            None => (None, None),
+        };
         let acquire = self
             .client(env)?
-            .acquire(role, member, &args, cancel.token.clone(), None)
+            .acquire(role, member, &args, cancel.token.clone(), events)
             .or_throw(env)?;
+        let acquire = async move {
+            let outcome = acquire.await.map(Arc::new);
+            if let Some(won) = won {
+                let _ = won.send(outcome.as_ref().ok().map(Arc::clone));
+            }
+            outcome
+        };
         promise(env, acquire, |env, leadership| {
             js(env, NativeLeadership::new(leadership)?)
         })
+    }
+
+    /// Watches `roles` (an array of role names) without joining them;
+    /// `renewals` reports each renewal too. The core refuses no role, an
+    /// empty role, one with a NUL byte or one too long here, before any
+    /// read.
+    #[napi(
+        js_name = "_observe",
+        ts_args_type = "roles: string[], renewals: boolean | undefined",
+        ts_return_type = "_Observer"
+    )]
+    pub fn observe(
+        &self,
+        env: Env,
+        roles: Unknown<'_>,
+        renewals: Unknown<'_>,
+    ) -> napi::Result<NativeObserver> {
+        if !roles.is_array()? {
+            return Err(arg_napi(
+                &env,
+                ArgError::wrong_type(
+                    "roles",
+                    "a string or an array of strings",
+                    &type_name(&roles),
+                ),
+            ));
+        }
+        // SAFETY: an array value of this env.
+        let array = unsafe { roles.cast::<Array<'_>>() }?;
+        let mut names = Vec::with_capacity(array.len() as usize);
+        for i in 0..array.len() {
+            let item: Unknown<'_> = array.get(i)?.ok_or_else(|| {
+                arg_napi(&env, ArgError::wrong_type("role", "a string", "undefined"))
+            })?;
+            names.push(str_arg(&env, &item, "role")?);
+        }
+        let renewals = bool_value(&env, Some(&renewals), "renewals")?;
+        NativeObserver::open(&env, &self.client(&env)?, names, renewals)
     }
 
     /// The role's current token at its transaction coordinator.

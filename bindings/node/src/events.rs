@@ -11,15 +11,22 @@
 //! The stream is the shared `EventStream`: it yields the member's events
 //! from the subscription on and ends with the term. Its `next()` is one
 //! promise; the stream sits behind an async mutex, so no event is lost.
+//!
+//! `_AcquireEvents` is the stream of an acquire's `onEvent` option: the
+//! member's events from its registration on (`registered`, `waiting`,
+//! `challenging`, ... while it acquires), then, once it won, the same
+//! subscription as the shared `EventStream` (`with_receiver`), ending with
+//! the term; after a failed acquire it ends with the acquire's last event.
 
 use std::sync::Arc;
 
-use krabka_coordination::events::Event;
+use krabka_coordination::events::{self, Event, EventReceiver, EventSender};
 use krabka_coordination::leadership::Leadership;
 use krabka_coordination_bindings::{EventStream, EventView, ProcessBound};
 use napi::bindgen_prelude::{BigInt, Null, Object};
 use napi::{sys, Env};
 use napi_derive::napi;
+use tokio::sync::oneshot;
 
 use crate::error::error_value;
 use crate::runtime::{js, promise, runtime};
@@ -76,6 +83,9 @@ pub fn event_object(env: &Env, event: &Event) -> napi::Result<sys::napi_value> {
             napi::bindgen_prelude::Unknown::from_raw_unchecked(env.raw(), token)
         })?;
     }
+    if let Some(holder) = &v.holder {
+        o.set("holder", &**holder)?;
+    }
     if let Some(at) = v.granted_at {
         o.set("grantedAt", BigInt::from(at))?;
     }
@@ -129,5 +139,129 @@ impl NativeEventStream {
                 None => js(env, Null),
             },
         )
+    }
+}
+
+/// Where an acquire's event stream is.
+enum Feed {
+    /// The acquire runs: its events, until it hands over the leadership it
+    /// won (`Some`) or ends without one (`None`, or the sender dropped).
+    Acquiring {
+        rx: EventReceiver,
+        won: oneshot::Receiver<Option<Arc<Leadership>>>,
+    },
+    /// The acquire won: the shared stream over the same subscription.
+    Term(EventStream),
+    /// The acquire failed: what it sent before it returned.
+    Draining(EventReceiver),
+    /// Done.
+    Finished,
+}
+
+impl Feed {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            match self {
+                Feed::Acquiring { rx, won } => {
+                    let handed = tokio::select! {
+                        biased;
+                        event = rx.recv() => match event {
+                            Some(e) => return Some(e),
+                            None => {
+                                *self = Feed::Finished;
+                                continue;
+                            }
+                        },
+                        handed = won => handed.ok().flatten(),
+                    };
+                    let Feed::Acquiring { rx, .. } = std::mem::replace(self, Feed::Finished) else {
+                        unreachable!("matched above")
+                    };
+                    *self = match handed {
+                        Some(l) => Feed::Term(EventStream::with_receiver(&l, rx)),
+                        None => Feed::Draining(rx),
+                    };
+                }
+                Feed::Term(stream) => match stream.next().await {
+                    Some(e) => return Some(e),
+                    None => *self = Feed::Finished,
+                },
+                Feed::Draining(rx) => match rx.try_recv() {
+                    Ok(e) => return Some(e),
+                    Err(_) => *self = Feed::Finished,
+                },
+                Feed::Finished => return None,
+            }
+        }
+    }
+}
+
+/// The sending halves an acquire takes: the member's events, and the
+/// leadership it won (or `None`).
+pub struct AcquireFeed {
+    /// For the core's `LeadershipOptions::with_events`.
+    pub events: EventSender,
+    /// Sent once the acquire settled.
+    pub won: oneshot::Sender<Option<Arc<Leadership>>>,
+}
+
+/// The events of one acquire and of the term it wins (see the module
+/// documentation). Internal: the package makes one for `onEvent`.
+#[napi(js_name = "_AcquireEvents")]
+pub struct AcquireEvents {
+    feed: ProcessBound<Arc<tokio::sync::Mutex<Feed>>>,
+    senders: std::sync::Mutex<Option<AcquireFeed>>,
+}
+
+#[napi]
+impl AcquireEvents {
+    /// A stream for one acquire, which takes its senders.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> napi::Result<Self> {
+        let (tx, rx) = events::channel();
+        let (won_tx, won_rx) = oneshot::channel();
+        let handle = runtime()?.handle().clone();
+        Ok(AcquireEvents {
+            feed: ProcessBound::new(
+                "event stream",
+                Arc::new(tokio::sync::Mutex::new(Feed::Acquiring { rx, won: won_rx })),
+                Some(handle),
+            ),
+            senders: std::sync::Mutex::new(Some(AcquireFeed {
+                events: tx,
+                won: won_tx,
+            })),
+        })
+    }
+
+    /// A promise of the next event, or of `null` once the acquire failed,
+    /// or the term it won ended, and the last events were delivered.
+    #[napi(ts_return_type = "Promise<LeadershipEvent | null>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let feed = Arc::clone(
+            self.feed
+                .get()
+                .map_err(|e| crate::error::to_napi(env, &e))?,
+        );
+        promise(
+            env,
+            async move { Ok(feed.lock().await.next().await) },
+            |env, event| match event {
+                Some(event) => event_object(env, &event),
+                None => js(env, Null),
+            },
+        )
+    }
+}
+
+impl AcquireEvents {
+    /// The senders, for the one acquire that uses this stream (`None` once
+    /// taken).
+    pub fn take(&self) -> Option<AcquireFeed> {
+        self.senders
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }

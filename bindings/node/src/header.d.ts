@@ -42,6 +42,12 @@ export interface AcquireOptions {
    * the promise rejects with a {@link CancelledError}. A role won in the
    * instant of the abort is resigned. */
   signal?: AbortSignal
+  /** Called with each event of the member from its registration on: while it
+   * acquires (`registered`, `waiting` with the holder it waits behind,
+   * `challenging`...), then, once it won, while it leads, to the end of the
+   * term; after a failed acquire, up to the acquire's last event. A callback
+   * that throws is the process's uncaught error. */
+  onEvent?: (event: LeadershipEvent) => void
 }
 
 /** Options of {@link Client.ensureStateTopic}. The defaults are a production
@@ -116,8 +122,11 @@ export interface LeadershipEvent {
   rank?: number
   /** `waiting`: when the member challenges if nothing changes (epoch ms). */
   challengeAt?: bigint
-  /** `elected`, `lost_challenge`: the token. */
+  /** `elected`, `lost_challenge`: the member's token; `waiting` behind a
+   * lease: the holder's token. */
   token?: FencingToken
+  /** `waiting` behind a lease: the member that holds it. */
+  holder?: string
   /** `elected`: when the lease was granted (epoch ms). */
   grantedAt?: bigint
   /** `elected`, `renewed`: the lease deadline (epoch ms). */
@@ -165,6 +174,12 @@ export declare class Client {
    * `options.signal` aborts while waiting (the member is deregistered).
    */
   acquireLeadership(role: string, member: string, options?: AcquireOptions): Promise<Leadership>
+  /** Watches `roles` without joining them (it registers nothing and never
+   * delays an election): a view of each role once its partition was read
+   * (`'initial'`), then one at each change, in the order of the records that
+   * made it. Throws an {@link InvalidArgumentError} naming the problem for no
+   * role, an empty role, a role with a NUL byte or one too long. */
+  observe(roles: string | readonly string[], options?: ObserveOptions): Observer
   /** The role's current token at its transaction coordinator: one request.
    * `status.authoritative(token)` tells whether a token's holder leads. */
   describeLeadership(role: string): Promise<LeadershipStatus>
@@ -181,6 +196,81 @@ export declare class Client {
   close(): void
   /** DescribeTransactions requests sent so far (for tests of the request cost). */
   _describeRequests(): number
+}
+
+/** Why a {@link RoleView} was reported: `'initial'` (the first view of the
+ * role), `'elected'` (a lease names a leader, member and token, that the last
+ * view did not), `'renewed'` (the leader renewed; only with `renewals`),
+ * `'cleared'` (the leader resigned), `'lapsed'` (the lease deadline passed
+ * without a renewal, on the observer's clock, with nothing left unread),
+ * `'roster'` (members registered or left; the leader did not change). */
+export type RoleViewChange = 'initial' | 'elected' | 'renewed' | 'cleared' | 'lapsed' | 'roster'
+
+/** One role as an {@link Observer} read it from the state topic: a read, not
+ * a fence (only the broker's fence decides whose writes count). */
+export interface RoleView {
+  /** The role. */
+  role: string
+  /** The partition of the state topic that holds it. */
+  partition: number
+  /** Why this view was reported. */
+  change: RoleViewChange
+  /** The leader's lease, or `null`: no leader (never taken, cleared or lapsed). */
+  leader: Lease | null
+  /** The lease whose deadline passed without a renewal, while the view has no
+   * leader because of it (until the role's next lease record); else `null`. */
+  lapsed: Lease | null
+  /** The roster in rank order (`roster[i].rank === i`). */
+  roster: RosterEntry[]
+  /** The offset the view was read up to (every record of the partition below
+   * it was read). */
+  position: bigint
+  /** The observer's clock when the view was taken (epoch ms). */
+  at: bigint
+}
+
+/** Options of {@link Client.observe}. */
+export interface ObserveOptions {
+  /** Report every renewal too (`'renewed'`); off by default. */
+  renewals?: boolean
+  /** Aborting it closes the observer (an already aborted one: closed at once). */
+  signal?: AbortSignal
+}
+
+/**
+ * A watch of one or more roles, from {@link Client.observe}. Consume it one
+ * way: `for await (const view of observer)` (a `break` closes it; a
+ * terminating error is thrown by the loop), or as an `EventEmitter`, where
+ * the first `'view'` listener starts the delivery (`'view'` for each view,
+ * `'error'` for a terminating error, then `'close'`). Using the second way
+ * on the same observer throws an error with `code` `'ERR_OBSERVER_CONSUMER'`.
+ * `await using` closes it at the end of the scope. An unreachable cluster
+ * ends nothing: the observer retries (with backoff) and reports nothing new
+ * meanwhile. While it is open, a pending read keeps the process alive.
+ */
+export declare class Observer extends EventEmitter implements AsyncIterable<RoleView> {
+  /** The roles watched, sorted, each once. */
+  get roles(): string[]
+  /** True once closed (by {@link Observer.close}, a `break`, the signal or an error). */
+  get closed(): boolean
+  /** Stops the reads: the iteration ends, `'close'` is emitted. Idempotent. */
+  close(): void
+  /** Closes the observer (`await using`). */
+  [Symbol.asyncDispose](): Promise<void>
+  /** The views, for `for await`; a `break` closes the observer. */
+  [Symbol.asyncIterator](): AsyncIterator<RoleView>
+  /** Calls `listener` with each view (the first listener starts the delivery). */
+  on(event: 'view', listener: (view: RoleView) => void): this
+  /** Calls `listener` with the error that ended the observer. */
+  on(event: 'error', listener: (error: KrabkaError) => void): this
+  /** Calls `listener` once the observer is closed. */
+  on(event: 'close', listener: () => void): this
+  /** As `on('view', ...)`, for the first view only. */
+  once(event: 'view', listener: (view: RoleView) => void): this
+  /** As `on('error', ...)`, called at most once. */
+  once(event: 'error', listener: (error: KrabkaError) => void): this
+  /** As `on('close', ...)`, called at most once. */
+  once(event: 'close', listener: () => void): this
 }
 
 /**

@@ -34,10 +34,10 @@ pub struct NativeLeadership {
 
 impl NativeLeadership {
     /// Wraps a leadership just won.
-    pub fn new(leadership: Leadership) -> napi::Result<NativeLeadership> {
+    pub fn new(leadership: Arc<Leadership>) -> napi::Result<NativeLeadership> {
         let handle = runtime()?.handle().clone();
         Ok(NativeLeadership {
-            inner: ProcessBound::new("Leadership", Arc::new(leadership), Some(handle)),
+            inner: ProcessBound::new("Leadership", leadership, Some(handle)),
         })
     }
 

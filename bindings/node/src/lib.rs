@@ -16,6 +16,7 @@
 //!   partitions).
 //! * [`client`], [`leadership`], [`events`], [`reports`]: the leadership
 //!   API, each operation once, as a promise.
+//! * [`observe`]: the observer of roles (views of who leads), as promises.
 //! * [`runtime`]: the runtime holder and the promise of a future.
 //! * [`error`], [`convert`]: errors and argument conversion.
 //!
@@ -28,6 +29,7 @@ pub mod error;
 pub mod events;
 pub mod functions;
 pub mod leadership;
+pub mod observe;
 pub mod reports;
 pub mod runtime;
 pub mod values;
