@@ -34,8 +34,8 @@
  *   not NUL-terminated. Text that is not UTF-8 is
  *   KRABKA_RESULT_INVALID_ARGUMENT. Every input is borrowed for the call only.
  *
- * Ownership. Handles (krabka_client, krabka_leadership, krabka_key,
- *   krabka_registration, krabka_lease, krabka_role_state) are opaque, owned by
+ * Ownership. Handles (krabka_client, krabka_leadership, krabka_observer,
+ *   krabka_key, krabka_registration, krabka_lease, krabka_role_state) are opaque, owned by
  *   the caller from the call that made them until their *_free, which accepts
  *   NULL. A pointer read out of a handle (a field's string) is borrowed from
  *   it and valid until it is freed. Static strings (names) are never freed.
@@ -48,7 +48,8 @@
  *   thread (each says for how long at most) while the work runs on the
  *   library's own threads (named krabka-rt), started by the first client.
  *   Event callbacks run on a thread of their own (krabka-events); see
- *   krabka_client_acquire.
+ *   krabka_client_acquire. An observer's callbacks run on a thread of its
+ *   own (krabka-observe); see krabka_client_observe.
  *
  * Threads. Codec handles are immutable: read them from any threads at once.
  *   krabka_client and krabka_leadership may be used from any number of
@@ -170,7 +171,8 @@ enum krabka_event_kind
     KRABKA_EVENT_KIND_OTHER = 0,
     // `registered`: the registration record was appended (`partition`, `offset`).
     KRABKA_EVENT_KIND_REGISTERED = 1,
-    // `waiting`: the member waits for its turn (`rank`, `challenge_at`).
+    // `waiting`: the member waits for its turn (`rank`, `challenge_at`;
+    // behind a lease, `holder` and `token`).
     KRABKA_EVENT_KIND_WAITING = 2,
     // `held_back`: an open transaction holds the partition back.
     KRABKA_EVENT_KIND_HELD_BACK = 3,
@@ -205,6 +207,40 @@ enum krabka_event_kind
 typedef enum krabka_event_kind krabka_event_kind;
 #else
 typedef uint32_t krabka_event_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Why a view was reported. The values never change meaning; the core may
+// add changes, which arrive as `KRABKA_CHANGE_OTHER` with their name in
+// `krabka_role_view.change_name`.
+enum krabka_change
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    // A change newer than this library (see `change_name`).
+    KRABKA_CHANGE_OTHER = 0,
+    // `initial`: the first view of the role, once its partition's
+    // committed records were read.
+    KRABKA_CHANGE_INITIAL = 1,
+    // `elected`: a lease names a leader (member and token) the last view
+    // did not: a new term, or a term back after its lease lapsed.
+    KRABKA_CHANGE_ELECTED = 2,
+    // `renewed`: the leader renewed (only when observing with renewals).
+    KRABKA_CHANGE_RENEWED = 3,
+    // `cleared`: a tombstone cleared the lease: the leader resigned.
+    KRABKA_CHANGE_CLEARED = 4,
+    // `lapsed`: the lease deadline passed without a renewal (observer's
+    // clock, complete view): `lapsed` holds the lease, there is no leader.
+    KRABKA_CHANGE_LAPSED = 5,
+    // `roster`: members registered or left; the leader did not change.
+    KRABKA_CHANGE_ROSTER = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum krabka_change krabka_change;
+#else
+typedef uint32_t krabka_change;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -264,6 +300,16 @@ typedef struct krabka_leadership krabka_leadership;
 
 // A decoded lease value (opaque); like `krabka_key`.
 typedef struct krabka_lease krabka_lease;
+
+// A watch of roles (opaque), from `krabka_client_observe`; stopped by
+// `krabka_observer_close`, freed by `krabka_observer_free`.
+//
+// Thread safety: `krabka_observer_close` may be called from any number of
+// threads at once, and from the observer's own callbacks.
+// `krabka_observer_free` must not race with another call on the observer.
+// An observer belongs to the process that made it: in a forked child its
+// functions do nothing and freeing it leaks it.
+typedef struct krabka_observer krabka_observer;
 
 // A decoded registration value (opaque); like `krabka_key`.
 typedef struct krabka_registration krabka_registration;
@@ -361,7 +407,8 @@ typedef struct {
     uint64_t rank;
     // `waiting`: when the member challenges if nothing changes (epoch ms).
     int64_t challenge_at;
-    // `elected`, `lost_challenge`: the token.
+    // `elected`, `lost_challenge`: the member's token; `waiting` behind a
+    // lease: the token of the holder (`holder`).
     krabka_fencing_token token;
     // `elected`: when the lease was granted (epoch ms).
     int64_t granted_at;
@@ -383,6 +430,10 @@ typedef struct {
     uint32_t attempt;
     // `retrying`: the pause before the next try, in seconds.
     double retry_in;
+    // `waiting` behind a lease: the member the lease names (it may have
+    // lapsed: `challenge_at` is then its deadline plus the stagger), or
+    // NULL.
+    const char *holder;
 } krabka_event;
 
 // The event callback: called with each event (valid during the call) and
@@ -502,6 +553,53 @@ typedef struct {
     // The number of headers.
     size_t header_count;
 } krabka_record;
+
+// One role as an observer saw it, as the view callback gets it. Every
+// pointer in it (the strings, the leases' members, the roster) is valid
+// only during the callback: copy what you keep. A lease's `member` and a
+// roster entry's `member` are UTF-8 of their `member_len` bytes, not
+// NUL-terminated (as in `krabka_role_state`); `role` and `change_name` are
+// NUL-terminated.
+typedef struct {
+    // The role.
+    const char *role;
+    // The partition of the state topic that holds it.
+    int32_t partition;
+    // Why this view was reported.
+    krabka_change change;
+    // The core's stable name of the change (`"elected"`).
+    const char *change_name;
+    // True when the view names a leader (`leader` is then set): false when
+    // there is no lease yet, it was cleared, or it lapsed.
+    bool has_leader;
+    // The leader's lease (when `has_leader`; zeroes otherwise).
+    krabka_lease_fields leader;
+    // True when the view has no leader because the lease in `lapsed`
+    // passed its deadline without a renewal (until the role's next lease
+    // record).
+    bool has_lapsed;
+    // The lapsed lease (when `has_lapsed`; zeroes otherwise).
+    krabka_lease_fields lapsed;
+    // The roster in rank order (`roster[i].rank == i`), or NULL when it is
+    // empty.
+    const krabka_roster_entry *roster;
+    // The number of roster entries.
+    size_t roster_len;
+    // The offset the view was read up to (every record of the partition
+    // below it was read).
+    int64_t position;
+    // When the view was taken, in epoch milliseconds of the observer's clock.
+    int64_t at;
+} krabka_role_view;
+
+// The view callback: called with each view (valid during the call) and
+// the `user_data` given to `krabka_client_observe`.
+typedef void (*krabka_view_callback)(const krabka_role_view *view, void *user_data);
+
+// The end callback: called at most once, after the last view, when the
+// observer ended with an error: its code (`KRABKA_RESULT_FATAL`, ...),
+// its message (NUL-terminated, valid during the call) and `user_data`.
+typedef void (*krabka_observer_error_callback)(krabka_result error, const char *message, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -783,6 +881,56 @@ krabka_result krabka_leadership_resign(const krabka_leadership *leadership, krab
 // when the lease runs out (call `krabka_leadership_resign` first to hand
 // over at once). Must not race with another call on the leadership.
 void krabka_leadership_free(krabka_leadership *leadership);
+
+// The core's stable name of a change (`"elected"`), NUL-terminated and
+// static; `"other"` for `KRABKA_CHANGE_OTHER` and a value this library
+// does not know. Does not block; any thread.
+const char *krabka_change_name(uint32_t change);
+
+// Watches `n_roles` roles (`roles[i]`, NUL-terminated UTF-8, borrowed for
+// the call; a role given twice is watched once) without joining them,
+// through `client`'s state reader: nothing is written, no rank is taken.
+// `renewals` reports each renewal too (`KRABKA_CHANGE_RENEWED`). No role,
+// or a role the record layout cannot hold, is
+// `KRABKA_RESULT_INVALID_ARGUMENT`, before any read. `on_view` is
+// required; `on_error` may be NULL. On success `*out` is a new
+// `krabka_observer` the caller owns (free it with `krabka_observer_free`);
+// on failure it is NULL and no callback is ever called.
+//
+// Per role, `on_view` first gets one `KRABKA_CHANGE_INITIAL` view once the
+// role's committed records are read, then a view at each change, in the
+// order of the records that made it (views of different roles
+// interleave). A view is a read, not a fence. An unreachable cluster is
+// retried (nothing new is reported meanwhile); an error that ends the
+// observer (a record of a watched role that does not decode, a state
+// topic missing or unreadable) goes to `on_error` once, after the last
+// view, and then nothing more is called.
+//
+// Threads: both callbacks run on one thread the library starts for this
+// observer (named `krabka-observe`), never on the caller's thread, never
+// two at once, and never on a thread of the library's runtime: a callback
+// may block (later views wait, none is lost, but they come late) and may
+// call any function of the library, `krabka_observer_close` and
+// `krabka_observer_free` of its own observer included (free then returns
+// at once; the thread ends when the callback returns). `user_data` is
+// passed to every call as it is; the caller keeps it valid, and usable
+// from that thread, until `krabka_observer_free` returns.
+//
+// Does not wait for Kafka (the reads start in the background); any thread.
+krabka_result krabka_client_observe(const krabka_client *client, const char *const *roles, size_t n_roles, bool renewals, krabka_view_callback on_view, krabka_observer_error_callback on_error, void *user_data, krabka_observer **out, krabka_error *err);
+
+// Stops the observer: no view is delivered after a callback in progress
+// returns (a close from inside a callback: after it returns), and
+// `on_error` is not called. Idempotent. Does not block (free waits for the
+// thread); any thread, the observer's callbacks included.
+krabka_result krabka_observer_close(const krabka_observer *observer);
+
+// Frees an observer; NULL is a no-op. Closes it and waits until its
+// thread ended, so no callback runs once this returns and `user_data` may
+// be freed then; called from one of the observer's own callbacks it
+// returns at once instead, and the thread ends when that callback returns.
+// Must not race with another call on the observer.
+void krabka_observer_free(krabka_observer *observer);
 
 // Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
 // library has no task left running: every handle was freed and the work

@@ -124,7 +124,7 @@ pub struct krabka_client {
 }
 
 impl krabka_client {
-    fn get(&self) -> Result<KafkaClient, Failure> {
+    pub(crate) fn get(&self) -> Result<KafkaClient, Failure> {
         Ok(self.inner.get()?.clone())
     }
 }

@@ -35,7 +35,8 @@ pub enum krabka_event_kind {
     Other = 0,
     /// `registered`: the registration record was appended (`partition`, `offset`).
     Registered = 1,
-    /// `waiting`: the member waits for its turn (`rank`, `challenge_at`).
+    /// `waiting`: the member waits for its turn (`rank`, `challenge_at`;
+    /// behind a lease, `holder` and `token`).
     Waiting = 2,
     /// `held_back`: an open transaction holds the partition back.
     HeldBack = 3,
@@ -111,7 +112,8 @@ pub struct krabka_event {
     pub rank: u64,
     /// `waiting`: when the member challenges if nothing changes (epoch ms).
     pub challenge_at: i64,
-    /// `elected`, `lost_challenge`: the token.
+    /// `elected`, `lost_challenge`: the member's token; `waiting` behind a
+    /// lease: the token of the holder (`holder`).
     pub token: krabka_fencing_token,
     /// `elected`: when the lease was granted (epoch ms).
     pub granted_at: i64,
@@ -133,6 +135,10 @@ pub struct krabka_event {
     pub attempt: u32,
     /// `retrying`: the pause before the next try, in seconds.
     pub retry_in: f64,
+    /// `waiting` behind a lease: the member the lease names (it may have
+    /// lapsed: `challenge_at` is then its deadline plus the stagger), or
+    /// NULL.
+    pub holder: *const c_char,
 }
 
 /// The event callback: called with each event (valid during the call) and
@@ -165,6 +171,7 @@ fn deliver(
     let error = v.error.as_deref().map(Failure::core);
     let error_message = error.as_ref().map(|f| c_text(&f.message));
     let what = v.what.as_deref().map(c_text);
+    let holder = v.holder.as_deref().map(c_text);
     let e = krabka_event {
         kind,
         name: name.as_ptr(),
@@ -193,6 +200,7 @@ fn deliver(
         what: what.as_ref().map_or(std::ptr::null(), |w| w.as_ptr()),
         attempt: v.attempt.unwrap_or(0),
         retry_in: v.retry_in.map_or(0.0, |d| d.as_secs_f64()),
+        holder: holder.as_ref().map_or(std::ptr::null(), |h| h.as_ptr()),
     };
     // SAFETY: the caller's callback, with an event valid for the call.
     unsafe { callback(&e, user) };

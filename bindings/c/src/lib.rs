@@ -26,6 +26,7 @@
 //! * [`ffi`]: the conventions; [`codec`]: records, partitions, tokens;
 //!   [`client`]: the client, acquire, describe, the role state;
 //!   [`leadership`]: the held role; [`events`]: the event callback;
+//!   [`observe`]: watching roles without joining them (the view callback);
 //!   [`runtime`]: the runtime and the blocking calls.
 
 // The names are the C names of the header (`krabka_client`, ...).
@@ -39,4 +40,5 @@ pub mod codec;
 pub mod events;
 pub mod ffi;
 pub mod leadership;
+pub mod observe;
 pub mod runtime;
