@@ -190,6 +190,8 @@ mkdir -p "$JVM/kotlin" "$JVM/classes/linux-x86-64"
 "$TARGET/debug/uniffi-bindgen" generate --no-format --library "$LIB" --language kotlin --out-dir "$JVM/kotlin" >/dev/null
 mapfile -t KT < <(find "$JVM/kotlin" -name '*.kt' | sort)
 [ "${#KT[@]}" -gt 0 ] || { echo "ci/release.sh: uniffi-bindgen generated no Kotlin" >&2; exit 1; }
+# With the hand-written Kotlin shipped next to it (observeFlow).
+mapfile -t -O "${#KT[@]}" KT < <(find bindings/uniffi/kotlin -name '*.kt' | sort)
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -no-stdlib -no-reflect -nowarn \
     -jvm-target 17 -cp "$RUN_CP" -d "$JVM/classes" "${KT[@]}"
 cp "$LIB" "$JVM/classes/linux-x86-64/"

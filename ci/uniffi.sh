@@ -10,8 +10,10 @@
 #      Swift sources generated from the library (bindings/uniffi/generate.sh);
 #      the checked-in Swift must be what was generated (git diff). Swift is
 #      never compiled or run here: there is no Swift toolchain;
-#   3. the generated Kotlin, the tests (bindings/uniffi/tests/kotlin) and the
-#      example (examples/kotlin) compiled in one kotlinc run;
+#   3. the generated Kotlin, the hand-written Kotlin shipped with it
+#      (bindings/uniffi/kotlin: observeFlow), the tests
+#      (bindings/uniffi/tests/kotlin) and the example (examples/kotlin)
+#      compiled in one kotlinc run;
 #   4. a real Kafka: KRABKA_BOOTSTRAP when set, else the local one-node
 #      cluster of `ci/kafka.sh start 1` (started, or reused when running);
 #   5. the tests on the JVM: every golden vector (counted), every malformed
@@ -76,6 +78,7 @@ java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     -no-stdlib -no-reflect -nowarn -jvm-target 17 \
     -cp "$RUN_CP" -d "$OUT/classes" \
     "$(find "$OUT/kotlin" -name '*.kt')" \
+    $(find "$ROOT/bindings/uniffi/kotlin" -name '*.kt' | sort) \
     "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
     "$ROOT/examples/kotlin/Worker.kt" \
     "$OUT"/snippets-src/*.kt

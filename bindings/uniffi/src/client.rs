@@ -17,6 +17,8 @@ use krabka_coordination_bindings::{
 use tokio_util::sync::CancellationToken;
 
 use crate::error::KrabkaError;
+use crate::events::AcquireEvents;
+use crate::observe::Observer;
 use crate::leadership::{Leadership, LeadershipStatus, RoleState};
 use crate::runtime::{run, runtime, CancelOnDrop};
 
@@ -187,12 +189,17 @@ impl Client {
     /// deregisters the member; a role won in the instant of the cancel is
     /// resigned (by the core, or here when the win came first), never left
     /// held until its lease runs out.
-    #[uniffi::method(default(options = None))]
+    ///
+    /// `events`, when given, receives the member's events from its
+    /// registration on (`registered`, `waiting` with the holder it waits
+    /// behind, ...), then the term's (see [`AcquireEvents`]).
+    #[uniffi::method(default(options = None, events = None))]
     pub async fn acquire(
         &self,
         role: String,
         member: String,
         options: Option<AcquireOptions>,
+        events: Option<Arc<AcquireEvents>>,
     ) -> Result<Arc<Leadership>, KrabkaError> {
         let o = options.unwrap_or_default();
         let args = LeadershipArgs {
@@ -200,14 +207,28 @@ impl Client {
             renew_interval: o.renew_interval,
             challenge_stagger: o.challenge_stagger,
         };
+        let feed = match events {
+            Some(e) => Some(e.take().ok_or_else(|| KrabkaError::InvalidArgument {
+                detail: "this AcquireEvents was given to an acquire already".into(),
+            })?),
+            None => None,
+        };
+        let (events, handed) = match feed {
+            Some(f) => (Some(f.events), Some(f.won)),
+            None => (None, None),
+        };
         let cancel = CancellationToken::new();
         let fut = self
             .client()?
-            .acquire(role, member, &args, cancel.clone(), None)?;
+            .acquire(role, member, &args, cancel.clone(), events)?;
         let guard = CancelOnDrop::new(cancel);
         let (tx, rx) = tokio::sync::oneshot::channel();
         runtime()?.spawn(async move {
-            if let Err(Ok(won)) = tx.send(fut.await) {
+            let won = fut.await.map(Arc::new);
+            if let Some(handed) = handed {
+                let _ = handed.send(won.as_ref().ok().map(Arc::clone));
+            }
+            if let Err(Ok(won)) = tx.send(won) {
                 // The caller stopped waiting as the role was won.
                 if let Err(e) = won.resign().await {
                     tracing::warn!(error = %e, "resigning a leadership won after its acquire was given up");
@@ -220,6 +241,19 @@ impl Client {
         guard.disarm();
         let won = won.map_err(|e| KrabkaError::from(&e))?;
         Ok(Arc::new(Leadership::new(won)?))
+    }
+
+    /// Watches `roles` without joining them (see [`Observer`]); `renewals`
+    /// reports each renewal too. Refused before any read: no role, an empty
+    /// role, one with a NUL byte or one too long.
+    #[uniffi::method(default(renewals = false))]
+    pub async fn observe(
+        &self,
+        roles: Vec<String>,
+        renewals: bool,
+    ) -> Result<Arc<Observer>, KrabkaError> {
+        let handle = run(self.client()?.observe(roles, renewals)).await?;
+        Ok(Arc::new(Observer::new(handle)?))
     }
 
     /// The role's current token at its transaction coordinator (one

@@ -187,10 +187,10 @@ impl Drop for Leadership {
 
 impl Leadership {
     /// Wraps a leadership just won; it is dropped inside the runtime.
-    pub(crate) fn new(l: core::Leadership) -> Result<Leadership, KrabkaError> {
+    pub(crate) fn new(l: Arc<core::Leadership>) -> Result<Leadership, KrabkaError> {
         let handle = runtime()?.handle().clone();
         Ok(Leadership {
-            inner: ProcessBound::new("Leadership", Arc::new(l), Some(handle)),
+            inner: ProcessBound::new("Leadership", l, Some(handle)),
         })
     }
 

@@ -13,7 +13,9 @@
 //! * [`leadership`]: the held leadership of a role: its token, guarded
 //!   writes, the end of the term and why, resign.
 //! * [`events`]: the event stream of a held leadership, ending with its
-//!   term.
+//!   term, and of an acquire from the member's registration on.
+//! * [`observe`]: watching roles without joining them: an observer of
+//!   role views (who leads, with which token, the roster).
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -26,12 +28,14 @@ pub mod codec;
 pub mod error;
 pub mod events;
 pub mod leadership;
+pub mod observe;
 mod runtime;
 
 pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
 pub use codec::{FencingToken, Key, KeyKind, Lease, Registration, RosterEntry};
 pub use error::{ErrorKind, KrabkaError};
-pub use events::{EventStream, LeadershipEvent};
+pub use events::{AcquireEvents, EventStream, LeadershipEvent};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
+pub use observe::{Change, Observer, RoleView};
 
 uniffi::setup_scaffolding!("krabka_coordination");

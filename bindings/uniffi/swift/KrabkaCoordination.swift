@@ -666,6 +666,167 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
+ * The events of one acquire, from the member's registration on: while it
+ * acquires (`registered`, `waiting` with the holder, `challenging`, ...),
+ * then, once it won, the term's, ending with the term; after a failed
+ * acquire, ending with the acquire's last event. Make one, pass it to one
+ * `acquire(..., events = it)` and read `next()` alongside (another
+ * coroutine or task).
+ */
+public protocol AcquireEventsProtocol: AnyObject, Sendable {
+    
+    /**
+     * The next event, or nothing once the acquire failed, or the term it
+     * won ended, and the last events were delivered. A call cancelled
+     * while it waits may take the event it was waiting for with it.
+     */
+    func next() async throws  -> LeadershipEvent?
+    
+}
+/**
+ * The events of one acquire, from the member's registration on: while it
+ * acquires (`registered`, `waiting` with the holder, `challenging`, ...),
+ * then, once it won, the term's, ending with the term; after a failed
+ * acquire, ending with the acquire's last event. Make one, pass it to one
+ * `acquire(..., events = it)` and read `next()` alongside (another
+ * coroutine or task).
+ */
+open class AcquireEvents: AcquireEventsProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_acquireevents(self.handle, $0) }
+    }
+    /**
+     * A stream for one acquire.
+     */
+public convenience init()throws  {
+    let handle =
+        try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_constructor_acquireevents_new(uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_acquireevents(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The next event, or nothing once the acquire failed, or the term it
+     * won ended, and the last events were delivered. A call cancelled
+     * while it waits may take the event it was waiting for with it.
+     */
+open func next()async throws  -> LeadershipEvent?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_acquireevents_next(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeLeadershipEvent.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAcquireEvents: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = AcquireEvents
+
+    public static func lift(_ handle: UInt64) throws -> AcquireEvents {
+        return AcquireEvents(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: AcquireEvents) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AcquireEvents {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: AcquireEvents, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcquireEvents_lift(_ handle: UInt64) throws -> AcquireEvents {
+    return try FfiConverterTypeAcquireEvents.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAcquireEvents_lower(_ value: AcquireEvents) -> UInt64 {
+    return FfiConverterTypeAcquireEvents.lower(value)
+}
+
+
+
+
+
+
+/**
  * The core client of one set of Kafka settings (see the module
  * documentation). `shutdown` lets go of the shared Kafka clients; held
  * leaderships keep what they need.
@@ -679,8 +840,12 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * deregisters the member; a role won in the instant of the cancel is
      * resigned (by the core, or here when the win came first), never left
      * held until its lease runs out.
+     *
+     * `events`, when given, receives the member's events from its
+     * registration on (`registered`, `waiting` with the holder it waits
+     * behind, ...), then the term's (see [`AcquireEvents`]).
      */
-    func acquire(role: String, member: String, options: AcquireOptions?) async throws  -> Leadership
+    func acquire(role: String, member: String, options: AcquireOptions?, events: AcquireEvents?) async throws  -> Leadership
     
     /**
      * Checks that the state topic exists, is compacted and has this
@@ -710,6 +875,13 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * True once shut down.
      */
     func isShutDown()  -> Bool
+    
+    /**
+     * Watches `roles` without joining them (see [`Observer`]); `renewals`
+     * reports each renewal too. Refused before any read: no role, an empty
+     * role, one with a NUL byte or one too long.
+     */
+    func observe(roles: [String], renewals: Bool) async throws  -> Observer
     
     /**
      * The partition count of the state topic.
@@ -809,13 +981,17 @@ public convenience init(kafka: [String: String], options: ClientOptions? = nil)t
      * deregisters the member; a role won in the instant of the cancel is
      * resigned (by the core, or here when the win came first), never left
      * held until its lease runs out.
+     *
+     * `events`, when given, receives the member's events from its
+     * registration on (`registered`, `waiting` with the holder it waits
+     * behind, ...), then the term's (see [`AcquireEvents`]).
      */
-open func acquire(role: String, member: String, options: AcquireOptions? = nil)async throws  -> Leadership  {
+open func acquire(role: String, member: String, options: AcquireOptions? = nil, events: AcquireEvents? = nil)async throws  -> Leadership  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_krabka_coordination_uniffi_fn_method_client_acquire(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(role),FfiConverterString.lower(member),FfiConverterOptionTypeAcquireOptions.lower(options)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(role),FfiConverterString.lower(member),FfiConverterOptionTypeAcquireOptions.lower(options),FfiConverterOptionTypeAcquireEvents.lower(events)
                 )
             },
             pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_u64,
@@ -916,6 +1092,27 @@ open func isShutDown() -> Bool  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Watches `roles` without joining them (see [`Observer`]); `renewals`
+     * reports each renewal too. Refused before any read: no role, an empty
+     * role, one with a NUL byte or one too long.
+     */
+open func observe(roles: [String], renewals: Bool = false)async throws  -> Observer  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_client_observe(
+                        self.uniffiCloneHandle(),FfiConverterSequenceString.lower(roles),FfiConverterBool.lower(renewals)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeObserver_lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
 }
     
     /**
@@ -1667,6 +1864,206 @@ public func FfiConverterTypeLeadershipStatus_lower(_ value: LeadershipStatus) ->
 
 
 
+
+
+/**
+ * A watch of one or more roles (see the module documentation). It writes
+ * nothing: it never registers, takes a rank or delays an election.
+ */
+public protocol ObserverProtocol: AnyObject, Sendable {
+    
+    /**
+     * True once stopped (by `stop()`, an error, or `close()`).
+     */
+    func isStopped() throws  -> Bool
+    
+    /**
+     * The next view of any watched role, in the order each role's changes
+     * happened; nothing once stopped or ended. An error (a record that
+     * does not decode, a state topic that is missing or unreadable) ends
+     * the observer: it is thrown once, later calls return nothing. An
+     * unreachable cluster is not an error: the observer retries and
+     * reports nothing new meanwhile. Cancelling the caller loses no view.
+     */
+    func next() async throws  -> RoleView?
+    
+    /**
+     * The roles watched, sorted, each once.
+     */
+    func roles() throws  -> [String]
+    
+    /**
+     * Stops the reads: a waiting and every later `next()` return nothing.
+     * Idempotent, from any thread.
+     */
+    func stop() throws 
+    
+}
+/**
+ * A watch of one or more roles (see the module documentation). It writes
+ * nothing: it never registers, takes a rank or delays an election.
+ */
+open class Observer: ObserverProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_observer(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_observer(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * True once stopped (by `stop()`, an error, or `close()`).
+     */
+open func isStopped()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_observer_is_stopped(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next view of any watched role, in the order each role's changes
+     * happened; nothing once stopped or ended. An error (a record that
+     * does not decode, a state topic that is missing or unreadable) ends
+     * the observer: it is thrown once, later calls return nothing. An
+     * unreachable cluster is not an error: the observer retries and
+     * reports nothing new meanwhile. Cancelling the caller loses no view.
+     */
+open func next()async throws  -> RoleView?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_observer_next(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeRoleView.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * The roles watched, sorted, each once.
+     */
+open func roles()throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_observer_roles(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops the reads: a waiting and every later `next()` return nothing.
+     * Idempotent, from any thread.
+     */
+open func stop()throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_observer_stop(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeObserver: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Observer
+
+    public static func lift(_ handle: UInt64) throws -> Observer {
+        return Observer(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Observer) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Observer {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Observer, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeObserver_lift(_ handle: UInt64) throws -> Observer {
+    return try FfiConverterTypeObserver.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeObserver_lower(_ value: Observer) -> UInt64 {
+    return FfiConverterTypeObserver.lower(value)
+}
+
+
+
+
 /**
  * The timings of an acquire, in seconds; left out: the core's defaults
  * (30 s lease, 10 s renew interval, 5 s stagger).
@@ -2099,9 +2496,14 @@ public struct LeadershipEvent: Equatable, Hashable {
      */
     public var challengeAt: Int64?
     /**
-     * `elected`, `lost_challenge`, `fenced`: a fencing token.
+     * `elected`, `lost_challenge`: the member's token; `waiting` behind a
+     * lease: the holder's token.
      */
     public var token: FencingToken?
+    /**
+     * `waiting` behind a lease: the member that holds it.
+     */
+    public var holder: String?
     /**
      * `elected`: when the lease was granted (epoch milliseconds).
      */
@@ -2166,8 +2568,12 @@ public struct LeadershipEvent: Equatable, Hashable {
          * `waiting`: when it challenges, in epoch milliseconds.
          */challengeAt: Int64?, 
         /**
-         * `elected`, `lost_challenge`, `fenced`: a fencing token.
+         * `elected`, `lost_challenge`: the member's token; `waiting` behind a
+         * lease: the holder's token.
          */token: FencingToken?, 
+        /**
+         * `waiting` behind a lease: the member that holds it.
+         */holder: String?, 
         /**
          * `elected`: when the lease was granted (epoch milliseconds).
          */grantedAt: Int64?, 
@@ -2201,6 +2607,7 @@ public struct LeadershipEvent: Equatable, Hashable {
         self.rank = rank
         self.challengeAt = challengeAt
         self.token = token
+        self.holder = holder
         self.grantedAt = grantedAt
         self.deadline = deadline
         self.failures = failures
@@ -2236,6 +2643,7 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
                 rank: FfiConverterOptionUInt64.read(from: &buf), 
                 challengeAt: FfiConverterOptionInt64.read(from: &buf), 
                 token: FfiConverterOptionTypeFencingToken.read(from: &buf), 
+                holder: FfiConverterOptionString.read(from: &buf), 
                 grantedAt: FfiConverterOptionInt64.read(from: &buf), 
                 deadline: FfiConverterOptionInt64.read(from: &buf), 
                 failures: FfiConverterOptionUInt32.read(from: &buf), 
@@ -2257,6 +2665,7 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
         FfiConverterOptionUInt64.write(value.rank, into: &buf)
         FfiConverterOptionInt64.write(value.challengeAt, into: &buf)
         FfiConverterOptionTypeFencingToken.write(value.token, into: &buf)
+        FfiConverterOptionString.write(value.holder, into: &buf)
         FfiConverterOptionInt64.write(value.grantedAt, into: &buf)
         FfiConverterOptionInt64.write(value.deadline, into: &buf)
         FfiConverterOptionUInt32.write(value.failures, into: &buf)
@@ -2635,6 +3044,142 @@ public func FfiConverterTypeRoleState_lower(_ value: RoleState) -> RustBuffer {
 
 
 /**
+ * One role as an [`Observer`] read it from the state topic: a read, not a
+ * fence (only the broker's fence decides whose writes count).
+ */
+public struct RoleView: Equatable, Hashable {
+    /**
+     * The role.
+     */
+    public var role: String
+    /**
+     * The partition of the state topic that holds it.
+     */
+    public var partition: Int32
+    /**
+     * Why this view was reported.
+     */
+    public var change: Change
+    /**
+     * The leader's lease, or nothing: no leader (never taken, cleared or
+     * lapsed).
+     */
+    public var leader: Lease?
+    /**
+     * The lease whose deadline passed without a renewal, while the view has
+     * no leader because of it (until the role's next lease record).
+     */
+    public var lapsed: Lease?
+    /**
+     * The roster in rank order (the rank is the index).
+     */
+    public var roster: [RosterEntry]
+    /**
+     * The offset the view was read up to (every record of the partition
+     * below it was read).
+     */
+    public var position: Int64
+    /**
+     * The observer's clock when the view was taken (epoch milliseconds).
+     */
+    public var at: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The role.
+         */role: String, 
+        /**
+         * The partition of the state topic that holds it.
+         */partition: Int32, 
+        /**
+         * Why this view was reported.
+         */change: Change, 
+        /**
+         * The leader's lease, or nothing: no leader (never taken, cleared or
+         * lapsed).
+         */leader: Lease?, 
+        /**
+         * The lease whose deadline passed without a renewal, while the view has
+         * no leader because of it (until the role's next lease record).
+         */lapsed: Lease?, 
+        /**
+         * The roster in rank order (the rank is the index).
+         */roster: [RosterEntry], 
+        /**
+         * The offset the view was read up to (every record of the partition
+         * below it was read).
+         */position: Int64, 
+        /**
+         * The observer's clock when the view was taken (epoch milliseconds).
+         */at: Int64) {
+        self.role = role
+        self.partition = partition
+        self.change = change
+        self.leader = leader
+        self.lapsed = lapsed
+        self.roster = roster
+        self.position = position
+        self.at = at
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension RoleView: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeRoleView: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RoleView {
+        return
+            try RoleView(
+                role: FfiConverterString.read(from: &buf), 
+                partition: FfiConverterInt32.read(from: &buf), 
+                change: FfiConverterTypeChange.read(from: &buf), 
+                leader: FfiConverterOptionTypeLease.read(from: &buf), 
+                lapsed: FfiConverterOptionTypeLease.read(from: &buf), 
+                roster: FfiConverterSequenceTypeRosterEntry.read(from: &buf), 
+                position: FfiConverterInt64.read(from: &buf), 
+                at: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: RoleView, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.role, into: &buf)
+        FfiConverterInt32.write(value.partition, into: &buf)
+        FfiConverterTypeChange.write(value.change, into: &buf)
+        FfiConverterOptionTypeLease.write(value.leader, into: &buf)
+        FfiConverterOptionTypeLease.write(value.lapsed, into: &buf)
+        FfiConverterSequenceTypeRosterEntry.write(value.roster, into: &buf)
+        FfiConverterInt64.write(value.position, into: &buf)
+        FfiConverterInt64.write(value.at, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRoleView_lift(_ buf: RustBuffer) throws -> RoleView {
+    return try FfiConverterTypeRoleView.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeRoleView_lower(_ value: RoleView) -> RustBuffer {
+    return FfiConverterTypeRoleView.lower(value)
+}
+
+
+/**
  * One member of a role's roster.
  */
 public struct RosterEntry: Equatable, Hashable {
@@ -2990,6 +3535,134 @@ public func FfiConverterTypeTopicReport_lift(_ buf: RustBuffer) throws -> TopicR
 public func FfiConverterTypeTopicReport_lower(_ value: TopicReport) -> RustBuffer {
     return FfiConverterTypeTopicReport.lower(value)
 }
+
+
+/**
+ * Why a [`RoleView`] was reported.
+ */
+
+public enum Change: Equatable, Hashable {
+    
+    /**
+     * The first view of the role, once its partition's committed records
+     * were read.
+     */
+    case initial
+    /**
+     * A lease names a leader (member and token) that the last view did not.
+     */
+    case elected
+    /**
+     * The leader renewed its lease (only when observing with `renewals`).
+     */
+    case renewed
+    /**
+     * A tombstone cleared the lease: the leader resigned.
+     */
+    case cleared
+    /**
+     * The lease deadline passed without a renewal (on the observer's
+     * clock, with nothing of the role left unread).
+     */
+    case lapsed
+    /**
+     * The roster changed; the leader did not.
+     */
+    case roster
+    /**
+     * A change this binding does not name (a newer core); the view's
+     * leader, lapsed lease and roster are still what the state topic says.
+     */
+    case other
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Change: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeChange: FfiConverterRustBuffer {
+    typealias SwiftType = Change
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Change {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .initial
+        
+        case 2: return .elected
+        
+        case 3: return .renewed
+        
+        case 4: return .cleared
+        
+        case 5: return .lapsed
+        
+        case 6: return .roster
+        
+        case 7: return .other
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Change, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .initial:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .elected:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .renewed:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .cleared:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .lapsed:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .roster:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .other:
+            writeInt(&buf, Int32(7))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeChange_lift(_ buf: RustBuffer) throws -> Change {
+    return try FfiConverterTypeChange.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeChange_lower(_ value: Change) -> RustBuffer {
+    return FfiConverterTypeChange.lower(value)
+}
+
 
 
 /**
@@ -3699,6 +4372,30 @@ fileprivate struct FfiConverterOptionData: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeAcquireEvents: FfiConverterRustBuffer {
+    typealias SwiftType = AcquireEvents?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeAcquireEvents.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeAcquireEvents.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeAcquireOptions: FfiConverterRustBuffer {
     typealias SwiftType = AcquireOptions?
 
@@ -3811,6 +4508,30 @@ fileprivate struct FfiConverterOptionTypeLease: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeLease.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeRoleView: FfiConverterRustBuffer {
+    typealias SwiftType = RoleView?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeRoleView.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeRoleView.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4270,7 +4991,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_is_retryable() != 26921) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 47985) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 2553) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_check_state_topic() != 62717) {
@@ -4288,6 +5009,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_shut_down() != 27832) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_observe() != 31613) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_partitions() != 33998) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4295,6 +5019,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_state_topic() != 36748) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_acquireevents_next() != 58940) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_eventstream_next() != 43172) {
@@ -4345,7 +5072,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_token() != 21143) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_observer_is_stopped() != 58507) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_observer_next() != 40738) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_observer_roles() != 9616) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_observer_stop() != 31266) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_constructor_client_new() != 8348) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_constructor_acquireevents_new() != 61131) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -3,15 +3,24 @@
 // entry with its part, refused arguments with their messages, and leadership
 // on a real Kafka when KRABKA_BOOTSTRAP is set (acquire, the token, describe,
 // a guarded write, resign, a second member takes over, a cancelled acquire,
-// a deposed leader's write refused as Fenced).
+// a deposed leader's write refused as Fenced), and the observer (a hand-over
+// and the crash of a member process killed with SIGKILL, seen in order; the
+// standby's waiting event naming the holder; the Flow; refused roles).
 //
 // Usage: java ... krabka.coordination.test.MainKt GOLDEN_DIR
 // Ends with "N passed, N failed"; exits 1 on any failure.
+// (MainKt --member BOOTSTRAP ROLE MEMBER is the member process the observer
+// test starts: it acquires, prints ELECTED <producer id> <epoch>, and waits
+// to be killed.)
 package krabka.coordination.test
 
 import krabka.coordination.*
 import kotlinx.coroutines.*
+import kotlinx.coroutines.channels.Channel
+import kotlinx.coroutines.flow.first
 import java.io.File
+import java.util.concurrent.LinkedBlockingQueue
+import java.util.concurrent.TimeUnit
 
 // ---- a minimal JSON reader (the golden files are plain JSON) ----
 
@@ -493,10 +502,253 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
     }
 }
 
+// ---- the observer on a real Kafka ----
+
+val SHORT = AcquireOptions(leaseDuration = 3.0, renewInterval = 1.0, challengeStagger = 0.5)
+
+// The member process: acquires `role` as `member`, prints its token once
+// elected, and waits to be killed.
+fun memberChild(bootstrap: String, role: String, member: String) {
+    runBlocking {
+        val client = Client(mapOf("bootstrap.servers" to bootstrap))
+        val held = client.acquire(role, member, SHORT)
+        val t = held.token()
+        println("ELECTED ${t.producerId} ${t.producerEpoch}")
+        System.out.flush()
+        delay(120_000)
+    }
+    kotlin.system.exitProcess(2)
+}
+
+// A member process (this class's --member mode) on the same JVM, classpath
+// and library path; its stdout lines are queued.
+class MemberProcess(bootstrap: String, role: String, member: String) {
+    val lines = LinkedBlockingQueue<String>()
+    val process: Process
+
+    init {
+        val java = ProcessHandle.current().info().command().orElse("java")
+        val cmd = mutableListOf(java)
+        System.getProperty("jna.library.path")?.let { cmd.add("-Djna.library.path=$it") }
+        cmd.addAll(listOf("-cp", System.getProperty("java.class.path"), "krabka.coordination.test.MainKt", "--member", bootstrap, role, member))
+        process = ProcessBuilder(cmd).redirectErrorStream(true).start()
+        Thread {
+            process.inputStream.bufferedReader().forEachLine { lines.put(it) }
+        }.apply { isDaemon = true }.start()
+    }
+
+    // The token the process printed once elected.
+    fun elected(timeoutMs: Long): FencingToken {
+        val seen = mutableListOf<String>()
+        val deadline = System.currentTimeMillis() + timeoutMs
+        while (true) {
+            val left = deadline - System.currentTimeMillis()
+            val line = lines.poll(maxOf(left, 1), TimeUnit.MILLISECONDS)
+                ?: throw AssertionError("the member process printed no ELECTED within $timeoutMs ms: $seen")
+            seen.add(line)
+            if (line.startsWith("ELECTED ")) {
+                val (id, epoch) = line.removePrefix("ELECTED ").split(" ")
+                return FencingToken(id.toLong(), epoch.toShort())
+            }
+        }
+    }
+
+    // SIGKILL (destroyForcibly on Linux), and the exit.
+    fun kill(): Int {
+        process.destroyForcibly()
+        return process.waitFor()
+    }
+}
+
+fun show(v: RoleView) = "${v.change} leader=${v.leader?.member} lapsed=${v.lapsed?.member} roster=${v.roster.map { it.member }}"
+
+// The next view within `ms`, naming what was awaited.
+suspend fun nextView(o: Observer, what: String, ms: Long): RoleView =
+    withTimeoutOrNull(ms) { o.next() ?: throw AssertionError("the observer ended while waiting for $what") }
+        ?: throw AssertionError("no view within $ms ms while waiting for $what")
+
+// Views until one of `change`: roster changes may come first, any other
+// change fails (so the order is asserted).
+suspend fun expectChange(o: Observer, change: Change, ms: Long): RoleView {
+    val deadline = System.currentTimeMillis() + ms
+    while (true) {
+        val v = nextView(o, "$change", maxOf(deadline - System.currentTimeMillis(), 1))
+        if (v.change == change) return v
+        expect(v.change == Change.ROSTER) { "expected $change next (roster changes aside), got ${show(v)}" }
+    }
+}
+
+// Views until the roster is `members` (rank order); only roster changes before.
+suspend fun expectRoster(o: Observer, members: List<String>): RoleView {
+    val deadline = System.currentTimeMillis() + 30_000
+    while (true) {
+        val v = nextView(o, "the roster $members", maxOf(deadline - System.currentTimeMillis(), 1))
+        if (v.roster.map { it.member } == members) return v
+        expect(v.change == Change.ROSTER) { "only roster changes before $members: ${show(v)}" }
+    }
+}
+
+fun observer(bootstrap: String) = runBlocking {
+    val settings = mapOf("bootstrap.servers" to bootstrap)
+    val role = "uniffi-kotlin-observe-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    Client(settings).use { watcher ->
+        check("an observer sees a hand-over and a SIGKILLed member's failover in order, with describe's tokens") {
+            runBlocking {
+                val o = watcher.observe(listOf(role))
+                Client(settings).use { ca ->
+                    Client(settings).use { cc ->
+                        expect(o.roles() == listOf(role)) { "roles ${o.roles()}" }
+                        val initial = nextView(o, "the initial view", 20_000)
+                        expect(initial.change == Change.INITIAL && initial.role == role && initial.leader == null &&
+                            initial.lapsed == null && initial.roster.isEmpty()) { show(initial) }
+                        expect(initial.partition == rolePartition(role, watcher.partitions())) { "partition ${initial.partition}" }
+
+                        // a leads, in this process.
+                        val a = ca.acquire(role, "a", SHORT)
+                        val electedA = expectChange(o, Change.ELECTED, 10_000)
+                        expect(electedA.leader?.member == "a" && electedA.leader?.token == a.token()) { show(electedA) }
+                        expect(watcher.describeLeadership(role).token() == a.token()) { "describe after a's election" }
+
+                        // b, another process, waits behind a.
+                        val b = MemberProcess(bootstrap, role, "b")
+                        try {
+                            val joined = expectRoster(o, listOf("a", "b"))
+                            expect(joined.leader?.member == "a") { show(joined) }
+
+                            // The hand-over: a resigns, b is elected.
+                            a.resign()
+                            val cleared = expectChange(o, Change.CLEARED, 10_000)
+                            expect(cleared.leader == null) { show(cleared) }
+                            val tokenB = b.elected(30_000)
+                            val electedB = expectChange(o, Change.ELECTED, 10_000)
+                            expect(electedB.leader?.member == "b" && electedB.leader?.token == tokenB) { "${show(electedB)} vs $tokenB" }
+                            expect(compareTokens(tokenB, a.token()).toInt() == 1) { "$tokenB not after ${a.token()}" }
+                            expect(watcher.describeLeadership(role).token() == tokenB) { "describe after b's election" }
+
+                            // c waits behind b: its waiting event names b and b's token.
+                            val events = AcquireEvents()
+                            val acquiringC = async { cc.acquire(role, "c", SHORT, events) }
+                            val kinds = mutableListOf<String>()
+                            val waiting = withTimeout(20_000) {
+                                while (true) {
+                                    val e = events.next() ?: throw AssertionError("c's events ended: $kinds")
+                                    kinds.add(e.kind)
+                                    if (e.kind == "waiting") return@withTimeout e
+                                }
+                                @Suppress("UNREACHABLE_CODE")
+                                throw AssertionError("unreachable")
+                            }
+                            expect(kinds.first() == "registered" && waiting.member == "c") { "c's events $kinds" }
+                            expect(waiting.holder == "b" && waiting.token == tokenB) { "waiting: holder ${waiting.holder} token ${waiting.token} vs $tokenB" }
+                            expectRoster(o, listOf("b", "c"))
+
+                            // The crash: b is killed; its lease lapses, then c is elected.
+                            val code = b.kill()
+                            expect(code == 137) { "the member process exited with $code, not by SIGKILL" }
+                            val lapsed = expectChange(o, Change.LAPSED, 13_000)
+                            expect(lapsed.leader == null && lapsed.lapsed?.member == "b" && lapsed.lapsed?.token == tokenB) { show(lapsed) }
+                            expect(lapsed.at >= lapsed.lapsed!!.deadline) { "a lapse is reported at the deadline, not before" }
+                            val electedC = expectChange(o, Change.ELECTED, 20_000)
+                            val c = withTimeout(20_000) { acquiringC.await() }
+                            expect(electedC.leader?.member == "c" && electedC.leader?.token == c.token()) { "${show(electedC)} vs ${c.token()}" }
+                            expect(compareTokens(c.token(), tokenB).toInt() == 1) { "${c.token()} not after $tokenB" }
+                            val status = watcher.describeLeadership(role)
+                            expect(status.token() == c.token() && status.authoritative(c.token())) { "describe after c's election" }
+                            c.resign()
+                            expectChange(o, Change.CLEARED, 10_000)
+                            println("observer: a -> b (resign) -> c (SIGKILL of b), tokens ${a.token()} $tokenB ${c.token()}")
+                            c.close()
+                        } finally {
+                            b.kill()
+                            a.close()
+                        }
+                    }
+                }
+                o.stop()
+                expect(o.isStopped() && o.next() == null) { "a stopped observer returns nothing" }
+                o.close()
+            }
+        }
+        check("observeFlow: the views as a Flow, renewals on request; cancelling the collection ends it") {
+            runBlocking {
+                val flowRole = "$role-flow"
+                val views = Channel<RoleView>(Channel.UNLIMITED)
+                val job = launch { watcher.observeFlow(flowRole).collect { views.send(it) } }
+                val first = withTimeout(20_000) { views.receive() }
+                expect(first.change == Change.INITIAL && first.role == flowRole) { show(first) }
+                Client(settings).use { ca ->
+                    val a = ca.acquire(flowRole, "a", SHORT)
+                    val elected = withTimeout(10_000) {
+                        var v = views.receive()
+                        while (v.change == Change.ROSTER) v = views.receive()
+                        v
+                    }
+                    expect(elected.change == Change.ELECTED && elected.leader?.token == a.token()) { show(elected) }
+                    // Cancelled while it waits in next(): the collection ends promptly.
+                    withTimeout(5_000) { job.cancelAndJoin() }
+                    expect(job.isCancelled) { "the collection was not cancelled" }
+                    val renewed = withTimeout(10_000) {
+                        watcher.observeFlow(listOf(flowRole), renewals = true).first { it.change == Change.RENEWED }
+                    }
+                    expect(renewed.leader?.token == a.token() && renewed.leader!!.deadline > elected.leader!!.deadline) { show(renewed) }
+                    a.resign()
+                    a.close()
+                }
+            }
+        }
+    }
+}
+
+fun observerArguments() {
+    check("observe refuses no role, an empty role and a role with a NUL, naming the problem") {
+        Client(mapOf("bootstrap.servers" to "127.0.0.1:1")).use { c ->
+            val none = throws<KrabkaException.InvalidArgument> { runBlocking { c.observe(listOf()) } }
+            expect(none.detail.contains("at least one role")) { none.detail }
+            val nul = throws<KrabkaException.InvalidArgument> { runBlocking { c.observe(listOf("ok", "a\u0000b")) } }
+            expect(nul.detail.contains("NUL")) { nul.detail }
+            val empty = throws<KrabkaException.InvalidArgument> { runBlocking { c.observe(listOf("")) } }
+            expect(empty.detail.contains("empty")) { empty.detail }
+            val flowed = throws<KrabkaException.InvalidArgument> { runBlocking { c.observeFlow(listOf()).first() } }
+            expect(flowed.detail.contains("at least one role")) { flowed.detail }
+        }
+    }
+    check("stop() wakes a waiting next() from another thread (an unreachable cluster reports nothing)") {
+        Client(mapOf("bootstrap.servers" to "127.0.0.1:1")).use { c ->
+            runBlocking {
+                val o = c.observe(listOf("b", "a", "b"))
+                expect(o.roles() == listOf("a", "b")) { "roles ${o.roles()}" }
+                val pending = async { o.next() }
+                delay(300)
+                expect(!pending.isCompleted) { "a view from an unreachable cluster" }
+                withContext(Dispatchers.IO) { o.stop() }
+                expect(withTimeout(5_000) { pending.await() } == null) { "next() after stop()" }
+                expect(o.isStopped()) { "stopped" }
+                o.close()
+            }
+        }
+    }
+    check("an AcquireEvents serves one acquire; after a refused acquire it ends") {
+        Client(mapOf("bootstrap.servers" to "127.0.0.1:1")).use { c ->
+            runBlocking {
+                val events = AcquireEvents()
+                val e = throws<KrabkaException.InvalidArgument> {
+                    runBlocking { c.acquire("r", "m", AcquireOptions(leaseDuration = -1.0), events) }
+                }
+                expect(e.detail.contains("lease_duration")) { e.detail }
+                val again = throws<KrabkaException.InvalidArgument> { runBlocking { c.acquire("r", "m", SHORT, events) } }
+                expect(again.detail.contains("already")) { again.detail }
+                expect(withTimeout(5_000) { events.next() } == null) { "the events of a refused acquire" }
+            }
+        }
+    }
+}
+
 fun main(args: Array<String>) {
+    if (args.firstOrNull() == "--member") return memberChild(args[1], args[2], args[3])
     val golden = File(args.getOrElse(0) { "golden" })
     golden(golden)
     arguments()
+    observerArguments()
     val bootstrap = System.getenv("KRABKA_BOOTSTRAP")
     val topic = System.getenv("KRABKA_UNIFFI_TOPIC") ?: "krabka-uniffi-results"
     if (bootstrap.isNullOrEmpty()) {
@@ -505,6 +757,7 @@ fun main(args: Array<String>) {
     } else {
         kafka(bootstrap, topic)
         fenced(bootstrap, topic)
+        observer(bootstrap)
     }
     println("$passed passed, $failed failed")
     kotlin.system.exitProcess(if (failed == 0) 0 else 1)
