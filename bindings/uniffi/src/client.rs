@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::KrabkaError;
 use crate::events::AcquireEvents;
-use crate::observe::Observer;
 use crate::leadership::{Leadership, LeadershipStatus, RoleState};
+use crate::observe::Observer;
 use crate::runtime::{run, runtime, CancelOnDrop};
 
 /// The options of a client; every one left out keeps the core's default.
