@@ -26,8 +26,10 @@
 //! Per role, first one [`Change::Initial`] view once the committed records
 //! of the role's partition are read, then a view at each change, in the
 //! order of the records that made it (each record is applied alone, so a
-//! hand-over shows as [`Change::Cleared`], [`Change::Roster`] for the
-//! deregistration, then [`Change::Elected`]):
+//! hand-over shows as [`Change::Cleared`] for the resign's tombstone and
+//! [`Change::Roster`] for its deregistration, in the order they committed
+//! (on Kafka the deregistration, a plain write beside the tombstone's
+//! transaction, often commits first), then [`Change::Elected`]):
 //!
 //! * [`Change::Elected`]: a lease names a leader (member and token) that the
 //!   last view did not: a new term, or a term back after its lease lapsed

@@ -67,7 +67,9 @@ impl KafkaClient {
     /// Watches `roles` without joining them, through this client's state
     /// reader; `renewals` reports each renewal too. The roles are checked
     /// when the future runs, before any read; it must run on the binding's
-    /// runtime.
+    /// runtime. It never waits: it is ready at its first poll (it only
+    /// checks and spawns the readers), so a binding may poll it once to
+    /// raise a bad role at the call (the test below holds it to that).
     pub fn observe(
         &self,
         roles: Vec<String>,
@@ -122,6 +124,18 @@ mod tests {
         assert!(woke.unwrap().is_none());
         assert!(o.is_closed());
         assert!(o.next().await.unwrap().is_none(), "and every later one");
+    }
+
+    #[tokio::test]
+    async fn the_observe_future_is_ready_at_its_first_poll() {
+        use std::task::{Context, Poll};
+        let c = unreachable_client();
+        for roles in [vec!["a".to_string()], vec![]] {
+            let mut fut = Box::pin(c.observe(roles, false));
+            let waker = std::task::Waker::noop();
+            let ready = fut.as_mut().poll(&mut Context::from_waker(waker));
+            assert!(matches!(ready, Poll::Ready(_)), "ready at once");
+        }
     }
 
     #[tokio::test]
