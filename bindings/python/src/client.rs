@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::convert::{int_value, kafka_config, seconds_arg, seconds_value, str_field};
 use crate::error::{error_to_py, IntoPyResult};
+use crate::lead::PyLeaderLoop;
 use crate::leadership::{Acquired, MaybeAcquired};
 use crate::observe::PyObserver;
 use crate::pending::{Outcome, PyPending};
@@ -127,8 +128,11 @@ impl PyClient {
     /// epoch, writes the first lease. `None` timings keep the core's
     /// defaults. With a `timeout` (seconds), an acquire that has not won by
     /// then is cancelled (the member deregisters; a role won in that instant
-    /// is resigned) and the operation yields `None`.
-    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None, timeout=None))]
+    /// is resigned) and the operation yields `None`. `on_event`, a callable,
+    /// gets each of the member's events from its registration on, on the
+    /// `krabka-events` thread or, given an `event_loop`, on that loop
+    /// ([`crate::callbacks`]).
+    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None, timeout=None, on_event=None, event_loop=None))]
     #[allow(clippy::too_many_arguments)]
     fn acquire(
         &self,
@@ -139,6 +143,8 @@ impl PyClient {
         renew_interval: Option<&Bound<'_, PyAny>>,
         challenge_stagger: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
+        on_event: Option<&Bound<'_, PyAny>>,
+        event_loop: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyPending> {
         let role = str_field(role, "role")?;
         let member = str_field(member, "member")?;
@@ -148,10 +154,11 @@ impl PyClient {
             challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
         };
         let limit = seconds_arg(timeout, "timeout", SecondsBound::NonNegative)?;
+        let client = self.client(py)?;
+        let events = crate::callbacks::subscribe(on_event, event_loop)?;
         let cancel = CancellationToken::new();
-        let acquire = self
-            .client(py)?
-            .acquire(role, member, &args, cancel.clone(), None)
+        let acquire = client
+            .acquire(role, member, &args, cancel.clone(), events)
             .into_py_result(py)?;
         let Some(limit) = limit else {
             return Ok(PyPending::new(
@@ -185,6 +192,38 @@ impl PyClient {
             },
             OnInterrupt::Cancel(cancel, ACQUIRE_GRACE),
         ))
+    }
+
+    /// A leader loop of `member` in `role` (the shared crate's
+    /// `LeadHandle`, the core's `LeaderLoop`): the timings are checked now,
+    /// before any I/O; nothing starts until the first `next_term`.
+    /// `on_event` and `event_loop` as for `acquire`, for every term.
+    #[pyo3(signature = (role, member, lease_duration=None, renew_interval=None, challenge_stagger=None, on_event=None, event_loop=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn leader_loop(
+        &self,
+        py: Python<'_>,
+        role: &Bound<'_, PyAny>,
+        member: &Bound<'_, PyAny>,
+        lease_duration: Option<&Bound<'_, PyAny>>,
+        renew_interval: Option<&Bound<'_, PyAny>>,
+        challenge_stagger: Option<&Bound<'_, PyAny>>,
+        on_event: Option<&Bound<'_, PyAny>>,
+        event_loop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyLeaderLoop> {
+        let role = str_field(role, "role")?;
+        let member = str_field(member, "member")?;
+        let args = LeadershipArgs {
+            lease_duration: seconds_value(lease_duration, "lease_duration")?,
+            renew_interval: seconds_value(renew_interval, "renew_interval")?,
+            challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
+        };
+        let client = self.client(py)?;
+        let events = crate::callbacks::subscribe(on_event, event_loop)?;
+        let handle = client
+            .leader_loop(&role, &member, &args, events)
+            .into_py_result(py)?;
+        PyLeaderLoop::new(handle)
     }
 
     /// The role's current token at its transaction coordinator.

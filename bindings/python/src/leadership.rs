@@ -86,8 +86,13 @@ pub struct PyLeadership {
 
 impl PyLeadership {
     fn new(leadership: Leadership, handle: tokio::runtime::Handle) -> PyLeadership {
+        PyLeadership::shared(Arc::new(leadership), handle)
+    }
+
+    /// The leadership of a leader loop's term (the loop keeps a handle too).
+    pub fn shared(leadership: Arc<Leadership>, handle: tokio::runtime::Handle) -> PyLeadership {
         PyLeadership {
-            inner: ProcessBound::new("Leadership", Arc::new(leadership), Some(handle)),
+            inner: ProcessBound::new("Leadership", leadership, Some(handle)),
             error: PyOnceLock::new(),
         }
     }

@@ -16,6 +16,8 @@
 //!   partitions).
 //! * [`client`], [`leadership`], [`events`], [`records`], [`reports`]: the
 //!   leadership API, each operation once, as a [`pending::PyPending`].
+//! * [`lead`]: the leader loop (`Client.lead`), a term at a time.
+//! * [`callbacks`]: `on_event=` callbacks, called from one thread.
 //! * [`observe`]: the observer of roles (`Client.observe`) and its views.
 //! * [`pending`], [`asyncio`]: waiting for an operation, blocking or awaited.
 //! * [`runtime`]: the runtime holder and the fork hook.
@@ -25,11 +27,13 @@
 //!   [`metrics`]: the core's metrics, read as dicts or Prometheus text.
 
 pub mod asyncio;
+pub mod callbacks;
 pub mod client;
 pub mod convert;
 pub mod error;
 pub mod events;
 pub mod functions;
+pub mod lead;
 pub mod leadership;
 pub mod logging;
 pub mod metrics;
@@ -63,6 +67,9 @@ mod native {
 
     #[pymodule_export]
     use crate::leadership::PyLeadership;
+
+    #[pymodule_export]
+    use crate::lead::{PyLeaderLoop, PyTerm};
 
     #[pymodule_export]
     use crate::events::{PyEvent, PyEventStream};

@@ -21,7 +21,16 @@ STUB = Path(_native.__file__).with_name("_native.pyi")
 
 # Names of ``__all__`` that are data or type aliases, not classes or
 # functions: they carry no docstring of their own.
-NOT_DOCUMENTABLE = {"NO_EPOCH", "EventKind", "ChangeKind", "KafkaSettings", "OAuthTokenProvider"}
+NOT_DOCUMENTABLE = {
+    "NO_EPOCH",
+    "EventKind",
+    "ChangeKind",
+    "KafkaSettings",
+    "OAuthTokenProvider",
+    "EventCallback",
+    "LeadWork",
+    "AsyncLeadWork",
+}
 
 
 def _stub_entries() -> Iterator[Tuple[str, Optional[str], Any]]:

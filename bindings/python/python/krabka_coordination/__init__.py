@@ -16,7 +16,10 @@ asyncio client), a context manager whose exit resigns; its
 :meth:`~Leadership.events` yields the member's :class:`Event`\\ s. The
 clients also describe who is authoritative (:class:`LeadershipStatus`) and a
 role's roster and lease (:class:`RoleStateReport`), and create the state
-topic (:class:`TopicReport`). :meth:`Client.observe` watches roles without
+topic (:class:`TopicReport`). :meth:`Client.lead` runs a role's work term
+after term (a leader loop: contend, work while leading, contend again);
+``on_event=`` hands a member's events to a callback from its registration
+on. :meth:`Client.observe` watches roles without
 joining them: an :class:`Observer` (:class:`AsyncObserver`) yields a
 :class:`RoleView` at each change (a new leader, a resign, a lapsed lease,
 the roster).
@@ -34,7 +37,8 @@ Errors derive from :class:`KrabkaError`, one class per core error kind
 ``krabka_coordination``.
 """
 
-from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, KafkaSettings, OAuthTokenProvider
+from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, EventCallback, KafkaSettings, OAuthTokenProvider
+from ._lead import AsyncLeadWork, LeadWork, TermEnded
 from ._leadership import AsyncEvents, AsyncLeadership, EventKind, Events, Leadership
 from ._observe import AsyncObserver, ChangeKind, Observer
 from ._native import (
@@ -79,6 +83,7 @@ __all__ = [
     "AsyncAcquire",
     "AsyncClient",
     "AsyncEvents",
+    "AsyncLeadWork",
     "AsyncLeadership",
     "AsyncObserver",
     "Cancelled",
@@ -86,6 +91,7 @@ __all__ = [
     "Client",
     "EncodeError",
     "Event",
+    "EventCallback",
     "EventKind",
     "Events",
     "FatalError",
@@ -97,6 +103,7 @@ __all__ = [
     "Key",
     "KrabkaError",
     "Lease",
+    "LeadWork",
     "LeaseExpired",
     "Leadership",
     "LeadershipStatus",
@@ -109,6 +116,7 @@ __all__ = [
     "RoleStateReport",
     "RoleView",
     "RosterEntry",
+    "TermEnded",
     "TopicReport",
     "TransientError",
     "decode_key",

@@ -10,13 +10,16 @@ method is called, before any I/O.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from types import TracebackType
 from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, Union
 
-from . import _native
+from . import _lead, _native
+from ._lead import AsyncLeadWork, LeadWork
 from ._leadership import AsyncLeadership, Leadership
 from ._observe import AsyncObserver, Observer
-from ._native import Cancelled, LeadershipStatus, RoleStateReport, TopicReport
+from ._native import Cancelled, Event, LeadershipStatus, RoleStateReport, TopicReport
 
 KafkaSettings = Mapping[str, Union[str, int, float, bool]]
 """librdkafka client settings: ``"bootstrap.servers"`` at least; values are
@@ -29,7 +32,24 @@ the token as a ``str``, its expiry in seconds since the epoch (as
 ``time.time() + 3600`` writes it) and the principal it names (for the
 logs; the broker reads the principal from the token)."""
 
-__all__ = ["AcquireTimeout", "AsyncAcquire", "AsyncClient", "Client", "KafkaSettings", "OAuthTokenProvider"]
+EventCallback = Callable[[Event], object]
+"""An ``on_event=`` callback: called with each :class:`Event` of the member,
+in order, from its registration to the end of its term. With
+:class:`Client` it runs on the package's ``krabka-events`` thread (keep it
+quick and thread-safe; it must not block), with :class:`AsyncClient` on the
+event loop that started the operation. What it raises is reported through
+``sys.unraisablehook``; the member and the later callbacks go on. Its
+return value is ignored."""
+
+__all__ = [
+    "AcquireTimeout",
+    "AsyncAcquire",
+    "AsyncClient",
+    "Client",
+    "EventCallback",
+    "KafkaSettings",
+    "OAuthTokenProvider",
+]
 
 
 class AcquireTimeout(Cancelled, TimeoutError):
@@ -149,6 +169,7 @@ class Client(_ClientBase):
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
         timeout: Optional[float] = None,
+        on_event: Optional[EventCallback] = None,
     ) -> Leadership:
         """Registers ``member`` in ``role``, waits for its turn, mints the
         epoch, writes the first lease, and returns the held
@@ -164,12 +185,66 @@ class Client(_ClientBase):
         Ctrl-C stops a waiting acquire: the member is deregistered (within 10
         s) before ``KeyboardInterrupt`` is raised, and a role won in that
         instant is resigned. A second acquire of a role this client is
-        acquiring or holds raises :class:`InvalidArgumentError`."""
-        pending = self._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        acquiring or holds raises :class:`InvalidArgumentError`.
+
+        ``on_event`` (:data:`EventCallback`) is called with each of the
+        member's events from its registration on (``registered``,
+        ``waiting`` with the ``holder`` and its ``token``, ``elected``, the
+        renewals, up to the end of the term), in order, on the package's
+        ``krabka-events`` thread: keep it quick and thread-safe, and never
+        block in it (it holds up the events of every member of the process).
+        What it raises goes to ``sys.unraisablehook``."""
+        pending = self._native.acquire(
+            role, member, lease_duration, renew_interval, challenge_stagger, timeout, on_event
+        )
         native = pending.wait()
         if native is None:
             raise _timed_out(role, member, timeout)
         return Leadership(native)
+
+    def lead(
+        self,
+        role: str,
+        member: str,
+        work: LeadWork,
+        *,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+        on_event: Optional[EventCallback] = None,
+        stop: Optional[threading.Event] = None,
+    ) -> None:
+        """Leads ``role`` as ``member`` term after term: waits for the turn
+        as :meth:`acquire_leadership` does, calls ``work(leadership,
+        term_ended)`` with the held :class:`Leadership` and the term's
+        :class:`TermEnded`, and contends again, until stopped. The rules are
+        the core's leader loop:
+
+        * ``work`` returns: the role is resigned (the hand-over is
+          immediate) and the member contends again, from the tail of the
+          roster;
+        * ``work`` raises: the role is resigned and ``lead`` raises that
+          exception;
+        * the term ends under the work (fenced, the lease expired):
+          ``term_ended`` is set; once ``work`` returns the member contends
+          again after a backoff (doubling while terms stay shorter than a
+          lease);
+        * ``stop`` is set (from any thread) or Ctrl-C: a waiting member
+          deregisters, a running term's ``term_ended`` is set, the role is
+          resigned once ``work`` returns, and ``lead`` returns (Ctrl-C:
+          raises ``KeyboardInterrupt``, after the clean-up, within 10 s).
+
+        ``work`` runs on the calling thread and must return soon after
+        ``term_ended`` is set (``term_ended.wait(timeout)`` is a good pause
+        between units of work). ``on_event`` gets the member's events of
+        every term (see :meth:`acquire_leadership`). Arguments are checked
+        here, before any I/O: a non-callable ``work`` or ``on_event``, or a
+        ``stop`` that is not an Event, raises ``TypeError``; bad timings
+        :class:`InvalidArgumentError`."""
+        _lead.check_work(work)
+        _lead.check_stop(stop)
+        native = self._native.leader_loop(role, member, lease_duration, renew_interval, challenge_stagger, on_event)
+        _lead.run_blocking(native, work, stop)
 
     def describe_leadership(self, role: str) -> LeadershipStatus:
         """The role's current token at its transaction coordinator: one
@@ -239,6 +314,7 @@ class AsyncClient(_ClientBase):
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
         timeout: Optional[float] = None,
+        on_event: Optional[EventCallback] = None,
     ) -> AsyncAcquire:
         """Registers, waits for the turn and takes the role (see
         :meth:`Client.acquire_leadership`, and its ``timeout``, which raises
@@ -248,8 +324,47 @@ class AsyncClient(_ClientBase):
         leadership:``), which resigns when the block ends. Nothing starts
         until it is awaited or entered. Cancelling the awaiting task (or
         ``asyncio.wait_for`` running out) deregisters the member; a role won
-        in that instant is resigned. Arguments are checked when it starts."""
-        return AsyncAcquire(self, role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        in that instant is resigned. Arguments are checked when it starts.
+
+        ``on_event`` (:data:`EventCallback`) is called with each of the
+        member's events from its registration on, in order, on the event
+        loop that started the acquire (``loop.call_soon_threadsafe``); what
+        it raises goes to ``sys.unraisablehook``."""
+        return AsyncAcquire(self, role, member, lease_duration, renew_interval, challenge_stagger, timeout, on_event)
+
+    async def lead(
+        self,
+        role: str,
+        member: str,
+        work: AsyncLeadWork,
+        *,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+        on_event: Optional[EventCallback] = None,
+    ) -> None:
+        """Leads ``role`` as ``member`` term after term (see
+        :meth:`Client.lead` for the rules): ``await work(leadership,
+        term_ended)`` runs once per term with the held
+        :class:`AsyncLeadership` and an ``asyncio.Event`` that is set, on
+        this loop, when the term ends or the loop stops. Cancelling the task
+        that awaits ``lead`` stops it: a waiting member deregisters; a
+        running ``work`` is cancelled (``CancelledError`` inside it), the
+        role is resigned, and the cancel propagates. ``work`` raising
+        resigns the role and ``lead`` raises that exception. ``on_event`` is
+        called on this loop. Arguments are checked when it starts, before
+        any I/O."""
+        _lead.check_work(work)
+        native = self._native.leader_loop(
+            role,
+            member,
+            lease_duration,
+            renew_interval,
+            challenge_stagger,
+            on_event,
+            asyncio.get_running_loop(),
+        )
+        await _lead.run_async(native, work)
 
     async def describe_leadership(self, role: str) -> LeadershipStatus:
         """The role's current token at its transaction coordinator."""
@@ -303,7 +418,7 @@ class AsyncAcquire:
     with`` (the block gets the leadership and resigns it at the end). It
     runs once."""
 
-    __slots__ = ("_args", "_client", "_leadership")
+    __slots__ = ("_args", "_client", "_leadership", "_on_event")
 
     def __init__(
         self,
@@ -314,14 +429,25 @@ class AsyncAcquire:
         renew_interval: Optional[float],
         challenge_stagger: Optional[float],
         timeout: Optional[float],
+        on_event: Optional[EventCallback] = None,
     ) -> None:
         self._client = client
         self._args = (role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        self._on_event = on_event
         self._leadership: Optional[AsyncLeadership] = None
 
     async def _acquire(self) -> AsyncLeadership:
         role, member, lease_duration, renew_interval, challenge_stagger, timeout = self._args
-        pending = self._client._native.acquire(role, member, lease_duration, renew_interval, challenge_stagger, timeout)
+        pending = self._client._native.acquire(
+            role,
+            member,
+            lease_duration,
+            renew_interval,
+            challenge_stagger,
+            timeout,
+            self._on_event,
+            asyncio.get_running_loop() if self._on_event is not None else None,
+        )
         native = await pending
         if native is None:
             raise _timed_out(role, member, timeout)

@@ -51,9 +51,11 @@ __all__ = [
     "TopicReport",
     "_Client",
     "_EventStream",
+    "_LeaderLoop",
     "_Leadership",
     "_Observer",
     "_Pending",
+    "_Term",
     "_reset_runtime_after_fork",
     "_runtime_alive_tasks",
     "_runtime_ping",
@@ -283,12 +285,32 @@ class _Client:
         renew_interval: Optional[float] = None,
         challenge_stagger: Optional[float] = None,
         timeout: Optional[float] = None,
+        on_event: Optional[Callable[[Event], object]] = None,
+        event_loop: Optional[Any] = None,
     ) -> _Pending[Optional[_Leadership]]:
         """Acquires `role` as `member`: registers, waits for the turn, mints the
         epoch, writes the first lease. `None` timings keep the core's
         defaults. With a `timeout` (seconds), an acquire that has not won by
         then is cancelled (the member deregisters; a role won in that instant
-        is resigned) and the operation yields `None`."""
+        is resigned) and the operation yields `None`. `on_event`, a callable,
+        gets each of the member's events from its registration on, on the
+        `krabka-events` thread or, given an `event_loop`, on that loop
+        ([`crate::callbacks`])."""
+
+    def leader_loop(
+        self,
+        role: str,
+        member: str,
+        lease_duration: Optional[float] = None,
+        renew_interval: Optional[float] = None,
+        challenge_stagger: Optional[float] = None,
+        on_event: Optional[Callable[[Event], object]] = None,
+        event_loop: Optional[Any] = None,
+    ) -> _LeaderLoop:
+        """A leader loop of `member` in `role` (the shared crate's
+        `LeadHandle`, the core's `LeaderLoop`): the timings are checked now,
+        before any I/O; nothing starts until the first `next_term`.
+        `on_event` and `event_loop` as for `acquire`, for every term."""
 
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """The role's current token at its transaction coordinator."""
@@ -392,6 +414,46 @@ class _Leadership:
 
     def events(self) -> _EventStream:
         """The member's events from now on, ending with the term."""
+
+@final
+class _LeaderLoop:
+    """A leader loop (see the module documentation)."""
+
+    def next_term(self) -> _Pending[Optional[_Term]]:
+        """The next term once this member leads (after the backoff the core
+        owes), or `None` once the loop is stopped."""
+
+    def finish(self, term: _Term) -> _Pending[None]:
+        """Ends `term` after its work returned or raised: the core resigns a
+        role still held and owes the backoff before the next term."""
+
+    def stop(self) -> None:
+        """Stops the loop: a waiting `next_term` deregisters and yields `None`,
+        a running term's end signal fires. Idempotent, from any thread."""
+
+    @property
+    def stopped(self) -> bool:
+        """True once stopped."""
+
+@final
+class _Term:
+    """One term of a leader loop: its leadership and its end signal."""
+
+    @property
+    def leadership(self) -> _Leadership:
+        """The held leadership of the term."""
+
+    @property
+    def number(self) -> int:
+        """The term's number in its loop, from 1."""
+
+    @property
+    def ended(self) -> bool:
+        """True once the term ended or the loop was stopped."""
+
+    def wait_ended(self, timeout: Optional[float] = None) -> _Pending[bool]:
+        """Waits until the term ends or the loop is stopped (`True`), or
+        `timeout` seconds pass (`False`; `None`: no limit)."""
 
 @final
 class _EventStream:
