@@ -1,6 +1,7 @@
 """The observer on the real Kafka: a third party that watches a role without
 joining it (``Client.observe``, ``AsyncClient.observe``) sees a hand-over
-and a crash failover in order, each new leader with the token the role's
+and a crash failover in order (and the standby, through ``on_event``, whom
+it waits for), each new leader with the token the role's
 transaction coordinator reports (``describe_leadership``). The member that
 crashes is a separate process (``member_proc.py``) killed with SIGKILL.
 Also: the arguments the core refuses, ``close()`` from another thread, a
@@ -143,16 +144,30 @@ def test_an_observer_sees_a_handover_and_a_crash_failover_in_order(kafka: Dict[s
         assert token_b > a.token
         assert watcher.describe_leadership(role).token == token_b
 
-        # c (this process) waits behind b.
+        # c (this process) waits behind b, and sees whom it waits for
+        # through on_event: its events from its registration on.
+        c_events: List[kc.Event] = []
+        c_waiting = threading.Event()
+
+        def on_c_event(event: kc.Event) -> None:
+            c_events.append(event)
+            if event.kind == "waiting":
+                c_waiting.set()
+
         def acquire_c() -> None:
             try:
-                c_result.append(cc.acquire_leadership(role, "c", **TIMINGS))
+                c_result.append(cc.acquire_leadership(role, "c", on_event=on_c_event, **TIMINGS))
             except BaseException as e:
                 c_result.append(e)
 
         c_thread = threading.Thread(target=acquire_c, daemon=True)
         c_thread.start()
         expect_roster(observer, ["b", "c"])
+        assert c_waiting.wait(10), f"c reported no waiting event: {c_events}"
+        assert c_events[0].kind == "registered", c_events
+        waiting = next(e for e in c_events if e.kind == "waiting")
+        assert (waiting.holder, waiting.token) == ("b", token_b), repr(waiting)
+        assert waiting.rank == 0 and waiting.challenge_at is not None, repr(waiting)
 
         # The crash: b is SIGKILLed; its lease lapses, then c is elected.
         b.send(signal.SIGKILL)
