@@ -11,7 +11,8 @@ use krabka_coordination::{ElectionOptions, Error};
 use krabka_coordination_bindings::args::{seconds, SecondsBound};
 use krabka_coordination_bindings::blocking::BoxFuture;
 use krabka_coordination_bindings::{
-    options, Field, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound, TimeoutArgs, TopicArgs,
+    options, AcquireEventStream, Field, KafkaClient, LeadershipArgs, OnInterrupt, ProcessBound,
+    TimeoutArgs, TopicArgs,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -377,8 +378,11 @@ pub unsafe extern "C" fn krabka_client_acquire(
         };
         let (events, mut dispatch) = match callback {
             Some(cb) => {
-                let (tx, rx) = krabka_coordination::events::channel();
-                (Some(tx), Some(Dispatch::start(rt, rx, cb, user_data)?))
+                let (feed, stream) = AcquireEventStream::channel();
+                (
+                    Some(feed.events),
+                    Some(Dispatch::start(rt, stream, feed.outcome, cb, user_data)?),
+                )
             }
             None => (None, None),
         };

@@ -2,10 +2,10 @@
 //! of its term, delivered in order on one thread the library starts for the
 //! acquire.
 //!
-//! A task on the runtime reads the acquire's subscription (the core's event
-//! channel, given to the acquire before it registers) and, once the acquire
-//! has won, the shared crate's [`EventStream`] over that same subscription,
-//! which ends with the term. It hands each event to a plain thread
+//! A task on the runtime reads the shared crate's [`AcquireEventStream`]
+//! (its feed given to the acquire before it registers; the leadership
+//! attached once won), which ends with the term or after a failed acquire.
+//! It hands each event to a plain thread
 //! (`krabka-events`) that calls the C callback: a callback never runs on a
 //! runtime thread, so it may block and may call any function of the
 //! library (even `krabka_leadership_free` of its own leadership).
@@ -15,10 +15,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::{JoinHandle, ThreadId};
 
-use krabka_coordination::events::{Event, EventReceiver};
+use krabka_coordination::events::Event;
 use krabka_coordination::leadership::Leadership;
-use krabka_coordination_bindings::{EventStream, EventView};
-use tokio::sync::oneshot;
+use krabka_coordination_bindings::{AcquireEventStream, AcquireOutcome, EventView};
 use tokio_util::sync::CancellationToken;
 
 use crate::codec::krabka_fencing_token;
@@ -217,22 +216,23 @@ unsafe impl Send for UserData {}
 /// The callback of one acquire: its forwarding task and its thread.
 pub struct Dispatch {
     stop: CancellationToken,
-    handoff: Option<oneshot::Sender<Option<Arc<Leadership>>>>,
+    handoff: Option<AcquireOutcome>,
     thread: Option<JoinHandle<()>>,
     thread_id: ThreadId,
 }
 
 impl Dispatch {
-    /// Starts delivering the events of `rx` to `callback` on a new thread.
+    /// Starts delivering the events of `stream` to `callback` on a new
+    /// thread; `outcome` is the stream's, settled by [`Dispatch::acquired`].
     pub fn start(
         rt: &tokio::runtime::Runtime,
-        rx: EventReceiver,
+        stream: AcquireEventStream,
+        outcome: AcquireOutcome,
         callback: unsafe extern "C" fn(*const krabka_event, *mut c_void),
         user_data: *mut c_void,
     ) -> Result<Dispatch, Failure> {
         let stop = CancellationToken::new();
         let (events_tx, events_rx) = mpsc::channel::<Event>();
-        let (handoff, handed) = oneshot::channel();
         let user = UserData(user_data);
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
@@ -260,10 +260,10 @@ impl Dispatch {
                 )
             })?;
         let thread_id = thread.thread().id();
-        rt.spawn(forward(rx, handed, events_tx, stop.clone()));
+        rt.spawn(forward(stream, events_tx, stop.clone()));
         Ok(Dispatch {
             stop,
-            handoff: Some(handoff),
+            handoff: Some(outcome),
             thread: Some(thread),
             thread_id,
         })
@@ -274,7 +274,10 @@ impl Dispatch {
     /// attempt are delivered, then the thread ends).
     pub fn acquired(&mut self, leadership: Option<Arc<Leadership>>) {
         if let Some(h) = self.handoff.take() {
-            let _ = h.send(leadership);
+            match leadership {
+                Some(l) => h.won(&l),
+                None => h.failed(),
+            }
         }
     }
 
@@ -304,42 +307,8 @@ impl Dispatch {
     }
 }
 
-/// Forwards the acquire's events to the callback thread: the raw
-/// subscription until the acquire ends, then (when it won) the shared
-/// stream over the same subscription, which ends with the term.
-async fn forward(
-    mut rx: EventReceiver,
-    handed: oneshot::Receiver<Option<Arc<Leadership>>>,
-    tx: mpsc::Sender<Event>,
-    stop: CancellationToken,
-) {
-    tokio::pin!(handed);
-    let leadership = loop {
-        tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            event = rx.recv() => match event {
-                Some(e) => {
-                    if tx.send(e).is_err() {
-                        return;
-                    }
-                }
-                None => break None,
-            },
-            h = &mut handed => break h.ok().flatten(),
-        }
-    };
-    let Some(leadership) = leadership else {
-        // The acquire failed: it sent all its events before it returned.
-        while let Ok(e) = rx.try_recv() {
-            if tx.send(e).is_err() {
-                return;
-            }
-        }
-        return;
-    };
-    let mut stream = EventStream::with_receiver(&leadership, rx);
-    drop(leadership);
+/// Forwards the stream's events to the callback thread until it ends.
+async fn forward(mut stream: AcquireEventStream, tx: mpsc::Sender<Event>, stop: CancellationToken) {
     loop {
         tokio::select! {
             biased;

@@ -18,6 +18,7 @@ use krabka_coordination::transport::kafka::{
 use krabka_coordination::{Error, Result};
 use tokio_util::sync::CancellationToken;
 
+use crate::events::AcquireFeed;
 use crate::options::{LeadershipArgs, TopicArgs};
 
 /// A core [`Client`] on Kafka and what it was built from.
@@ -85,6 +86,33 @@ impl KafkaClient {
         }
         let client = self.client.clone();
         Ok(async move { client.acquire(&role, &member, options).await })
+    }
+
+    /// [`KafkaClient::acquire`] followed by an
+    /// [`crate::AcquireEventStream`]: `feed`'s sender receives the member's
+    /// events, and the acquire's outcome is attached to the stream as it
+    /// settles (before the future returns it), so the stream goes on with
+    /// the term or ends after a failed acquire.
+    pub fn acquire_with_feed(
+        &self,
+        role: String,
+        member: String,
+        args: &LeadershipArgs,
+        cancel: CancellationToken,
+        feed: Option<AcquireFeed>,
+    ) -> Result<impl Future<Output = Result<Arc<Leadership>>> + Send + 'static> {
+        let (events, outcome) = match feed {
+            Some(f) => (Some(f.events), Some(f.outcome)),
+            None => (None, None),
+        };
+        let acquire = self.acquire(role, member, args, cancel, events)?;
+        Ok(async move {
+            let won = acquire.await.map(Arc::new);
+            if let Some(outcome) = outcome {
+                outcome.settle(&won);
+            }
+            won
+        })
     }
 
     /// The role's current token at its transaction coordinator.

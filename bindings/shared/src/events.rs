@@ -7,14 +7,23 @@
 //! event that ended it and whatever the member emitted up to then (a
 //! resign's `resigned` and `deregistered`), and then nothing. A `for` loop
 //! over it therefore finishes with the role.
+//!
+//! [`AcquireEventStream`] starts earlier, at the member's registration:
+//! made before the acquire (its [`AcquireFeed`] goes to
+//! [`crate::KafkaClient::acquire`]), it yields the acquire's events
+//! (`registered`, `waiting` with the holder, `challenging`, ...), then,
+//! once the acquire's outcome is attached, the term's, ending like an
+//! [`EventStream`]; after a failed acquire it ends with the acquire's last
+//! event.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
-use krabka_coordination::events::{self, Event, EventKind, EventReceiver};
+use krabka_coordination::events::{self, Event, EventKind, EventReceiver, EventSender};
 use krabka_coordination::leadership::Leadership;
 use krabka_coordination::{Error, FencingToken};
+use tokio::sync::oneshot;
 
 /// Where an [`EventStream`] is.
 enum State {
@@ -145,6 +154,143 @@ impl EventStream {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// What an acquire takes so that an [`AcquireEventStream`] sees its events
+/// and, once it settles, the term it won.
+#[derive(Debug)]
+pub struct AcquireFeed {
+    /// The member's events: for the acquire's `events` argument.
+    pub events: EventSender,
+    /// The acquire's outcome, attached once it settles.
+    pub outcome: AcquireOutcome,
+}
+
+/// Where an acquire's outcome goes: [`AcquireOutcome::won`] attaches the
+/// leadership (the stream goes on with the term), [`AcquireOutcome::failed`]
+/// (or dropping it) ends the stream after the acquire's own events.
+#[derive(Debug)]
+pub struct AcquireOutcome(oneshot::Sender<Option<Arc<Leadership>>>);
+
+impl AcquireOutcome {
+    /// The acquire won `leadership`: the stream goes on until its term ends.
+    pub fn won(self, leadership: &Arc<Leadership>) {
+        let _ = self.0.send(Some(Arc::clone(leadership)));
+    }
+
+    /// The acquire failed (or was cancelled, or timed out): the stream
+    /// yields what it sent, then ends. Dropping the outcome does the same.
+    pub fn failed(self) {
+        let _ = self.0.send(None);
+    }
+
+    /// [`AcquireOutcome::won`] or [`AcquireOutcome::failed`], as `outcome`
+    /// says.
+    pub fn settle<E>(self, outcome: &std::result::Result<Arc<Leadership>, E>) {
+        match outcome {
+            Ok(l) => self.won(l),
+            Err(_) => self.failed(),
+        }
+    }
+}
+
+/// Where an [`AcquireEventStream`] is.
+enum Feed {
+    /// The acquire runs: its events, until its outcome is attached.
+    Acquiring {
+        rx: EventReceiver,
+        outcome: oneshot::Receiver<Option<Arc<Leadership>>>,
+    },
+    /// The acquire won: the term's stream over the same subscription.
+    Term(EventStream),
+    /// The acquire failed: what it sent before it returned.
+    Draining(EventReceiver),
+    /// Done.
+    Finished,
+}
+
+/// A member's events from its registration to the end of its term (see
+/// the module documentation): make it with [`AcquireEventStream::channel`],
+/// give the [`AcquireFeed`]'s `events` to the acquire and settle its
+/// `outcome` when the acquire returns, while a consumer reads
+/// [`AcquireEventStream::next`] alongside.
+pub struct AcquireEventStream {
+    feed: Feed,
+}
+
+impl std::fmt::Debug for AcquireEventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.feed {
+            Feed::Acquiring { .. } => "acquiring",
+            Feed::Term(_) => "term",
+            Feed::Draining(_) => "draining",
+            Feed::Finished => "finished",
+        };
+        f.debug_struct("AcquireEventStream")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+impl AcquireEventStream {
+    /// A stream and the feed of the one acquire it follows.
+    pub fn channel() -> (AcquireFeed, AcquireEventStream) {
+        let (tx, rx) = events::channel();
+        let (outcome_tx, outcome_rx) = oneshot::channel();
+        (
+            AcquireFeed {
+                events: tx,
+                outcome: AcquireOutcome(outcome_tx),
+            },
+            AcquireEventStream {
+                feed: Feed::Acquiring {
+                    rx,
+                    outcome: outcome_rx,
+                },
+            },
+        )
+    }
+
+    /// The next event, or `None` once the acquire failed, or the term it
+    /// won ended, and the last events were yielded. Cancel-safe: dropping
+    /// the future loses no event. It waits only on tokio's channels (no
+    /// timer, no I/O), so any executor may poll it.
+    pub async fn next(&mut self) -> Option<Event> {
+        loop {
+            match &mut self.feed {
+                Feed::Acquiring { rx, outcome } => {
+                    let settled = tokio::select! {
+                        biased;
+                        event = rx.recv() => match event {
+                            Some(e) => return Some(e),
+                            // Every sender dropped: nothing more can come.
+                            None => None,
+                        },
+                        o = outcome => Some(o.ok().flatten()),
+                    };
+                    let Feed::Acquiring { rx, .. } = std::mem::replace(&mut self.feed, Feed::Finished)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    self.feed = match settled {
+                        None => Feed::Finished,
+                        Some(Some(l)) => Feed::Term(EventStream::with_receiver(&l, rx)),
+                        // The acquire sent all its events before it settled.
+                        Some(None) => Feed::Draining(rx),
+                    };
+                }
+                Feed::Term(stream) => match stream.next().await {
+                    Some(e) => return Some(e),
+                    None => self.feed = Feed::Finished,
+                },
+                Feed::Draining(rx) => match rx.try_recv() {
+                    Ok(e) => return Some(e),
+                    Err(_) => self.feed = Feed::Finished,
+                },
+                Feed::Finished => return None,
             }
         }
     }
@@ -447,6 +593,160 @@ mod tests {
         l.resign().await.unwrap();
         let mut stream = EventStream::with_receiver(&l, rx);
         let kinds = kinds_until_end(&mut stream).await;
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        assert!(kinds.ends_with(&["resigned", "deregistered"]), "{kinds:?}");
+    }
+
+    fn quick_options(client: &Client) -> krabka_coordination::leadership::LeadershipOptions {
+        client
+            .leadership_options()
+            .with_lease_duration(Duration::from_millis(600))
+            .with_renew_interval(Duration::from_millis(50))
+            .with_challenge_stagger(Duration::ZERO)
+            .with_poll_wait(Duration::from_millis(20))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_acquire_stream_runs_from_registration_to_the_end_of_the_term() {
+        let cluster = cluster();
+        let client = Client::from_transport(Arc::new(cluster.transport()));
+        let (feed, mut stream) = AcquireEventStream::channel();
+        // The consumer reads while the acquire runs.
+        let reader = tokio::spawn(async move {
+            let kinds = kinds_until_end_acquire(&mut stream).await;
+            (kinds, stream.next().await.is_none())
+        });
+        let won = client
+            .acquire(ROLE, "a", quick_options(&client).with_events(feed.events))
+            .await
+            .map(Arc::new);
+        feed.outcome.settle(&won);
+        let l = won.unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        l.resign().await.unwrap();
+        let (kinds, ended) = reader.await.unwrap();
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        let elected = kinds.iter().position(|k| *k == "elected").expect("elected");
+        assert!(kinds[..elected].contains(&"challenging"), "{kinds:?}");
+        assert!(kinds[elected + 1..].contains(&"renewed"), "{kinds:?}");
+        assert!(kinds.ends_with(&["resigned", "deregistered"]), "{kinds:?}");
+        assert!(ended, "an ended stream stays ended");
+    }
+
+    async fn kinds_until_end_acquire(stream: &mut AcquireEventStream) -> Vec<&'static str> {
+        let mut kinds = Vec::new();
+        while let Some(e) = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("the stream neither yielded nor ended")
+        {
+            kinds.push(e.kind.name());
+        }
+        kinds
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_acquire_ends_its_stream_after_its_own_events() {
+        let cluster = cluster();
+        let holder = leader(&cluster, "a").await;
+        let client = Client::from_transport(Arc::new(cluster.transport()));
+        let (feed, mut stream) = AcquireEventStream::channel();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let options = quick_options(&client)
+            .with_events(feed.events)
+            .with_cancel(cancel.clone());
+        let acquire = tokio::spawn(async move { client.acquire(ROLE, "b", options).await });
+        // b waits behind a's lease, and its stream says so.
+        let mut seen = Vec::new();
+        loop {
+            let e = tokio::time::timeout(Duration::from_secs(10), stream.next())
+                .await
+                .expect("b's events")
+                .expect("b's stream goes on while it waits");
+            seen.push(e.kind.name());
+            if let EventKind::Waiting { holder: Some(h), .. } = &e.kind {
+                assert_eq!(&**h, "a");
+                break;
+            }
+        }
+        assert_eq!(seen.first(), Some(&"registered"), "{seen:?}");
+        cancel.cancel();
+        let won = acquire.await.unwrap().map(Arc::new);
+        assert!(matches!(won, Err(Error::Cancelled)), "{won:?}");
+        feed.outcome.settle(&won);
+        let kinds = kinds_until_end_acquire(&mut stream).await;
+        assert_eq!(kinds.last(), Some(&"deregistered"), "{kinds:?}");
+        assert!(stream.next().await.is_none());
+        assert!(holder.is_held(), "a's term goes on");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_next_loses_no_event_before_or_after_the_win() {
+        let cluster = cluster();
+        let client = Client::from_transport(Arc::new(cluster.transport()));
+        let (feed, mut stream) = AcquireEventStream::channel();
+        // Nothing comes yet: a waiting next is dropped.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), stream.next())
+                .await
+                .is_err()
+        );
+        // A lease of 30 s renewed every 10 s: no renewal within the test.
+        let options = client
+            .leadership_options()
+            .with_lease_duration(Duration::from_secs(30))
+            .with_renew_interval(Duration::from_secs(10))
+            .with_challenge_stagger(Duration::ZERO)
+            .with_poll_wait(Duration::from_millis(20))
+            .with_events(feed.events);
+        let won = client.acquire(ROLE, "a", options).await.map(Arc::new);
+        feed.outcome.settle(&won);
+        let l = won.unwrap();
+        let mut kinds = Vec::new();
+        loop {
+            match tokio::time::timeout(Duration::from_millis(300), stream.next()).await {
+                Ok(Some(e)) => kinds.push(e.kind.name()),
+                Ok(None) => panic!("the term is on: {kinds:?}"),
+                // A waiting next dropped, with the term on and nothing new.
+                Err(_) => break,
+            }
+        }
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        assert_eq!(kinds.last(), Some(&"elected"), "{kinds:?}");
+        l.resign().await.unwrap();
+        let kinds = kinds_until_end_acquire(&mut stream).await;
+        assert_eq!(kinds, ["resigned", "deregistered"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_outcome_dropped_or_attached_late_still_ends_the_stream() {
+        // Dropped unsettled (the acquire's task died): its events, then the end.
+        let cluster = cluster();
+        let client = Client::from_transport(Arc::new(cluster.transport()));
+        let (feed, mut stream) = AcquireEventStream::channel();
+        let l = Arc::new(
+            client
+                .acquire(ROLE, "a", quick_options(&client).with_events(feed.events))
+                .await
+                .unwrap(),
+        );
+        drop(feed.outcome);
+        let kinds = kinds_until_end_acquire(&mut stream).await;
+        assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
+        assert!(kinds.contains(&"elected"), "{kinds:?}");
+        assert!(l.is_held(), "the stream ends, the term does not");
+
+        // Attached once the term had ended: every event, then the end.
+        l.resign().await.unwrap();
+        let (feed, mut stream) = AcquireEventStream::channel();
+        let l = Arc::new(
+            client
+                .acquire(ROLE, "b", quick_options(&client).with_events(feed.events))
+                .await
+                .unwrap(),
+        );
+        l.resign().await.unwrap();
+        feed.outcome.won(&l);
+        let kinds = kinds_until_end_acquire(&mut stream).await;
         assert_eq!(kinds.first(), Some(&"registered"), "{kinds:?}");
         assert!(kinds.ends_with(&["resigned", "deregistered"]), "{kinds:?}");
     }

@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use krabka_coordination::events::{self, Event, EventReceiver};
 use krabka_coordination::leadership::{LeaderLoop, Term};
 use krabka_coordination::Result;
 use tokio::sync::Mutex;
@@ -21,6 +22,8 @@ use crate::options::LeadershipArgs;
 pub struct LeadHandle {
     inner: Arc<Mutex<LeaderLoop>>,
     cancel: CancellationToken,
+    /// Fired by [`LeadHandle::end`]: the binding's loop is over.
+    over: CancellationToken,
 }
 
 impl std::fmt::Debug for LeadHandle {
@@ -56,6 +59,43 @@ impl LeadHandle {
     pub fn is_stopped(&self) -> bool {
         self.cancel.is_cancelled()
     }
+
+    /// The binding's loop is over (`next_term` yielded `None` or an error,
+    /// or a work failed and its term was finished): stops the loop, and its
+    /// [`LoopEventStream`] ends after the events sent so far (every event
+    /// of a finished term and of a stopped acquire is sent by then).
+    pub fn end(&self) {
+        self.cancel.cancel();
+        self.over.cancel();
+    }
+}
+
+/// The member's events of every term of a leader loop, in order, ending
+/// once the loop's [`LeadHandle::end`] was called and the events sent
+/// until then were yielded (see [`KafkaClient::leader_loop_with_events`]).
+pub struct LoopEventStream {
+    rx: EventReceiver,
+    over: CancellationToken,
+}
+
+impl std::fmt::Debug for LoopEventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopEventStream")
+            .field("over", &self.over.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopEventStream {
+    /// The next event, or `None` once the loop is over and every event was
+    /// yielded. Cancel-safe; it waits only on tokio's channels.
+    pub async fn next(&mut self) -> Option<Event> {
+        tokio::select! {
+            biased;
+            event = self.rx.recv() => event,
+            _ = self.over.cancelled() => self.rx.try_recv().ok(),
+        }
+    }
 }
 
 impl KafkaClient {
@@ -80,7 +120,26 @@ impl KafkaClient {
         Ok(LeadHandle {
             inner: Arc::new(Mutex::new(inner)),
             cancel,
+            over: CancellationToken::new(),
         })
+    }
+
+    /// [`KafkaClient::leader_loop`] with its events as a
+    /// [`LoopEventStream`], which ends once the binding calls
+    /// [`LeadHandle::end`].
+    pub fn leader_loop_with_events(
+        &self,
+        role: &str,
+        member: &str,
+        args: &LeadershipArgs,
+    ) -> Result<(LeadHandle, LoopEventStream)> {
+        let (tx, rx) = events::channel();
+        let handle = self.leader_loop(role, member, args, Some(tx))?;
+        let stream = LoopEventStream {
+            rx,
+            over: handle.over.clone(),
+        };
+        Ok((handle, stream))
     }
 }
 

@@ -20,7 +20,8 @@
 //! * [`client`]: the core client built once from the host's settings, with
 //!   every operation as a `'static` future.
 //! * [`events`]: the event stream of a held leadership, ending with its
-//!   term, and a flat view of an event.
+//!   term; the stream of an acquire, from the member's registration to the
+//!   end of the term it wins; and a flat view of an event.
 //! * [`log`]: the core's `tracing` events forwarded to the host's logging,
 //!   from a thread that may wait for the host's lock.
 //! * [`lead`]: the core's leader loop, driven one term at a time by a
@@ -49,8 +50,8 @@ pub mod runtime;
 pub use args::{ArgError, ArgErrorKind, Field};
 pub use blocking::{block_on, Blocked, Interruptible, OnInterrupt};
 pub use client::KafkaClient;
-pub use events::{EventStream, EventView};
-pub use lead::LeadHandle;
+pub use events::{AcquireEventStream, AcquireFeed, AcquireOutcome, EventStream, EventView};
+pub use lead::{LeadHandle, LoopEventStream};
 pub use observe::ObserverHandle;
 pub use options::{LeadershipArgs, TimeoutArgs, TopicArgs};
 pub use per_process::PerProcess;
