@@ -32,6 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 KAFKA_SH = REPO_ROOT / "ci" / "kafka.sh"
 TESTS_DIR = Path(__file__).resolve().parent
 MEMBER_SCRIPT = TESTS_DIR / "member_proc.py"
+LEAD_SCRIPT = TESTS_DIR / "lead_proc.py"
 
 # Short timings so that a failover takes seconds: a 3 s lease renewed every
 # second, one second between challenger ranks.
@@ -170,13 +171,16 @@ def members(role: str) -> List[str]:
 
 
 class Member:
-    """A member process running ``member_proc.py``: JSON events on stdout."""
+    """A member process running ``member_proc.py`` (or ``script``, such as
+    ``lead_proc.py``): JSON events on stdout."""
 
-    def __init__(self, kafka: Dict[str, str], role: str, member: str, *args: str) -> None:
+    def __init__(
+        self, kafka: Dict[str, str], role: str, member: str, *args: str, script: Path = MEMBER_SCRIPT
+    ) -> None:
         self.member = member
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-u", str(MEMBER_SCRIPT),
+                sys.executable, "-u", str(script),
                 "--bootstrap", kafka["bootstrap.servers"],
                 "--role", role, "--member", member,
                 "--lease", str(LEASE_S), "--renew", str(RENEW_S), "--stagger", str(STAGGER_S),
