@@ -14,6 +14,31 @@ import { EventEmitter } from 'node:events'
  * decimal and a boolean as `'true'` / `'false'`. */
 export type KafkaSettings = Record<string, string | number | boolean>
 
+/** Options of {@link Client.lead}. Durations are in seconds; left out, the
+ * core's defaults. */
+export interface LeadOptions {
+  /** How long a lease lasts. */
+  leaseDuration?: number
+  /** How often the holder renews (less than the lease). */
+  renewInterval?: number
+  /** The delay between ranks of challengers. */
+  challengeStagger?: number
+  /** Aborting it stops the loop: a waiting acquire deregisters the member, a
+   * running term's signal aborts and, once the work returns, the role is
+   * resigned; the promise then resolves. */
+  signal?: AbortSignal
+  /** Called with each event of the member, every term's, in order, from its
+   * first registration to the end of the loop. A callback that throws is the
+   * process's uncaught error. */
+  onEvent?: (event: LeadershipEvent) => void
+}
+
+/** The work of one term of {@link Client.lead}: it runs while the member
+ * leads, with the term's {@link Leadership} and a signal that aborts when
+ * the term ends (fenced, lease expired, resigned) or the loop is stopped;
+ * it must then return. */
+export type LeaderWork = (leadership: Leadership, signal: AbortSignal) => Promise<void>
+
 /** Options of {@link Client}'s constructor. */
 export interface ClientOptions {
   /** The partition count of the state topic (default 16). Every member of one
@@ -174,6 +199,19 @@ export declare class Client {
    * `options.signal` aborts while waiting (the member is deregistered).
    */
   acquireLeadership(role: string, member: string, options?: AcquireOptions): Promise<Leadership>
+  /**
+   * The leader loop: contends for `role` as `member` and runs `work` for
+   * each term it wins, contending again after each, until stopped
+   * (`options.signal`). When the work resolves the role is resigned (an
+   * immediate hand-over) and the member contends again after its backoff;
+   * when the term ends under the work (fenced, lease expired) its signal
+   * aborts and, once it returns, the member contends again; when the work
+   * rejects the role is resigned and the promise rejects with that error.
+   * Resolves once stopped. The role, the member and the timings are checked
+   * before any I/O (the promise rejects with an {@link InvalidArgumentError}).
+   * `options.onEvent` has seen every event by the time the promise settles.
+   */
+  lead(role: string, member: string, work: LeaderWork, options?: LeadOptions): Promise<void>
   /** Watches `roles` without joining them (it registers nothing and never
    * delays an election): a view of each role once its partition was read
    * (`'initial'`), then one at each change, in the order of the records that
@@ -585,6 +623,14 @@ export declare class _Client {
    */
   acquire(role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken, events?: _AcquireEvents): Promise<_Leadership>
   /**
+   * A leader loop of `member` in `role` (the shared crate's
+   * `LeadHandle`): the role, the member and the timings of `options`
+   * (as for `acquire`) are checked now, before any I/O; nothing starts
+   * until the first `nextTerm`. `events`: the loop keeps every term's
+   * events for `nextEvent`.
+   */
+  _lead(role: string, member: string, options: LeadOptions | undefined, events: boolean): _LeaderLoop
+  /**
    * Watches `roles` (an array of role names) without joining them;
    * `renewals` reports each renewal too. The core refuses no role, an
    * empty role, one with a NUL byte or one too long here, before any
@@ -630,6 +676,41 @@ export declare class _EventStream {
   next(): Promise<LeadershipEvent | null>
 }
 export type NativeEventStream = _EventStream
+
+/**
+ * A leader loop (see the module documentation). Internal: the package's
+ * `client.lead` drives it.
+ */
+export declare class _LeaderLoop {
+  /**
+   * A promise of the next term once this member leads (after the backoff
+   * a previous term left owed), or of `null` once stopped; an error the
+   * core does not retry rejects it.
+   */
+  nextTerm(): Promise<_Term | null>
+  /**
+   * Ends `term` once its work returned: resigns the role if still held
+   * and owes the backoff before the next term.
+   */
+  finish(term: NativeTerm): Promise<void>
+  /**
+   * Stops the loop: a waiting `nextTerm` deregisters and resolves with
+   * `null`, a running term's `ended()` resolves. Idempotent.
+   */
+  stop(): void
+  /**
+   * The package's loop is over: stops it and ends its event stream after
+   * the events sent so far. Idempotent.
+   */
+  end(): void
+  /**
+   * A promise of the loop's next event (every term's, in order), or of
+   * `null` once the loop is over and every event was delivered (or when
+   * the loop was made without events).
+   */
+  nextEvent(): Promise<LeadershipEvent | null>
+}
+export type NativeLeaderLoop = _LeaderLoop
 
 /** The held leadership of a role (see the module documentation). */
 export declare class _Leadership {
@@ -693,6 +774,23 @@ export declare class _Observer {
   get closed(): boolean
 }
 export type NativeObserver = _Observer
+
+/**
+ * One term of a leader loop. Internal: the package hands its leadership
+ * and an `AbortSignal` of `ended()` to the work.
+ */
+export declare class _Term {
+  /** The term's number in its loop, from 1. */
+  get number(): number
+  /** The term's held leadership (a new handle on it each call). */
+  get leadership(): NativeLeadership
+  /**
+   * A promise that resolves when the term ends (fenced, lease expired,
+   * resigned, a fatal error) or the loop is stopped.
+   */
+  ended(): Promise<void>
+}
+export type NativeTerm = _Term
 
 /**
  * The authority of a role as its transaction coordinator reports it, from
