@@ -17,6 +17,8 @@ import {
   encodeLease,
   rolePartition,
   type KrabkaError,
+  type LeadOptions,
+  type LeaderWork,
 } from 'krabka-coordination'
 
 export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
@@ -83,6 +85,20 @@ export async function watch(bootstrap: string, signal: AbortSignal): Promise<Fen
     },
   })
   return last
+}
+
+export async function leadForever(bootstrap: string, signal: AbortSignal): Promise<void> {
+  const client = new Client({ 'bootstrap.servers': bootstrap })
+  const work: LeaderWork = async (leadership: Leadership, ended: AbortSignal) => {
+    while (!ended.aborted) {
+      await leadership.write('billing-out', Buffer.from(leadership.token.toString()))
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+  }
+  const options: LeadOptions = { leaseDuration: 3, renewInterval: 1, signal, onEvent: (e) => void e.kind }
+  const done: Promise<void> = client.lead('billing', 'host-c', work, options)
+  await done
+  client.close()
 }
 
 const token = new FencingToken(4001n, 7)

@@ -1,8 +1,9 @@
 'use strict'
 // The client: a thin class over the native one (src/client.rs). Every
 // operation is the core's; this file adds what is about JavaScript only:
-// AbortSignal, an acquire's onEvent callback, and wrapping a won leadership
-// and an observer.
+// AbortSignal, an acquire's onEvent callback, wrapping a won leadership
+// and an observer, and driving the core's leader loop (src/lead.rs) with a
+// JavaScript work function.
 
 const { CancelledError, argTypeError } = require('./errors')
 const { Leadership } = require('./leadership')
@@ -12,12 +13,12 @@ function isSignal(s) {
   return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
 }
 
-// Calls onEvent with each event of an acquire's stream, to its end. A
+// Calls onEvent with each event `next` resolves with, to its end (null). A
 // callback that throws is the process's uncaught error, as an emitter
 // listener's is.
-async function relay(events, onEvent) {
+async function relay(next, onEvent) {
   for (;;) {
-    const event = await events.next()
+    const event = await next()
     if (event === null) return
     try {
       onEvent(event)
@@ -26,6 +27,30 @@ async function relay(events, onEvent) {
         throw e
       })
     }
+  }
+}
+
+// Runs `work` once per term of `loop` (a native _LeaderLoop) until the loop
+// ends: the core's rules (src/lead.rs, core/src/leadership/lead.rs) decide
+// when to resign and how long to back off; this only calls the work with
+// the term's leadership and an AbortSignal of the term's end.
+async function driveLoop(loop, work) {
+  for (;;) {
+    const term = await loop.nextTerm()
+    if (term === null) return
+    const ended = new AbortController()
+    const leadership = new Leadership(term.leadership)
+    term.ended().then(() => ended.abort(leadership.error ?? new CancelledError('the leader loop was stopped')))
+    let failed = false
+    let failure
+    try {
+      await work(leadership, ended.signal)
+    } catch (e) {
+      failed = true
+      failure = e
+    }
+    await loop.finish(term)
+    if (failed) throw failure
   }
 }
 
@@ -70,7 +95,7 @@ function makeClient(native) {
       try {
         const acquiring = this.#native.acquire(role, member, options, cancel, events)
         if (events !== undefined) {
-          relay(events, onEvent).catch((e) =>
+          relay(() => events.next(), onEvent).catch((e) =>
             process.nextTick(() => {
               throw e
             }),
@@ -87,6 +112,38 @@ function makeClient(native) {
         return leadership
       } finally {
         signal?.removeEventListener('abort', onAbort)
+      }
+    }
+
+    async lead(role, member, work, options) {
+      if (typeof work !== 'function') throw argTypeError('work', 'a function', work)
+      if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+        throw argTypeError('options', 'an object { leaseDuration?, renewInterval?, challengeStagger?, onEvent?, signal? }', options)
+      }
+      const signal = options?.signal
+      if (signal !== undefined && !isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
+      const onEvent = options?.onEvent
+      if (onEvent !== undefined && typeof onEvent !== 'function') throw argTypeError('onEvent', 'a function', onEvent)
+      // Checks the role, the member and the timings before any I/O.
+      const loop = this.#native._lead(role, member, options, onEvent !== undefined)
+      // Every event is delivered before the promise settles.
+      const relaying =
+        onEvent === undefined
+          ? undefined
+          : relay(() => loop.nextEvent(), onEvent).catch((e) =>
+              process.nextTick(() => {
+                throw e
+              }),
+            )
+      const onAbort = () => loop.stop()
+      if (signal?.aborted) loop.stop()
+      signal?.addEventListener('abort', onAbort, { once: true })
+      try {
+        await driveLoop(loop, work)
+      } finally {
+        signal?.removeEventListener('abort', onAbort)
+        loop.end()
+        await relaying
       }
     }
 

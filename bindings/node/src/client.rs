@@ -13,7 +13,7 @@
 //! aborts): the core deregisters the member, and resigns a role won in the
 //! instant of the cancel.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use krabka_coordination::{ElectionOptions, Error};
 use krabka_coordination_bindings::ArgError;
@@ -30,6 +30,7 @@ use crate::convert::{
 };
 use crate::error::{arg_napi, to_napi, OrThrow};
 use crate::events::AcquireEvents;
+use crate::lead::NativeLeaderLoop;
 use crate::leadership::NativeLeadership;
 use crate::observe::NativeObserver;
 use crate::reports::{LeadershipStatus, RoleStateReport, TopicReport};
@@ -64,6 +65,30 @@ impl CancelToken {
     pub fn cancelled(&self) -> bool {
         self.token.is_cancelled()
     }
+}
+
+/// The timings of an acquire's or a loop's `options` (seconds; left out:
+/// the core's defaults).
+fn leadership_args(env: &Env, options: Option<&Unknown<'_>>) -> napi::Result<LeadershipArgs> {
+    let options = opt_object(env, options, "options")?;
+    let o = options.as_ref();
+    Ok(LeadershipArgs {
+        lease_duration: seconds_value(
+            env,
+            prop(o, "leaseDuration")?.as_ref(),
+            Field::LeaseDuration.name(),
+        )?,
+        renew_interval: seconds_value(
+            env,
+            prop(o, "renewInterval")?.as_ref(),
+            Field::RenewInterval.name(),
+        )?,
+        challenge_stagger: seconds_value(
+            env,
+            prop(o, "challengeStagger")?.as_ref(),
+            Field::ChallengeStagger.name(),
+        )?,
+    })
 }
 
 /// The core client of one Kafka settings object (see the module
@@ -178,25 +203,7 @@ impl NativeClient {
     ) -> napi::Result<Object<'env>> {
         let role = str_arg(env, &role, "role")?;
         let member = str_arg(env, &member, "member")?;
-        let options = opt_object(env, options.as_ref(), "options")?;
-        let o = options.as_ref();
-        let args = LeadershipArgs {
-            lease_duration: seconds_value(
-                env,
-                prop(o, "leaseDuration")?.as_ref(),
-                Field::LeaseDuration.name(),
-            )?,
-            renew_interval: seconds_value(
-                env,
-                prop(o, "renewInterval")?.as_ref(),
-                Field::RenewInterval.name(),
-            )?,
-            challenge_stagger: seconds_value(
-                env,
-                prop(o, "challengeStagger")?.as_ref(),
-                Field::ChallengeStagger.name(),
-            )?,
-        };
+        let args = leadership_args(env, options.as_ref())?;
         let feed = match events {
             Some(e) => Some(e.take().ok_or_else(|| {
                 to_napi(
@@ -208,24 +215,48 @@ impl NativeClient {
             })?),
             None => None,
         };
-        let (events, won) = match feed {
-            Some(f) => (Some(f.events), Some(f.won)),
-            None => (None, None),
-        };
         let acquire = self
             .client(env)?
-            .acquire(role, member, &args, cancel.token.clone(), events)
+            .acquire_with_feed(role, member, &args, cancel.token.clone(), feed)
             .or_throw(env)?;
-        let acquire = async move {
-            let outcome = acquire.await.map(Arc::new);
-            if let Some(won) = won {
-                let _ = won.send(outcome.as_ref().ok().map(Arc::clone));
-            }
-            outcome
-        };
         promise(env, acquire, |env, leadership| {
             js(env, NativeLeadership::new(leadership)?)
         })
+    }
+
+    /// A leader loop of `member` in `role` (the shared crate's
+    /// `LeadHandle`): the role, the member and the timings of `options`
+    /// (as for `acquire`) are checked now, before any I/O; nothing starts
+    /// until the first `nextTerm`. `events`: the loop keeps every term's
+    /// events for `nextEvent`.
+    #[napi(
+        js_name = "_lead",
+        ts_args_type = "role: string, member: string, options: LeadOptions | undefined, events: boolean",
+        ts_return_type = "_LeaderLoop"
+    )]
+    pub fn lead(
+        &self,
+        env: Env,
+        role: Unknown<'_>,
+        member: Unknown<'_>,
+        options: Option<Unknown<'_>>,
+        events: bool,
+    ) -> napi::Result<NativeLeaderLoop> {
+        let role = str_arg(&env, &role, "role")?;
+        let member = str_arg(&env, &member, "member")?;
+        let args = leadership_args(&env, options.as_ref())?;
+        let client = self.client(&env)?;
+        if events {
+            let (handle, stream) = client
+                .leader_loop_with_events(&role, &member, &args)
+                .or_throw(&env)?;
+            NativeLeaderLoop::new(handle, Some(stream))
+        } else {
+            let handle = client
+                .leader_loop(&role, &member, &args, None)
+                .or_throw(&env)?;
+            NativeLeaderLoop::new(handle, None)
+        }
     }
 
     /// Watches `roles` (an array of role names) without joining them;

@@ -12,21 +12,22 @@
 //! from the subscription on and ends with the term. Its `next()` is one
 //! promise; the stream sits behind an async mutex, so no event is lost.
 //!
-//! `_AcquireEvents` is the stream of an acquire's `onEvent` option: the
-//! member's events from its registration on (`registered`, `waiting`,
-//! `challenging`, ... while it acquires), then, once it won, the same
-//! subscription as the shared `EventStream` (`with_receiver`), ending with
-//! the term; after a failed acquire it ends with the acquire's last event.
+//! `_AcquireEvents` is the stream of an acquire's `onEvent` option, the
+//! shared `AcquireEventStream`: the member's events from its registration
+//! on (`registered`, `waiting`, `challenging`, ... while it acquires), then,
+//! once it won, the term's, ending with the term; after a failed acquire it
+//! ends with the acquire's last event.
 
 use std::sync::Arc;
 
-use krabka_coordination::events::{self, Event, EventReceiver, EventSender};
+use krabka_coordination::events::Event;
 use krabka_coordination::leadership::Leadership;
-use krabka_coordination_bindings::{EventStream, EventView, ProcessBound};
+use krabka_coordination_bindings::{
+    AcquireEventStream, AcquireFeed, EventStream, EventView, ProcessBound,
+};
 use napi::bindgen_prelude::{BigInt, Null, Object};
 use napi::{sys, Env};
 use napi_derive::napi;
-use tokio::sync::oneshot;
 
 use crate::error::error_value;
 use crate::runtime::{js, promise, runtime};
@@ -142,74 +143,11 @@ impl NativeEventStream {
     }
 }
 
-/// Where an acquire's event stream is.
-enum Feed {
-    /// The acquire runs: its events, until it hands over the leadership it
-    /// won (`Some`) or ends without one (`None`, or the sender dropped).
-    Acquiring {
-        rx: EventReceiver,
-        won: oneshot::Receiver<Option<Arc<Leadership>>>,
-    },
-    /// The acquire won: the shared stream over the same subscription.
-    Term(EventStream),
-    /// The acquire failed: what it sent before it returned.
-    Draining(EventReceiver),
-    /// Done.
-    Finished,
-}
-
-impl Feed {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            match self {
-                Feed::Acquiring { rx, won } => {
-                    let handed = tokio::select! {
-                        biased;
-                        event = rx.recv() => match event {
-                            Some(e) => return Some(e),
-                            None => {
-                                *self = Feed::Finished;
-                                continue;
-                            }
-                        },
-                        handed = won => handed.ok().flatten(),
-                    };
-                    let Feed::Acquiring { rx, .. } = std::mem::replace(self, Feed::Finished) else {
-                        unreachable!("matched above")
-                    };
-                    *self = match handed {
-                        Some(l) => Feed::Term(EventStream::with_receiver(&l, rx)),
-                        None => Feed::Draining(rx),
-                    };
-                }
-                Feed::Term(stream) => match stream.next().await {
-                    Some(e) => return Some(e),
-                    None => *self = Feed::Finished,
-                },
-                Feed::Draining(rx) => match rx.try_recv() {
-                    Ok(e) => return Some(e),
-                    Err(_) => *self = Feed::Finished,
-                },
-                Feed::Finished => return None,
-            }
-        }
-    }
-}
-
-/// The sending halves an acquire takes: the member's events, and the
-/// leadership it won (or `None`).
-pub struct AcquireFeed {
-    /// For the core's `LeadershipOptions::with_events`.
-    pub events: EventSender,
-    /// Sent once the acquire settled.
-    pub won: oneshot::Sender<Option<Arc<Leadership>>>,
-}
-
 /// The events of one acquire and of the term it wins (see the module
 /// documentation). Internal: the package makes one for `onEvent`.
 #[napi(js_name = "_AcquireEvents")]
 pub struct AcquireEvents {
-    feed: ProcessBound<Arc<tokio::sync::Mutex<Feed>>>,
+    feed: ProcessBound<Arc<tokio::sync::Mutex<AcquireEventStream>>>,
     senders: std::sync::Mutex<Option<AcquireFeed>>,
 }
 
@@ -219,19 +157,15 @@ impl AcquireEvents {
     #[napi(constructor)]
     #[allow(clippy::new_without_default)]
     pub fn new() -> napi::Result<Self> {
-        let (tx, rx) = events::channel();
-        let (won_tx, won_rx) = oneshot::channel();
+        let (feed, stream) = AcquireEventStream::channel();
         let handle = runtime()?.handle().clone();
         Ok(AcquireEvents {
             feed: ProcessBound::new(
                 "event stream",
-                Arc::new(tokio::sync::Mutex::new(Feed::Acquiring { rx, won: won_rx })),
+                Arc::new(tokio::sync::Mutex::new(stream)),
                 Some(handle),
             ),
-            senders: std::sync::Mutex::new(Some(AcquireFeed {
-                events: tx,
-                won: won_tx,
-            })),
+            senders: std::sync::Mutex::new(Some(feed)),
         })
     }
 

@@ -14,6 +14,31 @@ import { EventEmitter } from 'node:events'
  * decimal and a boolean as `'true'` / `'false'`. */
 export type KafkaSettings = Record<string, string | number | boolean>
 
+/** Options of {@link Client.lead}. Durations are in seconds; left out, the
+ * core's defaults. */
+export interface LeadOptions {
+  /** How long a lease lasts. */
+  leaseDuration?: number
+  /** How often the holder renews (less than the lease). */
+  renewInterval?: number
+  /** The delay between ranks of challengers. */
+  challengeStagger?: number
+  /** Aborting it stops the loop: a waiting acquire deregisters the member, a
+   * running term's signal aborts and, once the work returns, the role is
+   * resigned; the promise then resolves. */
+  signal?: AbortSignal
+  /** Called with each event of the member, every term's, in order, from its
+   * first registration to the end of the loop. A callback that throws is the
+   * process's uncaught error. */
+  onEvent?: (event: LeadershipEvent) => void
+}
+
+/** The work of one term of {@link Client.lead}: it runs while the member
+ * leads, with the term's {@link Leadership} and a signal that aborts when
+ * the term ends (fenced, lease expired, resigned) or the loop is stopped;
+ * it must then return. */
+export type LeaderWork = (leadership: Leadership, signal: AbortSignal) => Promise<void>
+
 /** Options of {@link Client}'s constructor. */
 export interface ClientOptions {
   /** The partition count of the state topic (default 16). Every member of one
@@ -174,6 +199,19 @@ export declare class Client {
    * `options.signal` aborts while waiting (the member is deregistered).
    */
   acquireLeadership(role: string, member: string, options?: AcquireOptions): Promise<Leadership>
+  /**
+   * The leader loop: contends for `role` as `member` and runs `work` for
+   * each term it wins, contending again after each, until stopped
+   * (`options.signal`). When the work resolves the role is resigned (an
+   * immediate hand-over) and the member contends again after its backoff;
+   * when the term ends under the work (fenced, lease expired) its signal
+   * aborts and, once it returns, the member contends again; when the work
+   * rejects the role is resigned and the promise rejects with that error.
+   * Resolves once stopped. The role, the member and the timings are checked
+   * before any I/O (the promise rejects with an {@link InvalidArgumentError}).
+   * `options.onEvent` has seen every event by the time the promise settles.
+   */
+  lead(role: string, member: string, work: LeaderWork, options?: LeadOptions): Promise<void>
   /** Watches `roles` without joining them (it registers nothing and never
    * delays an election): a view of each role once its partition was read
    * (`'initial'`), then one at each change, in the order of the records that

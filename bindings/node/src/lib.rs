@@ -28,6 +28,7 @@ pub mod convert;
 pub mod error;
 pub mod events;
 pub mod functions;
+pub mod lead;
 pub mod leadership;
 pub mod observe;
 pub mod reports;

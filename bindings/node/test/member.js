@@ -7,7 +7,10 @@
 // write_failed (code, name), ended (code), exited; the core's events are
 // relayed as core.<kind>. `resign` on stdin resigns. With --exit-after-resign
 // it resigns at once after winning and closes the client, leaving the event
-// loop empty: the process must then exit by itself.
+// loop empty: the process must then exit by itself. With --lead it runs
+// client.lead instead: each term's work emits term (token, number), waits
+// for the term's signal and emits term_ended; SIGTERM stops the loop and
+// the process emits lead_done.
 
 const kc = require('..')
 const { parseArgs } = require('node:util')
@@ -24,6 +27,7 @@ const { values: a } = parseArgs({
     topic: { type: 'string' },
     'write-every': { type: 'string', default: '0.2' },
     'exit-after-resign': { type: 'boolean', default: false },
+    lead: { type: 'boolean', default: false },
   },
 })
 
@@ -31,7 +35,29 @@ const emit = (event, fields = {}) =>
   process.stdout.write(JSON.stringify({ event, t: Date.now(), ...fields }, (_, v) => (typeof v === 'bigint' ? v.toString() : v)) + '\n')
 const tokenOf = (t) => [t.producerId.toString(), t.producerEpoch]
 
+async function lead() {
+  const client = new kc.Client({ 'bootstrap.servers': a.bootstrap })
+  const stop = new AbortController()
+  process.on('SIGTERM', () => stop.abort())
+  emit('start')
+  const timings = { leaseDuration: Number(a.lease), renewInterval: Number(a.renew), challengeStagger: Number(a.stagger) }
+  let number = 0
+  await client.lead(
+    a.role,
+    a.member,
+    async (leadership, signal) => {
+      emit('term', { token: tokenOf(leadership.token), number: ++number })
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }))
+      emit('term_ended', { number })
+    },
+    { ...timings, signal: stop.signal },
+  )
+  emit('lead_done')
+  client.close()
+}
+
 async function main() {
+  if (a.lead) return lead()
   const client = new kc.Client({ 'bootstrap.servers': a.bootstrap })
   emit('start')
   const leadership = await client.acquireLeadership(a.role, a.member, {
