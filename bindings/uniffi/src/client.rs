@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::KrabkaError;
 use crate::events::AcquireEvents;
+use crate::lead::LeaderLoop;
 use crate::leadership::{Leadership, LeadershipStatus, RoleState};
 use crate::observe::Observer;
 use crate::runtime::{run, runtime, CancelOnDrop};
@@ -213,21 +214,14 @@ impl Client {
             })?),
             None => None,
         };
-        let (events, handed) = match feed {
-            Some(f) => (Some(f.events), Some(f.won)),
-            None => (None, None),
-        };
         let cancel = CancellationToken::new();
         let fut = self
             .client()?
-            .acquire(role, member, &args, cancel.clone(), events)?;
+            .acquire_with_feed(role, member, &args, cancel.clone(), feed)?;
         let guard = CancelOnDrop::new(cancel);
         let (tx, rx) = tokio::sync::oneshot::channel();
         runtime()?.spawn(async move {
-            let won = fut.await.map(Arc::new);
-            if let Some(handed) = handed {
-                let _ = handed.send(won.as_ref().ok().map(Arc::clone));
-            }
+            let won = fut.await;
             if let Err(Ok(won)) = tx.send(won) {
                 // The caller stopped waiting as the role was won.
                 if let Err(e) = won.resign().await {
@@ -241,6 +235,27 @@ impl Client {
         guard.disarm();
         let won = won.map_err(|e| KrabkaError::from(&e))?;
         Ok(Arc::new(Leadership::new(won)?))
+    }
+
+    /// A leader loop of `member` in `role` (see [`LeaderLoop`]; Kotlin's
+    /// `Client.lead` drives one): the role, the member and the timings
+    /// are checked now, before any I/O; nothing starts until the first
+    /// `nextTerm()`.
+    #[uniffi::method(default(options = None))]
+    pub fn leader_loop(
+        &self,
+        role: String,
+        member: String,
+        options: Option<AcquireOptions>,
+    ) -> Result<Arc<LeaderLoop>, KrabkaError> {
+        let o = options.unwrap_or_default();
+        let args = LeadershipArgs {
+            lease_duration: o.lease_duration,
+            renew_interval: o.renew_interval,
+            challenge_stagger: o.challenge_stagger,
+        };
+        let handle = self.client()?.leader_loop(&role, &member, &args, None)?;
+        Ok(Arc::new(LeaderLoop::new(handle)?))
     }
 
     /// Watches `roles` without joining them (see [`Observer`]); `renewals`

@@ -6,14 +6,12 @@
 
 use std::sync::Arc;
 
-use krabka_coordination::events::{self, Event, EventReceiver, EventSender};
 use krabka_coordination::leadership::Leadership as CoreLeadership;
-use krabka_coordination_bindings::{EventView, ProcessBound};
-use tokio::sync::oneshot;
+use krabka_coordination_bindings::{AcquireEventStream, AcquireFeed, EventView, ProcessBound};
 
 use crate::codec::FencingToken;
 use crate::error::KrabkaError;
-use crate::runtime::{run, runtime};
+use crate::runtime::runtime;
 
 /// One event of a member: every field any kind has, `null`/`nil` where
 /// this kind has none.
@@ -125,78 +123,14 @@ impl EventStream {
     /// The next event, or nothing once the term ended and its last events
     /// were delivered. Cancelling the caller loses no event.
     pub async fn next(&self) -> Result<Option<LeadershipEvent>, KrabkaError> {
+        // Polled here, not spawned (as `Observer::next`): the shared stream
+        // waits only on tokio's channels and locks, which any executor may
+        // poll, and dropping it (a cancelled coroutine) loses no event; a
+        // spawned read would take the next event and lose it.
         let stream = Arc::clone(self.stream.get()?);
-        let event = run(async move {
-            let mut stream = stream.lock().await;
-            Ok(stream.next().await)
-        })
-        .await?;
+        let event = stream.lock().await.next().await;
         Ok(event.map(|e| EventView::from(&e).into()))
     }
-}
-
-/// Where an acquire's event stream is.
-enum Feed {
-    /// The acquire runs: its events, until it hands over the leadership it
-    /// won (`Some`) or ends without one (`None`, or the sender dropped).
-    Acquiring {
-        rx: EventReceiver,
-        won: oneshot::Receiver<Option<Arc<CoreLeadership>>>,
-    },
-    /// The acquire won: the shared stream over the same subscription.
-    Term(krabka_coordination_bindings::EventStream),
-    /// The acquire failed: what it sent before it returned.
-    Draining(EventReceiver),
-    /// Done.
-    Finished,
-}
-
-impl Feed {
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            match self {
-                Feed::Acquiring { rx, won } => {
-                    let handed = tokio::select! {
-                        biased;
-                        event = rx.recv() => match event {
-                            Some(e) => return Some(e),
-                            None => {
-                                *self = Feed::Finished;
-                                continue;
-                            }
-                        },
-                        handed = won => handed.ok().flatten(),
-                    };
-                    let Feed::Acquiring { rx, .. } = std::mem::replace(self, Feed::Finished) else {
-                        return None;
-                    };
-                    *self = match handed {
-                        Some(l) => Feed::Term(
-                            krabka_coordination_bindings::EventStream::with_receiver(&l, rx),
-                        ),
-                        None => Feed::Draining(rx),
-                    };
-                }
-                Feed::Term(stream) => match stream.next().await {
-                    Some(e) => return Some(e),
-                    None => *self = Feed::Finished,
-                },
-                Feed::Draining(rx) => match rx.try_recv() {
-                    Ok(e) => return Some(e),
-                    Err(_) => *self = Feed::Finished,
-                },
-                Feed::Finished => return None,
-            }
-        }
-    }
-}
-
-/// The sending halves an acquire takes.
-pub(crate) struct AcquireFeed {
-    /// For the core's `LeadershipOptions::with_events`.
-    pub(crate) events: EventSender,
-    /// Sent once the acquire settled: the leadership it won, or nothing.
-    pub(crate) won: oneshot::Sender<Option<Arc<CoreLeadership>>>,
 }
 
 /// The events of one acquire, from the member's registration on: while it
@@ -207,7 +141,7 @@ pub(crate) struct AcquireFeed {
 /// coroutine or task).
 #[derive(uniffi::Object)]
 pub struct AcquireEvents {
-    feed: ProcessBound<Arc<tokio::sync::Mutex<Feed>>>,
+    feed: ProcessBound<Arc<tokio::sync::Mutex<AcquireEventStream>>>,
     senders: std::sync::Mutex<Option<AcquireFeed>>,
 }
 
@@ -233,28 +167,25 @@ impl AcquireEvents {
     /// A stream for one acquire.
     #[uniffi::constructor]
     pub fn new() -> Result<Arc<Self>, KrabkaError> {
-        let (tx, rx) = events::channel();
-        let (won_tx, won_rx) = oneshot::channel();
+        let (feed, stream) = AcquireEventStream::channel();
         let handle = runtime()?.handle().clone();
         Ok(Arc::new(AcquireEvents {
             feed: ProcessBound::new(
                 "event stream",
-                Arc::new(tokio::sync::Mutex::new(Feed::Acquiring { rx, won: won_rx })),
+                Arc::new(tokio::sync::Mutex::new(stream)),
                 Some(handle),
             ),
-            senders: std::sync::Mutex::new(Some(AcquireFeed {
-                events: tx,
-                won: won_tx,
-            })),
+            senders: std::sync::Mutex::new(Some(feed)),
         }))
     }
 
     /// The next event, or nothing once the acquire failed, or the term it
-    /// won ended, and the last events were delivered. A call cancelled
-    /// while it waits may take the event it was waiting for with it.
+    /// won ended, and the last events were delivered. Cancelling the caller
+    /// loses no event.
     pub async fn next(&self) -> Result<Option<LeadershipEvent>, KrabkaError> {
+        // Polled in place, like `EventStream::next`.
         let feed = Arc::clone(self.feed.get()?);
-        let event = run(async move { Ok(feed.lock().await.next().await) }).await?;
+        let event = feed.lock().await.next().await;
         Ok(event.map(|e| EventView::from(&e).into()))
     }
 }

@@ -12,6 +12,8 @@
 //!   through as they are), acquire, describe, the state topic.
 //! * [`leadership`]: the held leadership of a role: its token, guarded
 //!   writes, the end of the term and why, resign.
+//! * [`lead`]: the leader loop, driven one term at a time by the
+//!   hand-written Kotlin `Client.lead`.
 //! * [`events`]: the event stream of a held leadership, ending with its
 //!   term, and of an acquire from the member's registration on.
 //! * [`observe`]: watching roles without joining them: an observer of
@@ -27,6 +29,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod events;
+pub mod lead;
 pub mod leadership;
 pub mod observe;
 mod runtime;
@@ -35,6 +38,7 @@ pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicRepor
 pub use codec::{FencingToken, Key, KeyKind, Lease, Registration, RosterEntry};
 pub use error::{ErrorKind, KrabkaError};
 pub use events::{AcquireEvents, EventStream, LeadershipEvent};
+pub use lead::{LeaderLoop, Term};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
 pub use observe::{Change, Observer, RoleView};
 

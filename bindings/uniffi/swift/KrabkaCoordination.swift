@@ -677,8 +677,8 @@ public protocol AcquireEventsProtocol: AnyObject, Sendable {
     
     /**
      * The next event, or nothing once the acquire failed, or the term it
-     * won ended, and the last events were delivered. A call cancelled
-     * while it waits may take the event it was waiting for with it.
+     * won ended, and the last events were delivered. Cancelling the caller
+     * loses no event.
      */
     func next() async throws  -> LeadershipEvent?
     
@@ -757,8 +757,8 @@ public convenience init()throws  {
     
     /**
      * The next event, or nothing once the acquire failed, or the term it
-     * won ended, and the last events were delivered. A call cancelled
-     * while it waits may take the event it was waiting for with it.
+     * won ended, and the last events were delivered. Cancelling the caller
+     * loses no event.
      */
 open func next()async throws  -> LeadershipEvent?  {
     return
@@ -875,6 +875,14 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * True once shut down.
      */
     func isShutDown()  -> Bool
+    
+    /**
+     * A leader loop of `member` in `role` (see [`LeaderLoop`]; Kotlin's
+     * `Client.lead` drives one): the role, the member and the timings
+     * are checked now, before any I/O; nothing starts until the first
+     * `nextTerm()`.
+     */
+    func leaderLoop(role: String, member: String, options: AcquireOptions?) throws  -> LeaderLoop
     
     /**
      * Watches `roles` without joining them (see [`Observer`]); `renewals`
@@ -1090,6 +1098,24 @@ open func isShutDown() -> Bool  {
         uniffiCallStatus in
     uniffi_krabka_coordination_uniffi_fn_method_client_is_shut_down(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A leader loop of `member` in `role` (see [`LeaderLoop`]; Kotlin's
+     * `Client.lead` drives one): the role, the member and the timings
+     * are checked now, before any I/O; nothing starts until the first
+     * `nextTerm()`.
+     */
+open func leaderLoop(role: String, member: String, options: AcquireOptions? = nil)throws  -> LeaderLoop  {
+    return try  FfiConverterTypeLeaderLoop_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_client_leader_loop(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(role),
+        FfiConverterString.lower(member),
+        FfiConverterOptionTypeAcquireOptions.lower(options),uniffiCallStatus
     )
 })
 }
@@ -1338,6 +1364,217 @@ public func FfiConverterTypeEventStream_lift(_ handle: UInt64) throws -> EventSt
 #endif
 public func FfiConverterTypeEventStream_lower(_ value: EventStream) -> UInt64 {
     return FfiConverterTypeEventStream.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A leader loop of one member in one role, from `client.leaderLoop(...)`
+ * (see the module documentation).
+ */
+public protocol LeaderLoopProtocol: AnyObject, Sendable {
+    
+    /**
+     * Ends `term` once its work returned: resigns the role if still held,
+     * and owes the backoff before the next term. Runs to its end once
+     * started, even if the caller is cancelled.
+     */
+    func finish(term: Term) async throws 
+    
+    /**
+     * True once stopped.
+     */
+    func isStopped() throws  -> Bool
+    
+    /**
+     * The next term once this member leads (after the backoff a previous
+     * term left owed), or nothing once stopped. An error the core does
+     * not retry is thrown. Cancelling the caller does not stop the loop
+     * (`stop()` does); a term won after the caller stopped waiting is
+     * finished at once (resigned), never left held.
+     */
+    func nextTerm() async throws  -> Term?
+    
+    /**
+     * Stops the loop: a waiting `nextTerm()` deregisters the member and
+     * returns nothing, a running term's `ended()` returns. Idempotent,
+     * from any thread.
+     */
+    func stop() throws 
+    
+}
+/**
+ * A leader loop of one member in one role, from `client.leaderLoop(...)`
+ * (see the module documentation).
+ */
+open class LeaderLoop: LeaderLoopProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_leaderloop(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_leaderloop(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Ends `term` once its work returned: resigns the role if still held,
+     * and owes the backoff before the next term. Runs to its end once
+     * started, even if the caller is cancelled.
+     */
+open func finish(term: Term)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_leaderloop_finish(
+                        self.uniffiCloneHandle(),FfiConverterTypeTerm_lower(term)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * True once stopped.
+     */
+open func isStopped()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_leaderloop_is_stopped(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next term once this member leads (after the backoff a previous
+     * term left owed), or nothing once stopped. An error the core does
+     * not retry is thrown. Cancelling the caller does not stop the loop
+     * (`stop()` does); a term won after the caller stopped waiting is
+     * finished at once (resigned), never left held.
+     */
+open func nextTerm()async throws  -> Term?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_leaderloop_next_term(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionTypeTerm.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * Stops the loop: a waiting `nextTerm()` deregisters the member and
+     * returns nothing, a running term's `ended()` returns. Idempotent,
+     * from any thread.
+     */
+open func stop()throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_leaderloop_stop(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLeaderLoop: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = LeaderLoop
+
+    public static func lift(_ handle: UInt64) throws -> LeaderLoop {
+        return LeaderLoop(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: LeaderLoop) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LeaderLoop {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: LeaderLoop, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLeaderLoop_lift(_ handle: UInt64) throws -> LeaderLoop {
+    return try FfiConverterTypeLeaderLoop.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLeaderLoop_lower(_ value: LeaderLoop) -> UInt64 {
+    return FfiConverterTypeLeaderLoop.lower(value)
 }
 
 
@@ -2059,6 +2296,199 @@ public func FfiConverterTypeObserver_lift(_ handle: UInt64) throws -> Observer {
 #endif
 public func FfiConverterTypeObserver_lower(_ value: Observer) -> UInt64 {
     return FfiConverterTypeObserver.lower(value)
+}
+
+
+
+
+
+
+/**
+ * One term of a [`LeaderLoop`]: the held leadership and the end of the
+ * term.
+ */
+public protocol TermProtocol: AnyObject, Sendable {
+    
+    /**
+     * Returns when the term ends (fenced, lease expired, resigned, a fatal
+     * error) or the loop is stopped: the work must return then.
+     */
+    func ended() async throws 
+    
+    /**
+     * True once the term ended or the loop was stopped.
+     */
+    func isEnded() throws  -> Bool
+    
+    /**
+     * The term's held leadership: token, guarded writes. Closing it
+     * resigns the role, ending the term.
+     */
+    func leadership() throws  -> Leadership
+    
+    /**
+     * The term's number in its loop, from 1.
+     */
+    func number() throws  -> UInt64
+    
+}
+/**
+ * One term of a [`LeaderLoop`]: the held leadership and the end of the
+ * term.
+ */
+open class Term: TermProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_term(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_term(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Returns when the term ends (fenced, lease expired, resigned, a fatal
+     * error) or the loop is stopped: the work must return then.
+     */
+open func ended()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_term_ended(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * True once the term ended or the loop was stopped.
+     */
+open func isEnded()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_term_is_ended(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The term's held leadership: token, guarded writes. Closing it
+     * resigns the role, ending the term.
+     */
+open func leadership()throws  -> Leadership  {
+    return try  FfiConverterTypeLeadership_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_term_leadership(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The term's number in its loop, from 1.
+     */
+open func number()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_term_number(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTerm: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Term
+
+    public static func lift(_ handle: UInt64) throws -> Term {
+        return Term(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Term) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Term {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Term, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTerm_lift(_ handle: UInt64) throws -> Term {
+    return try FfiConverterTypeTerm.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTerm_lower(_ value: Term) -> UInt64 {
+    return FfiConverterTypeTerm.lower(value)
 }
 
 
@@ -4396,6 +4826,30 @@ fileprivate struct FfiConverterOptionTypeAcquireEvents: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeTerm: FfiConverterRustBuffer {
+    typealias SwiftType = Term?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeTerm.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeTerm.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeAcquireOptions: FfiConverterRustBuffer {
     typealias SwiftType = AcquireOptions?
 
@@ -5009,6 +5463,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_shut_down() != 27832) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_leader_loop() != 25497) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_observe() != 31613) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5021,10 +5478,34 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_state_topic() != 36748) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_acquireevents_next() != 58940) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_acquireevents_next() != 64799) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_eventstream_next() != 43172) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leaderloop_finish() != 48978) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leaderloop_is_stopped() != 8807) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leaderloop_next_term() != 16200) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leaderloop_stop() != 13501) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_term_ended() != 50804) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_term_is_ended() != 28079) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_term_leadership() != 45246) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_term_number() != 6117) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_ended() != 20927) {

@@ -502,6 +502,40 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
     }
 }
 
+// ---- a cancelled next() loses no event ----
+
+fun cancelledNext(bootstrap: String) = runBlocking {
+    val role = "uniffi-kotlin-cancel-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    // A 30 s lease renewed every 10 s: no renewal within the check, so the
+    // only events after the win are the resign's.
+    val slow = AcquireOptions(leaseDuration = 30.0, renewInterval = 10.0, challengeStagger = 0.5)
+    Client(mapOf("bootstrap.servers" to bootstrap)).use { client ->
+        check("a next() cancelled while it waits loses no event (AcquireEvents and EventStream)") {
+            runBlocking {
+                val events = AcquireEvents()
+                val a = client.acquire(role, "a", slow, events)
+                val kinds = mutableListOf<String>()
+                // The acquire's events up to the win, then a next() that waits
+                // and is cancelled (nothing comes while the term is quiet).
+                while (true) {
+                    val e = withTimeoutOrNull(1_000) { events.next() ?: throw AssertionError("ended: $kinds") } ?: break
+                    kinds.add(e.kind)
+                }
+                expect(kinds.first() == "registered" && kinds.last() == "elected") { "the acquire's events $kinds" }
+                val stream = a.events()
+                expect(withTimeoutOrNull(300) { stream.next() } == null) { "an event of a quiet term" }
+                // The resign's events come to the next calls, none to the cancelled ones.
+                a.resign()
+                val afterA = withTimeout(10_000) { listOf(events.next()?.kind, events.next()?.kind, events.next()?.kind) }
+                expect(afterA == listOf("resigned", "deregistered", null)) { "AcquireEvents after the cancelled next(): $afterA" }
+                val afterS = withTimeout(10_000) { drain(stream).map { it.kind } }
+                expect(afterS == listOf("resigned", "deregistered")) { "EventStream after the cancelled next(): $afterS" }
+                a.close()
+            }
+        }
+    }
+}
+
 // ---- the observer on a real Kafka ----
 
 val SHORT = AcquireOptions(leaseDuration = 3.0, renewInterval = 1.0, challengeStagger = 0.5)
@@ -520,9 +554,132 @@ fun memberChild(bootstrap: String, role: String, member: String) {
     kotlin.system.exitProcess(2)
 }
 
+// The leader-loop member process: runs Client.lead for `role` as `member`,
+// printing ELECTED <producer id> <epoch> at the start of each term, whose
+// work waits until the term ends; runs until killed.
+fun leadChild(bootstrap: String, role: String, member: String) {
+    runBlocking {
+        val client = Client(mapOf("bootstrap.servers" to bootstrap))
+        client.lead(role, member, SHORT) { l ->
+            val t = l.token()
+            println("ELECTED ${t.producerId} ${t.producerEpoch}")
+            System.out.flush()
+            awaitCancellation()
+        }
+    }
+    kotlin.system.exitProcess(2)
+}
+
+// ---- Client.lead on a real Kafka ----
+
+fun lead(bootstrap: String) = runBlocking {
+    val settings = mapOf("bootstrap.servers" to bootstrap)
+    val role = "uniffi-kotlin-lead-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    Client(settings).use { watcher ->
+        check("two members alternate under lead: a hand-over, a SIGKILL, then a cancel that resigns") {
+            runBlocking {
+                Client(settings).use { ca ->
+                    val terms = Channel<Leadership>(Channel.UNLIMITED)
+                    var number = 0
+                    val a = launch {
+                        ca.lead(role, "a", SHORT) { l ->
+                            number++
+                            terms.send(l)
+                            if (number == 1) {
+                                // The hand-over: the work returns about a second
+                                // after b registered behind a.
+                                inRoster(watcher, role, "b")
+                                delay(1_000)
+                            } else {
+                                awaitCancellation()
+                            }
+                        }
+                    }
+                    val first = withTimeout(30_000) { terms.receive() }
+                    val b = MemberProcess(bootstrap, role, "b", "--lead-member")
+                    try {
+                        val tokenB = b.elected(30_000)
+                        expect(compareTokens(tokenB, first.token()).toInt() == 1) { "b's $tokenB not after a's ${first.token()}" }
+                        expect(watcher.describeLeadership(role).authoritative(tokenB)) { "describe after b's term began" }
+                        expect(!first.isHeld() && first.ended()?.kind == ErrorKind.RESIGNED) { "a's first term: ${first.ended()}" }
+                        // a contends again behind b; b is killed; a leads again.
+                        inRoster(watcher, role, "a")
+                        val code = b.kill()
+                        expect(code == 137) { "the member process exited with $code, not by SIGKILL" }
+                        val second = withTimeout(30_000) { terms.receive() }
+                        expect(compareTokens(second.token(), tokenB).toInt() == 1) { "a's ${second.token()} not after b's $tokenB" }
+                        expect(watcher.describeLeadership(role).authoritative(second.token())) { "describe after a's second term began" }
+                        // Cancelling the caller stops the loop: the work is
+                        // cancelled, the role resigned, a deregistered.
+                        withTimeout(20_000) { a.cancelAndJoin() }
+                        expect(!second.isHeld() && second.ended()?.kind == ErrorKind.RESIGNED) { "a's second term: ${second.ended()}" }
+                        val state = watcher.describeRoleState(role)
+                        expect(state.lease == null && state.roster.none { it.member == "a" }) { "after the stop: $state" }
+                        println("lead: a ${first.token()} -> b $tokenB (hand-over) -> a ${second.token()} (SIGKILL of b)")
+                    } finally {
+                        b.kill()
+                        a.cancel()
+                    }
+                }
+            }
+        }
+        check("a work that throws ends lead with that error, after resigning") {
+            runBlocking {
+                val failing = "$role-fails"
+                Client(settings).use { ca ->
+                    var held: Leadership? = null
+                    val e = throws<IllegalStateException> {
+                        runBlocking { ca.lead(failing, "a", SHORT) { l -> held = l; throw IllegalStateException("the work failed") } }
+                    }
+                    expect(e.message == "the work failed") { "$e" }
+                    expect(held?.ended()?.kind == ErrorKind.RESIGNED) { "the term: ${held?.ended()}" }
+                    val state = watcher.describeRoleState(failing)
+                    expect(state.lease == null && state.roster.isEmpty()) { "after the failure: $state" }
+                }
+            }
+        }
+        check("cancelling a lead that waits deregisters its member; no term runs") {
+            runBlocking {
+                val waiting = "$role-waits"
+                Client(settings).use { ca ->
+                    Client(settings).use { cb ->
+                        val holder = ca.acquire(waiting, "a", SHORT)
+                        var ran = false
+                        val b = launch { cb.lead(waiting, "b", SHORT) { ran = true } }
+                        inRoster(watcher, waiting, "b")
+                        withTimeout(20_000) { b.cancelAndJoin() }
+                        expect(!ran) { "a term ran" }
+                        val state = watcher.describeRoleState(waiting)
+                        expect(state.roster.map { it.member } == listOf("a")) { "roster after the cancel: ${state.roster}" }
+                        holder.resign()
+                        holder.close()
+                    }
+                }
+            }
+        }
+    }
+}
+
+fun leadArguments() {
+    check("lead refuses bad arguments before any I/O") {
+        Client(mapOf("bootstrap.servers" to "127.0.0.1:1")).use { c ->
+            var ran = false
+            val nul = throws<KrabkaException.InvalidArgument> { runBlocking { c.lead("r", "m\u0000", SHORT) { ran = true } } }
+            expect(nul.detail.contains("NUL")) { nul.detail }
+            val empty = throws<KrabkaException.InvalidArgument> { runBlocking { c.lead("", "m", SHORT) { ran = true } } }
+            expect(empty.detail.contains("empty")) { empty.detail }
+            val timings = throws<KrabkaException.InvalidArgument> {
+                runBlocking { c.lead("r", "m", AcquireOptions(leaseDuration = 1.0, renewInterval = 2.0)) { ran = true } }
+            }
+            expect(timings.detail.contains("must exceed the renew interval")) { timings.detail }
+            expect(!ran) { "a refused loop ran its work" }
+        }
+    }
+}
+
 // A member process (this class's --member mode) on the same JVM, classpath
 // and library path; its stdout lines are queued.
-class MemberProcess(bootstrap: String, role: String, member: String) {
+class MemberProcess(bootstrap: String, role: String, member: String, mode: String = "--member") {
     val lines = LinkedBlockingQueue<String>()
     val process: Process
 
@@ -530,7 +687,7 @@ class MemberProcess(bootstrap: String, role: String, member: String) {
         val java = ProcessHandle.current().info().command().orElse("java")
         val cmd = mutableListOf(java)
         System.getProperty("jna.library.path")?.let { cmd.add("-Djna.library.path=$it") }
-        cmd.addAll(listOf("-cp", System.getProperty("java.class.path"), "krabka.coordination.test.MainKt", "--member", bootstrap, role, member))
+        cmd.addAll(listOf("-cp", System.getProperty("java.class.path"), "krabka.coordination.test.MainKt", mode, bootstrap, role, member))
         process = ProcessBuilder(cmd).redirectErrorStream(true).start()
         Thread {
             process.inputStream.bufferedReader().forEachLine { lines.put(it) }
@@ -745,10 +902,12 @@ fun observerArguments() {
 
 fun main(args: Array<String>) {
     if (args.firstOrNull() == "--member") return memberChild(args[1], args[2], args[3])
+    if (args.firstOrNull() == "--lead-member") return leadChild(args[1], args[2], args[3])
     val golden = File(args.getOrElse(0) { "golden" })
     golden(golden)
     arguments()
     observerArguments()
+    leadArguments()
     val bootstrap = System.getenv("KRABKA_BOOTSTRAP")
     val topic = System.getenv("KRABKA_UNIFFI_TOPIC") ?: "krabka-uniffi-results"
     if (bootstrap.isNullOrEmpty()) {
@@ -757,6 +916,8 @@ fun main(args: Array<String>) {
     } else {
         kafka(bootstrap, topic)
         fenced(bootstrap, topic)
+        cancelledNext(bootstrap)
+        lead(bootstrap)
         observer(bootstrap)
     }
     println("$passed passed, $failed failed")
