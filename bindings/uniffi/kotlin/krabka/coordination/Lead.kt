@@ -67,8 +67,9 @@ suspend fun Client.lead(
                 failure = e
             } finally {
                 withContext(NonCancellable) {
+                    // The leadership is left to the caller (it may inspect it
+                    // after the term: it is resigned by now).
                     loop.finish(term)
-                    leadership.close()
                     term.close()
                 }
             }
