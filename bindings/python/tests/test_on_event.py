@@ -2,12 +2,14 @@
 its registration on, in order, on the ``krabka-events`` thread (blocking
 ``Client``) or on the event loop that started the acquire
 (``AsyncClient``); a callback that raises is reported to
-``sys.unraisablehook`` and changes nothing for the member. The ``waiting``
+``sys.unraisablehook`` and changes nothing for the member; a forked child
+gets its own dispatcher thread. The ``waiting``
 event of a standby (holder and token) is checked in ``test_observe.py``."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 
 import krabka_coordination as kc
 from kafka_support import FAST
+from test_runtime import FORK_WARNING, _in_child
 
 
 def thread_name(native_id: int) -> str:
@@ -145,3 +148,22 @@ def test_on_event_must_be_callable(client: kc.Client, kafka: Dict[str, str], rol
     asyncio.run(main())
     # Nothing was registered.
     assert client.describe_role_state(role).members == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+@pytest.mark.filterwarnings(FORK_WARNING)
+def test_a_forked_child_gets_its_own_events_thread(client: kc.Client, kafka: Dict[str, str], role: str) -> None:
+    # The parent's krabka-events thread runs (it is not copied by fork()).
+    parent = Recorder()
+    with client.acquire_leadership(role, "m", on_event=parent, **FAST):
+        parent.wait_for("elected")
+
+    def child() -> bool:
+        rec = Recorder()
+        with kc.Client(kafka) as own:
+            with own.acquire_leadership(role, "child", on_event=rec, **FAST):
+                rec.wait_for("elected")
+            rec.wait_for("deregistered")
+        return rec.kinds()[0] == "registered" and {thread_name(t) for t in rec.threads} == {"krabka-events"}
+
+    assert _in_child(os.fork, child) == 0
