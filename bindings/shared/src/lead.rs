@@ -192,4 +192,41 @@ mod tests {
         assert!(r.unwrap().is_none());
         assert!(l.is_stopped());
     }
+
+    #[tokio::test]
+    async fn the_loop_event_stream_yields_what_was_sent_then_ends_with_end() {
+        let (l, mut stream) = unreachable_client()
+            .leader_loop_with_events("r", "m", &LeadershipArgs::default())
+            .unwrap();
+        // Nothing yet, and not over: a read waits (and dropping it is safe).
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), stream.next())
+                .await
+                .is_err()
+        );
+        // The loop's sender is the acquire's; a stand-in event through a
+        // clone of the subscription the stream reads.
+        let (tx, rx) = events::channel();
+        let mut stream = LoopEventStream {
+            rx,
+            over: stream.over.clone(),
+        };
+        let event = |kind| Event {
+            role: "r".into(),
+            member: "m".into(),
+            at: 1,
+            kind,
+        };
+        tx.send(event(krabka_coordination::events::EventKind::Challenging))
+            .unwrap();
+        tx.send(event(krabka_coordination::events::EventKind::Deregistered))
+            .unwrap();
+        l.end();
+        assert!(l.is_stopped());
+        let kinds: Vec<_> = [stream.next().await, stream.next().await, stream.next().await]
+            .into_iter()
+            .map(|e| e.map(|e| e.kind.name()))
+            .collect();
+        assert_eq!(kinds, [Some("challenging"), Some("deregistered"), None]);
+    }
 }
