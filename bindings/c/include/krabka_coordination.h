@@ -319,6 +319,12 @@ typedef struct krabka_registration krabka_registration;
 // Immutable: any number of threads may read one at once.
 typedef struct krabka_role_state krabka_role_state;
 
+// The end of one term, as the work sees it (opaque, borrowed for the
+// work's call): `krabka_term_ended` polls it, `krabka_term_wait` waits for
+// it. It fires when the term ends (fenced, lease expired, resigned, a
+// fatal error) or the loop is stopped; the work must then return.
+typedef struct krabka_term_signal krabka_term_signal;
+
 // The client-wide options. Fill them with `krabka_client_options_default`
 // and change what you need.
 typedef struct {
@@ -521,6 +527,14 @@ typedef struct {
     // When the member registered, in epoch milliseconds.
     int64_t registered_at;
 } krabka_registration_fields;
+
+// The work of one term: called on the thread of `krabka_client_lead` with
+// the term's leadership and its end signal (both borrowed for the call:
+// never free them, never keep them) and the loop's `user_data`. It returns
+// a `krabka_result`: `KRABKA_RESULT_OK` when the work is done (the role is
+// resigned and the member contends again), any other code when it failed
+// (the role is resigned and the loop returns that code).
+typedef uint32_t (*krabka_lead_work)(krabka_leadership *leadership, const krabka_term_signal *ended, void *user_data);
 
 // One header of a guarded record: `name` NUL-terminated UTF-8, `value` of
 // `value_len` bytes (NULL with length 0: a null value). Borrowed for the
@@ -820,6 +834,38 @@ const char *krabka_part_name(uint32_t part);
 
 // The library's version (`"0.1.0"`), a static NUL-terminated string.
 const char *krabka_version(void);
+
+// The leader loop: contends for `role` as `member` (NUL-terminated UTF-8,
+// borrowed for the call) and calls `work` for each term it wins, on the
+// calling thread, contending again after each, until `cancel` is fired.
+// Blocks the calling thread until the loop ends. `options` may be NULL for
+// the defaults; `cancel` (NULL: the loop runs until a work fails or an
+// error ends it) stops it when fired from another thread
+// (`krabka_cancel_fire`): a waiting acquire deregisters the member, a
+// running term's signal fires and, once the work returns, the role is
+// resigned; the call then returns `KRABKA_RESULT_OK`.
+//
+// After each term: when the work returned `KRABKA_RESULT_OK` the role is
+// resigned (an immediate hand-over) and the member contends again after
+// its backoff; when the term ended under it (fenced, lease expired: its
+// signal fired) the member contends again once it returns; when it
+// returned another code the role is resigned and the call returns that
+// code, with `err` naming the term. An error the core does not retry ends
+// the loop with its code. The role, the member and the timings are
+// checked before any I/O (`KRABKA_RESULT_INVALID_ARGUMENT`).
+//
+// Any thread but an event callback's; `work` runs on this one.
+krabka_result krabka_client_lead(const krabka_client *client, const char *role, const char *member, const krabka_leadership_options *options, const krabka_cancel *cancel, krabka_lead_work work, void *user_data, krabka_error *err);
+
+// True once the term ended or the loop was stopped: the work must return.
+// NULL is refused as ended (true). Does not block; any thread.
+bool krabka_term_ended(const krabka_term_signal *signal);
+
+// Waits until the term ends or the loop is stopped: `KRABKA_RESULT_OK`
+// once it has, `KRABKA_RESULT_TIMED_OUT` when `timeout` seconds passed
+// first (`KRABKA_NO_TIMEOUT`: no limit; 0 polls). Blocks the calling
+// thread at most `timeout`; any thread.
+krabka_result krabka_term_wait(const krabka_term_signal *signal, double timeout, krabka_error *err);
 
 // The fencing token of this term, into `*out`. Does not block; any thread.
 krabka_result krabka_leadership_token(const krabka_leadership *leadership, krabka_fencing_token *out, krabka_error *err);

@@ -268,7 +268,7 @@ pub unsafe extern "C" fn krabka_client_free(client: *mut krabka_client) {
 /// freeing it must not race with those. Firing is not async-signal-safe:
 /// do not call it from a signal handler.
 pub struct krabka_cancel {
-    token: CancellationToken,
+    pub(crate) token: CancellationToken,
 }
 
 /// Makes a cancellation, not fired; `*out` is the caller's to free with

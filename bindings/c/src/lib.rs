@@ -39,6 +39,7 @@ pub mod client;
 pub mod codec;
 pub mod events;
 pub mod ffi;
+pub mod lead;
 pub mod leadership;
 pub mod observe;
 pub mod runtime;
