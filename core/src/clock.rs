@@ -53,6 +53,36 @@ pub(crate) fn duration_millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
 }
 
+/// Exponential backoff: the pause after each failure in a row, from
+/// `initial` doubling up to `max`, back to `initial` after a success. The
+/// caller sleeps on its own clock.
+#[derive(Debug, Clone)]
+pub(crate) struct Backoff {
+    next: Duration,
+    initial: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
+        Backoff {
+            next: initial,
+            initial,
+            max,
+        }
+    }
+    /// The next pause (and doubles the one after).
+    pub(crate) fn take(&mut self) -> Duration {
+        let d = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        d
+    }
+    /// Starts over from the initial pause.
+    pub(crate) fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
 // ---------------------------------------------------------------- system clock
 
 /// The system's wall clock, with tokio timers.

@@ -67,7 +67,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::clock::{Clock, SystemClock};
+use crate::clock::{Backoff, Clock, SystemClock};
 use crate::codec::Lease;
 use crate::error::{Error, Result};
 use crate::partition::role_partition;
@@ -378,7 +378,7 @@ struct Shown {
 
 impl RoleWatch {
     async fn run(&self) -> Result<()> {
-        let mut backoff = Backoff::new(&self.options);
+        let mut backoff = Backoff::new(self.options.initial_backoff, self.options.max_backoff);
         // The start: what the transport keeps (or every record), then polls
         // until nothing decided is left unread.
         let read = loop {
@@ -615,30 +615,5 @@ impl RoleWatch {
             );
         }
         Ok(())
-    }
-}
-
-/// Exponential backoff on the observer's clock.
-struct Backoff {
-    next: Duration,
-    initial: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    fn new(o: &ObserveOptions) -> Self {
-        Backoff {
-            next: o.initial_backoff,
-            initial: o.initial_backoff,
-            max: o.max_backoff,
-        }
-    }
-    fn take(&mut self) -> Duration {
-        let d = self.next;
-        self.next = self.next.saturating_mul(2).min(self.max);
-        d
-    }
-    fn reset(&mut self) {
-        self.next = self.initial;
     }
 }

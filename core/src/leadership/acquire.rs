@@ -139,7 +139,7 @@ async fn first_lease(
     cancel: &CancellationToken,
 ) -> Result<(Lease, i64)> {
     let lease_duration = m.options.election.lease_duration;
-    let mut backoff = Backoff::new(&m.options);
+    let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
     // True while an earlier attempt's commit may still complete.
     let mut maybe_written = false;
     loop {
@@ -408,7 +408,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
         .map(|l| (l.token, l.granted_at));
     let mut minted: Vec<FencingToken> = Vec::new();
     let mut last_wait: Option<(i64, usize, Option<FencingToken>)> = None;
-    let mut backoff = Backoff::new(&m.options);
+    let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
     // After a lost challenge: the token that beat ours is newer than `lost`;
     // hold off until its lease shows up or until `until` passes (its holder
     // may have died between minting and writing).

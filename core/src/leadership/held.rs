@@ -690,7 +690,7 @@ async fn renew_loop(held: Arc<Held>) {
     let m = &held.member;
     let clock = &m.options.clock;
     let renew = millis(m.options.election.renew_interval);
-    let mut backoff = Backoff::new(&m.options);
+    let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
     let mut next_at = held.deadline() - millis(m.options.election.lease_duration) + renew;
     loop {
         let until = |at: i64| Duration::from_millis(at.saturating_sub(m.mono()).max(0) as u64);

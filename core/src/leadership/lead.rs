@@ -133,7 +133,7 @@ impl LeaderLoop {
             client: client.clone(),
             role: role.to_owned(),
             member: member.to_owned(),
-            backoff: Backoff::new(&options),
+            backoff: Backoff::new(options.initial_backoff, options.max_backoff),
             options,
             pause: None,
             number: 0,

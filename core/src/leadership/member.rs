@@ -18,33 +18,10 @@ use crate::state::RoleState;
 use crate::token::FencingToken;
 use crate::transport::{ReadBatch, StateRecord, Transport};
 
+pub(crate) use crate::clock::Backoff;
+
 pub(super) fn millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
-}
-
-/// Exponential backoff on the member's clock.
-pub(super) struct Backoff {
-    next: Duration,
-    initial: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    pub(super) fn new(o: &LeadershipOptions) -> Self {
-        Backoff {
-            next: o.initial_backoff,
-            initial: o.initial_backoff,
-            max: o.max_backoff,
-        }
-    }
-    pub(super) fn take(&mut self) -> Duration {
-        let d = self.next;
-        self.next = self.next.saturating_mul(2).min(self.max);
-        d
-    }
-    pub(super) fn reset(&mut self) {
-        self.next = self.initial;
-    }
 }
 
 /// One member of one role.
@@ -211,7 +188,7 @@ impl Member {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut backoff = Backoff::new(&self.options);
+        let mut backoff = Backoff::new(self.options.initial_backoff, self.options.max_backoff);
         // [issue 9, item 10: retries are reported as events] counts failures in a row.
         let mut attempt: u32 = 0;
         loop {
@@ -359,7 +336,7 @@ impl Follower {
         offset: i64,
         cancel: &CancellationToken,
     ) -> Result<()> {
-        let mut backoff = Backoff::new(&m.options);
+        let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
         while self.next_offset <= offset {
             self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
                 .await?;
