@@ -58,6 +58,7 @@ const values = require('./lib/values').makeValues(native)
 const { Leadership, LeadershipEvents } = require('./lib/leadership')
 const { Observer } = require('./lib/observer')
 const Client = require('./lib/client').makeClient(native)
+const { logger, setLogLevel, getLogLevel } = require('./lib/logger').makeLogger(native)
 
 module.exports = {
   // The conformance surface.
@@ -82,6 +83,10 @@ module.exports = {
   Observer,
   LeadershipStatus: native.LeadershipStatus,
   RoleStateReport: native.RoleStateReport,
+  // Logs.
+  logger,
+  setLogLevel,
+  getLogLevel,
   // Errors.
   errorKinds: native.errorKinds,
   KrabkaError: errors.KrabkaError,
@@ -103,4 +108,5 @@ module.exports = {
   _Observer: native._Observer,
   _CancelToken: native._CancelToken,
   _throwCoreError: native._throwCoreError,
+  _logFromCore: native._logFromCore,
 }

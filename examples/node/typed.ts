@@ -19,6 +19,11 @@ import {
   type KrabkaError,
   type LeadOptions,
   type LeaderWork,
+  type LogRecord,
+  type LogLevel,
+  getLogLevel,
+  logger,
+  setLogLevel,
 } from 'krabka-coordination'
 
 export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
@@ -109,3 +114,11 @@ const newer: -1 | 0 | 1 = back.token.compare(NO_EPOCH)
 const partition: number = rolePartition('orders', 16)
 const key: Buffer = encodeKey(Key.lease('orders'))
 export { newer, partition, key }
+
+const quiet: LogLevel = 'error'
+setLogLevel(getLogLevel() === 'warn' ? 'info' : quiet)
+logger.on('log', (r: LogRecord) => {
+  const member: string | undefined = r.context.member
+  const line: number | undefined = r.line
+  void [r.level, r.target, r.text, r.fields.error, member, line]
+})

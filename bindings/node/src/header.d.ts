@@ -563,5 +563,59 @@ export declare class OutcomeUnknownError extends KrabkaError {
   code: 'OUTCOME_UNKNOWN'
 }
 
+/** The level of a log record, most severe first. */
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/** One log record of the core (a `tracing` event of the Rust core or of
+ * librdkafka), as {@link logger} emits it. A frozen object. */
+export interface LogRecord {
+  /** The level. */
+  readonly level: LogLevel
+  /** Where it was logged: the Rust module (`'krabka_coordination::transport::kafka::topic'`)
+   * or `'librdkafka'`. */
+  readonly target: string
+  /** The message alone. */
+  readonly message: string
+  /** The record as one line: `role=r member=m: message key=value ...`. */
+  readonly text: string
+  /** The event's own fields (`error`, `retry_in`, `token`...), as text. */
+  readonly fields: Readonly<Record<string, string>>
+  /** The member the event happened in (`role`, `member`, `partition`), as
+   * text; empty outside a member. */
+  readonly context: Readonly<Record<string, string>>
+  /** The Rust source file of the log statement, when known. */
+  readonly file?: string
+  /** Its line, when known. */
+  readonly line?: number
+}
+
+/** The emitter of the core's log records: see {@link logger}. */
+export interface Logger extends EventEmitter {
+  /** Calls `listener` with each record at or above {@link getLogLevel}'s level,
+   * on the JavaScript thread. */
+  on(event: 'log', listener: (record: LogRecord) => void): this
+  /** As `on('log', ...)`, for the next record only. */
+  once(event: 'log', listener: (record: LogRecord) => void): this
+  /** Removes a listener; once none is left nothing is forwarded any more. */
+  off(event: 'log', listener: (record: LogRecord) => void): this
+}
+
+/** The core's log records, one process-wide emitter: each record at or above
+ * the level of {@link setLogLevel} (`'warn'` by default) is emitted as `'log'`
+ * on the JavaScript thread, in the order logged. Nothing is forwarded while no
+ * `'log'` listener is attached. A record never blocks the core's threads: it
+ * is queued (a full queue drops records and reports how many with a
+ * `'warn'` record), and the delivery does not keep the process alive, so a
+ * record logged just before the process exits may be lost. A listener that
+ * throws is the process's uncaught error. In a process that loads the package
+ * in several threads, the first one to load it gets the records. */
+export declare const logger: Logger
+/** Sets the most verbose level {@link logger} emits: `'error'`, `'warn'` (the
+ * default), `'info'`, `'debug'` or `'trace'`. Any other value throws a
+ * `TypeError` with `code` `'INVALID_ARGUMENT'`. */
+export declare function setLogLevel(level: LogLevel): void
+/** The most verbose level {@link logger} emits. */
+export declare function getLogLevel(): LogLevel
+
 /** Internal: throws the error the mapping makes of a core error of `variant`. */
 export declare function _throwCoreError(variant: string, message: string): never

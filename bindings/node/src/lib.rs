@@ -30,6 +30,7 @@ pub mod events;
 pub mod functions;
 pub mod lead;
 pub mod leadership;
+pub mod log;
 pub mod observe;
 pub mod reports;
 pub mod runtime;
