@@ -617,6 +617,51 @@ export declare function setLogLevel(level: LogLevel): void
 /** The most verbose level {@link logger} emits. */
 export declare function getLogLevel(): LogLevel
 
+/** What every series of {@link metrics} has: the metric's name (e.g.
+ * `'krabka_elections_total'`, see docs/metrics.md) and its labels (`role`,
+ * and `member` for the per-member series). */
+export interface MetricSeries {
+  /** The metric's name. */
+  name: string
+  /** The series' labels. */
+  labels: Record<string, string>
+}
+/** A counter: a count that only grows. */
+export interface CounterSample extends MetricSeries {
+  /** Always `'counter'`. */
+  kind: 'counter'
+  /** The count. */
+  value: number
+}
+/** A gauge: a value now (`krabka_role_held`, `krabka_lease_left_seconds`). */
+export interface GaugeSample extends MetricSeries {
+  /** Always `'gauge'`. */
+  kind: 'gauge'
+  /** The value. */
+  value: number
+}
+/** A histogram of durations, in seconds. */
+export interface HistogramSample extends MetricSeries {
+  /** Always `'histogram'`. */
+  kind: 'histogram'
+  /** How many durations were recorded (the `+Inf` bucket). */
+  count: number
+  /** Their sum, in seconds. */
+  sum: number
+  /** `[upper bound in seconds, durations at or below it]` per bucket, cumulative. */
+  buckets: Array<[number, number]>
+}
+/** One series of {@link metrics}; `kind` tells which. */
+export type MetricSample = CounterSample | GaugeSample | HistogramSample
+
+/** Every series the core recorded in this process, ordered by name, then
+ * labels: the same series as the Prometheus text of {@link metricsText} and
+ * as every other binding's. Recording starts when the package loads. */
+export declare function metrics(): MetricSample[]
+/** The same series in the Prometheus text format (version 0.0.4), for a
+ * `/metrics` endpoint of the application's own web server. */
+export declare function metricsText(): string
+
 /** Internal: throws the error the mapping makes of a core error of `variant`. */
 export declare function _throwCoreError(variant: string, message: string): never
 

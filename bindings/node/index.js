@@ -54,6 +54,8 @@ function load() {
 const native = load()
 const errors = require('./lib/errors')
 native._registerErrorFactory(errors.makeError)
+// The core's metrics count from here on (src/metrics.rs).
+native._installMetrics()
 const values = require('./lib/values').makeValues(native)
 const { Leadership, LeadershipEvents } = require('./lib/leadership')
 const { Observer } = require('./lib/observer')
@@ -87,6 +89,9 @@ module.exports = {
   logger,
   setLogLevel,
   getLogLevel,
+  // Metrics.
+  metrics: native.metrics,
+  metricsText: native.metricsText,
   // Errors.
   errorKinds: native.errorKinds,
   KrabkaError: errors.KrabkaError,

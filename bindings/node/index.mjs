@@ -28,6 +28,8 @@ export const {
   logger,
   setLogLevel,
   getLogLevel,
+  metrics,
+  metricsText,
   errorKinds,
   KrabkaError,
   FormatError,

@@ -24,6 +24,9 @@ import {
   getLogLevel,
   logger,
   setLogLevel,
+  metrics,
+  metricsText,
+  type MetricSample,
 } from 'krabka-coordination'
 
 export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
@@ -122,3 +125,11 @@ logger.on('log', (r: LogRecord) => {
   const line: number | undefined = r.line
   void [r.level, r.target, r.text, r.fields.error, member, line]
 })
+
+const samples: MetricSample[] = metrics()
+for (const s of samples) {
+  if (s.kind === 'histogram') void [s.count, s.sum, s.buckets[0]?.[0]]
+  else void (s.value + 1)
+}
+const prometheus: string = metricsText()
+export { prometheus }

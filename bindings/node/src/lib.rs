@@ -31,6 +31,7 @@ pub mod functions;
 pub mod lead;
 pub mod leadership;
 pub mod log;
+pub mod metrics;
 pub mod observe;
 pub mod reports;
 pub mod runtime;
