@@ -213,6 +213,15 @@ impl From<krabka_coordination_bindings::ArgError> for KrabkaError {
     }
 }
 
+/// What a callback of the host (a `Logger`, an `OAuthTokenProvider`)
+/// threw, other than a `KrabkaException` / `KrabkaError`: a transient
+/// failure with its description.
+impl From<uniffi::UnexpectedUniFFICallbackError> for KrabkaError {
+    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        KrabkaError::Transient { detail: e.reason }
+    }
+}
+
 impl KrabkaError {
     /// The core kind of this error.
     pub fn kind(&self) -> ErrorKind {

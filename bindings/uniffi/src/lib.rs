@@ -18,6 +18,8 @@
 //!   term, and of an acquire from the member's registration on.
 //! * [`observe`]: watching roles without joining them: an observer of
 //!   role views (who leads, with which token, the roster).
+//! * [`log`]: the core's log records handed to a host [`Logger`], from the
+//!   library's own log thread.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -31,6 +33,7 @@ pub mod error;
 pub mod events;
 pub mod lead;
 pub mod leadership;
+pub mod log;
 pub mod observe;
 mod runtime;
 
@@ -40,6 +43,7 @@ pub use error::{ErrorKind, KrabkaError};
 pub use events::{AcquireEvents, EventStream, LeadershipEvent};
 pub use lead::{LeaderLoop, Term};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
+pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};
 pub use observe::{Change, Observer, RoleView};
 
 uniffi::setup_scaffolding!("krabka_coordination");

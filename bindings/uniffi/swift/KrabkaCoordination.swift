@@ -460,7 +460,13 @@ fileprivate final class UniffiHandleMap<T>: @unchecked Sendable {
 
 
 // Public interface members begin here.
-
+// Magic number for the Rust proxy to call using the same mechanism as every other method,
+// to free the callback once it's dropped by Rust.
+private let IDX_CALLBACK_FREE: Int32 = 0
+// Callback return codes
+private let UNIFFI_CALLBACK_SUCCESS: Int32 = 0
+private let UNIFFI_CALLBACK_ERROR: Int32 = 1
+private let UNIFFI_CALLBACK_UNEXPECTED_ERROR: Int32 = 2
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
@@ -3215,6 +3221,210 @@ public func FfiConverterTypeLease_lower(_ value: Lease) -> RustBuffer {
 
 
 /**
+ * A field of a log record: its name and its value as text.
+ */
+public struct LogField: Equatable, Hashable {
+    /**
+     * The field's name (`error`, `retry_in`, `role`, ...).
+     */
+    public var name: String
+    /**
+     * Its value, as text.
+     */
+    public var value: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The field's name (`error`, `retry_in`, `role`, ...).
+         */name: String, 
+        /**
+         * Its value, as text.
+         */value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LogField: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLogField: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LogField {
+        return
+            try LogField(
+                name: FfiConverterString.read(from: &buf), 
+                value: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LogField, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.value, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogField_lift(_ buf: RustBuffer) throws -> LogField {
+    return try FfiConverterTypeLogField.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogField_lower(_ value: LogField) -> RustBuffer {
+    return FfiConverterTypeLogField.lower(value)
+}
+
+
+/**
+ * One log event of the core.
+ */
+public struct LogRecord: Equatable, Hashable {
+    /**
+     * The level.
+     */
+    public var level: LogLevel
+    /**
+     * The Rust module that logged it
+     * (`krabka_coordination::transport::kafka::topic`), or `librdkafka`.
+     */
+    public var target: String
+    /**
+     * The message.
+     */
+    public var message: String
+    /**
+     * The event's other fields, in the order they were recorded.
+     */
+    public var fields: [LogField]
+    /**
+     * The fields of the spans it happened in, outermost first: the
+     * member's `role`, `member` and `partition` when it happened inside a
+     * member.
+     */
+    public var context: [LogField]
+    /**
+     * The record as one line: `role=r member=m: message key=value ...`.
+     */
+    public var text: String
+    /**
+     * The Rust source file of the log statement, when known.
+     */
+    public var file: String?
+    /**
+     * Its line, when known.
+     */
+    public var line: UInt32?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The level.
+         */level: LogLevel, 
+        /**
+         * The Rust module that logged it
+         * (`krabka_coordination::transport::kafka::topic`), or `librdkafka`.
+         */target: String, 
+        /**
+         * The message.
+         */message: String, 
+        /**
+         * The event's other fields, in the order they were recorded.
+         */fields: [LogField], 
+        /**
+         * The fields of the spans it happened in, outermost first: the
+         * member's `role`, `member` and `partition` when it happened inside a
+         * member.
+         */context: [LogField], 
+        /**
+         * The record as one line: `role=r member=m: message key=value ...`.
+         */text: String, 
+        /**
+         * The Rust source file of the log statement, when known.
+         */file: String?, 
+        /**
+         * Its line, when known.
+         */line: UInt32?) {
+        self.level = level
+        self.target = target
+        self.message = message
+        self.fields = fields
+        self.context = context
+        self.text = text
+        self.file = file
+        self.line = line
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension LogRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLogRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LogRecord {
+        return
+            try LogRecord(
+                level: FfiConverterTypeLogLevel.read(from: &buf), 
+                target: FfiConverterString.read(from: &buf), 
+                message: FfiConverterString.read(from: &buf), 
+                fields: FfiConverterSequenceTypeLogField.read(from: &buf), 
+                context: FfiConverterSequenceTypeLogField.read(from: &buf), 
+                text: FfiConverterString.read(from: &buf), 
+                file: FfiConverterOptionString.read(from: &buf), 
+                line: FfiConverterOptionUInt32.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: LogRecord, into buf: inout [UInt8]) {
+        FfiConverterTypeLogLevel.write(value.level, into: &buf)
+        FfiConverterString.write(value.target, into: &buf)
+        FfiConverterString.write(value.message, into: &buf)
+        FfiConverterSequenceTypeLogField.write(value.fields, into: &buf)
+        FfiConverterSequenceTypeLogField.write(value.context, into: &buf)
+        FfiConverterString.write(value.text, into: &buf)
+        FfiConverterOptionString.write(value.file, into: &buf)
+        FfiConverterOptionUInt32.write(value.line, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogRecord_lift(_ buf: RustBuffer) throws -> LogRecord {
+    return try FfiConverterTypeLogRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogRecord_lower(_ value: LogRecord) -> RustBuffer {
+    return FfiConverterTypeLogRecord.lower(value)
+}
+
+
+/**
  * One record of a guarded write.
  */
 public struct OutRecord: Equatable, Hashable {
@@ -4607,6 +4817,257 @@ public func FfiConverterTypeKrabkaError_lower(_ value: KrabkaError) -> RustBuffe
     return FfiConverterTypeKrabkaError.lower(value)
 }
 
+
+/**
+ * The severity of a log record, most severe first.
+ */
+
+public enum LogLevel: Equatable, Hashable {
+    
+    /**
+     * A failure the member did not recover from by itself.
+     */
+    case error
+    /**
+     * Something an operator should know: renewals failing, a broker
+     * unreachable, a state topic of a risky shape.
+     */
+    case warn
+    /**
+     * The member's milestones.
+     */
+    case info
+    /**
+     * Details for debugging.
+     */
+    case debug
+    /**
+     * Everything, librdkafka's chatter included.
+     */
+    case trace
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension LogLevel: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLogLevel: FfiConverterRustBuffer {
+    typealias SwiftType = LogLevel
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LogLevel {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .error
+        
+        case 2: return .warn
+        
+        case 3: return .info
+        
+        case 4: return .debug
+        
+        case 5: return .trace
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: LogLevel, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .error:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .warn:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .info:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .debug:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .trace:
+            writeInt(&buf, Int32(5))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogLevel_lift(_ buf: RustBuffer) throws -> LogLevel {
+    return try FfiConverterTypeLogLevel.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogLevel_lower(_ value: LogLevel) -> RustBuffer {
+    return FfiConverterTypeLogLevel.lower(value)
+}
+
+
+
+
+
+/**
+ * Where the core's log records go (see the module documentation): called
+ * on the library's log thread, `krabka-log`, one record at a time, in
+ * order. What it throws is ignored: that record is lost, the next ones
+ * are delivered.
+ */
+public protocol Logger: AnyObject, Sendable {
+    
+    /**
+     * Takes one record.
+     */
+    func log(record: LogRecord) throws 
+    
+}
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceLogger {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceLogger = UniffiVTableCallbackInterfaceLogger(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterCallbackInterfaceLogger.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface Logger: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterCallbackInterfaceLogger.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface Logger: handle missing in uniffiClone")
+            }
+        },
+        log: { (
+            uniffiHandle: UInt64,
+            record: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterCallbackInterfaceLogger.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.log(
+                     record: try FfiConverterTypeLogRecord_lift(record)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeKrabkaError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceLogger> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceLogger>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitLogger() {
+    uniffi_krabka_coordination_uniffi_fn_init_callback_vtable_logger(UniffiCallbackInterfaceLogger.vtablePtr)
+}
+
+// FfiConverter protocol for callback interfaces
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterCallbackInterfaceLogger {
+    fileprivate static let handleMap = UniffiHandleMap<Logger>()
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+extension FfiConverterCallbackInterfaceLogger : FfiConverter {
+    typealias SwiftType = Logger
+    typealias FfiType = UInt64
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lift(_ handle: UInt64) throws -> SwiftType {
+        try handleMap.get(handle: handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lower(_ v: SwiftType) -> UInt64 {
+        return handleMap.insert(obj: v)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func write(_ v: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(v))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceLogger_lift(_ handle: UInt64) throws -> Logger {
+    return try FfiConverterCallbackInterfaceLogger.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceLogger_lower(_ v: Logger) -> UInt64 {
+    return FfiConverterCallbackInterfaceLogger.lower(v)
+}
+
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
@@ -5066,6 +5527,54 @@ fileprivate struct FfiConverterOptionTypeKrabkaError: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeLogLevel: FfiConverterRustBuffer {
+    typealias SwiftType = LogLevel?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeLogLevel.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeLogLevel.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionCallbackInterfaceLogger: FfiConverterRustBuffer {
+    typealias SwiftType = Logger?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterCallbackInterfaceLogger.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterCallbackInterfaceLogger.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -5108,6 +5617,31 @@ fileprivate struct FfiConverterSequenceTypeHeader: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeHeader.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeLogField: FfiConverterRustBuffer {
+    typealias SwiftType = [LogField]
+
+    public static func write(_ value: [LogField], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeLogField.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [LogField] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [LogField]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeLogField.read(from: &buf))
         }
         return seq
     }
@@ -5390,6 +5924,21 @@ public func isRetryable(kind: ErrorKind) -> Bool  {
     )
 })
 }
+/**
+ * Sends the core's log records at `min_level` (null/nil: `WARN`) or more
+ * severe to `logger` from now on, or none when `logger` is null/nil;
+ * replaces the logger set before. Records are delivered on the library's log thread, `krabka-log`,
+ * never on the caller's thread or a worker of the runtime (see the module
+ * documentation).
+ */
+public func setLogger(logger: Logger?, minLevel: LogLevel? = nil)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_set_logger(
+        FfiConverterOptionCallbackInterfaceLogger.lower(logger),
+        FfiConverterOptionTypeLogLevel.lower(minLevel),uniffiCallStatus
+    )
+}
+}
 
 private enum InitializationResult {
     case ok
@@ -5443,6 +5992,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_is_retryable() != 26921) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_set_logger() != 45048) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 2553) {
@@ -5571,7 +6123,11 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_constructor_acquireevents_new() != 61131) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_logger_log() != 59985) {
+        return InitializationResult.apiChecksumMismatch
+    }
 
+    uniffiCallbackInitLogger()
     return InitializationResult.ok
 }()
 

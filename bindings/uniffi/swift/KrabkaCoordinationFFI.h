@@ -243,6 +243,22 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_LOGGER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_LOGGER_METHOD0
+typedef void (*UniffiCallbackInterfaceLoggerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LOGGER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LOGGER
+typedef struct UniffiVTableCallbackInterfaceLogger {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceLoggerMethod0 _Nonnull log;
+} UniffiVTableCallbackInterfaceLogger;
+
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_CLIENT
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_CLIENT
 uint64_t uniffi_krabka_coordination_uniffi_fn_clone_client(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -534,6 +550,11 @@ RustBuffer uniffi_krabka_coordination_uniffi_fn_method_observer_roles(uint64_t p
 void uniffi_krabka_coordination_uniffi_fn_method_observer_stop(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_INIT_CALLBACK_VTABLE_LOGGER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_INIT_CALLBACK_VTABLE_LOGGER
+void uniffi_krabka_coordination_uniffi_fn_init_callback_vtable_logger(const UniffiVTableCallbackInterfaceLogger* _Nonnull vtable
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_COMPARE_TOKENS
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_COMPARE_TOKENS
 int8_t uniffi_krabka_coordination_uniffi_fn_func_compare_tokens(RustBuffer a, RustBuffer b, RustCallStatus *_Nonnull out_status
@@ -598,6 +619,11 @@ RustBuffer uniffi_krabka_coordination_uniffi_fn_func_error_kind(RustBuffer error
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_IS_RETRYABLE
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_IS_RETRYABLE
 int8_t uniffi_krabka_coordination_uniffi_fn_func_is_retryable(RustBuffer kind, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_SET_LOGGER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_SET_LOGGER
+void uniffi_krabka_coordination_uniffi_fn_func_set_logger(RustBuffer logger, RustBuffer min_level, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_KRABKA_COORDINATION_UNIFFI_RUSTBUFFER_ALLOC
@@ -938,6 +964,12 @@ uint16_t uniffi_krabka_coordination_uniffi_checksum_func_is_retryable(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_SET_LOGGER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_SET_LOGGER
+uint16_t uniffi_krabka_coordination_uniffi_checksum_func_set_logger(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_CLIENT_ACQUIRE
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_CLIENT_ACQUIRE
 uint16_t uniffi_krabka_coordination_uniffi_checksum_method_client_acquire(void
@@ -1187,6 +1219,12 @@ uint16_t uniffi_krabka_coordination_uniffi_checksum_constructor_client_new(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_CONSTRUCTOR_ACQUIREEVENTS_NEW
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_CONSTRUCTOR_ACQUIREEVENTS_NEW
 uint16_t uniffi_krabka_coordination_uniffi_checksum_constructor_acquireevents_new(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_LOGGER_LOG
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_LOGGER_LOG
+uint16_t uniffi_krabka_coordination_uniffi_checksum_method_logger_log(void
     
 );
 #endif

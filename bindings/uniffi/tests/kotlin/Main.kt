@@ -901,6 +901,108 @@ fun observerArguments() {
     }
 }
 
+// ---- logs ----
+
+/** A Logger that keeps each record with the thread it came on. */
+class Collect : Logger {
+    val records = java.util.Collections.synchronizedList(ArrayList<Pair<LogRecord, String>>())
+    override fun log(record: LogRecord) {
+        // The native name of the calling thread (Linux).
+        records.add(record to File("/proc/thread-self/comm").readText().trim())
+    }
+    fun snapshot(): List<Pair<LogRecord, String>> = synchronized(records) { records.toList() }
+    fun matching(messages: Collection<String>) = snapshot().filter { it.first.message in messages }
+    /** Waits (at most [ms]) until [n] records with one of [messages] arrived. */
+    fun await(messages: Collection<String>, n: Int, ms: Long = 20_000): List<Pair<LogRecord, String>> {
+        val deadline = System.nanoTime() + ms * 1_000_000
+        while (true) {
+            val got = matching(messages)
+            if (got.size >= n) return got
+            if (System.nanoTime() > deadline) throw AssertionError("$n records of $messages; got ${snapshot().map { it.first.text }}")
+            Thread.sleep(10)
+        }
+    }
+}
+
+fun logs(bootstrap: String) = runBlocking {
+    Client(mapOf("bootstrap.servers" to bootstrap)).use { client ->
+        // The one-node cluster's state topic has min.insync.replicas=1: every
+        // check of the topic warns about it (and reports the same text).
+        var warnings = listOf<String>()
+        check("a warning of the core reaches the logger with its level and target, on the krabka-log thread") {
+            val c = Collect()
+            setLogger(c, LogLevel.WARN)
+            warnings = runBlocking { client.checkStateTopic() }.warnings
+            expect(warnings.any { it.contains("min.insync.replicas") }) { "report warnings $warnings" }
+            val (r, thread) = c.await(warnings, warnings.size).first()
+            expect(r.level == LogLevel.WARN) { "level ${r.level}" }
+            expect(r.target == "krabka_coordination::transport::kafka::topic") { "target ${r.target}" }
+            expect(r.text == r.message && r.file?.endsWith("topic.rs") == true && (r.line ?: 0u) > 0u) { "$r" }
+            // JNA attaches the library's thread to the JVM under a name of
+            // its own (Thread-N); the native name is the library's.
+            expect(thread == "krabka-log") { "delivered on the native thread $thread" }
+        }
+        check("INFO records carry the member's context; nothing below the logger's level arrives") {
+            val role = "uniffi-kotlin-logs-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+            val verbose = Collect()
+            setLogger(verbose, LogLevel.INFO)
+            runBlocking {
+                client.acquire(role, "log-a", SHORT).use { it.resign() }
+                client.checkStateTopic()
+            }
+            // In order: once the check's warnings are in, so is everything before.
+            verbose.await(warnings, warnings.size)
+            val elected = verbose.snapshot().map { it.first }.firstOrNull { it.message == "elected" }
+                ?: throw AssertionError("no elected record at INFO: ${verbose.snapshot().map { it.first.text }}")
+            expect(elected.level == LogLevel.INFO) { "level ${elected.level}" }
+            val context = elected.context.associate { it.name to it.value }
+            expect(context["role"] == role && context["member"] == "log-a") { "context ${elected.context}" }
+            expect(elected.fields.any { it.name == "token" } && elected.text.startsWith("role=$role member=log-a")) { elected.text }
+            val c = Collect()
+            setLogger(c, LogLevel.WARN)
+            runBlocking {
+                client.acquire(role, "log-b", SHORT).use { it.resign() }
+                client.checkStateTopic()
+            }
+            c.await(warnings, warnings.size)
+            val wrong = c.snapshot().filter { it.first.level != LogLevel.WARN && it.first.level != LogLevel.ERROR }
+            expect(wrong.isEmpty()) { "below WARN: ${wrong.map { "${it.first.level} ${it.first.text}" }}" }
+        }
+        check("setLogger(null) stops the delivery; the next logger gets only what came after it") {
+            val before = Collect()
+            setLogger(before, LogLevel.WARN)
+            runBlocking { client.checkStateTopic() }
+            before.await(warnings, warnings.size)
+            setLogger(null)
+            runBlocking { client.checkStateTopic() }   // not forwarded
+            val after = Collect()
+            setLogger(after)   // WARN by default
+            runBlocking { client.checkStateTopic() }
+            after.await(warnings, warnings.size)
+            expect(before.matching(warnings).size == warnings.size) { "the first logger got ${before.matching(warnings).size}" }
+            expect(after.matching(warnings).size == warnings.size) { "the second logger got ${after.matching(warnings).size}" }
+        }
+        check("a logger that throws loses that record only: the next records are delivered") {
+            val thrown = java.util.concurrent.atomic.AtomicInteger()
+            setLogger(object : Logger {
+                override fun log(record: LogRecord) {
+                    if (record.message in warnings) thrown.incrementAndGet()
+                    throw IllegalStateException("a broken logger")
+                }
+            })
+            runBlocking { client.checkStateTopic() }
+            val deadline = System.nanoTime() + 20_000_000_000
+            while (thrown.get() < warnings.size && System.nanoTime() < deadline) Thread.sleep(10)
+            expect(thrown.get() == warnings.size) { "the throwing logger was called ${thrown.get()} times" }
+            val c = Collect()
+            setLogger(c)
+            runBlocking { client.checkStateTopic() }
+            c.await(warnings, warnings.size)
+        }
+        setLogger(null)
+    }
+}
+
 fun main(args: Array<String>) {
     if (args.firstOrNull() == "--member") return memberChild(args[1], args[2], args[3])
     if (args.firstOrNull() == "--lead-member") return leadChild(args[1], args[2], args[3])
@@ -916,6 +1018,7 @@ fun main(args: Array<String>) {
         failed++
     } else {
         kafka(bootstrap, topic)
+        logs(bootstrap)
         fenced(bootstrap, topic)
         cancelledNext(bootstrap)
         lead(bootstrap)
