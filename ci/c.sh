@@ -19,8 +19,9 @@
 #      frames and say why each is not the binding's: every golden vector
 #      counted, NULL and bad-length arguments for every function, the
 #      leadership surface and its thread safety on the real Kafka, a
-#      two-process failover with a fenced write, and an observer that sees a
-#      hand-over and a SIGKILL failover in order (test_observe);
+#      two-process failover with a fenced write, an observer that sees a
+#      hand-over and a SIGKILL failover in order (test_observe), and the
+#      leader loop handing over, failing over and stopping (test_lead);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -101,7 +102,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_failover test_observe member)
+TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -133,6 +134,7 @@ run args "$BUILD/test_args"
 run kafka "$BUILD/test_kafka"
 run failover "$BUILD/test_failover" "$BUILD/member"
 run observe "$BUILD/test_observe" "$BUILD/member"
+run lead "$BUILD/test_lead" "$BUILD/member"
 
 step "C tests under AddressSanitizer (LeakSanitizer on)"
 # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
@@ -144,6 +146,7 @@ run args.asan "$BUILD/test_args.asan"
 run kafka.asan "$BUILD/test_kafka.asan"
 run failover.asan "$BUILD/test_failover.asan" "$BUILD/member.asan"
 run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
+run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 step "C tests under valgrind memcheck"
@@ -162,6 +165,8 @@ run kafka.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_kafka"
 run failover.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_failover" "${VG[@]}" "$BUILD/member"
 # The observer under valgrind: member b is killed (SIGKILL), as above.
 run observe.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_observe" "${VG[@]}" "$BUILD/member"
+# The leader loop under valgrind: member b is killed (SIGKILL), as above.
+run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "$BUILD/member"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

@@ -49,7 +49,8 @@
  *   library's own threads (named krabka-rt), started by the first client.
  *   Event callbacks run on a thread of their own (krabka-events); see
  *   krabka_client_acquire. An observer's callbacks run on a thread of its
- *   own (krabka-observe); see krabka_client_observe.
+ *   own (krabka-observe); see krabka_client_observe. The leader loop's work
+ *   runs on the thread that called krabka_client_lead.
  *
  * Threads. Codec handles are immutable: read them from any threads at once.
  *   krabka_client and krabka_leadership may be used from any number of
@@ -530,11 +531,18 @@ typedef struct {
 
 // The work of one term: called on the thread of `krabka_client_lead` with
 // the term's leadership and its end signal (both borrowed for the call:
-// never free them, never keep them) and the loop's `user_data`. It returns
-// a `krabka_result`: `KRABKA_RESULT_OK` when the work is done (the role is
-// resigned and the member contends again), any other code when it failed
-// (the role is resigned and the loop returns that code).
-typedef uint32_t (*krabka_lead_work)(krabka_leadership *leadership, const krabka_term_signal *ended, void *user_data);
+// never free them, never keep them past it) and the loop's `user_data`.
+// The leadership is the term's: its token, guarded writes, lease, resign
+// (which ends the term: `ended` fires).
+//
+// It returns a `uint32_t` holding a `krabka_result` (a plain integer, so a
+// work written against an older or newer header stays ABI-compatible):
+// `KRABKA_RESULT_OK` (0) when the work is done (the role is resigned and
+// the member contends again), any other value when it failed (the role is
+// resigned and the loop returns that code). A nonzero value that is no
+// `krabka_result` the library knows becomes `KRABKA_RESULT_ERROR`, with
+// the value in the message.
+typedef uint32_t (*krabka_lead_work)(const krabka_leadership *leadership, const krabka_term_signal *ended, void *user_data);
 
 // One header of a guarded record: `name` NUL-terminated UTF-8, `value` of
 // `value_len` bytes (NULL with length 0: a null value). Borrowed for the
@@ -838,23 +846,33 @@ const char *krabka_version(void);
 // The leader loop: contends for `role` as `member` (NUL-terminated UTF-8,
 // borrowed for the call) and calls `work` for each term it wins, on the
 // calling thread, contending again after each, until `cancel` is fired.
-// Blocks the calling thread until the loop ends. `options` may be NULL for
-// the defaults; `cancel` (NULL: the loop runs until a work fails or an
-// error ends it) stops it when fired from another thread
-// (`krabka_cancel_fire`): a waiting acquire deregisters the member, a
-// running term's signal fires and, once the work returns, the role is
-// resigned; the call then returns `KRABKA_RESULT_OK`.
+// The rules are the core's leader loop (Curator's `LeaderSelector` with
+// auto-requeue). Blocks the calling thread until the loop ends. `options`
+// may be NULL for the defaults; `work` must not be NULL (an exception to
+// the rule that a NULL callback means none); `user_data` is passed to
+// every call of `work` as it is.
+//
+// `cancel` (NULL: the loop runs until a work fails or an error ends it)
+// stops it when fired from another thread (`krabka_cancel_fire`): a
+// waiting acquire deregisters the member, a running term's signal fires
+// and, once the work returns, the role is resigned (and the member
+// deregistered); the call then returns `KRABKA_RESULT_OK`. A cancellation
+// fired before the call returns `KRABKA_RESULT_OK` without contending.
 //
 // After each term: when the work returned `KRABKA_RESULT_OK` the role is
-// resigned (an immediate hand-over) and the member contends again after
-// its backoff; when the term ended under it (fenced, lease expired: its
-// signal fired) the member contends again once it returns; when it
-// returned another code the role is resigned and the call returns that
-// code, with `err` naming the term. An error the core does not retry ends
-// the loop with its code. The role, the member and the timings are
-// checked before any I/O (`KRABKA_RESULT_INVALID_ARGUMENT`).
+// resigned (an immediate hand-over) and the member contends again, from
+// the tail of the roster, after its backoff (doubling from the initial
+// backoff, starting over after a term of at least one lease); when the
+// term ended under it (fenced, lease expired: its signal fired) the
+// member contends again once it returns; when it returned another code
+// the role is resigned and the call returns that code, with `err` naming
+// the term and the value. A failure to acquire that a retry may mend (the
+// cluster unreachable) is retried after the backoff; any other ends the
+// loop with its code. The role, the member and the timings are checked
+// before any I/O (`KRABKA_RESULT_INVALID_ARGUMENT`), as are the pointers
+// (`KRABKA_RESULT_NULL_ARGUMENT`).
 //
-// Any thread but an event callback's; `work` runs on this one.
+// Any thread but an event callback's or a work's; `work` runs on this one.
 krabka_result krabka_client_lead(const krabka_client *client, const char *role, const char *member, const krabka_leadership_options *options, const krabka_cancel *cancel, krabka_lead_work work, void *user_data, krabka_error *err);
 
 // True once the term ended or the loop was stopped: the work must return.

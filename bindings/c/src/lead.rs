@@ -26,14 +26,21 @@ pub struct krabka_term_signal {
 
 /// The work of one term: called on the thread of `krabka_client_lead` with
 /// the term's leadership and its end signal (both borrowed for the call:
-/// never free them, never keep them) and the loop's `user_data`. It returns
-/// a `krabka_result`: `KRABKA_RESULT_OK` when the work is done (the role is
-/// resigned and the member contends again), any other code when it failed
-/// (the role is resigned and the loop returns that code).
+/// never free them, never keep them past it) and the loop's `user_data`.
+/// The leadership is the term's: its token, guarded writes, lease, resign
+/// (which ends the term: `ended` fires).
+///
+/// It returns a `uint32_t` holding a `krabka_result` (a plain integer, so a
+/// work written against an older or newer header stays ABI-compatible):
+/// `KRABKA_RESULT_OK` (0) when the work is done (the role is resigned and
+/// the member contends again), any other value when it failed (the role is
+/// resigned and the loop returns that code). A nonzero value that is no
+/// `krabka_result` the library knows becomes `KRABKA_RESULT_ERROR`, with
+/// the value in the message.
 #[allow(non_camel_case_types)]
 pub type krabka_lead_work = Option<
     unsafe extern "C" fn(
-        leadership: *mut krabka_leadership,
+        leadership: *const krabka_leadership,
         ended: *const krabka_term_signal,
         user_data: *mut c_void,
     ) -> u32,
@@ -52,23 +59,33 @@ fn work_result(code: u32) -> krabka_result {
 /// The leader loop: contends for `role` as `member` (NUL-terminated UTF-8,
 /// borrowed for the call) and calls `work` for each term it wins, on the
 /// calling thread, contending again after each, until `cancel` is fired.
-/// Blocks the calling thread until the loop ends. `options` may be NULL for
-/// the defaults; `cancel` (NULL: the loop runs until a work fails or an
-/// error ends it) stops it when fired from another thread
-/// (`krabka_cancel_fire`): a waiting acquire deregisters the member, a
-/// running term's signal fires and, once the work returns, the role is
-/// resigned; the call then returns `KRABKA_RESULT_OK`.
+/// The rules are the core's leader loop (Curator's `LeaderSelector` with
+/// auto-requeue). Blocks the calling thread until the loop ends. `options`
+/// may be NULL for the defaults; `work` must not be NULL (an exception to
+/// the rule that a NULL callback means none); `user_data` is passed to
+/// every call of `work` as it is.
+///
+/// `cancel` (NULL: the loop runs until a work fails or an error ends it)
+/// stops it when fired from another thread (`krabka_cancel_fire`): a
+/// waiting acquire deregisters the member, a running term's signal fires
+/// and, once the work returns, the role is resigned (and the member
+/// deregistered); the call then returns `KRABKA_RESULT_OK`. A cancellation
+/// fired before the call returns `KRABKA_RESULT_OK` without contending.
 ///
 /// After each term: when the work returned `KRABKA_RESULT_OK` the role is
-/// resigned (an immediate hand-over) and the member contends again after
-/// its backoff; when the term ended under it (fenced, lease expired: its
-/// signal fired) the member contends again once it returns; when it
-/// returned another code the role is resigned and the call returns that
-/// code, with `err` naming the term. An error the core does not retry ends
-/// the loop with its code. The role, the member and the timings are
-/// checked before any I/O (`KRABKA_RESULT_INVALID_ARGUMENT`).
+/// resigned (an immediate hand-over) and the member contends again, from
+/// the tail of the roster, after its backoff (doubling from the initial
+/// backoff, starting over after a term of at least one lease); when the
+/// term ended under it (fenced, lease expired: its signal fired) the
+/// member contends again once it returns; when it returned another code
+/// the role is resigned and the call returns that code, with `err` naming
+/// the term and the value. A failure to acquire that a retry may mend (the
+/// cluster unreachable) is retried after the backoff; any other ends the
+/// loop with its code. The role, the member and the timings are checked
+/// before any I/O (`KRABKA_RESULT_INVALID_ARGUMENT`), as are the pointers
+/// (`KRABKA_RESULT_NULL_ARGUMENT`).
 ///
-/// Any thread but an event callback's; `work` runs on this one.
+/// Any thread but an event callback's or a work's; `work` runs on this one.
 #[no_mangle]
 pub unsafe extern "C" fn krabka_client_lead(
     client: *const krabka_client,
@@ -98,6 +115,11 @@ pub unsafe extern "C" fn krabka_client_lead(
         // The caller's cancellation stops the loop; the relay ends with it.
         let over = CancellationToken::new();
         if let Some(c) = unsafe { cancel.as_ref() } {
+            // Fired already: stopped before the first acquire starts (the
+            // relay below might run only after it did).
+            if c.token.is_cancelled() {
+                handle.stop();
+            }
             let (token, stop, done) = (c.token.clone(), handle.clone(), over.clone());
             rt.spawn(async move {
                 tokio::select! {
@@ -116,7 +138,11 @@ pub unsafe extern "C" fn krabka_client_lead(
 /// Runs the terms of `handle` until it yields none or a work fails.
 fn drive(
     handle: &krabka_coordination_bindings::LeadHandle,
-    work: unsafe extern "C" fn(*mut krabka_leadership, *const krabka_term_signal, *mut c_void) -> u32,
+    work: unsafe extern "C" fn(
+        *const krabka_leadership,
+        *const krabka_term_signal,
+        *mut c_void,
+    ) -> u32,
     user_data: *mut c_void,
 ) -> Result<(), Failure> {
     while let Some(term) = block(handle.next_term())? {
@@ -124,10 +150,12 @@ fn drive(
             ended: term.ended().clone(),
             number: term.number(),
         };
-        let mut leadership = krabka_leadership::new(Arc::clone(term.leadership()), None);
-        // SAFETY: the caller's work, with handles valid for the call.
+        let leadership = krabka_leadership::new(Arc::clone(term.leadership()), None);
+        // SAFETY: the caller's work, with handles valid for the call. (A C
+        // function cannot unwind; a Rust one that panics through `extern
+        // "C"` aborts: the catch is for neither, but costs nothing.)
         let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
-            work(&mut leadership, &signal, user_data)
+            work(&leadership, &signal, user_data)
         }));
         let finish = handle.finish(term);
         block(async move {
@@ -139,12 +167,17 @@ fn drive(
             Ok(0) => {}
             Ok(code) => {
                 let result = work_result(code);
+                let name = result.name().to_string_lossy();
+                let said = if result as u32 == code {
+                    format!("{name} ({code})")
+                } else {
+                    format!("{code}, which is no krabka_result: {name}")
+                };
                 return Err(Failure::new(
                     result,
                     format!(
-                        "the work of term {} returned {}",
-                        signal.number,
-                        result.name().to_string_lossy()
+                        "the work of term {} returned {said}; the role was resigned",
+                        signal.number
                     ),
                 ));
             }
@@ -195,4 +228,18 @@ pub unsafe extern "C" fn krabka_term_wait(
             "waiting for the term to end",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_work_code_is_its_result_or_the_generic_error() {
+        assert_eq!(work_result(4), krabka_result::Fenced);
+        assert_eq!(work_result(103), krabka_result::Panic);
+        assert_eq!(work_result(11), krabka_result::Error);
+        assert_eq!(work_result(7777), krabka_result::Error);
+        assert_eq!(work_result(u32::MAX), krabka_result::Error);
+    }
 }

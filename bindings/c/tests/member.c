@@ -15,6 +15,17 @@
  *   error WHAT CODE MSG a call failed
  *
  * Usage: member BOOTSTRAP ROLE MEMBER TOPIC
+ *
+ * With --lead (test_lead): runs the leader loop (krabka_client_lead) for
+ * ROLE as MEMBER (3 s lease, 1 s renewals, 0.5 s stagger; 20 s and 5 s
+ * with KRABKA_C_SLOW); each term's work prints
+ *   term N ID EPOCH     the term's number in the loop and its token
+ * then waits until the term ends and prints
+ *   term_ended N
+ * and returns; when the loop returns (it runs until killed, or an error):
+ *   lead CODE MSG
+ *
+ * Usage: member --lead BOOTSTRAP ROLE MEMBER
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -50,6 +61,62 @@ static void on_term(int sig) {
     stop_requested = 1;
 }
 
+static uint32_t lead_work(const krabka_leadership *leadership, const krabka_term_signal *ended, void *user_data) {
+    long long *terms = user_data;
+    krabka_fencing_token token = {-1, -1};
+    char buf[512];
+    krabka_error err;
+    krabka_result r;
+    memset(&err, 0, sizeof err);
+    err.message = buf;
+    err.capacity = sizeof buf;
+    ++*terms;
+    r = krabka_leadership_token(leadership, &token, &err);
+    if (r != KRABKA_RESULT_OK) {
+        say("error token %s %s\n", krabka_result_name(r), buf);
+        return r;
+    }
+    say("term %lld %lld %lld\n", *terms, (long long)token.producer_id, (long long)token.producer_epoch);
+    r = krabka_term_wait(ended, KRABKA_NO_TIMEOUT, &err);
+    if (r != KRABKA_RESULT_OK) say("error term_wait %s %s\n", krabka_result_name(r), buf);
+    say("term_ended %lld\n", *terms);
+    return KRABKA_RESULT_OK;
+}
+
+static int lead_main(const char *bootstrap, const char *role, const char *member) {
+    const char *keys[1] = {"bootstrap.servers"};
+    const char *values[1];
+    char buf[1024];
+    krabka_error err;
+    krabka_client *client = NULL;
+    krabka_leadership_options options;
+    krabka_result r;
+    long long terms = 0;
+
+    memset(&err, 0, sizeof err);
+    err.message = buf;
+    err.capacity = sizeof buf;
+    values[0] = bootstrap;
+    r = krabka_client_new(keys, values, 1, NULL, &client, &err);
+    if (r != KRABKA_RESULT_OK) {
+        printf("error client_new %s %s\n", krabka_result_name(r), buf);
+        return 1;
+    }
+    krabka_leadership_options_default(&options);
+    options.lease_duration = 3.0;
+    options.renew_interval = 1.0;
+    options.challenge_stagger = 0.5;
+    if (getenv("KRABKA_C_SLOW")) {
+        options.lease_duration = 20.0;
+        options.renew_interval = 5.0;
+    }
+    r = krabka_client_lead(client, role, member, &options, NULL, lead_work, &terms, &err);
+    say("lead %s %s\n", krabka_result_name(r), r == KRABKA_RESULT_OK ? "" : buf);
+    krabka_client_free(client);
+    krabka_wait_idle(30);
+    return r == KRABKA_RESULT_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     const char *keys[1] = {"bootstrap.servers"};
     const char *values[1];
@@ -63,8 +130,9 @@ int main(int argc, char **argv) {
     struct sigaction sa;
     long long n = 0;
 
+    if (argc == 5 && strcmp(argv[1], "--lead") == 0) return lead_main(argv[2], argv[3], argv[4]);
     if (argc != 5) {
-        fprintf(stderr, "usage: %s BOOTSTRAP ROLE MEMBER TOPIC\n", argv[0]);
+        fprintf(stderr, "usage: %s BOOTSTRAP ROLE MEMBER TOPIC | --lead BOOTSTRAP ROLE MEMBER\n", argv[0]);
         return 2;
     }
     memset(&sa, 0, sizeof sa);
