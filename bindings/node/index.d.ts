@@ -52,6 +52,29 @@ export interface ClientOptions {
   connectTimeout?: number
   /** Seconds one client operation may take once the cluster answered (default 30). */
   operationTimeout?: number
+  /** The OAUTHBEARER token function, for `'sasl.mechanism': 'OAUTHBEARER'`
+   * (which needs one): called on the JavaScript thread when the client first
+   * connects, then half-way through each token's life (every Kafka client of
+   * this `Client` shares the token). A rejection fails the operation waiting
+   * for the token at once with a {@link TransientError} (a
+   * {@link FatalError} when it rejected with one) naming the token provider
+   * and carrying the rejection's message; a value of another shape, or a
+   * token already expired, an {@link InvalidArgumentError}; a promise still
+   * pending after `connectTimeout` a {@link TransientError}. Once a token was
+   * given, a failing refresh keeps it in use until it expires. */
+  oauthToken?: () => OAuthToken | Promise<OAuthToken>
+}
+
+/** What an {@link ClientOptions.oauthToken} function returns. */
+export interface OAuthToken {
+  /** The token (a JWT, as the identity provider issued it). */
+  token: string
+  /** When it expires: a `Date`, or milliseconds since the Unix epoch
+   * (`Date.now() + 3600_000`). Tokens should live minutes. */
+  expiresAt: Date | number
+  /** The principal it names, for the clients' logs. (SASL extensions are not
+   * supported: a value with `extensions` is refused.) */
+  principal?: string
 }
 
 /** Options of {@link Client.acquireLeadership}. Durations are in seconds; left
@@ -704,8 +727,9 @@ export declare class _Client {
    * `options`: `partitions` (of the state topic, default 16),
    * `stateTopic` (default `__coordination_state`), `connectTimeout`
    * (seconds, default 10) and `operationTimeout` (seconds, default 30),
-   * checked by the shared crate. The core refuses a setting librdkafka
-   * rejects; nothing connects yet.
+   * checked by the shared crate, and `oauthToken` (the package's wrapper
+   * of the OAUTHBEARER token function, [`crate::oauth`]). The core
+   * refuses a setting librdkafka rejects; nothing connects yet.
    */
   constructor(kafka: KafkaSettings, options?: ClientOptions)
   /** The partition count of the state topic. */
@@ -890,6 +914,24 @@ export declare class _Term {
   ended(): Promise<void>
 }
 export type NativeTerm = _Term
+
+/**
+ * One call of the provider, settled on the JavaScript thread. Internal:
+ * the package's wrapper of the `oauthToken` function settles it.
+ */
+export declare class _TokenRequest {
+  /**
+   * Settles the request with the function's value (checked here).
+   * Only the first settlement counts.
+   */
+  resolve(value: unknown): void
+  /**
+   * Settles the request with the function's rejection: its `message`,
+   * and whether it was the package's `FatalError`.
+   */
+  reject(message: string, fatal: boolean): void
+}
+export type TokenRequest = _TokenRequest
 
 /**
  * The authority of a role as its transaction coordinator reports it, from

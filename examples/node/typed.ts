@@ -27,6 +27,7 @@ import {
   metrics,
   metricsText,
   type MetricSample,
+  type OAuthToken,
 } from 'krabka-coordination'
 
 export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
@@ -133,3 +134,12 @@ for (const s of samples) {
 }
 const prometheus: string = metricsText()
 export { prometheus }
+
+export function securedClient(bootstrap: string, fetchToken: () => Promise<string>): Client {
+  return new Client(
+    { 'bootstrap.servers': bootstrap, 'security.protocol': 'SASL_SSL', 'sasl.mechanism': 'OAUTHBEARER' },
+    {
+      oauthToken: async (): Promise<OAuthToken> => ({ token: await fetchToken(), expiresAt: Date.now() + 3600_000, principal: 'billing' }),
+    },
+  )
+}

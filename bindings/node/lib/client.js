@@ -5,7 +5,7 @@
 // and an observer, and driving the core's leader loop (src/lead.rs) with a
 // JavaScript work function.
 
-const { CancelledError, argTypeError } = require('./errors')
+const { CancelledError, FatalError, argTypeError } = require('./errors')
 const { Leadership } = require('./leadership')
 const { Observer } = require('./observer')
 
@@ -54,11 +54,32 @@ async function driveLoop(loop, work) {
   }
 }
 
+// The native side's OAUTHBEARER provider (src/oauth.rs) as calls of the
+// application's `oauthToken` function: each request, handed over on the
+// JavaScript thread, is settled with what the function returned or
+// resolved with (checked natively), or with its rejection's message.
+function tokenRequests(provide) {
+  return (request) => {
+    new Promise((resolve) => resolve(provide())).then(
+      (value) => request.resolve(value),
+      (e) => {
+        const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+        request.reject(message, e instanceof FatalError)
+      },
+    )
+  }
+}
+
 function makeClient(native) {
   class Client {
     #native
 
     constructor(kafka, options) {
+      if (options !== null && typeof options === 'object' && options.oauthToken != null) {
+        const provide = options.oauthToken
+        if (typeof provide !== 'function') throw argTypeError('oauth_token', 'a function', provide)
+        options = { ...options, oauthToken: tokenRequests(provide) }
+      }
       this.#native = new native._Client(kafka, options)
     }
 

@@ -20,18 +20,20 @@ use krabka_coordination_bindings::ArgError;
 use krabka_coordination_bindings::{
     options, Field, KafkaClient, LeadershipArgs, ProcessBound, TimeoutArgs, TopicArgs,
 };
-use napi::bindgen_prelude::{Array, Object, Unknown};
-use napi::{Env, JsValue};
+use napi::bindgen_prelude::{Array, Function, Object, Unknown};
+use napi::{Env, JsValue, ValueType};
 use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{
-    bool_value, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg, type_name,
+    bool_value, is_nullish, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg,
+    type_name,
 };
 use crate::error::{arg_napi, to_napi, OrThrow};
 use crate::events::AcquireEvents;
 use crate::lead::NativeLeaderLoop;
 use crate::leadership::NativeLeadership;
+use crate::oauth::{token_provider, TokenRequest};
 use crate::observe::NativeObserver;
 use crate::reports::{LeadershipStatus, RoleStateReport, TopicReport};
 use crate::runtime::{js, promise, runtime};
@@ -121,8 +123,9 @@ impl NativeClient {
     /// `options`: `partitions` (of the state topic, default 16),
     /// `stateTopic` (default `__coordination_state`), `connectTimeout`
     /// (seconds, default 10) and `operationTimeout` (seconds, default 30),
-    /// checked by the shared crate. The core refuses a setting librdkafka
-    /// rejects; nothing connects yet.
+    /// checked by the shared crate, and `oauthToken` (the package's wrapper
+    /// of the OAUTHBEARER token function, [`crate::oauth`]). The core
+    /// refuses a setting librdkafka rejects; nothing connects yet.
     #[napi(
         constructor,
         ts_args_type = "kafka: KafkaSettings, options?: ClientOptions"
@@ -157,7 +160,19 @@ impl NativeClient {
         if let Some(topic) = prop(o, "stateTopic")? {
             config = config.with_state_topic(str_arg(&env, &topic, "state_topic")?);
         }
-        let config = timeouts.apply(config).or_throw(&env)?;
+        let mut config = timeouts.apply(config).or_throw(&env)?;
+        if let Some(f) = prop(o, "oauthToken")?.filter(|f| !is_nullish(f)) {
+            if f.get_type()? != ValueType::Function {
+                return Err(arg_napi(
+                    &env,
+                    ArgError::wrong_type(Field::OAuthToken.name(), "a function", &type_name(&f)),
+                ));
+            }
+            // SAFETY: a function value of this env.
+            let f = unsafe { f.cast::<Function<'_, TokenRequest, ()>>() }?;
+            let timeout = config.connect_timeout();
+            config = config.with_oauth_token_provider(token_provider(&f, timeout)?);
+        }
         let handle = runtime()?.handle().clone();
         let client = {
             // librdkafka's clients are made inside the runtime.

@@ -52,6 +52,29 @@ export interface ClientOptions {
   connectTimeout?: number
   /** Seconds one client operation may take once the cluster answered (default 30). */
   operationTimeout?: number
+  /** The OAUTHBEARER token function, for `'sasl.mechanism': 'OAUTHBEARER'`
+   * (which needs one): called on the JavaScript thread when the client first
+   * connects, then half-way through each token's life (every Kafka client of
+   * this `Client` shares the token). A rejection fails the operation waiting
+   * for the token at once with a {@link TransientError} (a
+   * {@link FatalError} when it rejected with one) naming the token provider
+   * and carrying the rejection's message; a value of another shape, or a
+   * token already expired, an {@link InvalidArgumentError}; a promise still
+   * pending after `connectTimeout` a {@link TransientError}. Once a token was
+   * given, a failing refresh keeps it in use until it expires. */
+  oauthToken?: () => OAuthToken | Promise<OAuthToken>
+}
+
+/** What an {@link ClientOptions.oauthToken} function returns. */
+export interface OAuthToken {
+  /** The token (a JWT, as the identity provider issued it). */
+  token: string
+  /** When it expires: a `Date`, or milliseconds since the Unix epoch
+   * (`Date.now() + 3600_000`). Tokens should live minutes. */
+  expiresAt: Date | number
+  /** The principal it names, for the clients' logs. (SASL extensions are not
+   * supported: a value with `extensions` is refused.) */
+  principal?: string
 }
 
 /** Options of {@link Client.acquireLeadership}. Durations are in seconds; left
