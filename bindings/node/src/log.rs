@@ -145,7 +145,12 @@ pub fn set_log_level(level: Option<String>) {
 /// `role` and `member`, as the core's own events are. Internal: tests the
 /// bridge without a Kafka.
 #[napi(js_name = "_logFromCore", skip_typescript)]
-pub fn log_from_core(level: String, message: String, role: String, member: String) -> napi::Result<()> {
+pub fn log_from_core(
+    level: String,
+    message: String,
+    role: String,
+    member: String,
+) -> napi::Result<()> {
     let span = tracing::info_span!("member", role, member);
     let _in = span.enter();
     match level.as_str() {

@@ -150,7 +150,12 @@ pub fn token_provider(
     })
 }
 
-fn string_field(env: &Env, o: &Object<'_>, name: &str, field: &str) -> Result<Option<String>, ArgError> {
+fn string_field(
+    env: &Env,
+    o: &Object<'_>,
+    name: &str,
+    field: &str,
+) -> Result<Option<String>, ArgError> {
     let v = prop(Some(o), name).map_err(|e| ArgError::wrong_type(field, "a string", &e.reason))?;
     let Some(v) = v.filter(|v| !is_nullish(v)) else {
         return Ok(None);
@@ -207,8 +212,10 @@ fn expiry(o: &Object<'_>) -> Result<SystemTime, ArgError> {
         .ok_or_else(|| ArgError::wrong_type(field, expected, "undefined"))?;
     let ms = if v.get_type().ok() == Some(ValueType::Number) {
         // SAFETY: a number value.
-        unsafe { <f64 as napi::bindgen_prelude::FromNapiValue>::from_napi_value(v.value().env, v.raw()) }
-            .map_err(|e| ArgError::wrong_type(field, expected, &e.reason))?
+        unsafe {
+            <f64 as napi::bindgen_prelude::FromNapiValue>::from_napi_value(v.value().env, v.raw())
+        }
+        .map_err(|e| ArgError::wrong_type(field, expected, &e.reason))?
     } else if v.is_date().unwrap_or(false) {
         // SAFETY: a Date value.
         let date = unsafe { v.cast::<napi::JsDate<'_>>() }
@@ -220,10 +227,20 @@ fn expiry(o: &Object<'_>) -> Result<SystemTime, ArgError> {
     };
     let requirement = "a time after the Unix epoch, in milliseconds";
     if !ms.is_finite() || ms <= 0.0 {
-        return Err(ArgError::invalid(field, requirement, krabka_coordination_bindings::args::number(ms)));
+        return Err(ArgError::invalid(
+            field,
+            requirement,
+            krabka_coordination_bindings::args::number(ms),
+        ));
     }
     Duration::try_from_secs_f64(ms / 1000.0)
         .ok()
         .and_then(|d| UNIX_EPOCH.checked_add(d))
-        .ok_or_else(|| ArgError::invalid(field, requirement, krabka_coordination_bindings::args::number(ms)))
+        .ok_or_else(|| {
+            ArgError::invalid(
+                field,
+                requirement,
+                krabka_coordination_bindings::args::number(ms),
+            )
+        })
 }
