@@ -121,9 +121,10 @@ for topic in billing-out results; do
         --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
 done
 # A snippet's main is the file class of its package: readme_1.kt is
-# snippets.readme_1.Readme_1Kt.
+# snippets.readme_1.Readme_1Kt. A fragment (<!-- snippet: fragment -->) has
+# no main: kotlinc checked it above.
 python3 "$ROOT/ci/snippets.py" run kotlin "$SNIPPETS" -- sh -c \
-    'n=$(basename "$0" .kt); c="$(printf %s "$n" | cut -c1 | tr a-z A-Z)$(printf %s "$n" | cut -c2-)Kt"; exec "$@" "snippets.$n.$c"' \
+    '[ -z "${KRABKA_SNIPPET_FRAGMENT:-}" ] || exit 0; n=$(basename "$0" .kt); c="$(printf %s "$n" | cut -c1 | tr a-z A-Z)$(printf %s "$n" | cut -c2-)Kt"; exec "$@" "snippets.$n.$c"' \
     {} "${JAVA_RUN[@]}"
 
 step "example fenced: a newer epoch minted behind the worker's back stops its work (exit 3)"

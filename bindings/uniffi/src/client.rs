@@ -20,11 +20,12 @@ use crate::error::KrabkaError;
 use crate::events::AcquireEvents;
 use crate::lead::LeaderLoop;
 use crate::leadership::{Leadership, LeadershipStatus, RoleState};
+use crate::oauth::OAuthTokenProvider;
 use crate::observe::Observer;
 use crate::runtime::{run, runtime, CancelOnDrop};
 
 /// The options of a client; every one left out keeps the core's default.
-#[derive(Debug, Clone, Default, PartialEq, uniffi::Record)]
+#[derive(Clone, Default, uniffi::Record)]
 pub struct ClientOptions {
     /// The partition count of the state topic (default 16).
     #[uniffi(default = None)]
@@ -39,6 +40,22 @@ pub struct ClientOptions {
     /// The budget of one blocking client operation, in seconds (default 30).
     #[uniffi(default = None)]
     pub operation_timeout: Option<f64>,
+    /// Supplies the OAUTHBEARER tokens (with `sasl.mechanism`
+    /// `OAUTHBEARER`; see [`OAuthTokenProvider`]).
+    #[uniffi(default = None)]
+    pub oauth_token_provider: Option<Arc<dyn OAuthTokenProvider>>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("partitions", &self.partitions)
+            .field("state_topic", &self.state_topic)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("operation_timeout", &self.operation_timeout)
+            .field("oauth_token_provider", &self.oauth_token_provider.is_some())
+            .finish()
+    }
 }
 
 /// The timings of an acquire, in seconds; left out: the core's defaults
@@ -145,6 +162,8 @@ impl Client {
         kafka: HashMap<String, String>,
         options: Option<ClientOptions>,
     ) -> Result<Arc<Self>, KrabkaError> {
+        // The core's metrics count from the first client on.
+        crate::metrics::registry();
         let o = options.unwrap_or_default();
         let partitions = match o.partitions {
             Some(p) => options::partitions(p.into())?,
@@ -160,6 +179,9 @@ impl Client {
         let mut config = options::kafka_config(settings);
         if let Some(topic) = o.state_topic {
             config = config.with_state_topic(topic);
+        }
+        if let Some(provider) = o.oauth_token_provider {
+            config = config.with_oauth_token_provider(crate::oauth::token_provider(provider));
         }
         let config = timeouts.apply(config)?;
         let handle = runtime()?.handle().clone();

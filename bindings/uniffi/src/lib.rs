@@ -20,6 +20,8 @@
 //!   role views (who leads, with which token, the roster).
 //! * [`log`]: the core's log records handed to a host [`Logger`], from the
 //!   library's own log thread.
+//! * [`metrics`]: the core's metrics, a snapshot and the Prometheus text.
+//! * [`oauth`]: a host's OAUTHBEARER token provider, in the client options.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -34,6 +36,8 @@ pub mod events;
 pub mod lead;
 pub mod leadership;
 pub mod log;
+pub mod metrics;
+pub mod oauth;
 pub mod observe;
 mod runtime;
 
@@ -44,6 +48,8 @@ pub use events::{AcquireEvents, EventStream, LeadershipEvent};
 pub use lead::{LeaderLoop, Term};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
 pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};
+pub use metrics::{metrics, metrics_text, MetricBucket, MetricKind, MetricSample};
+pub use oauth::{OAuthToken, OAuthTokenProvider};
 pub use observe::{Change, Observer, RoleView};
 
 uniffi::setup_scaffolding!("krabka_coordination");

@@ -2110,6 +2110,219 @@ public func FfiConverterTypeLeadershipStatus_lower(_ value: LeadershipStatus) ->
 
 
 /**
+ * Supplies OAUTHBEARER tokens (see the module documentation). Give it in
+ * `ClientOptions` with `security.protocol` `SASL_SSL` (or
+ * `SASL_PLAINTEXT`) and `sasl.mechanism` `OAUTHBEARER`.
+ */
+public protocol OAuthTokenProvider: AnyObject, Sendable {
+    
+    /**
+     * A valid token, fetched now. Called on a background thread.
+     */
+    func token() throws  -> OAuthToken
+    
+}
+/**
+ * Supplies OAUTHBEARER tokens (see the module documentation). Give it in
+ * `ClientOptions` with `security.protocol` `SASL_SSL` (or
+ * `SASL_PLAINTEXT`) and `sasl.mechanism` `OAUTHBEARER`.
+ */
+open class OAuthTokenProviderImpl: OAuthTokenProvider, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_oauthtokenprovider(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_oauthtokenprovider(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * A valid token, fetched now. Called on a background thread.
+     */
+open func token()throws  -> OAuthToken  {
+    return try  FfiConverterTypeOAuthToken_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_oauthtokenprovider_token(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceOAuthTokenProvider {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceOAuthTokenProvider = UniffiVTableCallbackInterfaceOAuthTokenProvider(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypeOAuthTokenProvider.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface OAuthTokenProvider: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypeOAuthTokenProvider.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface OAuthTokenProvider: handle missing in uniffiClone")
+            }
+        },
+        token: { (
+            uniffiHandle: UInt64,
+            uniffiOutReturn: UnsafeMutablePointer<RustBuffer>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> OAuthToken in
+                guard let uniffiObj = try? FfiConverterTypeOAuthTokenProvider.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.token(
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterTypeOAuthToken_lower($0) }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeKrabkaError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceOAuthTokenProvider> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceOAuthTokenProvider>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitOAuthTokenProvider() {
+    uniffi_krabka_coordination_uniffi_fn_init_callback_vtable_oauthtokenprovider(UniffiCallbackInterfaceOAuthTokenProvider.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOAuthTokenProvider: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<OAuthTokenProvider>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = OAuthTokenProvider
+
+    public static func lift(_ handle: UInt64) throws -> OAuthTokenProvider {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return OAuthTokenProviderImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: OAuthTokenProvider) -> UInt64 {
+         if let rustImpl = value as? OAuthTokenProviderImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OAuthTokenProvider {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: OAuthTokenProvider, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOAuthTokenProvider_lift(_ handle: UInt64) throws -> OAuthTokenProvider {
+    return try FfiConverterTypeOAuthTokenProvider.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOAuthTokenProvider_lower(_ value: OAuthTokenProvider) -> UInt64 {
+    return FfiConverterTypeOAuthTokenProvider.lower(value)
+}
+
+
+
+
+
+
+/**
  * A watch of one or more roles (see the module documentation). It writes
  * nothing: it never registers, takes a rank or delays an election.
  */
@@ -2583,7 +2796,7 @@ public func FfiConverterTypeAcquireOptions_lower(_ value: AcquireOptions) -> Rus
 /**
  * The options of a client; every one left out keeps the core's default.
  */
-public struct ClientOptions: Equatable, Hashable {
+public struct ClientOptions {
     /**
      * The partition count of the state topic (default 16).
      */
@@ -2601,6 +2814,11 @@ public struct ClientOptions: Equatable, Hashable {
      * The budget of one blocking client operation, in seconds (default 30).
      */
     public var operationTimeout: Double?
+    /**
+     * Supplies the OAUTHBEARER tokens (with `sasl.mechanism`
+     * `OAUTHBEARER`; see [`OAuthTokenProvider`]).
+     */
+    public var oauthTokenProvider: OAuthTokenProvider?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2617,11 +2835,16 @@ public struct ClientOptions: Equatable, Hashable {
          */connectTimeout: Double? = nil, 
         /**
          * The budget of one blocking client operation, in seconds (default 30).
-         */operationTimeout: Double? = nil) {
+         */operationTimeout: Double? = nil, 
+        /**
+         * Supplies the OAUTHBEARER tokens (with `sasl.mechanism`
+         * `OAUTHBEARER`; see [`OAuthTokenProvider`]).
+         */oauthTokenProvider: OAuthTokenProvider? = nil) {
         self.partitions = partitions
         self.stateTopic = stateTopic
         self.connectTimeout = connectTimeout
         self.operationTimeout = operationTimeout
+        self.oauthTokenProvider = oauthTokenProvider
     }
 
     
@@ -2643,7 +2866,8 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
                 partitions: FfiConverterOptionInt32.read(from: &buf), 
                 stateTopic: FfiConverterOptionString.read(from: &buf), 
                 connectTimeout: FfiConverterOptionDouble.read(from: &buf), 
-                operationTimeout: FfiConverterOptionDouble.read(from: &buf)
+                operationTimeout: FfiConverterOptionDouble.read(from: &buf), 
+                oauthTokenProvider: FfiConverterOptionTypeOAuthTokenProvider.read(from: &buf)
         )
     }
 
@@ -2652,6 +2876,7 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.stateTopic, into: &buf)
         FfiConverterOptionDouble.write(value.connectTimeout, into: &buf)
         FfiConverterOptionDouble.write(value.operationTimeout, into: &buf)
+        FfiConverterOptionTypeOAuthTokenProvider.write(value.oauthTokenProvider, into: &buf)
     }
 }
 
@@ -3421,6 +3646,272 @@ public func FfiConverterTypeLogRecord_lift(_ buf: RustBuffer) throws -> LogRecor
 #endif
 public func FfiConverterTypeLogRecord_lower(_ value: LogRecord) -> RustBuffer {
     return FfiConverterTypeLogRecord.lower(value)
+}
+
+
+/**
+ * A bucket of a histogram: the observations at or below `le` seconds
+ * (cumulative, as Prometheus counts them).
+ */
+public struct MetricBucket: Equatable, Hashable {
+    /**
+     * The bucket's upper bound, in seconds.
+     */
+    public var le: Double
+    /**
+     * How many observations were at or below it.
+     */
+    public var count: UInt64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The bucket's upper bound, in seconds.
+         */le: Double, 
+        /**
+         * How many observations were at or below it.
+         */count: UInt64) {
+        self.le = le
+        self.count = count
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MetricBucket: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMetricBucket: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MetricBucket {
+        return
+            try MetricBucket(
+                le: FfiConverterDouble.read(from: &buf), 
+                count: FfiConverterUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MetricBucket, into buf: inout [UInt8]) {
+        FfiConverterDouble.write(value.le, into: &buf)
+        FfiConverterUInt64.write(value.count, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricBucket_lift(_ buf: RustBuffer) throws -> MetricBucket {
+    return try FfiConverterTypeMetricBucket.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricBucket_lower(_ value: MetricBucket) -> RustBuffer {
+    return FfiConverterTypeMetricBucket.lower(value)
+}
+
+
+/**
+ * One series of the core's metrics, now.
+ */
+public struct MetricSample: Equatable, Hashable {
+    /**
+     * The metric, e.g. `krabka_elections_total`.
+     */
+    public var name: String
+    /**
+     * The series' labels, e.g. `role` and `member`.
+     */
+    public var labels: [String: String]
+    /**
+     * Counter, gauge or histogram.
+     */
+    public var kind: MetricKind
+    /**
+     * A counter's count or a gauge's value; a histogram's sum.
+     */
+    public var value: Double
+    /**
+     * A counter's count (exact); a histogram's number of observations
+     * (its `+Inf` bucket); 0 for a gauge.
+     */
+    public var count: UInt64
+    /**
+     * A histogram's buckets, cumulative, in order of their bounds (empty
+     * for a counter or a gauge).
+     */
+    public var buckets: [MetricBucket]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The metric, e.g. `krabka_elections_total`.
+         */name: String, 
+        /**
+         * The series' labels, e.g. `role` and `member`.
+         */labels: [String: String], 
+        /**
+         * Counter, gauge or histogram.
+         */kind: MetricKind, 
+        /**
+         * A counter's count or a gauge's value; a histogram's sum.
+         */value: Double, 
+        /**
+         * A counter's count (exact); a histogram's number of observations
+         * (its `+Inf` bucket); 0 for a gauge.
+         */count: UInt64, 
+        /**
+         * A histogram's buckets, cumulative, in order of their bounds (empty
+         * for a counter or a gauge).
+         */buckets: [MetricBucket]) {
+        self.name = name
+        self.labels = labels
+        self.kind = kind
+        self.value = value
+        self.count = count
+        self.buckets = buckets
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MetricSample: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MetricSample {
+        return
+            try MetricSample(
+                name: FfiConverterString.read(from: &buf), 
+                labels: FfiConverterDictionaryStringString.read(from: &buf), 
+                kind: FfiConverterTypeMetricKind.read(from: &buf), 
+                value: FfiConverterDouble.read(from: &buf), 
+                count: FfiConverterUInt64.read(from: &buf), 
+                buckets: FfiConverterSequenceTypeMetricBucket.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MetricSample, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterDictionaryStringString.write(value.labels, into: &buf)
+        FfiConverterTypeMetricKind.write(value.kind, into: &buf)
+        FfiConverterDouble.write(value.value, into: &buf)
+        FfiConverterUInt64.write(value.count, into: &buf)
+        FfiConverterSequenceTypeMetricBucket.write(value.buckets, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricSample_lift(_ buf: RustBuffer) throws -> MetricSample {
+    return try FfiConverterTypeMetricSample.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricSample_lower(_ value: MetricSample) -> RustBuffer {
+    return FfiConverterTypeMetricSample.lower(value)
+}
+
+
+/**
+ * An OAUTHBEARER token, as an [`OAuthTokenProvider`] returns it.
+ */
+public struct OAuthToken: Equatable, Hashable {
+    /**
+     * The token (often a JWT): printable ASCII without spaces.
+     */
+    public var token: String
+    /**
+     * When it expires, in milliseconds since the Unix epoch (librdkafka's
+     * and Kafka's `lifetimeMs`): `System.currentTimeMillis() + 3_600_000`.
+     */
+    public var lifetimeMs: Int64
+    /**
+     * The principal it names, for the clients' logs (the broker reads the
+     * principal from the token itself).
+     */
+    public var principal: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The token (often a JWT): printable ASCII without spaces.
+         */token: String, 
+        /**
+         * When it expires, in milliseconds since the Unix epoch (librdkafka's
+         * and Kafka's `lifetimeMs`): `System.currentTimeMillis() + 3_600_000`.
+         */lifetimeMs: Int64, 
+        /**
+         * The principal it names, for the clients' logs (the broker reads the
+         * principal from the token itself).
+         */principal: String? = nil) {
+        self.token = token
+        self.lifetimeMs = lifetimeMs
+        self.principal = principal
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension OAuthToken: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOAuthToken: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OAuthToken {
+        return
+            try OAuthToken(
+                token: FfiConverterString.read(from: &buf), 
+                lifetimeMs: FfiConverterInt64.read(from: &buf), 
+                principal: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: OAuthToken, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.token, into: &buf)
+        FfiConverterInt64.write(value.lifetimeMs, into: &buf)
+        FfiConverterOptionString.write(value.principal, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOAuthToken_lift(_ buf: RustBuffer) throws -> OAuthToken {
+    return try FfiConverterTypeOAuthToken.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOAuthToken_lower(_ value: OAuthToken) -> RustBuffer {
+    return FfiConverterTypeOAuthToken.lower(value)
 }
 
 
@@ -4924,6 +5415,91 @@ public func FfiConverterTypeLogLevel_lower(_ value: LogLevel) -> RustBuffer {
 
 
 
+/**
+ * The kind of a series.
+ */
+
+public enum MetricKind: Equatable, Hashable {
+    
+    /**
+     * A count that only goes up.
+     */
+    case counter
+    /**
+     * A value that goes up and down.
+     */
+    case gauge
+    /**
+     * Observed durations, in seconds: a count, a sum, buckets.
+     */
+    case histogram
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension MetricKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMetricKind: FfiConverterRustBuffer {
+    typealias SwiftType = MetricKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MetricKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .counter
+        
+        case 2: return .gauge
+        
+        case 3: return .histogram
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: MetricKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .counter:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .gauge:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .histogram:
+            writeInt(&buf, Int32(3))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricKind_lift(_ buf: RustBuffer) throws -> MetricKind {
+    return try FfiConverterTypeMetricKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMetricKind_lower(_ value: MetricKind) -> RustBuffer {
+    return FfiConverterTypeMetricKind.lower(value)
+}
+
+
+
 
 
 /**
@@ -5279,6 +5855,30 @@ fileprivate struct FfiConverterOptionTypeAcquireEvents: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeAcquireEvents.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeOAuthTokenProvider: FfiConverterRustBuffer {
+    typealias SwiftType = OAuthTokenProvider?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeOAuthTokenProvider.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeOAuthTokenProvider.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -5650,6 +6250,56 @@ fileprivate struct FfiConverterSequenceTypeLogField: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeMetricBucket: FfiConverterRustBuffer {
+    typealias SwiftType = [MetricBucket]
+
+    public static func write(_ value: [MetricBucket], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMetricBucket.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [MetricBucket] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [MetricBucket]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMetricBucket.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeMetricSample: FfiConverterRustBuffer {
+    typealias SwiftType = [MetricSample]
+
+    public static func write(_ value: [MetricSample], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMetricSample.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [MetricSample] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [MetricSample]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMetricSample.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeOutRecord: FfiConverterRustBuffer {
     typealias SwiftType = [OutRecord]
 
@@ -5939,6 +6589,28 @@ public func setLogger(logger: Logger?, minLevel: LogLevel? = nil)  {try! rustCal
     )
 }
 }
+/**
+ * Every series the core has recorded in this process, ordered by name,
+ * then labels (see docs/metrics.md for the table of metrics).
+ */
+public func metrics() -> [MetricSample]  {
+    return try!  FfiConverterSequenceTypeMetricSample.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_metrics(uniffiCallStatus
+    )
+})
+}
+/**
+ * The same series in the Prometheus text format (version 0.0.4), for a
+ * `/metrics` endpoint of the application's own web server.
+ */
+public func metricsText() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_metrics_text(uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -5995,6 +6667,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_set_logger() != 45048) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_metrics() != 64669) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_metrics_text() != 14626) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_acquire() != 2553) {
@@ -6105,6 +6783,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_token() != 21143) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_oauthtokenprovider_token() != 43486) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_observer_is_stopped() != 58507) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6127,6 +6808,7 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
 
+    uniffiCallbackInitOAuthTokenProvider()
     uniffiCallbackInitLogger()
     return InitializationResult.ok
 }()

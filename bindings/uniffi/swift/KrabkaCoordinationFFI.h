@@ -250,6 +250,13 @@ typedef void (*UniffiCallbackInterfaceLoggerMethod0)(uint64_t, RustBuffer, void*
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_O_AUTH_TOKEN_PROVIDER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_O_AUTH_TOKEN_PROVIDER_METHOD0
+typedef void (*UniffiCallbackInterfaceOAuthTokenProviderMethod0)(uint64_t, RustBuffer* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LOGGER
 #define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_LOGGER
 typedef struct UniffiVTableCallbackInterfaceLogger {
@@ -257,6 +264,15 @@ typedef struct UniffiVTableCallbackInterfaceLogger {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceLoggerMethod0 _Nonnull log;
 } UniffiVTableCallbackInterfaceLogger;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_O_AUTH_TOKEN_PROVIDER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_O_AUTH_TOKEN_PROVIDER
+typedef struct UniffiVTableCallbackInterfaceOAuthTokenProvider {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceOAuthTokenProviderMethod0 _Nonnull token;
+} UniffiVTableCallbackInterfaceOAuthTokenProvider;
 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_CLIENT
@@ -520,6 +536,26 @@ int8_t uniffi_krabka_coordination_uniffi_fn_method_leadershipstatus_authoritativ
 RustBuffer uniffi_krabka_coordination_uniffi_fn_method_leadershipstatus_token(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_OAUTHTOKENPROVIDER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_OAUTHTOKENPROVIDER
+uint64_t uniffi_krabka_coordination_uniffi_fn_clone_oauthtokenprovider(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FREE_OAUTHTOKENPROVIDER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FREE_OAUTHTOKENPROVIDER
+void uniffi_krabka_coordination_uniffi_fn_free_oauthtokenprovider(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_INIT_CALLBACK_VTABLE_OAUTHTOKENPROVIDER
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_INIT_CALLBACK_VTABLE_OAUTHTOKENPROVIDER
+void uniffi_krabka_coordination_uniffi_fn_init_callback_vtable_oauthtokenprovider(const UniffiVTableCallbackInterfaceOAuthTokenProvider* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_OAUTHTOKENPROVIDER_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_OAUTHTOKENPROVIDER_TOKEN
+RustBuffer uniffi_krabka_coordination_uniffi_fn_method_oauthtokenprovider_token(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_OBSERVER
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_OBSERVER
 uint64_t uniffi_krabka_coordination_uniffi_fn_clone_observer(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -624,6 +660,18 @@ int8_t uniffi_krabka_coordination_uniffi_fn_func_is_retryable(RustBuffer kind, R
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_SET_LOGGER
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_SET_LOGGER
 void uniffi_krabka_coordination_uniffi_fn_func_set_logger(RustBuffer logger, RustBuffer min_level, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_METRICS
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_METRICS
+RustBuffer uniffi_krabka_coordination_uniffi_fn_func_metrics(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_METRICS_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_METRICS_TEXT
+RustBuffer uniffi_krabka_coordination_uniffi_fn_func_metrics_text(RustCallStatus *_Nonnull out_status
+    
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_KRABKA_COORDINATION_UNIFFI_RUSTBUFFER_ALLOC
@@ -970,6 +1018,18 @@ uint16_t uniffi_krabka_coordination_uniffi_checksum_func_set_logger(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_METRICS
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_METRICS
+uint16_t uniffi_krabka_coordination_uniffi_checksum_func_metrics(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_METRICS_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_METRICS_TEXT
+uint16_t uniffi_krabka_coordination_uniffi_checksum_func_metrics_text(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_CLIENT_ACQUIRE
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_CLIENT_ACQUIRE
 uint16_t uniffi_krabka_coordination_uniffi_checksum_method_client_acquire(void
@@ -1183,6 +1243,12 @@ uint16_t uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_auth
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_LEADERSHIPSTATUS_TOKEN
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_LEADERSHIPSTATUS_TOKEN
 uint16_t uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_token(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_OAUTHTOKENPROVIDER_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_METHOD_OAUTHTOKENPROVIDER_TOKEN
+uint16_t uniffi_krabka_coordination_uniffi_checksum_method_oauthtokenprovider_token(void
     
 );
 #endif
