@@ -21,7 +21,8 @@
 #      leadership surface and its thread safety on the real Kafka, a
 #      two-process failover with a fenced write, an observer that sees a
 #      hand-over and a SIGKILL failover in order (test_observe), and the
-#      leader loop handing over, failing over and stopping (test_lead);
+#      leader loop handing over, failing over and stopping (test_lead), and
+#      the core's warnings reaching the log callback (test_log);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -102,7 +103,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead member)
+TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -135,6 +136,7 @@ run kafka "$BUILD/test_kafka"
 run failover "$BUILD/test_failover" "$BUILD/member"
 run observe "$BUILD/test_observe" "$BUILD/member"
 run lead "$BUILD/test_lead" "$BUILD/member"
+run log "$BUILD/test_log"
 
 step "C tests under AddressSanitizer (LeakSanitizer on)"
 # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
@@ -147,6 +149,7 @@ run kafka.asan "$BUILD/test_kafka.asan"
 run failover.asan "$BUILD/test_failover.asan" "$BUILD/member.asan"
 run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
 run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
+run log.asan "$BUILD/test_log.asan"
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 step "C tests under valgrind memcheck"
@@ -167,6 +170,7 @@ run failover.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_failover" "${V
 run observe.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_observe" "${VG[@]}" "$BUILD/member"
 # The leader loop under valgrind: member b is killed (SIGKILL), as above.
 run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "$BUILD/member"
+run log.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_log"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

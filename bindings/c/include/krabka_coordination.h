@@ -50,7 +50,9 @@
  *   Event callbacks run on a thread of their own (krabka-events); see
  *   krabka_client_acquire. An observer's callbacks run on a thread of its
  *   own (krabka-observe); see krabka_client_observe. The leader loop's work
- *   runs on the thread that called krabka_client_lead.
+ *   runs on the thread that called krabka_client_lead. The log callback
+ *   runs on the library's log thread (krabka-log); see
+ *   krabka_set_log_callback.
  *
  * Threads. Codec handles are immutable: read them from any threads at once.
  *   krabka_client and krabka_leadership may be used from any number of
@@ -208,6 +210,35 @@ enum krabka_event_kind
 typedef enum krabka_event_kind krabka_event_kind;
 #else
 typedef uint32_t krabka_event_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// A log level. `min_level` of `krabka_set_log_callback` is the least
+// severe level delivered (`KRABKA_LOG_LEVEL_WARN`: errors and warnings).
+enum krabka_log_level
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    // Nothing (as a `min_level`: no record is delivered).
+    KRABKA_LOG_LEVEL_OFF = 0,
+    // An error.
+    KRABKA_LOG_LEVEL_ERROR = 1,
+    // A warning: something an operator should look at (a topic without a
+    // quorum, renewals failing, a broker unreachable).
+    KRABKA_LOG_LEVEL_WARN = 2,
+    // What the library does (terms beginning and ending).
+    KRABKA_LOG_LEVEL_INFO = 3,
+    // Detail for debugging.
+    KRABKA_LOG_LEVEL_DEBUG = 4,
+    // Every step.
+    KRABKA_LOG_LEVEL_TRACE = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum krabka_log_level krabka_log_level;
+#else
+typedef uint32_t krabka_log_level;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -575,6 +606,48 @@ typedef struct {
     // The number of headers.
     size_t header_count;
 } krabka_record;
+
+// One field of a log record: `key` and `value`, NUL-terminated UTF-8.
+typedef struct {
+    // The field's name (`role`, `member`, `error`, ...).
+    const char *key;
+    // Its value, as text.
+    const char *value;
+} krabka_log_field;
+
+// One log record of the library, passed to the log callback. Every
+// pointer in it (strings NUL-terminated UTF-8) is valid only during the
+// call: copy what you keep.
+typedef struct {
+    // The level.
+    krabka_log_level level;
+    // The module that logged it (`krabka_coordination::...`), or
+    // `librdkafka`.
+    const char *target;
+    // The message alone.
+    const char *message;
+    // The source file of the log statement, or NULL when unknown.
+    const char *file;
+    // Its line, or 0 when unknown.
+    uint32_t line;
+    // The event's own fields (`error`, `retry_in`, ...), in the order
+    // they were recorded (NULL when `field_count` is 0).
+    const krabka_log_field *fields;
+    // The number of `fields`.
+    size_t field_count;
+    // The member context the event happened in, outermost first (the
+    // member's `role`, `member` and `partition`; NULL when
+    // `context_count` is 0).
+    const krabka_log_field *context;
+    // The number of `context` fields.
+    size_t context_count;
+    // The whole record as one line: `role=r member=m: message key=value`.
+    const char *text;
+} krabka_log_record;
+
+// The log callback: called with each record, on the library's log thread
+// (`krabka-log`), one at a time, never on a thread of the caller's.
+typedef void (*krabka_log_callback)(const krabka_log_record *record, void *user_data);
 
 // One role as an observer saw it, as the view callback gets it. Every
 // pointer in it (the strings, the leases' members, the roster) is valid
@@ -945,6 +1018,33 @@ krabka_result krabka_leadership_resign(const krabka_leadership *leadership, krab
 // when the lease runs out (call `krabka_leadership_resign` first to hand
 // over at once). Must not race with another call on the leadership.
 void krabka_leadership_free(krabka_leadership *leadership);
+
+// Sets the log callback: the library's log records from `min_level` up
+// (`KRABKA_LOG_LEVEL_WARN`: errors and warnings; `KRABKA_LOG_LEVEL_OFF`:
+// none; above `KRABKA_LOG_LEVEL_TRACE` is
+// `KRABKA_RESULT_INVALID_ARGUMENT`) go to `callback(record, user_data)`.
+// NULL removes it (and `min_level` is ignored). By default there is no
+// callback and nothing is recorded; Python's binding forwards from
+// WARN up by default, so WARN is the level to start from.
+//
+// The callback runs on the library's log thread (`krabka-log`, started
+// with the first record): never on a thread of the caller's, never two
+// calls at once, in the order the records were made. Records are queued
+// (up to 10000; what does not fit is dropped and counted in a later WARN
+// record) so that no thread of the library waits for the callback. The
+// record and every pointer in it are valid only during the call. A record
+// queued before the callback changed goes to the callback set when it is
+// delivered. The callback may be called until `krabka_set_log_callback`
+// with another callback or NULL returns (which waits for a call in
+// progress), never after; the caller keeps `user_data` valid, and usable
+// from the log thread, until then. It may call any function of the
+// library but this one (`KRABKA_RESULT_INVALID_ARGUMENT` from the log
+// thread).
+//
+// Process-wide (one callback per process; a forked child has none of the
+// parent's records but keeps its callback setting). Does not block but
+// for a call in progress; any thread.
+krabka_result krabka_set_log_callback(krabka_log_callback callback, void *user_data, uint32_t min_level, krabka_error *err);
 
 // The core's stable name of a change (`"elected"`), NUL-terminated and
 // static; `"other"` for `KRABKA_CHANGE_OTHER` and a value this library

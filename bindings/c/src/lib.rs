@@ -41,5 +41,6 @@ pub mod events;
 pub mod ffi;
 pub mod lead;
 pub mod leadership;
+pub mod log;
 pub mod observe;
 pub mod runtime;
