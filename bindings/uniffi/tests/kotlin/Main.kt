@@ -18,6 +18,11 @@ import krabka.coordination.*
 import kotlinx.coroutines.*
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.onEach
+import kotlinx.coroutines.flow.toList
+import krabka.coordination.events.asFlow
+import krabka.coordination.events.eventFlow
+import krabka.coordination.events.toEvent
 import java.io.File
 import java.util.concurrent.LinkedBlockingQueue
 import java.util.concurrent.TimeUnit
@@ -978,6 +983,66 @@ fun oauth(bootstrap: String) {
     }
 }
 
+// ---- Kotlin idioms: sealed events, Flows, java.time ----
+
+fun idioms(bootstrap: String) = runBlocking {
+    val role = "uniffi-kotlin-idioms-${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    val timings = AcquireOptions.of(java.time.Duration.ofSeconds(3), java.time.Duration.ofSeconds(1), java.time.Duration.ofMillis(500))
+    check("AcquireOptions.of and ClientOptions.of take java.time.Duration; refusals are the core's") {
+        expect(timings == AcquireOptions(3.0, 1.0, 0.5)) { "$timings" }
+        expect(ClientOptions.of(connectTimeout = java.time.Duration.ofMillis(2500)).connectTimeout == 2.5) { "connect timeout" }
+        Client(mapOf("bootstrap.servers" to "127.0.0.1:1")).use { c ->
+            val e = throws<KrabkaException.InvalidArgument> {
+                runBlocking { c.acquire("r", "m", AcquireOptions.of(leaseDuration = java.time.Duration.ofSeconds(-1))) }
+            }
+            expect(e.detail == "lease_duration must be a positive number of seconds, got -1") { e.detail }
+        }
+    }
+    check("the events as sealed classes: an acquire's Flow from Registered to Elected, a standby Waiting behind the holder, the term's Flow ending Resigned, Deregistered") {
+        // One client per member: a client acquires a role once at a time.
+        Client(mapOf("bootstrap.servers" to bootstrap)).use { client -> Client(mapOf("bootstrap.servers" to bootstrap)).use { other ->
+            runBlocking {
+                val aEvents = AcquireEvents()
+                val aSeen = async { aEvents.asFlow().toList() }
+                val a = client.acquire(role, "a", timings, aEvents)
+                expect(a.leaseRemaining() > java.time.Duration.ZERO && a.leaseRemaining() <= java.time.Duration.ofSeconds(3)) { "${a.leaseRemaining()}" }
+                expect(a.lease().deadlineInstant.isAfter(a.lease().grantedAtInstant)) { "${a.lease()}" }
+                val aTerm = async { a.eventFlow().toList() }
+                val bEvents = AcquireEvents()
+                val waiting = CompletableDeferred<krabka.coordination.events.LeadershipEvent.Waiting>()
+                val bSeen = async {
+                    bEvents.asFlow().onEach { if (it is krabka.coordination.events.LeadershipEvent.Waiting && it.holder != null) waiting.complete(it) }.toList()
+                }
+                val bAcquire = async { other.acquire(role, "b", timings, bEvents) }
+                val w = withTimeout(20_000) { waiting.await() }
+                expect(w.holder == "a" && w.holderToken == a.token() && w.role == role && w.member == "b") { "$w" }
+                expect(!w.challengeAt.isBefore(w.at.minusSeconds(60))) { "$w" }
+                a.resign()
+                val b = withTimeout(20_000) { bAcquire.await() }
+                val term = withTimeout(10_000) { aTerm.await() }
+                val resigned = term.filterIsInstance<krabka.coordination.events.LeadershipEvent.Resigned>().singleOrNull()
+                expect(resigned?.cleared == true && term.last() is krabka.coordination.events.LeadershipEvent.Deregistered) { "a's term: $term" }
+                val acquired = withTimeout(10_000) { aSeen.await() }
+                expect(acquired.first() is krabka.coordination.events.LeadershipEvent.Registered) { "a's events: $acquired" }
+                val elected = acquired.filterIsInstance<krabka.coordination.events.LeadershipEvent.Elected>().firstOrNull()
+                    ?: throw AssertionError("no Elected: $acquired")
+                expect(elected.token == a.token() && elected.deadline.isAfter(elected.grantedAt)) { "$elected" }
+                b.resign()
+                val bAll = withTimeout(10_000) { bSeen.await() }
+                expect(bAll.any { it is krabka.coordination.events.LeadershipEvent.Elected } && bAll.any { it is krabka.coordination.events.LeadershipEvent.Resigned }) { "b's events: $bAll" }
+                a.close(); b.close()
+            }
+        } }
+    }
+    check("a kind newer than the binding is Unknown with its name") {
+        val r = LeadershipEvent("brand_new", "r", "m", 1_000L, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        val e = r.toEvent()
+        expect(e is krabka.coordination.events.LeadershipEvent.Unknown && e.kind == "brand_new" && e.at == java.time.Instant.ofEpochMilli(1_000)) { "$e" }
+        val partial = LeadershipEvent("elected", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        expect(partial.toEvent() is krabka.coordination.events.LeadershipEvent.Unknown) { "an elected without a token: ${partial.toEvent()}" }
+    }
+}
+
 // ---- logs ----
 
 /** A Logger that keeps each record with the thread it came on. */
@@ -1098,6 +1163,7 @@ fun main(args: Array<String>) {
         logs(bootstrap)
         metricsAfterElection(bootstrap)
         oauth(bootstrap)
+        idioms(bootstrap)
         fenced(bootstrap, topic)
         cancelledNext(bootstrap)
         lead(bootstrap)
