@@ -35,7 +35,8 @@
  *   KRABKA_RESULT_INVALID_ARGUMENT. Every input is borrowed for the call only.
  *
  * Ownership. Handles (krabka_client, krabka_leadership, krabka_observer,
- *   krabka_key, krabka_registration, krabka_lease, krabka_role_state) are opaque, owned by
+ *   krabka_key, krabka_registration, krabka_lease, krabka_role_state,
+ *   krabka_topic_report) are opaque, owned by
  *   the caller from the call that made them until their *_free, which accepts
  *   NULL. A pointer read out of a handle (a field's string) is borrowed from
  *   it and valid until it is freed. Static strings (names) are never freed.
@@ -357,6 +358,12 @@ typedef struct krabka_role_state krabka_role_state;
 // fatal error) or the loop is stopped; the work must then return.
 typedef struct krabka_term_signal krabka_term_signal;
 
+// What `krabka_client_check_state_topic` found (opaque): read it with
+// `krabka_topic_report_get_fields` and `krabka_topic_report_warning`, free it
+// with `krabka_topic_report_free`. Immutable: any number of threads may
+// read one at once.
+typedef struct krabka_topic_report krabka_topic_report;
+
 // The client-wide options. Fill them with `krabka_client_options_default`
 // and change what you need.
 typedef struct {
@@ -527,6 +534,28 @@ typedef struct {
     // `min.insync.replicas`, or 0 for the default.
     int32_t min_insync_replicas;
 } krabka_topic_options;
+
+// The shape of the state topic as the cluster reports it. The strings
+// (NUL-terminated UTF-8) point into the `krabka_topic_report` they were
+// read from, valid until it is freed.
+typedef struct {
+    // The topic's name.
+    const char *topic;
+    // Its partition count (the client's: a topic of another count is
+    // refused, not reported).
+    int32_t partitions;
+    // The replica count of partition 0.
+    int32_t replication_factor;
+    // Its `cleanup.policy` (always `compact` in a report).
+    const char *cleanup_policy;
+    // Whether the broker reported `min.insync.replicas`.
+    bool has_min_insync_replicas;
+    // `min.insync.replicas` (0 when not reported).
+    int32_t min_insync_replicas;
+    // The number of warnings (advice for the operator, also logged at
+    // WARN), such as a `min.insync.replicas` below 2.
+    size_t warning_count;
+} krabka_topic_report_fields;
 
 // The fields of a record key: what `krabka_encode_key` reads and
 // `krabka_key_get_fields` fills.
@@ -822,6 +851,31 @@ void krabka_role_state_free(krabka_role_state *state);
 // client's timeouts run out; any thread. Needs CREATE on the topic: an
 // operator's step.
 krabka_result krabka_client_ensure_state_topic(const krabka_client *client, const krabka_topic_options *options, bool *created, krabka_error *err);
+
+// Checks the client's state topic without changing it (the core's check,
+// as every acquire makes it): it exists, has the client's partition count
+// and `cleanup.policy=compact`; a topic of another shape is
+// `KRABKA_RESULT_FATAL` naming the topic and both values (the topic's
+// partition count and the client's), a missing authorization (DESCRIBE,
+// DESCRIBE_CONFIGS) `KRABKA_RESULT_FATAL` naming the topic, a cluster that
+// does not answer within the connect timeout `KRABKA_RESULT_TRANSIENT`.
+// On success `*out` is a new `krabka_topic_report` the caller owns (free
+// it with `krabka_topic_report_free`); on failure NULL. Its warnings are
+// logged at WARN as well (`krabka_set_log_callback`). Blocks until the
+// brokers answer or the client's timeouts run out; any thread.
+krabka_result krabka_client_check_state_topic(const krabka_client *client, krabka_topic_report **out, krabka_error *err);
+
+// The report's fields, into `*out` (strings borrowed from `report`). Does
+// not block; any thread.
+krabka_result krabka_topic_report_get_fields(const krabka_topic_report *report, krabka_topic_report_fields *out);
+
+// Warning `index` of the report (below `warning_count`, else
+// `KRABKA_RESULT_INVALID_ARGUMENT`) into `*out`: NUL-terminated UTF-8
+// borrowed from `report`. Does not block; any thread.
+krabka_result krabka_topic_report_warning(const krabka_topic_report *report, size_t index, const char **out, krabka_error *err);
+
+// Frees a topic report; NULL is a no-op.
+void krabka_topic_report_free(krabka_topic_report *report);
 
 // Encodes a record key into the caller's buffer `out` of `out_capacity`
 // bytes; `*out_len` receives the encoded length (also when the buffer is

@@ -615,3 +615,132 @@ pub unsafe extern "C" fn krabka_client_ensure_state_topic(
         Ok(())
     })
 }
+
+/// What `krabka_client_check_state_topic` found (opaque): read it with
+/// `krabka_topic_report_get_fields` and `krabka_topic_report_warning`, free it
+/// with `krabka_topic_report_free`. Immutable: any number of threads may
+/// read one at once.
+#[allow(non_camel_case_types)]
+pub struct krabka_topic_report {
+    topic: std::ffi::CString,
+    cleanup_policy: std::ffi::CString,
+    warnings: Vec<std::ffi::CString>,
+    partitions: i32,
+    replication_factor: i32,
+    min_insync_replicas: Option<i32>,
+}
+
+/// The shape of the state topic as the cluster reports it. The strings
+/// (NUL-terminated UTF-8) point into the `krabka_topic_report` they were
+/// read from, valid until it is freed.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct krabka_topic_report_fields {
+    /// The topic's name.
+    pub topic: *const c_char,
+    /// Its partition count (the client's: a topic of another count is
+    /// refused, not reported).
+    pub partitions: i32,
+    /// The replica count of partition 0.
+    pub replication_factor: i32,
+    /// Its `cleanup.policy` (always `compact` in a report).
+    pub cleanup_policy: *const c_char,
+    /// Whether the broker reported `min.insync.replicas`.
+    pub has_min_insync_replicas: bool,
+    /// `min.insync.replicas` (0 when not reported).
+    pub min_insync_replicas: i32,
+    /// The number of warnings (advice for the operator, also logged at
+    /// WARN), such as a `min.insync.replicas` below 2.
+    pub warning_count: usize,
+}
+
+fn c_string(s: &str) -> std::ffi::CString {
+    std::ffi::CString::new(s.replace('\0', "\\0")).unwrap_or_default()
+}
+
+/// Checks the client's state topic without changing it (the core's check,
+/// as every acquire makes it): it exists, has the client's partition count
+/// and `cleanup.policy=compact`; a topic of another shape is
+/// `KRABKA_RESULT_FATAL` naming the topic and both values (the topic's
+/// partition count and the client's), a missing authorization (DESCRIBE,
+/// DESCRIBE_CONFIGS) `KRABKA_RESULT_FATAL` naming the topic, a cluster that
+/// does not answer within the connect timeout `KRABKA_RESULT_TRANSIENT`.
+/// On success `*out` is a new `krabka_topic_report` the caller owns (free
+/// it with `krabka_topic_report_free`); on failure NULL. Its warnings are
+/// logged at WARN as well (`krabka_set_log_callback`). Blocks until the
+/// brokers answer or the client's timeouts run out; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_client_check_state_topic(
+    client: *const krabka_client,
+    out: *mut *mut krabka_topic_report,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let out = unsafe { output(out, "out") }?;
+        *out = std::ptr::null_mut();
+        let client = unsafe { input(client, "client") }?.get()?;
+        let report = block(client.check_state_topic())?;
+        *out = into_handle(krabka_topic_report {
+            topic: c_string(&report.topic),
+            cleanup_policy: c_string(&report.cleanup_policy),
+            warnings: report.warnings.iter().map(|w| c_string(w)).collect(),
+            partitions: report.partitions,
+            replication_factor: report.replication_factor,
+            min_insync_replicas: report.min_insync_replicas,
+        });
+        Ok(())
+    })
+}
+
+/// The report's fields, into `*out` (strings borrowed from `report`). Does
+/// not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_topic_report_get_fields(
+    report: *const krabka_topic_report,
+    out: *mut krabka_topic_report_fields,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || {
+        let r = unsafe { input(report, "report") }?;
+        *unsafe { output(out, "out") }? = krabka_topic_report_fields {
+            topic: r.topic.as_ptr(),
+            partitions: r.partitions,
+            replication_factor: r.replication_factor,
+            cleanup_policy: r.cleanup_policy.as_ptr(),
+            has_min_insync_replicas: r.min_insync_replicas.is_some(),
+            min_insync_replicas: r.min_insync_replicas.unwrap_or(0),
+            warning_count: r.warnings.len(),
+        };
+        Ok(())
+    })
+}
+
+/// Warning `index` of the report (below `warning_count`, else
+/// `KRABKA_RESULT_INVALID_ARGUMENT`) into `*out`: NUL-terminated UTF-8
+/// borrowed from `report`. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_topic_report_warning(
+    report: *const krabka_topic_report,
+    index: usize,
+    out: *mut *const c_char,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let r = unsafe { input(report, "report") }?;
+        let out = unsafe { output(out, "out") }?;
+        let len = r.warnings.len();
+        let w = r.warnings.get(index).ok_or_else(|| {
+            Failure::core(&Error::InvalidArgument(format!(
+                "index must be below the report's warning count ({len}), got {index}"
+            )))
+        })?;
+        *out = w.as_ptr();
+        Ok(())
+    })
+}
+
+/// Frees a topic report; NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_topic_report_free(report: *mut krabka_topic_report) {
+    guard_value((), || unsafe { free_handle(report) })
+}
