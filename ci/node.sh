@@ -17,7 +17,9 @@
 #      on the real Kafka: failover between processes, fencing, abort);
 #   5. examples/node/service.mjs for a few seconds (it must lead, write
 #      results through guarded writes, and resign cleanly on SIGTERM);
-#   6. tsc --noEmit of examples/node/typed.ts against the shipped index.d.ts;
+#   6. tsc --noEmit --strict of examples/node/typed.ts and events.ts against the
+#      shipped index.d.ts (events.ts: the event union narrows in a switch, and
+#      its @ts-expect-error lines must not compile);
 #   7. a short run of the decode benchmark (bindings/node/bench/decode.mjs).
 #
 # Usage: bash ci/node.sh   (CARGO_TARGET_DIR is honoured; nothing else is cached)
@@ -104,7 +106,7 @@ python3 "$ROOT/ci/snippets.py" extract js "$SNIPPETS" "$ROOT/README.md" "$PKG/RE
 python3 "$ROOT/ci/snippets.py" run js "$SNIPPETS" -- sh -c \
     'if [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ]; then exec node --check "$0"; else exec node "$0"; fi' {}
 
-step "tsc --noEmit (examples/node/typed.ts against index.d.ts)"
+step "tsc --noEmit --strict (examples/node/typed.ts and events.ts against index.d.ts)"
 (cd "$EXAMPLES" && npx --no-install tsc -p .)
 
 step "decode benchmark (short run)"

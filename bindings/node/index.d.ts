@@ -99,14 +99,25 @@ export interface AcquireOptions {
 }
 
 /** Options of {@link Client.ensureStateTopic}. The defaults are a production
- * cluster's: replication factor 3, `min.insync.replicas` 2. */
-export interface TopicOptions {
+ * cluster's: replication factor 3, `min.insync.replicas` 2. An abort of
+ * `signal` rejects at once; a creation already sent goes on (it is
+ * idempotent: the next call finds the topic and checks it). */
+export interface TopicOptions extends SignalOptions {
   /** A single-broker development cluster: defaults 1 and 1. */
   development?: boolean
   /** The replication factor (1 to 32767). */
   replicationFactor?: number
   /** `min.insync.replicas` (1 to the replication factor). */
   minInsyncReplicas?: number
+}
+
+/** The `signal` of an operation that waits on the cluster: aborting it
+ * rejects the promise with a {@link CancelledError} (`cause`: the signal's
+ * reason), at once when it is aborted already (then nothing is sent). What
+ * the abort does to work under way is each operation's own (see each). */
+export interface SignalOptions {
+  /** Stops the waiting (see the operation). */
+  signal?: AbortSignal
 }
 
 /** Bytes: a `Buffer` or any `Uint8Array`. */
@@ -117,7 +128,7 @@ export type Bytes = Uint8Array
 export type Headers = Record<string, Bytes> | Array<[string, Bytes]>
 
 /** Options of {@link Leadership.write}. */
-export interface WriteOptions {
+export interface WriteOptions extends SignalOptions {
   /** The record key. */
   key?: Bytes | null
   /** The partition; left out, the producer's partitioner chooses. */
@@ -134,64 +145,177 @@ export interface OutRecord extends WriteOptions {
   value: Bytes | null
 }
 
-/** The stable names of the event kinds (the core may add kinds). */
-export type EventKind =
-  | 'registered'
-  | 'waiting'
-  | 'held_back'
-  | 'challenging'
-  | 'lost_challenge'
-  | 'elected'
-  | 'renewed'
-  | 'renewal_failing'
-  | 'retrying'
-  | 'fenced'
-  | 'lease_expired'
-  | 'ended'
-  | 'resigned'
-  | 'deregistered'
-
-/** One step of a member of a role: the core's event. `kind`, `role`, `member`
- * and `at` are always set; the other fields only for the kinds named. */
-export interface LeadershipEvent {
-  /** What happened. */
-  kind: EventKind | string
+/** What every {@link LeadershipEvent} has, whatever its kind. */
+export interface EventBase {
   /** The role. */
   role: string
   /** The member id. */
   member: string
   /** When the step was taken, in epoch milliseconds of the member's clock. */
   at: bigint
-  /** `registered`: the partition of the state topic. */
-  partition?: number
-  /** `registered`: the offset of the registration record. */
-  offset?: bigint
-  /** `waiting`: the member's place among the challengers (0 first). */
-  rank?: number
-  /** `waiting`: when the member challenges if nothing changes (epoch ms). */
-  challengeAt?: bigint
-  /** `elected`, `lost_challenge`: the member's token; `waiting` behind a
-   * lease: the holder's token. */
-  token?: FencingToken
-  /** `waiting` behind a lease: the member that holds it. */
-  holder?: string
-  /** `elected`: when the lease was granted (epoch ms). */
-  grantedAt?: bigint
-  /** `elected`, `renewed`: the lease deadline (epoch ms). */
-  deadline?: bigint
-  /** `renewal_failing`: renewals failed in a row. */
-  failures?: number
-  /** `retrying`: what failed (`'registering'`, `'minting the epoch'`...). */
-  what?: string
-  /** `retrying`: how many times in a row it failed. */
-  attempt?: number
-  /** `retrying`: the pause before the next try, in seconds. */
-  retryIn?: number
-  /** `renewal_failing`, `retrying`, `fenced`, `ended`: the cause. */
-  error?: KrabkaError
-  /** `resigned`: true when the lease was cleared (the hand-over is immediate). */
-  cleared?: boolean
 }
+/** The member registered (its registration record was written). */
+export interface RegisteredEvent extends EventBase {
+  /** Always `'registered'`. */
+  kind: 'registered'
+  /** The partition of the state topic. */
+  partition: number
+  /** The offset of the registration record. */
+  offset: bigint
+}
+/** The member waits for its turn: behind a lease, or behind better-ranked
+ * challengers. */
+export interface WaitingEvent extends EventBase {
+  /** Always `'waiting'`. */
+  kind: 'waiting'
+  /** The member's place among the challengers (0 first). */
+  rank: number
+  /** When the member challenges if nothing changes (epoch ms). */
+  challengeAt: bigint
+  /** The member that holds the lease it waits behind; absent when there is none. */
+  holder?: string
+  /** The holder's token; absent when there is no holder. */
+  token?: FencingToken
+}
+/** An open transaction holds the partition back; the member waits for it. */
+export interface HeldBackEvent extends EventBase {
+  /** Always `'held_back'`. */
+  kind: 'held_back'
+}
+/** The member's turn came: it mints the role's epoch. */
+export interface ChallengingEvent extends EventBase {
+  /** Always `'challenging'`. */
+  kind: 'challenging'
+}
+/** A newer epoch won the challenge; the member waits again. */
+export interface LostChallengeEvent extends EventBase {
+  /** Always `'lost_challenge'`. */
+  kind: 'lost_challenge'
+  /** The member's own token, the one that lost. */
+  token: FencingToken
+}
+/** The member leads: its first lease committed. */
+export interface ElectedEvent extends EventBase {
+  /** Always `'elected'`. */
+  kind: 'elected'
+  /** The term's token. */
+  token: FencingToken
+  /** When the lease was granted (epoch ms). */
+  grantedAt: bigint
+  /** The lease deadline (epoch ms). */
+  deadline: bigint
+}
+/** A renewal committed. */
+export interface RenewedEvent extends EventBase {
+  /** Always `'renewed'`. */
+  kind: 'renewed'
+  /** The new lease deadline (epoch ms). */
+  deadline: bigint
+}
+/** A renewal failed with a transient error; it is retried. */
+export interface RenewalFailingEvent extends EventBase {
+  /** Always `'renewal_failing'`. */
+  kind: 'renewal_failing'
+  /** Renewals failed in a row. */
+  failures: number
+  /** The cause. */
+  error: KrabkaError
+}
+/** A step failed with a transient error; it is retried after a pause. */
+export interface RetryingEvent extends EventBase {
+  /** Always `'retrying'`. */
+  kind: 'retrying'
+  /** What failed (`'registering'`, `'minting the epoch'`...). */
+  what: string
+  /** How many times in a row it failed. */
+  attempt: number
+  /** The pause before the next try, in seconds. */
+  retryIn: number
+  /** The cause. */
+  error: KrabkaError
+}
+/** A guarded write that failed with {@link OutcomeUnknownError} was completed
+ * by a later write of the term. (Whether its records committed is not carried
+ * yet.) */
+export interface WriteResolvedEvent extends EventBase {
+  /** Always `'write_resolved'`. */
+  kind: 'write_resolved'
+}
+/** The broker fenced the member: a newer epoch took the role; the term ended. */
+export interface FencedEvent extends EventBase {
+  /** Always `'fenced'`. */
+  kind: 'fenced'
+  /** The broker's answer. */
+  error: KrabkaError
+}
+/** No renewal committed within the lease: the term ended. */
+export interface LeaseExpiredEvent extends EventBase {
+  /** Always `'lease_expired'`. */
+  kind: 'lease_expired'
+}
+/** The term ended for another reason (a fatal error). */
+export interface EndedEvent extends EventBase {
+  /** Always `'ended'`. */
+  kind: 'ended'
+  /** The cause. */
+  error: KrabkaError
+}
+/** The member resigned. */
+export interface ResignedEvent extends EventBase {
+  /** Always `'resigned'`. */
+  kind: 'resigned'
+  /** True when the lease was cleared (the hand-over is immediate). */
+  cleared: boolean
+}
+/** The member's registration was removed. */
+export interface DeregisteredEvent extends EventBase {
+  /** Always `'deregistered'`. */
+  kind: 'deregistered'
+}
+
+/**
+ * One step of a member of a role: the core's event, a union discriminated by
+ * `kind`, so `switch (event.kind)` narrows it to the kind's own fields. The
+ * union is closed: these are the kinds of the core inside this package's
+ * addon (the typings and the addon ship together), so a `default` branch that
+ * assigns the event to `never` makes the compiler list a kind a later
+ * version adds. Code that must not break on an addon newer than its typings
+ * treats what reaches `default` as an {@link UnknownEvent}
+ * (`event as UnknownEvent`). (A member with `kind: string & {}` in the
+ * union would stop `switch` from narrowing at all: TypeScript narrows a
+ * discriminated union only when every `kind` is a literal.)
+ */
+export type LeadershipEvent =
+  | RegisteredEvent
+  | WaitingEvent
+  | HeldBackEvent
+  | ChallengingEvent
+  | LostChallengeEvent
+  | ElectedEvent
+  | RenewedEvent
+  | RenewalFailingEvent
+  | RetryingEvent
+  | WriteResolvedEvent
+  | FencedEvent
+  | LeaseExpiredEvent
+  | EndedEvent
+  | ResignedEvent
+  | DeregisteredEvent
+
+/** An event of a kind newer than these typings: the common fields, the
+ * kind's name, and whatever fields it has. */
+export interface UnknownEvent extends EventBase {
+  /** The kind's stable name. */
+  kind: string
+  /** The kind's own fields. */
+  [field: string]: unknown
+}
+
+/** The stable names of the event kinds. */
+export type EventKind = LeadershipEvent['kind']
+
+/** The event of kind `K`. */
+export type EventOfKind<K extends EventKind> = Extract<LeadershipEvent, { kind: K }>
 
 /**
  * The client: build one per process (per Kafka cluster) from the Kafka
@@ -242,19 +366,27 @@ export declare class Client {
    * role, an empty role, a role with a NUL byte or one too long. */
   observe(roles: string | readonly string[], options?: ObserveOptions): Observer
   /** The role's current token at its transaction coordinator: one request.
-   * `status.authoritative(token)` tells whether a token's holder leads. */
-  describeLeadership(role: string): Promise<LeadershipStatus>
-  /** The role's roster (in rank order) and lease, read from the state topic. */
-  describeRoleState(role: string): Promise<RoleStateReport>
+   * `status.authoritative(token)` tells whether a token's holder leads. An
+   * abort of `options.signal` rejects at once; the request in flight ends in
+   * the background and its answer is dropped (a read: nothing is left half
+   * done). */
+  describeLeadership(role: string, options?: SignalOptions): Promise<LeadershipStatus>
+  /** The role's roster (in rank order) and lease, read from the state topic.
+   * An abort of `options.signal` rejects at once; the read in flight ends in
+   * the background and is dropped. */
+  describeRoleState(role: string, options?: SignalOptions): Promise<RoleStateReport>
   /** Creates the state topic (compacted, this client's partition count)
    * unless it exists, then checks it. */
   ensureStateTopic(options?: TopicOptions): Promise<TopicReport>
   /** Checks that the state topic exists, is compacted and has this client's
-   * partition count. */
-  checkStateTopic(): Promise<TopicReport>
+   * partition count. An abort of `options.signal` rejects at once; the read
+   * in flight ends in the background and is dropped. */
+  checkStateTopic(options?: SignalOptions): Promise<TopicReport>
   /** Lets go of the shared Kafka clients. Held leaderships keep what they need
    * and go on; further operations reject. Idempotent. */
   close(): void
+  /** Closes the client (`await using`). */
+  [Symbol.asyncDispose](): Promise<void>
   /** DescribeTransactions requests sent so far (for tests of the request cost). */
   _describeRequests(): number
 }
@@ -376,15 +508,26 @@ export declare class Leadership extends EventEmitter {
    * binds. A deposed leader's write rejects with a {@link FencedError} and
    * none of it becomes visible; the term then ends. One whose commit was sent
    * but not confirmed rejects with an {@link OutcomeUnknownError}.
+   *
+   * A write is never cut in half: a signal aborted at the call rejects with a
+   * {@link CancelledError} and writes nothing; an abort once the write is
+   * under way is ignored, and the promise settles with the write's own
+   * outcome (the caller must know whether its records committed).
    */
   write(topic: string, value: Bytes | null, options?: WriteOptions): Promise<void>
   /** A guarded write of several records in one transaction: all of them
-   * become visible, or (fenced) none. */
-  writeRecords(records: OutRecord[]): Promise<void>
+   * become visible, or (fenced) none. `options.signal` as for
+   * {@link Leadership.write}. */
+  writeRecords(records: OutRecord[], options?: SignalOptions): Promise<void>
   /** Gives the role up: stops renewing, clears the lease, supersedes the
    * token and deregisters, so the next standby takes over at once. Never
-   * fences a successor. Idempotent. */
-  resign(): Promise<void>
+   * fences a successor. Idempotent. A signal aborted at the call rejects and
+   * resigns nothing; an abort while resigning only stops the waiting: the
+   * resign runs to its end in the core, and {@link Leadership.done} settles
+   * once it did. */
+  resign(options?: SignalOptions): Promise<void>
+  /** Resigns the role if it is still held (`await using`). */
+  [Symbol.asyncDispose](): Promise<void>
   /** The member's events from now on; the iteration ends with the term. */
   events(): LeadershipEvents
   /** `for await (const event of leadership)`: the same as {@link Leadership.events}. */
@@ -392,12 +535,16 @@ export declare class Leadership extends EventEmitter {
   /** Calls `listener` with the reason the term ended (a {@link KrabkaError}),
    * once the role ends. */
   on(event: 'end', listener: (reason: KrabkaError) => void): this
-  /** Calls `listener` with each event (`'event'`), or each event of one kind. */
-  on(event: 'event' | EventKind, listener: (event: LeadershipEvent) => void): this
+  /** Calls `listener` with each event. */
+  on(event: 'event', listener: (event: LeadershipEvent) => void): this
+  /** Calls `listener` with each event of one kind, typed as that kind. */
+  on<K extends EventKind>(event: K, listener: (event: EventOfKind<K>) => void): this
   /** As `on('end', ...)`, called at most once. */
   once(event: 'end', listener: (reason: KrabkaError) => void): this
+  /** As `on('event', ...)`, called for the first event only. */
+  once(event: 'event', listener: (event: LeadershipEvent) => void): this
   /** As `on(kind, ...)`, called for the first such event only. */
-  once(event: 'event' | EventKind, listener: (event: LeadershipEvent) => void): this
+  once<K extends EventKind>(event: K, listener: (event: EventOfKind<K>) => void): this
 }
 
 /** The events of a {@link Leadership}, for `for await`; ends with the term. */

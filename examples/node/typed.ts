@@ -38,10 +38,11 @@ export async function serve(bootstrap: string, signal: AbortSignal): Promise<Fen
     renewInterval: 10,
     signal,
   })
-  leadership.on('renewed', (e: LeadershipEvent) => {
-    const deadline: bigint | undefined = e.deadline
+  leadership.on('renewed', (e) => {
+    const deadline: bigint = e.deadline
     void deadline
   })
+  leadership.on('event', (e: LeadershipEvent) => void e.kind)
   try {
     await leadership.write('billing-out', Buffer.from('result'), { key: new Uint8Array([1]) })
     await leadership.writeRecords([{ topic: 'billing-out', value: null, headers: [['h', Buffer.from('v')]] }])

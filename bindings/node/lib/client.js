@@ -8,9 +8,14 @@
 const { CancelledError, FatalError, argTypeError } = require('./errors')
 const { Leadership } = require('./leadership')
 const { Observer } = require('./observer')
+const { isSignal, signalOf, abortable } = require('./signal')
 
-function isSignal(s) {
-  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
+function checkOptions(options, shape) {
+  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+    throw argTypeError('options', `an object ${shape}`, options)
+  }
 }
 
 // Calls onEvent with each event `next` resolves with, to its end (null). A
@@ -179,24 +184,32 @@ function makeClient(native) {
       return new Observer(this.#native._observe(roles, options?.renewals), signal)
     }
 
-    async describeLeadership(role) {
-      return this.#native.describeLeadership(role)
+    async describeLeadership(role, options) {
+      checkOptions(options, '{ signal? }')
+      return abortable(signalOf(options), 'describeLeadership', () => this.#native.describeLeadership(role))
     }
 
-    async describeRoleState(role) {
-      return this.#native.describeRoleState(role)
+    async describeRoleState(role, options) {
+      checkOptions(options, '{ signal? }')
+      return abortable(signalOf(options), 'describeRoleState', () => this.#native.describeRoleState(role))
     }
 
     async ensureStateTopic(options) {
-      return this.#native.ensureStateTopic(options)
+      checkOptions(options, '{ development?, replicationFactor?, minInsyncReplicas?, signal? }')
+      return abortable(signalOf(options), 'ensureStateTopic', () => this.#native.ensureStateTopic(options))
     }
 
-    async checkStateTopic() {
-      return this.#native.checkStateTopic()
+    async checkStateTopic(options) {
+      checkOptions(options, '{ signal? }')
+      return abortable(signalOf(options), 'checkStateTopic', () => this.#native.checkStateTopic())
     }
 
     close() {
       this.#native.close()
+    }
+
+    async [asyncDispose]() {
+      this.close()
     }
 
     _describeRequests() {

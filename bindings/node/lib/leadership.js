@@ -4,6 +4,18 @@
 
 const { EventEmitter } = require('node:events')
 const { argTypeError } = require('./errors')
+const { signalOf, aborted, abortable } = require('./signal')
+
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
+
+// A guarded write is one transaction: it is never cut in half. A signal
+// aborted at the call rejects before anything is sent; once the write is
+// under way it settles with its own outcome (an abort cannot take records
+// back, and the caller must know whether they committed).
+function guarded(signal, start) {
+  if (signal?.aborted) return Promise.reject(aborted('the guarded write', signal))
+  return start()
+}
 
 /** The events of a leadership as an async iterator; ends with the term. */
 class LeadershipEvents {
@@ -86,23 +98,38 @@ class Leadership extends EventEmitter {
 
   async write(topic, value, options) {
     if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      throw argTypeError('options', 'an object { key?, partition?, headers? }', options)
+      throw argTypeError('options', 'an object { key?, partition?, headers?, signal? }', options)
     }
+    const signal = signalOf(options)
     const record = { topic, value }
     if (options !== undefined) {
       record.key = options.key
       record.partition = options.partition
       record.headers = options.headers
     }
-    return this.#native.write([record])
+    return guarded(signal, () => this.#native.write([record]))
   }
 
-  async writeRecords(records) {
-    return this.#native.write(records)
+  async writeRecords(records, options) {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      throw argTypeError('options', 'an object { signal? }', options)
+    }
+    return guarded(signalOf(options), () => this.#native.write(records))
   }
 
-  async resign() {
-    return this.#native.resign()
+  // The resign runs to its end in the core once started (the lease cleared,
+  // the token superseded, the member deregistered); an abort only stops the
+  // waiting for it, and `done` settles once it ended.
+  async resign(options) {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      throw argTypeError('options', 'an object { signal? }', options)
+    }
+    return abortable(signalOf(options), 'resign', () => this.#native.resign())
+  }
+
+  // `await using`: resigns a role still held.
+  async [asyncDispose]() {
+    if (this.isHeld) await this.resign()
   }
 
   events() {
