@@ -19,12 +19,15 @@
 #   5. the tests on the JVM: every golden vector (counted), every malformed
 #      entry with its part, refused arguments, leadership on the Kafka (a
 #      second member taking over; a deposed leader fenced);
+#   5b. the Java tests (bindings/uniffi/tests/java), compiled with javac
+#      against the compiled bindings: KrabkaJava's blocking and
+#      CompletableFuture API from plain Java on the same Kafka;
 #   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
 #      through guarded writes and resign when its time is up), then once more
 #      deposed behind its back (it must stop its work and exit 3, fenced).
 #
 # Usage: bash ci/uniffi.sh   (CARGO_TARGET_DIR is honoured)
-# Needs: Java 17 (java), curl, a Rust toolchain and what the core needs.
+# Needs: Java 17 (java, javac), curl, a Rust toolchain and what the core needs.
 # Time, on these 2 cores: 25-45 s warm (Rust built, jars cached: kotlinc ~20 s,
 # the tests ~3 s, the example 5 s); 4 min 50 s cold from a fresh clone with an
 # empty target directory (the Rust build of the core and librdkafka 4 min 20 s;
@@ -97,6 +100,14 @@ JAVA_RUN=(java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP"
 
 step "Kotlin tests on the JVM (bindings/uniffi/tests/kotlin/Main.kt)"
 KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
+
+step "Java tests (bindings/uniffi/tests/java: javac against the compiled bindings, on the JVM)"
+rm -rf "$OUT/java-classes"
+mkdir -p "$OUT/java-classes"
+javac -Xlint:all -Werror --release 17 -cp "$OUT/classes:$RUN_CP" -d "$OUT/java-classes" \
+    $(find "$ROOT/bindings/uniffi/tests/java" -name '*.java' | sort)
+java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/java-classes:$OUT/classes:$RUN_CP" \
+    krabka.coordination.javatest.JavaMain "$TOPIC"
 
 step "example (examples/kotlin/Worker.kt, 5 s on the real Kafka)"
 WORKER_LOG="$(mktemp)"
