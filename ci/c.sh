@@ -23,7 +23,8 @@
 #      hand-over and a SIGKILL failover in order (test_observe), and the
 #      leader loop handing over, failing over and stopping (test_lead), and
 #      the core's warnings reaching the log callback (test_log), and the
-#      state topic's check and its report (test_topic);
+#      state topic's check and its report (test_topic), and the metrics
+#      text after an election (test_metrics);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -104,7 +105,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log test_topic member)
+TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log test_topic test_metrics member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -139,6 +140,7 @@ run observe "$BUILD/test_observe" "$BUILD/member"
 run lead "$BUILD/test_lead" "$BUILD/member"
 run log "$BUILD/test_log"
 run topic "$BUILD/test_topic"
+run metrics "$BUILD/test_metrics"
 
 step "C tests under AddressSanitizer (LeakSanitizer on)"
 # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
@@ -153,6 +155,7 @@ run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
 run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
 run log.asan "$BUILD/test_log.asan"
 run topic.asan "$BUILD/test_topic.asan"
+run metrics.asan "$BUILD/test_metrics.asan"
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 step "C tests under valgrind memcheck"
@@ -175,6 +178,7 @@ run observe.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_observe" "${VG[
 run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "$BUILD/member"
 run log.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_log"
 run topic.valgrind "${VG[@]}" "$BUILD/test_topic"
+run metrics.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_metrics"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

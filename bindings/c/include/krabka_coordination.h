@@ -1100,6 +1100,17 @@ void krabka_leadership_free(krabka_leadership *leadership);
 // for a call in progress; any thread.
 krabka_result krabka_set_log_callback(krabka_log_callback callback, void *user_data, uint32_t min_level, krabka_error *err);
 
+// Renders every series of the core's metrics in this process (counters,
+// gauges, and histograms of durations in seconds, ordered by name, then
+// labels) in the Prometheus text format, version 0.0.4, NUL-terminated,
+// into `buf` of `len` bytes. `*needed` gets the size the text needs, its
+// NUL included, even when it does not fit (`KRABKA_RESULT_BUFFER_TOO_SMALL`,
+// nothing written; the text may grow before the next call, so allow some
+// room). `buf` may be NULL with `len` 0 to ask the size. Metrics are
+// recorded from the first `krabka_client_new` of the process on; before
+// it the text is empty. Does not block; any thread.
+krabka_result krabka_metrics_prometheus(char *buf, size_t len, size_t *needed, krabka_error *err);
+
 // The core's stable name of a change (`"elected"`), NUL-terminated and
 // static; `"other"` for `KRABKA_CHANGE_OTHER` and a value this library
 // does not know. Does not block; any thread.

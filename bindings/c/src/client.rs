@@ -243,6 +243,9 @@ pub unsafe extern "C" fn krabka_client_new(
         // The runtime is started now, so that a failure to start it is
         // reported here rather than at the first operation.
         runtime()?;
+        // Metrics are recorded from the first client on (as from Python's
+        // import).
+        crate::metrics::install();
         let client = KafkaClient::new(config, partitions)?;
         *out = into_handle(krabka_client {
             inner: ProcessBound::new("krabka_client", client, None),

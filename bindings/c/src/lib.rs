@@ -42,5 +42,6 @@ pub mod ffi;
 pub mod lead;
 pub mod leadership;
 pub mod log;
+pub mod metrics;
 pub mod observe;
 pub mod runtime;
