@@ -149,6 +149,13 @@ impl PyEvent {
         self.view.cleared
     }
 
+    /// `write_resolved`: True when the earlier guarded write whose outcome
+    /// was unknown committed (its records are visible), False when not.
+    #[getter]
+    fn committed(&self) -> Option<bool> {
+        self.view.committed
+    }
+
     /// `retrying`: what failed (`"registering"`, `"minting the epoch"`...).
     #[getter]
     fn what(&self) -> Option<&str> {

@@ -83,6 +83,6 @@ def test_every_stream_gets_every_event_and_other_kinds_fields_are_none(client: k
         assert a.at == b.at and a.deadline == b.deadline
         for attr in (
             "partition", "offset", "rank", "challenge_at", "token", "granted_at",
-            "failures", "error", "cleared", "what", "attempt", "retry_in",
+            "failures", "error", "cleared", "committed", "holder", "what", "attempt", "retry_in",
         ):
             assert getattr(a, attr) is None, attr

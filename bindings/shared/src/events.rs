@@ -331,6 +331,9 @@ pub struct EventView {
     pub error: Option<Arc<Error>>,
     /// `resigned`: whether the lease was cleared.
     pub cleared: Option<bool>,
+    /// `write_resolved`: whether the earlier write whose outcome was
+    /// unknown committed.
+    pub committed: Option<bool>,
     /// `retrying`: what failed (`"registering"`, `"minting the epoch"`...).
     pub what: Option<Arc<str>>,
     /// `retrying`: how many times in a row it failed.
@@ -357,6 +360,7 @@ impl EventView {
             ("retry_in", self.retry_in.is_some()),
             ("error", self.error.is_some()),
             ("cleared", self.cleared.is_some()),
+            ("committed", self.committed.is_some()),
         ];
         present
             .iter()
@@ -384,6 +388,7 @@ impl From<&Event> for EventView {
             failures: None,
             error: None,
             cleared: None,
+            committed: None,
             what: None,
             attempt: None,
             retry_in: None,
@@ -423,6 +428,7 @@ impl From<&Event> for EventView {
                 v.error = Some(Arc::clone(error))
             }
             EventKind::Resigned { cleared } => v.cleared = Some(*cleared),
+            EventKind::WriteResolved { committed } => v.committed = Some(*committed),
             EventKind::Retrying {
                 what,
                 attempt,
@@ -836,6 +842,11 @@ mod tests {
                 EventKind::Resigned { cleared: true },
                 "resigned",
                 vec!["cleared"],
+            ),
+            (
+                EventKind::WriteResolved { committed: false },
+                "write_resolved",
+                vec!["committed"],
             ),
             (EventKind::Deregistered, "deregistered", vec![]),
             (EventKind::HeldBack, "held_back", vec![]),

@@ -609,6 +609,11 @@ class Event:
         immediate), False when standbys wait for the deadline."""
 
     @property
+    def committed(self) -> Optional[bool]:
+        """`write_resolved`: True when the earlier guarded write whose outcome
+        was unknown committed (its records are visible), False when not."""
+
+    @property
     def what(self) -> Optional[str]:
         """`retrying`: what failed (`"registering"`, `"minting the epoch"`...)."""
 
