@@ -240,6 +240,9 @@ export interface RetryingEvent extends EventBase {
 export interface WriteResolvedEvent extends EventBase {
   /** Always `'write_resolved'`. */
   kind: 'write_resolved'
+  /** True when the earlier guarded write whose outcome was unknown
+   * committed (its records are visible); false when it did not. */
+  committed: boolean
 }
 /** The broker fenced the member: a newer epoch took the role; the term ended. */
 export interface FencedEvent extends EventBase {

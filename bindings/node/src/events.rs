@@ -115,6 +115,9 @@ pub fn event_object(env: &Env, event: &Event) -> napi::Result<sys::napi_value> {
     if let Some(c) = v.cleared {
         o.set("cleared", c)?;
     }
+    if let Some(c) = v.committed {
+        o.set("committed", c)?;
+    }
     js(env, o)
 }
 
