@@ -148,11 +148,7 @@ impl PyClient {
     ) -> PyResult<PyPending> {
         let role = str_field(role, "role")?;
         let member = str_field(member, "member")?;
-        let args = LeadershipArgs {
-            lease_duration: seconds_value(lease_duration, "lease_duration")?,
-            renew_interval: seconds_value(renew_interval, "renew_interval")?,
-            challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
-        };
+        let args = timings(lease_duration, renew_interval, challenge_stagger)?;
         let limit = seconds_arg(timeout, "timeout", SecondsBound::NonNegative)?;
         let client = self.client(py)?;
         let events = crate::callbacks::subscribe(on_event, event_loop)?;
@@ -213,11 +209,7 @@ impl PyClient {
     ) -> PyResult<PyLeaderLoop> {
         let role = str_field(role, "role")?;
         let member = str_field(member, "member")?;
-        let args = LeadershipArgs {
-            lease_duration: seconds_value(lease_duration, "lease_duration")?,
-            renew_interval: seconds_value(renew_interval, "renew_interval")?,
-            challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
-        };
+        let args = timings(lease_duration, renew_interval, challenge_stagger)?;
         let client = self.client(py)?;
         let events = crate::callbacks::subscribe(on_event, event_loop)?;
         let handle = client
@@ -330,4 +322,17 @@ impl PyClient {
             .unwrap_or_else(|e| e.into_inner())
             .is_none()
     }
+}
+
+/// The timings of an acquire or a leader loop, each named in its error.
+fn timings(
+    lease_duration: Option<&Bound<'_, PyAny>>,
+    renew_interval: Option<&Bound<'_, PyAny>>,
+    challenge_stagger: Option<&Bound<'_, PyAny>>,
+) -> PyResult<LeadershipArgs> {
+    Ok(LeadershipArgs {
+        lease_duration: seconds_value(lease_duration, "lease_duration")?,
+        renew_interval: seconds_value(renew_interval, "renew_interval")?,
+        challenge_stagger: seconds_value(challenge_stagger, "challenge_stagger")?,
+    })
 }
