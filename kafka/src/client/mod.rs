@@ -311,6 +311,16 @@ impl Client {
                 })?
                 .map_err(|e| Error::fatal(context, e.to_string()))??;
         }
+        self.ensure_reached().await
+    }
+
+    /// Until a broker has answered this client, connects to a bootstrap
+    /// broker, retrying one that does not answer until the connect timeout,
+    /// then fails with [`Error::Transient`] naming the bootstrap address.
+    /// Once one has answered, returns at once. For callers whose own
+    /// clients (librdkafka's) would wait their whole operation timeout on
+    /// an unreachable cluster.
+    pub async fn ensure_reached(&self) -> Result<()> {
         if self.inner.reached.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -27,6 +27,9 @@ const MARKER_POLL: Duration = Duration::from_millis(5);
 #[async_trait]
 impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        // An unreachable cluster fails here within the connect timeout;
+        // the consumer would wait out its operation timeout, twice.
+        self.describe.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
@@ -37,6 +40,7 @@ impl StateReader for KafkaTransport {
     }
 
     async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
+        self.describe.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader

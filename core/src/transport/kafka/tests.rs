@@ -60,3 +60,27 @@ fn new_refuses_bad_settings_by_name() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_read_of_an_unreachable_cluster_fails_within_the_connect_timeout() {
+    use crate::transport::StateReader;
+    // librdkafka's consumer would wait its operation timeout (twice); the
+    // read asks the protocol client first, which gives up at the connect
+    // timeout naming the address.
+    let config = KafkaConfig::new("127.0.0.1:1")
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_operation_timeout(Duration::from_secs(20));
+    let t = KafkaTransport::new(config, None).unwrap();
+    for read in ["read_partition", "read_state"] {
+        let started = std::time::Instant::now();
+        let e = match read {
+            "read_partition" => t.read_partition(0).await.map(|_| ()),
+            _ => t.read_state(0).await.map(|_| ()),
+        }
+        .unwrap_err();
+        let took = started.elapsed();
+        assert!(e.is_transient(), "{read}: {e}");
+        assert!(format!("{e:?}").contains("127.0.0.1:1"), "{read}: {e:?}");
+        assert!(took < Duration::from_secs(5), "{read} took {took:?}");
+    }
+}
