@@ -24,7 +24,8 @@
 #      leader loop handing over, failing over and stopping (test_lead), and
 #      the core's warnings reaching the log callback (test_log), and the
 #      state topic's check and its report (test_topic), and the metrics
-#      text after an election (test_metrics);
+#      text after an election (test_metrics), and the size rule of the option
+#      structs (test_options);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -105,7 +106,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log test_topic test_metrics member)
+TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log test_topic test_metrics test_options member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -141,6 +142,7 @@ run lead "$BUILD/test_lead" "$BUILD/member"
 run log "$BUILD/test_log"
 run topic "$BUILD/test_topic"
 run metrics "$BUILD/test_metrics"
+run options "$BUILD/test_options"
 
 step "C tests under AddressSanitizer (LeakSanitizer on)"
 # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
@@ -156,6 +158,7 @@ run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
 run log.asan "$BUILD/test_log.asan"
 run topic.asan "$BUILD/test_topic.asan"
 run metrics.asan "$BUILD/test_metrics.asan"
+run options.asan "$BUILD/test_options.asan"
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 step "C tests under valgrind memcheck"
@@ -179,6 +182,7 @@ run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "
 run log.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_log"
 run topic.valgrind "${VG[@]}" "$BUILD/test_topic"
 run metrics.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_metrics"
+run options.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_options"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null
@@ -216,11 +220,11 @@ else
     echo "ci/c.sh: the standby should wait, then stop on SIGTERM (exit $standby_rc)" >&2
 fi
 
-step "quick start (the c block of README.md, ci/snippets.py): C99 -Werror, run on Kafka"
+step "quick start (the c blocks of README.md and bindings/c/README.md, ci/snippets.py): C99 -Werror, run on Kafka"
 ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
     --topic billing-out --partitions 1 --replication-factor 1 >/dev/null
 SNIPPETS="$WORK/snippets"
-python3 ci/snippets.py extract c "$SNIPPETS" README.md
+python3 ci/snippets.py extract c "$SNIPPETS" README.md bindings/c/README.md
 if python3 ci/snippets.py run c "$SNIPPETS" -- sh -c \
     'cc "$0" -o "$0.bin" "$@" && { [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ] || "$0.bin"; }' \
     {} "${C_STRICT[@]}" "${PC[@]}"; then

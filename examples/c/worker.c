@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     long long results = 0;
     int code = 0, a;
 
-    krabka_leadership_options_default(&options);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&options);
     for (a = 1; a < argc; a++) {
         const char *opt = argv[a];
         const char *val = a + 1 < argc ? argv[a + 1] : NULL;

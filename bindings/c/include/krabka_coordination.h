@@ -41,6 +41,21 @@
  *   NULL. A pointer read out of a handle (a field's string) is borrowed from
  *   it and valid until it is freed. Static strings (names) are never freed.
  *
+ * Option structs. Every struct the caller fills for a call
+ *   (krabka_client_options, krabka_leadership_options, krabka_topic_options)
+ *   begins with `size_t struct_size`: the size the caller was compiled with,
+ *   so that fields are added at the end without breaking a compiled caller.
+ *   Fill one with its init macro, then set fields by name:
+ *       krabka_topic_options o; KRABKA_TOPIC_OPTIONS_INIT(&o); o.development = true;
+ *   (krabka_X_options_init(o, sizeof *o) writes the defaults for at most that
+ *   many bytes and sets struct_size). The library checks it at every call:
+ *   0 or below the first version's size is KRABKA_RESULT_INVALID_ARGUMENT
+ *   naming the struct and both sizes; a smaller size than the library's (an
+ *   older caller) gives the later fields their defaults; a larger size (a
+ *   newer caller) is accepted when the bytes past what the library knows are
+ *   all zero (new fields left unset), else refused naming the struct. Never
+ *   initialise one with a positional `{...}` list.
+ *
  * Panics. Every function catches a panic of the library and returns
  *   KRABKA_RESULT_PANIC (a *_free swallows it): no unwinding crosses the ABI.
  *
@@ -70,6 +85,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The init macros of the option structs: the defaults, with struct_size set
+ * to the size this header gives the struct (see "Option structs" above). */
+#define KRABKA_CLIENT_OPTIONS_INIT(p) krabka_client_options_init((p), sizeof *(p))
+#define KRABKA_LEADERSHIP_OPTIONS_INIT(p) krabka_leadership_options_init((p), sizeof *(p))
+#define KRABKA_TOPIC_OPTIONS_INIT(p) krabka_topic_options_init((p), sizeof *(p))
 
 // A timeout that means "no limit".
 #define KRABKA_NO_TIMEOUT -1.0
@@ -364,9 +385,13 @@ typedef struct krabka_term_signal krabka_term_signal;
 // read one at once.
 typedef struct krabka_topic_report krabka_topic_report;
 
-// The client-wide options. Fill them with `krabka_client_options_default`
-// and change what you need.
+// The client-wide options. Fill them with `KRABKA_CLIENT_OPTIONS_INIT(&o)`
+// (or `krabka_client_options_init`), then change what you need by name.
+// `struct_size` follows the size rule of the header's preamble.
 typedef struct {
+    // `sizeof(krabka_client_options)` as the caller was compiled with; set
+    // by the init function (see the size rule).
+    size_t struct_size;
     // The partition count of the state topic (default 16). Every member of
     // a role must pass the topic's real count.
     int32_t partitions;
@@ -383,9 +408,13 @@ typedef struct {
 } krabka_client_options;
 
 // The timings of an acquire, in seconds. Fill them with
-// `krabka_leadership_options_default` (the core's defaults: a 30 s lease
-// renewed every 10 s, 5 s between ranks of challengers).
+// `KRABKA_LEADERSHIP_OPTIONS_INIT(&o)` (the core's defaults: a 30 s lease
+// renewed every 10 s, 5 s between ranks of challengers). `struct_size`
+// follows the size rule of the header's preamble.
 typedef struct {
+    // `sizeof(krabka_leadership_options)` as the caller was compiled with;
+    // set by the init function (see the size rule).
+    size_t struct_size;
     // How long a lease lasts.
     double lease_duration;
     // How often the holder renews (below the lease duration).
@@ -393,6 +422,23 @@ typedef struct {
     // The delay between ranks of challengers (0 allowed).
     double challenge_stagger;
 } krabka_leadership_options;
+
+// The shape of the state topic `krabka_client_ensure_state_topic` creates.
+// Fill it with `KRABKA_TOPIC_OPTIONS_INIT(&o)` (the production defaults:
+// `development` false, replication factor and `min.insync.replicas` 0, the
+// defaults). `struct_size` follows the size rule of the header's preamble.
+typedef struct {
+    // `sizeof(krabka_topic_options)` as the caller was compiled with; set by
+    // the init function (see the size rule).
+    size_t struct_size;
+    // True for a single-broker development cluster: the defaults become a
+    // replication factor of 1 and `min.insync.replicas` 1 (else 3 and 2).
+    bool development;
+    // The replication factor, or 0 for the default.
+    int32_t replication_factor;
+    // `min.insync.replicas`, or 0 for the default.
+    int32_t min_insync_replicas;
+} krabka_topic_options;
 
 // Where a fallible function reports what went wrong: a record the caller
 // owns (on its stack, typically) and passes as the last argument, or NULL
@@ -523,17 +569,6 @@ typedef struct {
     // When a standby may stop waiting, in epoch milliseconds of the holder's clock.
     int64_t deadline;
 } krabka_lease_fields;
-
-// The shape of the state topic `krabka_client_ensure_state_topic` creates.
-typedef struct {
-    // True for a single-broker development cluster: the defaults become a
-    // replication factor of 1 and `min.insync.replicas` 1 (else 3 and 2).
-    bool development;
-    // The replication factor, or 0 for the default.
-    int32_t replication_factor;
-    // `min.insync.replicas`, or 0 for the default.
-    int32_t min_insync_replicas;
-} krabka_topic_options;
 
 // The shape of the state topic as the cluster reports it. The strings
 // (NUL-terminated UTF-8) point into the `krabka_topic_report` they were
@@ -729,13 +764,42 @@ typedef void (*krabka_observer_error_callback)(krabka_result error, const char *
 extern "C" {
 #endif // __cplusplus
 
-// Fills `*out` with the client defaults: 16 partitions, the state topic
-// `__coordination_state` (NULL), a 10 s connect timeout, a 30 s operation
-// timeout.
+// Writes the client defaults into `*o`, a struct of `caller_size` bytes
+// (`sizeof *o` as the caller was compiled: use
+// `KRABKA_CLIENT_OPTIONS_INIT(o)`), and sets `o->struct_size` to it: 16
+// partitions, the state topic `__coordination_state` (NULL), a 10 s
+// connect timeout, a 30 s operation timeout. At most `caller_size` bytes
+// are written; past this library's size they are zeroed. `o` NULL is
+// `KRABKA_RESULT_NULL_ARGUMENT`; a `caller_size` below the first
+// version's size `KRABKA_RESULT_INVALID_ARGUMENT` (nothing written). Does
+// not block; any thread.
+krabka_result krabka_client_options_init(krabka_client_options *o, size_t caller_size);
+
+// Fills `*out` with the client defaults (as `krabka_client_options_init`)
+// and sets `struct_size` to the first version's size: it writes only the
+// first version's fields, so it never overruns a struct of an older
+// header; a field added in a later version keeps its default even if set
+// afterwards. Prefer `KRABKA_CLIENT_OPTIONS_INIT`.
 krabka_result krabka_client_options_default(krabka_client_options *out);
 
-// Fills `*out` with the core's default timings (30, 10 and 5 seconds).
+// Writes the core's default timings (30, 10 and 5 seconds) into `*o`, a
+// struct of `caller_size` bytes (use `KRABKA_LEADERSHIP_OPTIONS_INIT(o)`),
+// and sets `o->struct_size` to it, as `krabka_client_options_init` does.
+// Does not block; any thread.
+krabka_result krabka_leadership_options_init(krabka_leadership_options *o, size_t caller_size);
+
+// Fills `*out` with the core's default timings (30, 10 and 5 seconds), the
+// first version's fields only, `struct_size` the first version's size (as
+// `krabka_client_options_default`). Prefer
+// `KRABKA_LEADERSHIP_OPTIONS_INIT`.
 krabka_result krabka_leadership_options_default(krabka_leadership_options *out);
+
+// Writes the production defaults of the state topic (`development` false,
+// replication factor and `min.insync.replicas` 0: 3 and 2) into `*o`, a
+// struct of `caller_size` bytes (use `KRABKA_TOPIC_OPTIONS_INIT(o)`), and
+// sets `o->struct_size` to it, as `krabka_client_options_init` does. Does
+// not block; any thread.
+krabka_result krabka_topic_options_init(krabka_topic_options *o, size_t caller_size);
 
 // Builds a client from `count` Kafka settings, `keys[i]` = `values[i]`
 // (librdkafka's keys: `bootstrap.servers`, `security.protocol`, `sasl.*`,

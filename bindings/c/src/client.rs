@@ -23,6 +23,7 @@ use crate::ffi::{
     Failure,
 };
 use crate::leadership::krabka_leadership;
+use crate::options::Versioned;
 use crate::runtime::{block, block_until, runtime};
 
 /// A timeout that means "no limit".
@@ -32,12 +33,16 @@ pub const KRABKA_NO_TIMEOUT: f64 = -1.0;
 /// member before it returns anyway.
 pub(crate) const ACQUIRE_GRACE: Duration = Duration::from_secs(10);
 
-/// The client-wide options. Fill them with `krabka_client_options_default`
-/// and change what you need.
+/// The client-wide options. Fill them with `KRABKA_CLIENT_OPTIONS_INIT(&o)`
+/// (or `krabka_client_options_init`), then change what you need by name.
+/// `struct_size` follows the size rule of the header's preamble.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct krabka_client_options {
+    /// `sizeof(krabka_client_options)` as the caller was compiled with; set
+    /// by the init function (see the size rule).
+    pub struct_size: usize,
     /// The partition count of the state topic (default 16). Every member of
     /// a role must pass the topic's real count.
     pub partitions: i32,
@@ -54,12 +59,16 @@ pub struct krabka_client_options {
 }
 
 /// The timings of an acquire, in seconds. Fill them with
-/// `krabka_leadership_options_default` (the core's defaults: a 30 s lease
-/// renewed every 10 s, 5 s between ranks of challengers).
+/// `KRABKA_LEADERSHIP_OPTIONS_INIT(&o)` (the core's defaults: a 30 s lease
+/// renewed every 10 s, 5 s between ranks of challengers). `struct_size`
+/// follows the size rule of the header's preamble.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct krabka_leadership_options {
+    /// `sizeof(krabka_leadership_options)` as the caller was compiled with;
+    /// set by the init function (see the size rule).
+    pub struct_size: usize,
     /// How long a lease lasts.
     pub lease_duration: f64,
     /// How often the holder renews (below the lease duration).
@@ -69,10 +78,16 @@ pub struct krabka_leadership_options {
 }
 
 /// The shape of the state topic `krabka_client_ensure_state_topic` creates.
+/// Fill it with `KRABKA_TOPIC_OPTIONS_INIT(&o)` (the production defaults:
+/// `development` false, replication factor and `min.insync.replicas` 0, the
+/// defaults). `struct_size` follows the size rule of the header's preamble.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct krabka_topic_options {
+    /// `sizeof(krabka_topic_options)` as the caller was compiled with; set by
+    /// the init function (see the size rule).
+    pub struct_size: usize,
     /// True for a single-broker development cluster: the defaults become a
     /// replication factor of 1 and `min.insync.replicas` 1 (else 3 and 2).
     pub development: bool,
@@ -138,37 +153,142 @@ pub struct krabka_role_state {
     report: RoleStateReport,
 }
 
-/// Fills `*out` with the client defaults: 16 partitions, the state topic
-/// `__coordination_state` (NULL), a 10 s connect timeout, a 30 s operation
-/// timeout.
-#[no_mangle]
-pub unsafe extern "C" fn krabka_client_options_default(
-    out: *mut krabka_client_options,
-) -> krabka_result {
-    guard(std::ptr::null_mut(), || {
-        *unsafe { output(out, "out") }? = krabka_client_options {
+impl Versioned for krabka_client_options {
+    const NAME: &'static str = "krabka_client_options";
+    const FIRST_SIZE: usize = std::mem::size_of::<krabka_client_options>();
+    fn defaults() -> Self {
+        krabka_client_options {
+            struct_size: std::mem::size_of::<Self>(),
             partitions: ElectionOptions::DEFAULT_PARTITIONS,
             state_topic: std::ptr::null(),
             connect_timeout: KafkaConfig::DEFAULT_CONNECT_TIMEOUT.as_secs_f64(),
             operation_timeout: KafkaConfig::DEFAULT_OPERATION_TIMEOUT.as_secs_f64(),
-        };
-        Ok(())
+        }
+    }
+}
+
+impl Versioned for krabka_leadership_options {
+    const NAME: &'static str = "krabka_leadership_options";
+    const FIRST_SIZE: usize = std::mem::size_of::<krabka_leadership_options>();
+    fn defaults() -> Self {
+        let d = LeadershipOptions::default().election;
+        krabka_leadership_options {
+            struct_size: std::mem::size_of::<Self>(),
+            lease_duration: d.lease_duration.as_secs_f64(),
+            renew_interval: d.renew_interval.as_secs_f64(),
+            challenge_stagger: d.challenge_stagger.as_secs_f64(),
+        }
+    }
+}
+
+impl Versioned for krabka_topic_options {
+    const NAME: &'static str = "krabka_topic_options";
+    const FIRST_SIZE: usize = std::mem::size_of::<krabka_topic_options>();
+    fn defaults() -> Self {
+        krabka_topic_options {
+            struct_size: std::mem::size_of::<Self>(),
+            development: false,
+            replication_factor: 0,
+            min_insync_replicas: 0,
+        }
+    }
+}
+
+/// Writes the client defaults into `*o`, a struct of `caller_size` bytes
+/// (`sizeof *o` as the caller was compiled: use
+/// `KRABKA_CLIENT_OPTIONS_INIT(o)`), and sets `o->struct_size` to it: 16
+/// partitions, the state topic `__coordination_state` (NULL), a 10 s
+/// connect timeout, a 30 s operation timeout. At most `caller_size` bytes
+/// are written; past this library's size they are zeroed. `o` NULL is
+/// `KRABKA_RESULT_NULL_ARGUMENT`; a `caller_size` below the first
+/// version's size `KRABKA_RESULT_INVALID_ARGUMENT` (nothing written). Does
+/// not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_client_options_init(
+    o: *mut krabka_client_options,
+    caller_size: usize,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || unsafe {
+        crate::options::init(o, caller_size)
     })
 }
 
-/// Fills `*out` with the core's default timings (30, 10 and 5 seconds).
+/// Fills `*out` with the client defaults (as `krabka_client_options_init`)
+/// and sets `struct_size` to the first version's size: it writes only the
+/// first version's fields, so it never overruns a struct of an older
+/// header; a field added in a later version keeps its default even if set
+/// afterwards. Prefer `KRABKA_CLIENT_OPTIONS_INIT`.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_client_options_default(
+    out: *mut krabka_client_options,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || unsafe {
+        crate::options::init(
+            out,
+            <krabka_client_options as Versioned>::FIRST_SIZE,
+        )
+        .map_err(|_| Failure::null("out"))
+    })
+}
+
+/// Writes the core's default timings (30, 10 and 5 seconds) into `*o`, a
+/// struct of `caller_size` bytes (use `KRABKA_LEADERSHIP_OPTIONS_INIT(o)`),
+/// and sets `o->struct_size` to it, as `krabka_client_options_init` does.
+/// Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_leadership_options_init(
+    o: *mut krabka_leadership_options,
+    caller_size: usize,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || unsafe {
+        crate::options::init(o, caller_size)
+    })
+}
+
+/// Fills `*out` with the core's default timings (30, 10 and 5 seconds), the
+/// first version's fields only, `struct_size` the first version's size (as
+/// `krabka_client_options_default`). Prefer
+/// `KRABKA_LEADERSHIP_OPTIONS_INIT`.
 #[no_mangle]
 pub unsafe extern "C" fn krabka_leadership_options_default(
     out: *mut krabka_leadership_options,
 ) -> krabka_result {
-    guard(std::ptr::null_mut(), || {
-        let d = LeadershipOptions::default().election;
-        *unsafe { output(out, "out") }? = krabka_leadership_options {
-            lease_duration: d.lease_duration.as_secs_f64(),
-            renew_interval: d.renew_interval.as_secs_f64(),
-            challenge_stagger: d.challenge_stagger.as_secs_f64(),
-        };
-        Ok(())
+    guard(std::ptr::null_mut(), || unsafe {
+        crate::options::init(
+            out,
+            <krabka_leadership_options as Versioned>::FIRST_SIZE,
+        )
+        .map_err(|_| Failure::null("out"))
+    })
+}
+
+/// Writes the production defaults of the state topic (`development` false,
+/// replication factor and `min.insync.replicas` 0: 3 and 2) into `*o`, a
+/// struct of `caller_size` bytes (use `KRABKA_TOPIC_OPTIONS_INIT(o)`), and
+/// sets `o->struct_size` to it, as `krabka_client_options_init` does. Does
+/// not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_topic_options_init(
+    o: *mut krabka_topic_options,
+    caller_size: usize,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || unsafe {
+        crate::options::init(o, caller_size)
+    })
+}
+
+/// The leadership arguments of the caller's options (NULL: the defaults).
+pub(crate) unsafe fn leadership_args(
+    options: *const krabka_leadership_options,
+) -> Result<LeadershipArgs, Failure> {
+    // SAFETY: the caller's contract.
+    Ok(match unsafe { crate::options::read(options) }? {
+        None => LeadershipArgs::default(),
+        Some(o) => LeadershipArgs {
+            lease_duration: Some(o.lease_duration),
+            renew_interval: Some(o.renew_interval),
+            challenge_stagger: Some(o.challenge_stagger),
+        },
     })
 }
 
@@ -221,15 +341,8 @@ pub unsafe extern "C" fn krabka_client_new(
             }
         }
         // SAFETY: NULL (the defaults) or the caller's options.
-        let o = match unsafe { options.as_ref() } {
-            Some(o) => *o,
-            None => {
-                let mut d = std::mem::MaybeUninit::uninit();
-                // SAFETY: a valid out pointer.
-                unsafe { krabka_client_options_default(d.as_mut_ptr()) };
-                unsafe { d.assume_init() }
-            }
-        };
+        let o = unsafe { crate::options::read(options) }?
+            .unwrap_or_else(krabka_client_options::defaults);
         let partitions = options::partitions(o.partitions.into())?;
         let mut config = options::kafka_config(settings);
         if !o.state_topic.is_null() {
@@ -364,14 +477,7 @@ pub unsafe extern "C" fn krabka_client_acquire(
         let role = unsafe { cstr(role, "role") }?.to_owned();
         let member = unsafe { cstr(member, "member") }?.to_owned();
         let limit = timeout_arg(timeout)?;
-        let args = match unsafe { options.as_ref() } {
-            None => LeadershipArgs::default(),
-            Some(o) => LeadershipArgs {
-                lease_duration: Some(o.lease_duration),
-                renew_interval: Some(o.renew_interval),
-                challenge_stagger: Some(o.challenge_stagger),
-            },
-        };
+        let args = unsafe { leadership_args(options) }?;
         let rt = runtime()?;
         // The acquire's own token: fired at the timeout, or with the
         // caller's cancellation (its parent).
@@ -603,7 +709,7 @@ pub unsafe extern "C" fn krabka_client_ensure_state_topic(
     guard(err, || {
         let created = unsafe { output(created, "created") }?;
         let client = unsafe { input(client, "client") }?.get()?;
-        let args = match unsafe { options.as_ref() } {
+        let args = match unsafe { crate::options::read(options) }? {
             None => TopicArgs::default(),
             Some(o) => TopicArgs {
                 development: o.development,

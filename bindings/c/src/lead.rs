@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use krabka_coordination_bindings::{LeadershipArgs, OnInterrupt};
+use krabka_coordination_bindings::OnInterrupt;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{krabka_cancel, krabka_client, krabka_leadership_options, timeout_arg};
@@ -102,14 +102,7 @@ pub unsafe extern "C" fn krabka_client_lead(
         let role = unsafe { cstr(role, "role") }?;
         let member = unsafe { cstr(member, "member") }?;
         let work = work.ok_or_else(|| Failure::null("work"))?;
-        let args = match unsafe { options.as_ref() } {
-            None => LeadershipArgs::default(),
-            Some(o) => LeadershipArgs {
-                lease_duration: Some(o.lease_duration),
-                renew_interval: Some(o.renew_interval),
-                challenge_stagger: Some(o.challenge_stagger),
-            },
-        };
+        let args = unsafe { crate::client::leadership_args(options) }?;
         let handle = client.leader_loop(role, member, &args, None)?;
         let rt = runtime()?;
         // The caller's cancellation stops the loop; the relay ends with it.

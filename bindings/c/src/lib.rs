@@ -44,4 +44,5 @@ pub mod leadership;
 pub mod log;
 pub mod metrics;
 pub mod observe;
+pub mod options;
 pub mod runtime;

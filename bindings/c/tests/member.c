@@ -102,7 +102,7 @@ static int lead_main(const char *bootstrap, const char *role, const char *member
         printf("error client_new %s %s\n", krabka_result_name(r), buf);
         return 1;
     }
-    krabka_leadership_options_default(&options);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&options);
     options.lease_duration = 3.0;
     options.renew_interval = 1.0;
     options.challenge_stagger = 0.5;
@@ -148,7 +148,7 @@ int main(int argc, char **argv) {
         printf("error client_new %s %s\n", krabka_result_name(r), buf);
         return 1;
     }
-    krabka_leadership_options_default(&options);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&options);
     options.lease_duration = 3.0;
     options.renew_interval = 1.0;
     options.challenge_stagger = 1.0;

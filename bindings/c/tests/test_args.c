@@ -249,7 +249,7 @@ static void clients(void) {
     const char *bad_keys[1] = {NULL};
     krabka_client_options co;
     krabka_leadership_options lo;
-    krabka_topic_options to = {true, 0, 0};
+    krabka_topic_options to;
     krabka_client *client = NULL;
     krabka_leadership *l = (krabka_leadership *)&co;
     krabka_role_state *state = NULL;
@@ -265,11 +265,14 @@ static void clients(void) {
     double secs = 0;
 
     EXPECT(krabka_client_options_default(&co), KRABKA_RESULT_OK);
-    CHECK(co.partitions == 16 && co.connect_timeout == 10.0 && co.operation_timeout == 30.0 && co.state_topic == NULL,
+    CHECK(co.struct_size == sizeof co && co.partitions == 16 && co.connect_timeout == 10.0 &&
+              co.operation_timeout == 30.0 && co.state_topic == NULL,
           "client defaults");
     EXPECT(krabka_client_options_default(NULL), KRABKA_RESULT_NULL_ARGUMENT);
     EXPECT(krabka_leadership_options_default(&lo), KRABKA_RESULT_OK);
-    CHECK(lo.lease_duration == 30.0 && lo.renew_interval == 10.0 && lo.challenge_stagger == 5.0, "leadership defaults");
+    CHECK(lo.struct_size == sizeof lo && lo.lease_duration == 30.0 && lo.renew_interval == 10.0 &&
+              lo.challenge_stagger == 5.0,
+          "leadership defaults");
     EXPECT(krabka_leadership_options_default(NULL), KRABKA_RESULT_NULL_ARGUMENT);
 
     EXPECT_NULL(krabka_client_new(keys, values, 2, NULL, NULL, err), "out");
@@ -360,6 +363,8 @@ static void clients(void) {
     EXPECT(krabka_role_state_roster_entry(NULL, 0, &entry, err), KRABKA_RESULT_NULL_ARGUMENT);
     EXPECT(krabka_role_state_lease(NULL, &flag, &lf), KRABKA_RESULT_NULL_ARGUMENT);
     krabka_role_state_free(NULL);
+    KRABKA_TOPIC_OPTIONS_INIT(&to);
+    to.development = true;
     EXPECT_NULL(krabka_client_ensure_state_topic(NULL, &to, &flag, err), "client");
     EXPECT_NULL(krabka_client_ensure_state_topic(client, &to, NULL, err), "created");
     to.min_insync_replicas = -1;

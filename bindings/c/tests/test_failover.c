@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
     const char *keys[1] = {"bootstrap.servers"};
     char role[128], cmd[2048];
     krabka_client *client = NULL;
-    krabka_topic_options to = {true, 0, 0};
+    krabka_topic_options to;
     krabka_fencing_token ta, tb;
     child a, b;
     test_error e;
@@ -220,6 +220,8 @@ int main(int argc, char **argv) {
     snprintf(role, sizeof role, "c-failover-%ld-%ld", (long)getpid(), (long)time(NULL));
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
+    KRABKA_TOPIC_OPTIONS_INIT(&to);
+    to.development = true;
     REQUIRE(krabka_client_ensure_state_topic(client, &to, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
 

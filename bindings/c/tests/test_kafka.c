@@ -186,7 +186,7 @@ int main(void) {
     krabka_client *client = NULL, *other = NULL;
     krabka_leadership *l = NULL, *l2 = NULL;
     krabka_leadership_options fast;
-    krabka_topic_options to = {true, 0, 0};
+    krabka_topic_options to;
     krabka_fencing_token token, no_epoch;
     krabka_leadership_status status;
     krabka_role_state *state = NULL;
@@ -212,6 +212,8 @@ int main(void) {
     CHECK_RESULT(krabka_client_new(keys, &bootstrap, 1, NULL, &client, err), KRABKA_RESULT_OK, err);
     CHECK_RESULT(krabka_client_new(keys, &bootstrap, 1, NULL, &other, err), KRABKA_RESULT_OK, err);
     REQUIRE(client && other, "no client");
+    KRABKA_TOPIC_OPTIONS_INIT(&to);
+    to.development = true;
     REQUIRE(krabka_client_ensure_state_topic(client, &to, &created, err) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, te.buf);
 
@@ -222,7 +224,7 @@ int main(void) {
     krabka_leadership_status_authoritative(&status, &no_epoch, &flag);
     CHECK(!flag, "NoEpoch is never authoritative");
 
-    krabka_leadership_options_default(&fast);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&fast);
     fast.lease_duration = 3.0;
     fast.renew_interval = 1.0;
     fast.challenge_stagger = 0.0;

@@ -54,7 +54,7 @@ static double now(void) {
 }
 
 static void options_of(krabka_leadership_options *o) {
-    krabka_leadership_options_default(o);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(o);
     o->lease_duration = LEASE_S;
     o->renew_interval = RENEW_S;
     o->challenge_stagger = STAGGER_S;
@@ -593,7 +593,7 @@ int main(int argc, char **argv) {
     const char *bootstrap = getenv("KRABKA_BOOTSTRAP");
     const char *keys[1] = {"bootstrap.servers"};
     krabka_client *client = NULL;
-    krabka_topic_options to = {true, 0, 0};
+    krabka_topic_options to;
     test_error e;
     bool created = false;
 
@@ -608,6 +608,8 @@ int main(int argc, char **argv) {
     bad_arguments();
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
+    KRABKA_TOPIC_OPTIONS_INIT(&to);
+    to.development = true;
     REQUIRE(krabka_client_ensure_state_topic(client, &to, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
     failing_work(client);

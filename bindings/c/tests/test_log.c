@@ -129,7 +129,7 @@ static krabka_result ensure(krabka_client *client) {
     test_error e;
     bool created = false;
     krabka_result r;
-    memset(&dev, 0, sizeof dev);
+    KRABKA_TOPIC_OPTIONS_INIT(&dev);
     dev.development = true;
     r = krabka_client_ensure_state_topic(client, &dev, &created, error_init(&e));
     if (r != KRABKA_RESULT_OK) fprintf(stderr, "ensure_state_topic: %s\n", e.buf);
@@ -156,7 +156,7 @@ int main(void) {
 
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
-    krabka_client_options_default(&other_options);
+    KRABKA_CLIENT_OPTIONS_INIT(&other_options);
     other_options.partitions = 1;
     other_options.state_topic = OTHER_TOPIC;
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, &other_options, &other, error_init(&e)) == KRABKA_RESULT_OK,

@@ -81,7 +81,7 @@ int main(void) {
 
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
-    memset(&dev, 0, sizeof dev);
+    KRABKA_TOPIC_OPTIONS_INIT(&dev);
     dev.development = true;
     REQUIRE(krabka_client_ensure_state_topic(client, &dev, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
@@ -90,7 +90,7 @@ int main(void) {
     CHECK(series(text, "krabka_elections_total", role) == -1, "no election of the role yet");
     free(text);
 
-    krabka_leadership_options_default(&o);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&o);
     o.lease_duration = getenv("KRABKA_C_SLOW") ? 20.0 : 3.0;
     o.renew_interval = getenv("KRABKA_C_SLOW") ? 5.0 : 1.0;
     o.challenge_stagger = 0.5;

@@ -467,7 +467,7 @@ int main(int argc, char **argv) {
     krabka_client *watcher = NULL, *ca = NULL, *cc = NULL;
     krabka_observer *observer = NULL;
     krabka_leadership *a = NULL;
-    krabka_topic_options to = {true, 0, 0};
+    krabka_topic_options to;
     krabka_fencing_token ta, tb;
     krabka_leadership_options options;
     member_c c;
@@ -495,11 +495,13 @@ int main(int argc, char **argv) {
     snprintf(role2, sizeof role2, "c-observe-close-%ld-%ld", (long)getpid(), (long)time(NULL));
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &watcher, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
+    KRABKA_TOPIC_OPTIONS_INIT(&to);
+    to.development = true;
     REQUIRE(krabka_client_ensure_state_topic(watcher, &to, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &ca, error_init(&e)) == KRABKA_RESULT_OK, "client: %s", e.buf);
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &cc, error_init(&e)) == KRABKA_RESULT_OK, "client: %s", e.buf);
-    krabka_leadership_options_default(&options);
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&options);
     options.lease_duration = LEASE_S;
     options.renew_interval = RENEW_S;
     options.challenge_stagger = 1.0;

@@ -31,7 +31,7 @@ int main(void) {
     REQUIRE(bootstrap && *bootstrap, "KRABKA_BOOTSTRAP is not set: this test needs the local Kafka (ci/kafka.sh start 1)");
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
-    memset(&dev, 0, sizeof dev);
+    KRABKA_TOPIC_OPTIONS_INIT(&dev);
     dev.development = true;
     REQUIRE(krabka_client_ensure_state_topic(client, &dev, &created, error_init(&e)) == KRABKA_RESULT_OK,
             "Kafka at %s is unreachable or refuses the state topic: %s", bootstrap, e.buf);
@@ -62,7 +62,7 @@ int main(void) {
     krabka_topic_report_free(NULL);
 
     /* Another partition count: refused, both counts named, *out NULL. */
-    krabka_client_options_default(&o);
+    KRABKA_CLIENT_OPTIONS_INIT(&o);
     o.partitions = 4;
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, &o, &four, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
             e.buf);
