@@ -525,6 +525,11 @@ typedef struct {
     // lapsed: `challenge_at` is then its deadline plus the stagger), or
     // NULL.
     const char *holder;
+    // `write_resolved`: true when the earlier write whose outcome was
+    // unknown committed (its records are visible), false when it did not
+    // (false for every other kind). The last field: added after the
+    // others, whose offsets did not move.
+    bool committed;
 } krabka_event;
 
 // The event callback: called with each event (valid during the call) and

@@ -138,6 +138,11 @@ pub struct krabka_event {
     /// lapsed: `challenge_at` is then its deadline plus the stagger), or
     /// NULL.
     pub holder: *const c_char,
+    /// `write_resolved`: true when the earlier write whose outcome was
+    /// unknown committed (its records are visible), false when it did not
+    /// (false for every other kind). The last field: added after the
+    /// others, whose offsets did not move.
+    pub committed: bool,
 }
 
 /// The event callback: called with each event (valid during the call) and
@@ -200,6 +205,7 @@ fn deliver(
         attempt: v.attempt.unwrap_or(0),
         retry_in: v.retry_in.map_or(0.0, |d| d.as_secs_f64()),
         holder: holder.as_ref().map_or(std::ptr::null(), |h| h.as_ptr()),
+        committed: v.committed.unwrap_or(false),
     };
     // SAFETY: the caller's callback, with an event valid for the call.
     unsafe { callback(&e, user) };
@@ -334,5 +340,35 @@ mod tests {
         for (i, (kind, name)) in KINDS.iter().enumerate() {
             assert_eq!(*kind as usize, i + 1, "{name}");
         }
+    }
+
+    /// What the test callback saw: the kind and `committed`.
+    static SEEN: std::sync::Mutex<Vec<(krabka_event_kind, bool)>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn record(e: *const krabka_event, _user: *mut c_void) {
+        let e = unsafe { &*e };
+        SEEN.lock().unwrap().push((e.kind, e.committed));
+    }
+
+    #[test]
+    fn write_resolved_carries_committed() {
+        use krabka_coordination::events::EventKind;
+        let event = |kind| Event {
+            role: "r".into(),
+            member: "m".into(),
+            at: 1,
+            kind,
+        };
+        deliver(record, std::ptr::null_mut(), &event(EventKind::WriteResolved { committed: true }));
+        deliver(record, std::ptr::null_mut(), &event(EventKind::WriteResolved { committed: false }));
+        deliver(record, std::ptr::null_mut(), &event(EventKind::Resigned { cleared: true }));
+        assert_eq!(
+            *SEEN.lock().unwrap(),
+            vec![
+                (krabka_event_kind::WriteResolved, true),
+                (krabka_event_kind::WriteResolved, false),
+                (krabka_event_kind::Resigned, false),
+            ]
+        );
     }
 }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -418,8 +419,21 @@ static void clients(void) {
     EXPECT(krabka_wait_idle(30), KRABKA_RESULT_OK);
 }
 
+/* krabka_event.committed (write_resolved) was added last: the fields before
+ * it keep their offsets (holder was the last one before it). */
+static void event_layout(void) {
+    krabka_event e;
+    memset(&e, 0, sizeof e);
+    CHECK(offsetof(krabka_event, committed) > offsetof(krabka_event, holder), "committed comes after holder");
+    CHECK(offsetof(krabka_event, committed) + sizeof e.committed <= sizeof e &&
+              sizeof e - offsetof(krabka_event, committed) < sizeof(void *) + sizeof e.committed,
+          "committed is the last field (offset %zu of %zu)", offsetof(krabka_event, committed), sizeof e);
+    CHECK(!e.committed, "a zeroed event has committed false");
+}
+
 int main(void) {
     err = error_init(&te);
+    event_layout();
     error_record();
     names();
     keys();

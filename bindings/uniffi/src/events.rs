@@ -51,12 +51,16 @@ pub struct LeadershipEvent {
     pub error: Option<KrabkaError>,
     /// `resigned`: whether the lease record was cleared.
     pub cleared: Option<bool>,
-    /// `write_resolved`, `retrying`: what was being done.
+    /// `retrying`: what was being done.
     pub what: Option<String>,
     /// `retrying`: how many times in a row it failed.
     pub attempt: Option<u32>,
     /// `retrying`: the pause before the next try, in seconds.
     pub retry_in: Option<f64>,
+    /// `write_resolved`: true when the earlier write whose outcome was
+    /// unknown committed (its records are visible), false when it did not.
+    /// The last field, so the fields before it keep their places.
+    pub committed: Option<bool>,
 }
 
 impl From<EventView> for LeadershipEvent {
@@ -80,6 +84,7 @@ impl From<EventView> for LeadershipEvent {
             what: v.what.map(|w| w.to_string()),
             attempt: v.attempt,
             retry_in: v.retry_in.map(|d| d.as_secs_f64()),
+            committed: v.committed,
         }
     }
 }

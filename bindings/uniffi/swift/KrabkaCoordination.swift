@@ -3186,7 +3186,7 @@ public struct LeadershipEvent: Equatable, Hashable {
      */
     public var cleared: Bool?
     /**
-     * `write_resolved`, `retrying`: what was being done.
+     * `retrying`: what was being done.
      */
     public var what: String?
     /**
@@ -3197,6 +3197,12 @@ public struct LeadershipEvent: Equatable, Hashable {
      * `retrying`: the pause before the next try, in seconds.
      */
     public var retryIn: Double?
+    /**
+     * `write_resolved`: true when the earlier write whose outcome was
+     * unknown committed (its records are visible), false when it did not.
+     * The last field, so the fields before it keep their places.
+     */
+    public var committed: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3251,14 +3257,19 @@ public struct LeadershipEvent: Equatable, Hashable {
          * `resigned`: whether the lease record was cleared.
          */cleared: Bool?, 
         /**
-         * `write_resolved`, `retrying`: what was being done.
+         * `retrying`: what was being done.
          */what: String?, 
         /**
          * `retrying`: how many times in a row it failed.
          */attempt: UInt32?, 
         /**
          * `retrying`: the pause before the next try, in seconds.
-         */retryIn: Double?) {
+         */retryIn: Double?, 
+        /**
+         * `write_resolved`: true when the earlier write whose outcome was
+         * unknown committed (its records are visible), false when it did not.
+         * The last field, so the fields before it keep their places.
+         */committed: Bool?) {
         self.kind = kind
         self.role = role
         self.member = member
@@ -3277,6 +3288,7 @@ public struct LeadershipEvent: Equatable, Hashable {
         self.what = what
         self.attempt = attempt
         self.retryIn = retryIn
+        self.committed = committed
     }
 
     
@@ -3312,7 +3324,8 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
                 cleared: FfiConverterOptionBool.read(from: &buf), 
                 what: FfiConverterOptionString.read(from: &buf), 
                 attempt: FfiConverterOptionUInt32.read(from: &buf), 
-                retryIn: FfiConverterOptionDouble.read(from: &buf)
+                retryIn: FfiConverterOptionDouble.read(from: &buf), 
+                committed: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -3335,6 +3348,7 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.what, into: &buf)
         FfiConverterOptionUInt32.write(value.attempt, into: &buf)
         FfiConverterOptionDouble.write(value.retryIn, into: &buf)
+        FfiConverterOptionBool.write(value.committed, into: &buf)
     }
 }
 

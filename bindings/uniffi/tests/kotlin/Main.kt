@@ -1035,11 +1035,19 @@ fun idioms(bootstrap: String) = runBlocking {
         } }
     }
     check("a kind newer than the binding is Unknown with its name") {
-        val r = LeadershipEvent("brand_new", "r", "m", 1_000L, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        val r = LeadershipEvent("brand_new", "r", "m", 1_000L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
         val e = r.toEvent()
         expect(e is krabka.coordination.events.LeadershipEvent.Unknown && e.kind == "brand_new" && e.at == java.time.Instant.ofEpochMilli(1_000)) { "$e" }
-        val partial = LeadershipEvent("elected", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        val partial = LeadershipEvent("elected", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
         expect(partial.toEvent() is krabka.coordination.events.LeadershipEvent.Unknown) { "an elected without a token: ${partial.toEvent()}" }
+    }
+    check("write_resolved carries committed") {
+        fun resolved(committed: Boolean?) = LeadershipEvent("write_resolved", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, committed)
+        val yes = resolved(true).toEvent()
+        expect(yes is krabka.coordination.events.LeadershipEvent.WriteResolved && yes.committed) { "$yes" }
+        val no = resolved(false).toEvent()
+        expect(no is krabka.coordination.events.LeadershipEvent.WriteResolved && !no.committed) { "$no" }
+        expect(resolved(null).toEvent() is krabka.coordination.events.LeadershipEvent.Unknown) { "a write_resolved without committed: ${resolved(null).toEvent()}" }
     }
 }
 

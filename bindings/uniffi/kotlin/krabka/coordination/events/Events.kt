@@ -60,9 +60,12 @@ sealed class LeadershipEvent {
     data class RenewalFailing(override val role: String, override val member: String, override val at: Instant,
                               val failures: Int, val error: KrabkaException?) : LeadershipEvent()
 
-    /** A guarded write whose outcome was unknown was resolved ([what]). */
+    /**
+     * A guarded write whose outcome was unknown was resolved: [committed] is
+     * true when it committed (its records are visible), false when it did not.
+     */
     data class WriteResolved(override val role: String, override val member: String, override val at: Instant,
-                             val what: String?) : LeadershipEvent()
+                             val committed: Boolean) : LeadershipEvent()
 
     /** A newer epoch fenced the member: the term is over. */
     data class Fenced(override val role: String, override val member: String, override val at: Instant,
@@ -109,7 +112,7 @@ sealed class LeadershipEvent {
                     ms(r.deadline) ?: return unknown)
                 "renewed" -> Renewed(r.role, r.member, at, ms(r.deadline) ?: return unknown)
                 "renewal_failing" -> RenewalFailing(r.role, r.member, at, (r.failures ?: return unknown).toInt(), r.error)
-                "write_resolved" -> WriteResolved(r.role, r.member, at, r.what)
+                "write_resolved" -> WriteResolved(r.role, r.member, at, r.committed ?: return unknown)
                 "fenced" -> Fenced(r.role, r.member, at, r.error)
                 "lease_expired" -> LeaseExpired(r.role, r.member, at)
                 "ended" -> Ended(r.role, r.member, at, r.error)
