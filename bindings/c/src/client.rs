@@ -223,11 +223,8 @@ pub unsafe extern "C" fn krabka_client_options_default(
     out: *mut krabka_client_options,
 ) -> krabka_result {
     guard(std::ptr::null_mut(), || unsafe {
-        crate::options::init(
-            out,
-            <krabka_client_options as Versioned>::FIRST_SIZE,
-        )
-        .map_err(|_| Failure::null("out"))
+        crate::options::init(out, <krabka_client_options as Versioned>::FIRST_SIZE)
+            .map_err(|_| Failure::null("out"))
     })
 }
 
@@ -254,11 +251,8 @@ pub unsafe extern "C" fn krabka_leadership_options_default(
     out: *mut krabka_leadership_options,
 ) -> krabka_result {
     guard(std::ptr::null_mut(), || unsafe {
-        crate::options::init(
-            out,
-            <krabka_leadership_options as Versioned>::FIRST_SIZE,
-        )
-        .map_err(|_| Failure::null("out"))
+        crate::options::init(out, <krabka_leadership_options as Versioned>::FIRST_SIZE)
+            .map_err(|_| Failure::null("out"))
     })
 }
 

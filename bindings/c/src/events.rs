@@ -343,7 +343,8 @@ mod tests {
     }
 
     /// What the test callback saw: the kind and `committed`.
-    static SEEN: std::sync::Mutex<Vec<(krabka_event_kind, bool)>> = std::sync::Mutex::new(Vec::new());
+    static SEEN: std::sync::Mutex<Vec<(krabka_event_kind, bool)>> =
+        std::sync::Mutex::new(Vec::new());
 
     unsafe extern "C" fn record(e: *const krabka_event, _user: *mut c_void) {
         let e = unsafe { &*e };
@@ -359,9 +360,21 @@ mod tests {
             at: 1,
             kind,
         };
-        deliver(record, std::ptr::null_mut(), &event(EventKind::WriteResolved { committed: true }));
-        deliver(record, std::ptr::null_mut(), &event(EventKind::WriteResolved { committed: false }));
-        deliver(record, std::ptr::null_mut(), &event(EventKind::Resigned { cleared: true }));
+        deliver(
+            record,
+            std::ptr::null_mut(),
+            &event(EventKind::WriteResolved { committed: true }),
+        );
+        deliver(
+            record,
+            std::ptr::null_mut(),
+            &event(EventKind::WriteResolved { committed: false }),
+        );
+        deliver(
+            record,
+            std::ptr::null_mut(),
+            &event(EventKind::Resigned { cleared: true }),
+        );
         assert_eq!(
             *SEEN.lock().unwrap(),
             vec![
