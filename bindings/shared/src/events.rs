@@ -271,7 +271,8 @@ impl AcquireEventStream {
                         },
                         o = outcome => Some(o.ok().flatten()),
                     };
-                    let Feed::Acquiring { rx, .. } = std::mem::replace(&mut self.feed, Feed::Finished)
+                    let Feed::Acquiring { rx, .. } =
+                        std::mem::replace(&mut self.feed, Feed::Finished)
                     else {
                         unreachable!("matched above")
                     };
@@ -669,7 +670,10 @@ mod tests {
                 .expect("b's events")
                 .expect("b's stream goes on while it waits");
             seen.push(e.kind.name());
-            if let EventKind::Waiting { holder: Some(h), .. } = &e.kind {
+            if let EventKind::Waiting {
+                holder: Some(h), ..
+            } = &e.kind
+            {
                 assert_eq!(&**h, "a");
                 break;
             }

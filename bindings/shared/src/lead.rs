@@ -223,10 +223,14 @@ mod tests {
             .unwrap();
         l.end();
         assert!(l.is_stopped());
-        let kinds: Vec<_> = [stream.next().await, stream.next().await, stream.next().await]
-            .into_iter()
-            .map(|e| e.map(|e| e.kind.name()))
-            .collect();
+        let kinds: Vec<_> = [
+            stream.next().await,
+            stream.next().await,
+            stream.next().await,
+        ]
+        .into_iter()
+        .map(|e| e.map(|e| e.kind.name()))
+        .collect();
         assert_eq!(kinds, [Some("challenging"), Some("deregistered"), None]);
     }
 }
