@@ -16,6 +16,7 @@ use krabka_coordination::transport::kafka::{
     ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport,
 };
 use krabka_coordination::transport::{Describer, LeaseWriter, OutRecord, StateReader};
+use krabka_kafka::client::retry;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(10);
@@ -253,11 +254,19 @@ async fn a_partitions_last_marker_carries_the_epoch_of_whoever_ended_the_transac
     assert_eq!(after_commit.last_sequence, 0, "{after_commit:?}");
 
     // A transaction of the epoch left open: its partition added and its
-    // batch (sequence 1) written, no EndTxn.
-    kafka
-        .add_partitions(&role, token.into(), &[(topic.clone(), vec![0])], deadline())
-        .await
-        .expect("AddPartitionsToTxn");
+    // batch (sequence 1) written, no EndTxn. The partition's markers can be
+    // written before the coordinator logs the commit complete, so the
+    // AddPartitionsToTxn may meet CONCURRENT_TRANSACTIONS: it goes through
+    // the client's one retry loop, as the lease path's does.
+    let partitions = [(topic.clone(), vec![0])];
+    let added = retry::retry(deadline(), retry::Backoff::TRANSACTION, || {
+        kafka.add_partitions(&role, token.into(), &partitions, deadline())
+    })
+    .await;
+    assert!(
+        matches!(added, retry::Tried::Done(_)),
+        "AddPartitionsToTxn: {added:?}"
+    );
     let producer = (token.producer_id, token.producer_epoch);
     kafka
         .produce(&role, &topic, 0, one_batch(producer, 1, b"two"), deadline())
