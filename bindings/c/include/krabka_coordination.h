@@ -49,12 +49,13 @@
  *       krabka_topic_options o; KRABKA_TOPIC_OPTIONS_INIT(&o); o.development = true;
  *   (krabka_X_options_init(o, sizeof *o) writes the defaults for at most that
  *   many bytes and sets struct_size). The library checks it at every call:
- *   0 or below the first version's size is KRABKA_RESULT_INVALID_ARGUMENT
- *   naming the struct and both sizes; a smaller size than the library's (an
- *   older caller) gives the later fields their defaults; a larger size (a
- *   newer caller) is accepted when the bytes past what the library knows are
- *   all zero (new fields left unset), else refused naming the struct. Never
- *   initialise one with a positional `{...}` list.
+ *   0, below the first version's size or between two versions' sizes is
+ *   KRABKA_RESULT_INVALID_ARGUMENT naming the struct and the sizes; an older
+ *   version's size (an older caller) gives the later fields their
+ *   defaults; a larger size (a newer caller) is accepted when the bytes past
+ *   what the library knows are all zero (new fields left unset), else
+ *   refused naming the struct. Never initialise one with a positional
+ *   `{...}` list. krabka_client_options is at version 2 (the OAuth fields).
  *
  * Panics. Every function catches a panic of the library and returns
  *   KRABKA_RESULT_PANIC (a *_free swallows it): no unwinding crosses the ABI.
@@ -68,7 +69,8 @@
  *   own (krabka-observe); see krabka_client_observe. The leader loop's work
  *   runs on the thread that called krabka_client_lead. The log callback
  *   runs on the library's log thread (krabka-log); see
- *   krabka_set_log_callback.
+ *   krabka_set_log_callback. The OAuth token callback runs on the library's
+ *   threads; see krabka_oauth_token_callback.
  *
  * Threads. Codec handles are immutable: read them from any threads at once.
  *   krabka_client and krabka_leadership may be used from any number of
@@ -355,6 +357,11 @@ typedef struct krabka_leadership krabka_leadership;
 // A decoded lease value (opaque); like `krabka_key`.
 typedef struct krabka_lease krabka_lease;
 
+// One call of the token callback (opaque), valid only during the call:
+// settle it once with `krabka_oauth_request_set_token` or
+// `krabka_oauth_request_fail` before the callback returns.
+typedef struct krabka_oauth_request krabka_oauth_request;
+
 // A watch of roles (opaque), from `krabka_client_observe`; stopped by
 // `krabka_observer_close`, freed by `krabka_observer_free`.
 //
@@ -385,6 +392,16 @@ typedef struct krabka_term_signal krabka_term_signal;
 // read one at once.
 typedef struct krabka_topic_report krabka_topic_report;
 
+// The OAUTHBEARER token callback: fetch a token (it may block, on an HTTP
+// request to the identity provider) and settle `request` before returning.
+// Called on a thread of the library's (never the caller's), one call at a
+// time per client.
+typedef void (*krabka_oauth_token_callback)(krabka_oauth_request *request, void *user_data);
+
+// Frees a callback's `user_data`: called once, when the library no longer
+// needs it.
+typedef void (*krabka_user_data_free)(void *user_data);
+
 // The client-wide options. Fill them with `KRABKA_CLIENT_OPTIONS_INIT(&o)`
 // (or `krabka_client_options_init`), then change what you need by name.
 // `struct_size` follows the size rule of the header's preamble.
@@ -405,6 +422,17 @@ typedef struct {
     // Seconds one client operation may take once the cluster answered
     // (default 30).
     double operation_timeout;
+    // The OAUTHBEARER token callback (with `sasl.mechanism` `OAUTHBEARER`),
+    // or NULL (the default) for none: see `krabka_oauth_token_callback`.
+    // It is called with `oauth_user_data` on the library's threads, any of
+    // them, so both must be usable from any thread. Added in version 2 of
+    // the struct.
+    krabka_oauth_token_callback oauth_token;
+    // Passed to `oauth_token` as it is.
+    void *oauth_user_data;
+    // Called once with `oauth_user_data` when the library no longer needs
+    // the callback (see `krabka_client_new`); NULL: nothing is called.
+    krabka_user_data_free oauth_user_data_free;
 } krabka_client_options;
 
 // The timings of an acquire, in seconds. Fill them with
@@ -819,6 +847,14 @@ krabka_result krabka_topic_options_init(krabka_topic_options *o, size_t caller_s
 // connects yet. On success `*out` is a new client the caller owns (free it
 // with `krabka_client_free`); on failure it is NULL.
 //
+// With `options->oauth_token` set, the client takes its OAUTHBEARER tokens
+// from the callback, and `options->oauth_user_data_free` is called once
+// when the callback is no longer needed: after the client and every handle
+// made with it are freed, or before this call returns when it fails (but
+// not when `out` is NULL or `options->struct_size` is refused: the options
+// are not read then). `sasl.mechanism` `OAUTHBEARER` without a callback is
+// `KRABKA_RESULT_INVALID_ARGUMENT`.
+//
 // Blocks briefly (it builds librdkafka clients); any thread. The first
 // client of a process starts the library's runtime threads (`krabka-rt`).
 krabka_result krabka_client_new(const char *const *keys, const char *const *values, size_t count, const krabka_client_options *options, krabka_client **out, krabka_error *err);
@@ -1179,6 +1215,28 @@ krabka_result krabka_set_log_callback(krabka_log_callback callback, void *user_d
 // recorded from the first `krabka_client_new` of the process on; before
 // it the text is empty. Does not block; any thread.
 krabka_result krabka_metrics_prometheus(char *buf, size_t len, size_t *needed, krabka_error *err);
+
+// Settles the callback's `request` with a token: `token` (printable ASCII
+// without spaces, often a JWT), when it expires (`expires_at_ms`,
+// milliseconds since the Unix epoch, in the future) and the principal it
+// names (`principal`, for the clients' logs; NULL for none), each copied.
+// An `expires_at_ms` of 0 or below is `KRABKA_RESULT_INVALID_ARGUMENT`
+// naming it, and the request stays open; what the core refuses of the
+// token (empty, expired, a space) fails the operation that needed it,
+// naming the token provider. A request already settled is
+// `KRABKA_RESULT_INVALID_ARGUMENT`. Only from the callback, during the
+// call. Does not block.
+krabka_result krabka_oauth_request_set_token(krabka_oauth_request *request, const char *token, int64_t expires_at_ms, const char *principal, krabka_error *err);
+
+// Settles the callback's `request` with a failure: the operation that
+// needed the token fails naming the token provider and `message` (NULL:
+// none given), with `KRABKA_RESULT_FATAL` when `fatal` (no retry mends it:
+// revoked credentials), else `KRABKA_RESULT_TRANSIENT` (the identity
+// provider may answer later). While the last token is still valid, the
+// core keeps it and logs a warning. A request already settled is
+// `KRABKA_RESULT_INVALID_ARGUMENT`. Only from the callback, during the
+// call. Does not block.
+krabka_result krabka_oauth_request_fail(krabka_oauth_request *request, const char *message, bool fatal, krabka_error *err);
 
 // The core's stable name of a change (`"elected"`), NUL-terminated and
 // static; `"other"` for `KRABKA_CHANGE_OTHER` and a value this library

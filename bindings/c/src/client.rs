@@ -23,6 +23,7 @@ use crate::ffi::{
     Failure,
 };
 use crate::leadership::krabka_leadership;
+use crate::oauth::{krabka_oauth_token_callback, krabka_user_data_free, TokenCallback};
 use crate::options::Versioned;
 use crate::runtime::{block, block_until, runtime};
 
@@ -56,6 +57,17 @@ pub struct krabka_client_options {
     /// Seconds one client operation may take once the cluster answered
     /// (default 30).
     pub operation_timeout: f64,
+    /// The OAUTHBEARER token callback (with `sasl.mechanism` `OAUTHBEARER`),
+    /// or NULL (the default) for none: see `krabka_oauth_token_callback`.
+    /// It is called with `oauth_user_data` on the library's threads, any of
+    /// them, so both must be usable from any thread. Added in version 2 of
+    /// the struct.
+    pub oauth_token: krabka_oauth_token_callback,
+    /// Passed to `oauth_token` as it is.
+    pub oauth_user_data: *mut c_void,
+    /// Called once with `oauth_user_data` when the library no longer needs
+    /// the callback (see `krabka_client_new`); NULL: nothing is called.
+    pub oauth_user_data_free: krabka_user_data_free,
 }
 
 /// The timings of an acquire, in seconds. Fill them with
@@ -155,7 +167,8 @@ pub struct krabka_role_state {
 
 impl Versioned for krabka_client_options {
     const NAME: &'static str = "krabka_client_options";
-    const FIRST_SIZE: usize = std::mem::size_of::<krabka_client_options>();
+    // The first version ended with `operation_timeout`.
+    const FIRST_SIZE: usize = std::mem::offset_of!(krabka_client_options, oauth_token);
     fn defaults() -> Self {
         krabka_client_options {
             struct_size: std::mem::size_of::<Self>(),
@@ -163,6 +176,9 @@ impl Versioned for krabka_client_options {
             state_topic: std::ptr::null(),
             connect_timeout: KafkaConfig::DEFAULT_CONNECT_TIMEOUT.as_secs_f64(),
             operation_timeout: KafkaConfig::DEFAULT_OPERATION_TIMEOUT.as_secs_f64(),
+            oauth_token: None,
+            oauth_user_data: std::ptr::null_mut(),
+            oauth_user_data_free: None,
         }
     }
 }
@@ -299,6 +315,14 @@ pub(crate) unsafe fn leadership_args(
 /// connects yet. On success `*out` is a new client the caller owns (free it
 /// with `krabka_client_free`); on failure it is NULL.
 ///
+/// With `options->oauth_token` set, the client takes its OAUTHBEARER tokens
+/// from the callback, and `options->oauth_user_data_free` is called once
+/// when the callback is no longer needed: after the client and every handle
+/// made with it are freed, or before this call returns when it fails (but
+/// not when `out` is NULL or `options->struct_size` is refused: the options
+/// are not read then). `sasl.mechanism` `OAUTHBEARER` without a callback is
+/// `KRABKA_RESULT_INVALID_ARGUMENT`.
+///
 /// Blocks briefly (it builds librdkafka clients); any thread. The first
 /// client of a process starts the library's runtime threads (`krabka-rt`).
 #[no_mangle]
@@ -313,6 +337,11 @@ pub unsafe extern "C" fn krabka_client_new(
     guard(err, || {
         let out = unsafe { output(out, "out") }?;
         *out = std::ptr::null_mut();
+        // SAFETY: NULL (the defaults) or the caller's options.
+        let o = unsafe { crate::options::read(options) }?
+            .unwrap_or_else(krabka_client_options::defaults);
+        // Held from here, so that a failure below frees the user data.
+        let oauth = TokenCallback::new(o.oauth_token, o.oauth_user_data, o.oauth_user_data_free);
         let mut settings = Vec::with_capacity(count.min(1024));
         if count > 0 {
             if keys.is_null() {
@@ -334,11 +363,8 @@ pub unsafe extern "C" fn krabka_client_new(
                 settings.push((k, v));
             }
         }
-        // SAFETY: NULL (the defaults) or the caller's options.
-        let o = unsafe { crate::options::read(options) }?
-            .unwrap_or_else(krabka_client_options::defaults);
         let partitions = options::partitions(o.partitions.into())?;
-        let mut config = options::kafka_config(settings);
+        let mut config = oauth.apply(options::kafka_config(settings));
         if !o.state_topic.is_null() {
             config = config.with_state_topic(unsafe { cstr(o.state_topic, "state_topic") }?);
         }

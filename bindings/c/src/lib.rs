@@ -43,6 +43,7 @@ pub mod lead;
 pub mod leadership;
 pub mod log;
 pub mod metrics;
+pub mod oauth;
 pub mod observe;
 pub mod options;
 pub mod runtime;

@@ -5,7 +5,8 @@
 //! at the end without breaking a compiled caller.
 //!
 //! * `struct_size` 0 or below the first version's size: refused
-//!   (`INVALID_ARGUMENT` naming the struct and both sizes);
+//!   (`INVALID_ARGUMENT` naming the struct and both sizes); between the
+//!   sizes of two versions: refused, naming the versions' sizes;
 //! * below this library's size (an older caller): the fields past it keep
 //!   their defaults;
 //! * above this library's size (a newer caller): the bytes past what this
@@ -26,6 +27,10 @@ pub(crate) trait Versioned: Copy {
     const NAME: &'static str;
     /// The size of the first version: the smallest `struct_size` accepted.
     const FIRST_SIZE: usize;
+    /// The sizes of the versions between the first and this library's, in
+    /// order: below this library's size only these and the first are
+    /// accepted (a size between two versions' would cut a field in two).
+    const BETWEEN_SIZES: &'static [usize] = &[];
     /// The defaults, `struct_size` set to this library's size.
     fn defaults() -> Self;
 }
@@ -36,6 +41,21 @@ fn invalid(message: String) -> Failure {
 
 /// Checks a `struct_size` (of a struct the caller passes or asks to fill).
 pub(crate) fn check_size<T: Versioned>(size: usize) -> Result<(), Failure> {
+    let known = std::mem::size_of::<T>();
+    if size > T::FIRST_SIZE && size < known && !T::BETWEEN_SIZES.contains(&size) {
+        let versions: Vec<String> = std::iter::once(T::FIRST_SIZE)
+            .chain(T::BETWEEN_SIZES.iter().copied())
+            .chain(std::iter::once(known))
+            .map(|n| n.to_string())
+            .collect();
+        return Err(invalid(format!(
+            "{}.struct_size is {size}, between the sizes of two versions of the struct ({}): fill it with {}_init or the {} macro",
+            T::NAME,
+            versions.join(", "),
+            T::NAME,
+            T::NAME.to_ascii_uppercase() + "_INIT",
+        )));
+    }
     if size < T::FIRST_SIZE || size > MAX_LEN {
         return Err(invalid(format!(
             "{}.struct_size must be from {} (the first version's size; this library's is {}) to {MAX_LEN}, got {size}: fill it with {}_init or the {} macro",

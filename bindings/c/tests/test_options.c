@@ -2,16 +2,18 @@
  * The size rule of the option structs (krabka_client_options,
  * krabka_leadership_options, krabka_topic_options): the init macros give
  * the documented defaults and struct_size; a struct_size of 0, one below
- * the first version's size, and a larger one with non-zero trailing bytes
- * are refused naming the struct (and, for the small ones, both sizes); a
- * larger one with zero trailing bytes (a newer caller that leaves its new
- * fields unset) is accepted, and its fields are read. Every function that
+ * the first version's size, one between two versions' sizes, and a larger
+ * one with non-zero trailing bytes are refused naming the struct (and, for
+ * the small ones, the sizes); a larger one with zero trailing bytes (a newer
+ * caller that leaves its new fields unset) is accepted, and its fields are
+ * read. Every function that
  * takes one is checked: krabka_client_new, krabka_client_acquire,
  * krabka_client_lead and krabka_client_ensure_state_topic.
  *
  * The refusals need no cluster (they come before any I/O); the accepted
  * acquire and state topic run on KRABKA_BOOTSTRAP (the one-node cluster).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +83,9 @@ static void defaults(void) {
 
     /* The _default functions set the size too. */
     memset(&co, 0, sizeof co);
-    CHECK(krabka_client_options_default(&co) == KRABKA_RESULT_OK && co.struct_size == sizeof co && co.partitions == 16,
+    /* (krabka_client_options is at version 2: _default writes version 1.) */
+    CHECK(krabka_client_options_default(&co) == KRABKA_RESULT_OK &&
+              co.struct_size == offsetof(krabka_client_options, oauth_token) && co.partitions == 16,
           "client _default: struct_size %zu", co.struct_size);
     memset(&lo, 0, sizeof lo);
     CHECK(krabka_leadership_options_default(&lo) == KRABKA_RESULT_OK && lo.struct_size == sizeof lo &&
@@ -113,22 +117,29 @@ static void defaults(void) {
 static void client_options(void) {
     newer_client_options big;
     krabka_client *client = NULL;
-    char small[32], size0[32];
+    char small[32], size0[32], versions[64];
     const char *w_zero[] = {"krabka_client_options.struct_size", small, "got 0", NULL};
     const char *w_small[] = {"krabka_client_options.struct_size", small, size0, NULL};
+    const char *w_between[] = {"krabka_client_options.struct_size", "between the sizes of two versions", versions, NULL};
     const char *w_tail[] = {"krabka_client_options", "not zero", NULL};
     const char *w_partitions[] = {"partitions", NULL};
 
-    snprintf(small, sizeof small, "from %zu", sizeof(krabka_client_options));
-    snprintf(size0, sizeof size0, "got %zu", sizeof(krabka_client_options) - 1);
+    /* The first version ended before the OAuth fields. */
+    snprintf(small, sizeof small, "from %zu", offsetof(krabka_client_options, oauth_token));
+    snprintf(size0, sizeof size0, "got %zu", offsetof(krabka_client_options, oauth_token) - 1);
+    snprintf(versions, sizeof versions, "(%zu, %zu)", offsetof(krabka_client_options, oauth_token),
+             sizeof(krabka_client_options));
 
     KRABKA_CLIENT_OPTIONS_INIT(&big.o);
     big.o.struct_size = 0;
     refused(krabka_client_new(dead_keys, dead_values, 1, &big.o, &client, error_init(&te)), "client size 0", w_zero);
     CHECK(client == NULL, "no client");
-    big.o.struct_size = sizeof big.o - 1;
+    big.o.struct_size = offsetof(krabka_client_options, oauth_token) - 1;
     refused(krabka_client_new(dead_keys, dead_values, 1, &big.o, &client, error_init(&te)), "client size short",
             w_small);
+    big.o.struct_size = sizeof big.o - 1;
+    refused(krabka_client_new(dead_keys, dead_values, 1, &big.o, &client, error_init(&te)), "client size between",
+            w_between);
 
     krabka_client_options_init(&big.o, sizeof big);
     big.newer[1] = 1;
