@@ -183,7 +183,7 @@ fn send(delivery: Delivery) {
 fn deliver(batch: Vec<Delivery>) {
     let mut refused: Vec<(Delivered, Handle)> = Vec::new();
     let mut batch = Some(batch);
-    let attached = Python::try_attach(|py| {
+    let attached = crate::exit::attach(|py| {
         for d in batch.take().into_iter().flatten() {
             let Delivery {
                 event_loop,

@@ -70,14 +70,14 @@ impl Dispatcher {
                     let mut job = Some(job);
                     // One take of the GIL per callback: the GIL is free
                     // between two of them.
-                    Python::try_attach(|py| {
+                    crate::exit::attach(|py| {
                         if let Some(job) = job.take() {
                             run(py, job);
                         }
                     });
                     if let Some(job) = job {
-                        // The interpreter is gone: nothing to call, and no
-                        // reference to release safely.
+                        // The interpreter is exiting or gone: nothing to
+                        // call, and no reference to release safely.
                         std::mem::forget(job);
                     }
                 }

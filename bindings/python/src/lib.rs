@@ -20,7 +20,8 @@
 //! * [`callbacks`]: `on_event=` callbacks, called from one thread.
 //! * [`observe`]: the observer of roles (`Client.observe`) and its views.
 //! * [`pending`], [`asyncio`]: waiting for an operation, blocking or awaited.
-//! * [`runtime`]: the runtime holder and the fork hook.
+//! * [`runtime`]: the runtime holder and the fork hook; [`exit`]: the
+//!   package's threads kept out of Python once the interpreter exits.
 //! * [`error`], [`convert`]: exceptions and argument conversion;
 //!   [`oauth`]: a callable as the OAUTHBEARER token provider.
 //! * [`logging`]: the core's log events in Python's `logging`;
@@ -32,6 +33,7 @@ pub mod client;
 pub mod convert;
 pub mod error;
 pub mod events;
+pub mod exit;
 pub mod functions;
 pub mod lead;
 pub mod leadership;
@@ -97,6 +99,9 @@ mod native {
 
     #[pymodule_export]
     use crate::metrics::{metrics, metrics_text};
+
+    #[pymodule_export]
+    use crate::exit::before_exit;
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

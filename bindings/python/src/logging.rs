@@ -110,7 +110,7 @@ fn log_one(py: Python<'_>, logger: &Bound<'_, PyAny>, r: LogRecord) -> PyResult<
 /// Delivers a batch (on the forwarder's thread). During interpreter
 /// shutdown the records are dropped.
 fn deliver(batch: Vec<LogRecord>) {
-    Python::try_attach(|py| {
+    crate::exit::attach(|py| {
         let Ok(logger) = logger(py) else {
             return;
         };

@@ -45,7 +45,7 @@ pub fn token_provider(
     }
     let callable = callable.clone().unbind();
     Ok(move || {
-        Python::try_attach(|py| call(py, callable.bind(py)))
+        crate::exit::attach(|py| call(py, callable.bind(py)))
             .unwrap_or_else(|| Err("the Python interpreter is shutting down".into()))
     })
 }

@@ -167,3 +167,39 @@ def test_a_forked_child_gets_its_own_events_thread(client: kc.Client, kafka: Dic
         return rec.kinds()[0] == "registered" and {thread_name(t) for t in rec.threads} == {"krabka-events"}
 
     assert _in_child(os.fork, child) == 0
+
+
+_EXIT_WHILE_DELIVERING = """
+import sys, time
+import krabka_coordination as kc
+
+client = kc.Client({"bootstrap.servers": sys.argv[1]})
+
+def on_event(event: kc.Event) -> None:
+    time.sleep(0.02)             # releases the GIL mid-callback
+    print(event.kind, flush=True)
+
+leadership = client.acquire_leadership(sys.argv[2], "host-a", on_event=on_event)
+leadership.resign()
+# The script ends here, its events still being delivered.
+"""
+
+
+def test_the_interpreter_exits_cleanly_while_callbacks_run(kafka: Dict[str, str], role: str) -> None:
+    """A program that exits while the ``krabka-events`` thread is inside a
+    callback (with the GIL released) exits 0. Before the package's
+    ``atexit`` gate the thread took the GIL back during finalization, and
+    CPython's ``pthread_exit`` of it aborted the process (SIGABRT, about
+    one run in three)."""
+    import subprocess
+
+    for attempt in range(5):
+        done = subprocess.run(
+            [sys.executable, "-c", _EXIT_WHILE_DELIVERING, kafka["bootstrap.servers"], f"{role}-{attempt}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, f"attempt {attempt}: exit {done.returncode}\n{done.stderr[-2000:]}"
+        assert "Fatal Python error" not in done.stderr, done.stderr[-2000:]
+        assert done.stdout.splitlines()[:1] == ["registered"], done.stdout

@@ -37,6 +37,9 @@ Errors derive from :class:`KrabkaError`, one class per core error kind
 ``krabka_coordination``.
 """
 
+import atexit as _atexit
+
+from . import _native
 from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, EventCallback, KafkaSettings, OAuthTokenProvider
 from ._lead import AsyncLeadWork, LeadWork, TermEnded
 from ._leadership import AsyncEvents, AsyncLeadership, EventKind, Events, Leadership
@@ -76,6 +79,11 @@ from ._native import (
     murmur2,
     role_partition,
 )
+
+# Keeps the package's own threads (events, asyncio outcomes, log records,
+# token requests) out of Python once the interpreter exits: registered
+# first, so it runs after the program's own atexit handlers.
+_atexit.register(_native._before_exit)
 
 __all__ = [
     "NO_EPOCH",

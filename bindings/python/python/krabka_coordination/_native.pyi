@@ -64,6 +64,7 @@ __all__ = [
     "_sync_log_level",
     "metrics",
     "metrics_text",
+    "_before_exit",
     "KrabkaError",
     "FormatError",
     "EncodeError",
@@ -233,6 +234,11 @@ def metrics() -> list[dict[str, Any]]:
     duration, in seconds), `count` (`int`), `sum` (`float`) and `buckets` (a
     list of `(upper bound in seconds, count at or below it)` pairs, the
     `+Inf` bucket being `count`)."""
+
+def _before_exit() -> None:
+    """Closes the gate of the package's own threads into Python and waits
+    (at most 5 s) for the calls inside to return; registered with `atexit`
+    by the package."""
 
 def metrics_text() -> str:
     """The same series in the Prometheus text format (version 0.0.4), for a
