@@ -167,6 +167,13 @@ impl ProtocolLease {
         if let Err(Outcome::Keep(e) | Outcome::Drop(e)) =
             self.settle_unanswered(&role, "release", deadline).await
         {
+            // Fenced: a partition refused the epoch, so a newer epoch's
+            // markers are there and none of its batches can land any more
+            // (a resign's own bump ends here). Nothing to warn of.
+            if e.means_fenced() {
+                tracing::debug!(role, error = %e, "releasing an epoch: superseded, nothing of it can land");
+                return;
+            }
             let partitions: Vec<String> = self
                 .unanswered
                 .iter()
