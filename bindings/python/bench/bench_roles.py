@@ -6,11 +6,22 @@ and times its renewals from the leaderships' events. The Rust twin is
 ``examples/rust/benches/roles.rs`` (``ci/bench-roles.sh``); the numbers of
 both are in ``docs/benchmarks/scale.md``.
 
+With ``--blocking THREADS`` the blocking :class:`Client` does the same,
+its acquires run by a ``concurrent.futures.ThreadPoolExecutor`` of that
+many threads (the way the package's README gives for acquiring many roles
+from blocking code), and the renewals are timed from ``on_event``.
+
 Usage (with the package installed, e.g. ``ci/python.sh`` leaves it in
 ``bindings/python/.venv``):
 
     python bench/bench_roles.py --bootstrap HOST:PORT[,...] [--roles 1000]
-        [--hold-s 120] [--lease-s 10] [--renew-s 3] [--json PATH]
+        [--hold-s 120] [--lease-s 10] [--renew-s 3] [--blocking THREADS]
+        [--state-topic NAME] [--json PATH]
+
+Like the Rust twin, each run makes a state topic of its own (replication
+factor 3, ``min.insync.replicas`` 2) unless ``--state-topic`` names one: a
+new member reads its partition from the start, so a topic shared by earlier
+runs would time their history too.
 
 Prints one line per role count; exits 1 when a renewal failed or a role was
 lost.
@@ -20,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import importlib.metadata
 import json
 import math
@@ -27,6 +39,7 @@ import os
 import platform
 import sys
 import time
+import threading
 from typing import Dict, List
 
 import krabka_coordination as kc
@@ -113,10 +126,28 @@ async def run_one(args: argparse.Namespace, client: kc.AsyncClient, n: int) -> D
     for f in followers:
         f.cancel()
     await asyncio.gather(*followers, return_exceptions=True)
+    return report(n, "Python", acquired, args.hold_s, before, peak, late, failures, lost, resign_all, resign_errors)
+
+
+def report(
+    n: int,
+    what: str,
+    acquired: float,
+    hold_s: float,
+    before: Dict[str, float],
+    peak: Dict[str, float],
+    late: List[float],
+    failures: int,
+    lost: int,
+    resign_all: float,
+    resign_errors: int,
+) -> Dict[str, object]:
+    """Prints the run's line and returns its JSON result."""
     result = {
         "roles": n,
+        "client": what,
         "acquire_all_s": acquired,
-        "hold_s": args.hold_s,
+        "hold_s": hold_s,
         "before": before,
         "peak": peak,
         "renewals": len(late),
@@ -131,13 +162,73 @@ async def run_one(args: argparse.Namespace, client: kc.AsyncClient, n: int) -> D
         "resign_errors": resign_errors,
     }
     print(
-        f"{n:>5} roles (Python): acquired in {acquired:6.2f} s | peak {peak['threads']:>5} threads, "
+        f"{n:>5} roles ({what}): acquired in {acquired:6.2f} s | peak {peak['threads']:>5} threads, "
         f"{peak['fds']:>5} fds, {peak['sockets']:>5} sockets, {peak['rss_mib']:7.1f} MiB | "
         f"{len(late)} renewals, late p50 {quantile(late, 0.5):.0f} ms p99 {quantile(late, 0.99):.0f} ms "
         f"max {quantile(late, 1.0):.0f} ms | {failures} failures, {lost} lost | "
         f"resigned in {resign_all:.2f} s ({resign_errors} errors)"
     )
     return result
+
+
+def run_blocking(args: argparse.Namespace, client: kc.Client, n: int) -> Dict[str, object]:
+    """The same with the blocking client: the acquires run by a thread pool
+    of ``args.blocking`` threads, the renewals timed from ``on_event``."""
+    base = f"bench-roles-pyb-{int(time.time() * 1000)}-{n}"
+    renew_ms = int(args.renew_s * 1000)
+    late: List[float] = []
+    lock = threading.Lock()
+
+    def acquire(i: int) -> kc.Leadership:
+        # The previous grant and the lease, known once the acquire returned.
+        state: Dict[str, float] = {}
+
+        def on_event(event: kc.Event) -> None:
+            if event.kind == "renewed" and event.deadline is not None and state:
+                granted = event.deadline - state["lease_ms"]
+                with lock:
+                    late.append(event.at - (state["previous"] + renew_ms))
+                state["previous"] = granted
+
+        leadership = client.acquire_leadership(
+            f"{base}-{i}", "holder", lease_duration=args.lease_s, renew_interval=args.renew_s, on_event=on_event
+        )
+        state["lease_ms"] = leadership.lease.deadline - leadership.lease.granted_at
+        state["previous"] = leadership.lease.granted_at
+        return leadership
+
+    before = sample()
+    peak = dict(before)
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.blocking) as pool:
+        futures = [pool.submit(acquire, i) for i in range(n)]
+        while not all(f.done() for f in futures):
+            time.sleep(0.2)
+            s = sample()
+            for k in peak:
+                peak[k] = max(peak[k], s[k])
+        held = [f.result() for f in futures]
+    acquired = time.monotonic() - t0
+    print(f"bench_roles: {n} acquired in {acquired:.2f} s ({args.blocking} threads)", file=sys.stderr)
+    until = time.monotonic() + args.hold_s
+    while time.monotonic() < until:
+        time.sleep(1)
+        s = sample()
+        for k in peak:
+            peak[k] = max(peak[k], s[k])
+    failures = sum(l.renewal_failures for l in held)
+    lost = sum(1 for l in held if not l.is_held)
+    t1 = time.monotonic()
+    resign_errors = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.blocking) as pool:
+        for f in [pool.submit(l.resign) for l in held]:
+            if f.exception() is not None:
+                resign_errors += 1
+    resign_all = time.monotonic() - t1
+    with lock:
+        late = list(late)
+    what = f"Python, blocking, {args.blocking} threads"
+    return report(n, what, acquired, args.hold_s, before, peak, late, failures, lost, resign_all, resign_errors)
 
 
 async def main() -> int:
@@ -147,6 +238,8 @@ async def main() -> int:
     p.add_argument("--hold-s", type=float, default=120.0)
     p.add_argument("--lease-s", type=float, default=10.0)
     p.add_argument("--renew-s", type=float, default=3.0)
+    p.add_argument("--blocking", type=int, metavar="THREADS", help="the blocking Client, THREADS acquiring")
+    p.add_argument("--state-topic", help="the state topic (default: one made for this run)")
     p.add_argument("--json", help="append one JSON line per role count")
     args = p.parse_args()
     if not args.bootstrap:
@@ -158,15 +251,28 @@ async def main() -> int:
         f"kafka {args.bootstrap}",
         file=sys.stderr,
     )
+    topic = args.state_topic or f"krabka-bench-roles-py-{int(time.time() * 1000)}"
+    print(f"bench_roles: state topic {topic}", file=sys.stderr)
     ok = True
-    async with kc.AsyncClient({"bootstrap.servers": args.bootstrap}) as client:
+
+    def record(r: Dict[str, object]) -> bool:
+        if args.json:
+            with open(args.json, "a") as f:
+                line = {"t_ms": int(time.time() * 1000), "bootstrap": args.bootstrap, "python": True, "result": r}
+                f.write(json.dumps(line) + "\n")
+        return r["renewal_failures"] == 0 and r["roles_lost"] == 0
+
+    if args.blocking:
+        with kc.Client({"bootstrap.servers": args.bootstrap}, state_topic=topic) as blocking:
+            blocking.ensure_state_topic()  # replication factor 3, min ISR 2
+            for n in counts:
+                ok = record(run_blocking(args, blocking, n)) and ok
+                time.sleep(3)
+        return 0 if ok else 1
+    async with kc.AsyncClient({"bootstrap.servers": args.bootstrap}, state_topic=topic) as client:
+        await client.ensure_state_topic()  # replication factor 3, min ISR 2
         for n in counts:
-            r = await run_one(args, client, n)
-            ok = ok and r["renewal_failures"] == 0 and r["roles_lost"] == 0
-            if args.json:
-                with open(args.json, "a") as f:
-                    line = {"t_ms": int(time.time() * 1000), "bootstrap": args.bootstrap, "python": True, "result": r}
-                    f.write(json.dumps(line) + "\n")
+            ok = record(await run_one(args, client, n)) and ok
             await asyncio.sleep(3)
     return 0 if ok else 1
 
