@@ -140,6 +140,37 @@ impl Elector {
     }
 }
 
+/// Waits until `n` campaign keys of election `name` exist.
+async fn campaigned(etcdctl: &str, endpoints: &str, name: &str, n: usize) -> Result<(), String> {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new(etcdctl)
+            .env("ETCDCTL_API", "3")
+            .args([
+                "--endpoints",
+                endpoints,
+                "get",
+                "--prefix",
+                "--keys-only",
+                name,
+            ])
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| format!("running {etcdctl} get: {e}"))?;
+        let keys = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .count();
+        if keys >= n {
+            return Ok(());
+        }
+        if Instant::now() > until {
+            return Err(format!("{keys} of {n} campaign keys of {name} within 30 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn which(name: &str) -> Option<String> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -179,21 +210,34 @@ pub async fn handover(a: &Args) -> Result<Value, String> {
     }
     let name = format!("bench-{}", now_ms());
     let within = Duration::from_secs(30);
-    let mut leader = elect(&etcdctl, &cluster.endpoints, &name, "x")?;
-    leader.elected(within)?;
-    let mut standby = elect(&etcdctl, &cluster.endpoints, &name, "y")?;
+    let first = elect(&etcdctl, &cluster.endpoints, &name, "x")?;
+    first.elected(within)?;
+    // In campaign order: the leader, then the standbys (`--members` in all).
+    let count = a.members.max(2);
+    let mut ranked = std::collections::VecDeque::from([first]);
+    for i in 1..count {
+        ranked.push_back(elect(
+            &etcdctl,
+            &cluster.endpoints,
+            &name,
+            &format!("m{i}"),
+        )?);
+        // The next one campaigns only once this one's key exists: the
+        // rank is the key's creation, not the process's start.
+        campaigned(&etcdctl, &cluster.endpoints, &name, i + 1).await?;
+    }
     eprintln!(
-        "etcd hand-over: {} trials, etcdctl elect on the 3-member cluster {}",
+        "etcd hand-over: {} trials, {count} electors, etcdctl elect on the 3-member cluster {}",
         a.handover_trials, cluster.endpoints
     );
     let mut total = Vec::new();
     for trial in 0..a.handover_trials {
-        // The standby's campaign key must exist before the resign.
+        // The standbys' campaign keys must exist before the resign.
         let pause = 300 + (trial as u64 * 137) % a.renew_ms.max(1);
         tokio::time::sleep(Duration::from_millis(pause)).await;
         let t0 = Instant::now();
-        leader.resign()?;
-        let at = standby.elected(within)?;
+        ranked[0].resign()?;
+        let at = ranked[1].elected(within)?;
         total.push(ms(at - t0));
         if a.verbose {
             eprintln!(
@@ -202,15 +246,19 @@ pub async fn handover(a: &Args) -> Result<Value, String> {
             );
         }
         // The resigned process exits; a new one campaigns at the tail.
-        let next = elect(&etcdctl, &cluster.endpoints, &name, "z")?;
-        leader = std::mem::replace(&mut standby, next);
+        ranked.pop_front();
+        ranked.push_back(elect(
+            &etcdctl,
+            &cluster.endpoints,
+            &name,
+            &format!("t{trial}"),
+        )?);
     }
-    drop(leader);
-    drop(standby);
+    drop(ranked);
     println!(
-        "etcd hand-over ({} trials, etcdctl elect, 3 members on loopback, timed from outside)",
+        "etcd hand-over ({} trials, {count} electors, etcdctl elect, 3 etcd members on loopback, timed from outside)",
         total.len()
     );
     println!("{}", stat_line("SIGINT to leader -> elected line", &total));
-    Ok(json!({ "total": stats(&total), "endpoints": cluster.endpoints }))
+    Ok(json!({ "total": stats(&total), "electors": count, "endpoints": cluster.endpoints }))
 }

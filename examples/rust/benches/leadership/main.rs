@@ -63,6 +63,8 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --lease-ms MS             lease duration (default 2000)
   --renew-ms MS             renew interval (default 500)
   --stagger-ms MS           challenge stagger (default 500)
+  --members N               members of handover-procs and electors of etcd, the leader
+                            included (default 2)
   --partitions N            partitions of the state topic (default 16)
   --member-bin PATH         the member binary (default: the one cargo built with this bench)
   --json PATH               append the results as one JSON line
@@ -105,6 +107,9 @@ pub struct Args {
     pub renew_ms: u64,
     /// Challenge stagger (ms).
     pub stagger_ms: u64,
+    /// Members of `handover-procs` and electors of `etcd`, the leader
+    /// included.
+    pub members: usize,
     /// Partitions of the state topic.
     pub partitions: i32,
     /// The member binary.
@@ -132,6 +137,7 @@ impl Args {
             lease_ms: 2000,
             renew_ms: 500,
             stagger_ms: 500,
+            members: 2,
             partitions: 16,
             member_bin: PathBuf::from(env!("CARGO_BIN_EXE_member")),
             json: None,
@@ -160,6 +166,7 @@ impl Args {
                 "--lease-ms" => a.lease_ms = flags.number(f)?,
                 "--renew-ms" => a.renew_ms = flags.number(f)?,
                 "--stagger-ms" => a.stagger_ms = flags.number(f)?,
+                "--members" => a.members = flags.number::<usize>(f)?.max(2),
                 "--partitions" => a.partitions = flags.number(f)?,
                 "--member-bin" => a.member_bin = flags.value(f)?.into(),
                 "--json" => a.json = Some(flags.value(f)?.into()),

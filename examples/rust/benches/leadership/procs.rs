@@ -1,11 +1,11 @@
 //! Hand-over and first election the way a user meets them: `member`
 //! processes, timed from outside by this process's clock.
 //!
-//! * **hand-over** (`handover-procs`): two members run with `--rejoin`. The
-//!   bench writes `resign` to the leader's stdin and times until it reads
-//!   the standby's `elected` line; it also reads when the leader's
-//!   `resigned` line (its lease tombstone committed) came. The resigned
-//!   member registers again at the tail and the roles swap.
+//! * **hand-over** (`handover-procs`): `--members` members (default two)
+//!   run with `--rejoin`. The bench writes `resign` to the leader's stdin
+//!   and times until it reads the next member's `elected` line; it also
+//!   reads when the leader's `resigned` line (its lease tombstone
+//!   committed) came. The resigned member registers again at the tail.
 //! * **first election** (`first-election`): a member of a role nobody ever
 //!   held, timed from its `registered` line to its `elected` line (and from
 //!   the process's start, which adds the process and client start-up).
@@ -54,19 +54,28 @@ fn log_dir(role: &str) -> Result<std::path::PathBuf, String> {
     Ok(logs)
 }
 
-/// `resign` on the leader's stdin -> the standby's `elected` line,
-/// `--handover-trials` times.
+/// `resign` on the leader's stdin -> the next member's `elected` line,
+/// `--handover-trials` times, with `--members` member processes (the
+/// leader and the standbys in rank order; each resigned member registers
+/// again at the tail).
 pub async fn handover(a: &Args) -> Result<Value, String> {
     let role = format!("bench-handover-procs-{}", now_ms());
     let logs = log_dir(&role)?;
     let start = Duration::from_secs(30);
     let within = Duration::from_millis(a.lease_ms * 3 + 10_000);
-    let mut leader = spawn(a, &role, "x", &logs, true)?;
-    wait_from(&leader, 0, "elected", start)?;
-    let mut standby = spawn(a, &role, "y", &logs, true)?;
-    wait_from(&standby, 0, "waiting", start)?;
+    let ids = ["x", "y", "z", "u", "v", "w", "s", "t"];
+    let count = a.members.clamp(2, ids.len());
+    let first = spawn(a, &role, ids[0], &logs, true)?;
+    wait_from(&first, 0, "elected", start)?;
+    // In rank order: the leader first, then each standby as it registered.
+    let mut ranked = std::collections::VecDeque::from([first]);
+    for id in &ids[1..count] {
+        let standby = spawn(a, &role, id, &logs, true)?;
+        wait_from(&standby, 0, "waiting", start)?;
+        ranked.push_back(standby);
+    }
     eprintln!(
-        "hand-over between processes: {} trials on role {role} (member logs in {})",
+        "hand-over between processes: {} trials, {count} members, on role {role} (member logs in {})",
         a.handover_trials,
         logs.display()
     );
@@ -75,13 +84,15 @@ pub async fn handover(a: &Args) -> Result<Value, String> {
         // Between renewals at varying points, as a user's resign comes.
         let pause = 300 + (trial as u64 * 137) % a.renew_ms.max(1);
         tokio::time::sleep(Duration::from_millis(pause)).await;
-        let (from_l, from_s) = (leader.event_count(), standby.event_count());
+        let (from_l, from_s) = (ranked[0].event_count(), ranked[1].event_count());
         let t0 = Instant::now();
+        let leader = &mut ranked[0];
         leader
             .send("resign")
             .map_err(|e| format!("writing to {}: {e}", leader.member()))?;
-        let (_, elected) = wait_from(&standby, from_s, "elected", within)?;
-        let (_, resigned) = wait_from(&leader, from_l, "resigned", within)?;
+        let (leader, next) = (&ranked[0], &ranked[1]);
+        let (_, elected) = wait_from(next, from_s, "elected", within)?;
+        let (_, resigned) = wait_from(leader, from_l, "resigned", within)?;
         total.push(ms(elected - t0));
         cleared.push(ms(resigned.saturating_duration_since(t0)));
         after_cleared.push(ms(elected.saturating_duration_since(resigned)));
@@ -93,14 +104,16 @@ pub async fn handover(a: &Args) -> Result<Value, String> {
             );
         }
         // The resigned member registers again at the tail.
-        wait_from(&leader, from_l, "waiting", within)?;
-        std::mem::swap(&mut leader, &mut standby);
+        wait_from(leader, from_l, "waiting", within)?;
+        ranked.rotate_left(1);
     }
     println!(
-        "hand-over between processes ({} trials, lease {} ms, renew {} ms, timed from outside)",
+        "hand-over between processes ({} trials, {} members, lease {} ms, renew {} ms, stagger {} ms, timed from outside)",
         total.len(),
+        ranked.len(),
         a.lease_ms,
-        a.renew_ms
+        a.renew_ms,
+        a.stagger_ms
     );
     println!("{}", stat_line("resign command -> elected line", &total));
     println!(
@@ -112,6 +125,10 @@ pub async fn handover(a: &Args) -> Result<Value, String> {
         stat_line("  resigned line -> elected line", &after_cleared)
     );
     Ok(json!({
+        "members": ranked.len(),
+        "lease_ms": a.lease_ms,
+        "renew_ms": a.renew_ms,
+        "stagger_ms": a.stagger_ms,
         "total": stats(&total),
         "resign_to_cleared": stats(&cleared),
         "cleared_to_elected": stats(&after_cleared),
