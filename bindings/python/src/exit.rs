@@ -85,9 +85,12 @@ pub fn attach<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
     Python::try_attach(f)
 }
 
-/// Closes the gate and waits (the GIL released) up to [`EXIT_WAIT`] for the
-/// calls inside Python to return. Registered with `atexit` by the package;
-/// idempotent.
+// The docstring is the stub's (tests/test_docs.py compares them): the gate
+// is closed for good, the wait is [`EXIT_WAIT`] with the GIL released, and
+// a second call returns at once.
+/// Closes the gate of the package's own threads into Python and waits
+/// (at most 5 s) for the calls inside to return; registered with `atexit`
+/// by the package.
 #[pyfunction(name = "_before_exit")]
 pub fn before_exit(py: Python<'_>) {
     py.detach(|| {
