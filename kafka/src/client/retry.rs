@@ -14,7 +14,8 @@
 //!   than half the time left, so a last try still has time;
 //! - a [`Next::Soon`] failure (`CONCURRENT_TRANSACTIONS`: the previous
 //!   transaction's markers are being written) pauses by [`busy_pause`]
-//!   instead: milliseconds at first, since markers take that long.
+//!   instead: one millisecond at first, then a few, since markers take
+//!   that long.
 //!
 //! It never retries a [`Next::Stop`], and never sleeps past the deadline.
 
@@ -26,10 +27,19 @@ use tokio::time::Instant;
 /// Below this much time left, no try is worth making.
 pub const LAST_TRY: Duration = Duration::from_millis(10);
 
-/// The pause after CONCURRENT_TRANSACTIONS: the previous transaction's
-/// markers take a few milliseconds on a healthy cluster.
+/// The first pauses after CONCURRENT_TRANSACTIONS: a successor that read
+/// its predecessor's commit asks for its epoch while the coordinator
+/// writes the transaction's last state, one replicated write (about a
+/// millisecond on a warm cluster) after the markers it read.
+const BUSY_FIRST: Duration = Duration::from_millis(1);
+/// How many CONCURRENT_TRANSACTIONS answers in a row get [`BUSY_FIRST`].
+const BUSY_FIRST_TRIES: u32 = 3;
+/// The pause after CONCURRENT_TRANSACTIONS once [`BUSY_FIRST`] was not
+/// enough: the previous transaction's markers take a few milliseconds on a
+/// healthy cluster.
 const BUSY_PAUSE: Duration = Duration::from_millis(3);
-/// How many CONCURRENT_TRANSACTIONS answers in a row get the short pause.
+/// How many CONCURRENT_TRANSACTIONS answers in a row get a short pause
+/// ([`BUSY_FIRST`] or [`BUSY_PAUSE`]).
 const BUSY_TRIES: u32 = 10;
 /// The longest pause after CONCURRENT_TRANSACTIONS.
 const BUSY_MAX: Duration = Duration::from_millis(100);
@@ -82,11 +92,19 @@ pub enum Tried<T, E> {
 }
 
 /// The pause after the `tries`-th CONCURRENT_TRANSACTIONS answer in a row
-/// (from 1): 3 ms for the first ten (30 ms, what markers take on a healthy
-/// cluster), then doubling up to 100 ms, so markers held up by a lost
-/// partition leader (seconds) are not asked about hundreds of times a
-/// second by every role that waits for them.
+/// (from 1): 1 ms for the first three, 3 ms up to the tenth (24 ms in all,
+/// what markers take on a healthy cluster), then doubling up to 100 ms, so
+/// markers held up by a lost partition leader (seconds) are not asked
+/// about hundreds of times a second by every role that waits for them.
+///
+/// On the hand-over's path: the successor's InitProducerId is answered
+/// CONCURRENT_TRANSACTIONS once in most hand-overs (measured in
+/// `docs/benchmarks/leadership.md`, 2026-12-04), and a 3 ms first pause
+/// cost it 2 ms it did not need.
 pub fn busy_pause(tries: u32) -> Duration {
+    if tries <= BUSY_FIRST_TRIES {
+        return BUSY_FIRST;
+    }
     match tries.checked_sub(BUSY_TRIES) {
         None | Some(0) => BUSY_PAUSE,
         Some(n) => BUSY_PAUSE.saturating_mul(1u32 << n.min(8)).min(BUSY_MAX),
@@ -175,7 +193,8 @@ mod tests {
     #[test]
     fn busy_pauses_stay_short_then_back_off_to_a_bound() {
         let pauses: Vec<u64> = (1..=20).map(|t| busy_pause(t).as_millis() as u64).collect();
-        assert!(pauses[..10].iter().all(|p| *p == 3), "{pauses:?}");
+        assert_eq!(&pauses[..3], &[1, 1, 1], "{pauses:?}");
+        assert!(pauses[3..10].iter().all(|p| *p == 3), "{pauses:?}");
         assert_eq!(&pauses[10..16], &[6, 12, 24, 48, 96, 100], "{pauses:?}");
         assert_eq!(busy_pause(u32::MAX), BUSY_MAX);
     }
