@@ -20,6 +20,10 @@
 #      lease 10 s, renew 3 s), then TRIALS hand-overs of the user harness not counted;
 #   4. warm: both harnesses again, etcd beside each.
 #
+# Each harness also runs the in-process hand-over (`handover`: two members in the bench's own
+# process, its transport calls timed) for where the time goes: the resign's tombstone
+# transaction, the successor's wake-up, its checks, the mint and the first lease.
+#
 # Everything goes to stdout and to target/bench-handover-<UTC time>.log; each part also
 # appends its JSON line to target/bench-leadership.jsonl (target/bench-roles.jsonl for the
 # warm-up). Needs etcd (ci/bench-leadership.sh installs Debian's etcd-server and etcd-client).
@@ -71,9 +75,9 @@ project=(--lease-ms 2000 --renew-ms 500 --stagger-ms 500 --members 2)
 user=(--lease-ms 3000 --renew-ms 1000 --stagger-ms 1000 --members 3)
 both() { # both LABEL: the two harnesses, each with etcd beside it
     step "$1: the project's harness (2 members, lease 2000, renew 500, stagger 500)"
-    ci/bench-leadership.sh --only handover-procs --only etcd --handover-trials "$TRIALS" "${project[@]}"
+    ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${project[@]}"
     step "$1: the user's harness (3 members, lease 3000, renew 1000, stagger 1000)"
-    ci/bench-leadership.sh --only handover-procs --only etcd --handover-trials "$TRIALS" "${user[@]}"
+    ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${user[@]}"
 }
 
 both cold

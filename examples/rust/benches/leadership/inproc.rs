@@ -133,27 +133,21 @@ fn parts(
     p.resign_deregister = span(resigner, "append(deregister)").unwrap_or_default();
     p.standby_lease = span(standby, "write_lease(lease)").unwrap_or_default();
     let mint = first(spans, standby, "acquire_epoch", t0);
-    // The resigner vacates the role with its tombstone (and its
-    // deregistration); the standby wakes on whichever it reads first.
-    let vacated = [
-        first(spans, resigner, "append(deregister)", t0),
-        first(spans, resigner, "write_lease(tombstone)", t0),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|s| (s.start, s.end))
-    .min_by_key(|(_, end)| *end);
-    if let (Some((v_start, v_end)), Some(mint)) = (vacated, mint) {
-        // The poll that delivered it: the first of the standby's polls to
-        // end with records after the write started.
+    // The standby challenges once it reads the tombstone. The resigner's
+    // deregistration, a single write, is often read first (the tombstone's
+    // transaction takes three), so the poll that matters is the last one
+    // that brought records before the mint, timed from the tombstone's
+    // commit (its markers follow the commit's answer).
+    let vacated = first(spans, resigner, "write_lease(tombstone)", t0);
+    if let (Some(v), Some(mint)) = (vacated, mint) {
         let wake = spans
             .iter()
             .filter(|s| s.who == standby && s.op == "poll_partition" && s.records > 0)
-            .filter(|s| s.end >= v_start && s.end <= mint.start)
+            .filter(|s| s.end >= v.start && s.end <= mint.start)
             .map(|s| s.end)
-            .min();
+            .max();
         if let Some(w) = wake {
-            p.standby_wake = d(v_end, w);
+            p.standby_wake = d(v.end, w);
             p.standby_to_mint = d(w, mint.start);
         }
         p.standby_mint = d(mint.start, mint.end);
@@ -246,10 +240,13 @@ pub async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         ("  resign: tombstone txn", col(|p| p.resign_tombstone)),
         ("  resign: deregister", col(|p| p.resign_deregister)),
         (
-            "standby: vacated -> its poll wakes",
+            "standby: tombstone committed -> the poll that read it",
             col(|p| p.standby_wake),
         ),
-        ("standby: wake -> mint starts", col(|p| p.standby_to_mint)),
+        (
+            "standby: that poll -> mint starts (poll, held_back)",
+            col(|p| p.standby_to_mint),
+        ),
         (
             "standby: mint (InitProducerId+describe)",
             col(|p| p.standby_mint),
