@@ -277,6 +277,7 @@ impl LeaseModel {
             Some(value),
             false,
         ) {
+            kafka::open_ahead(s, role, token);
             crate::properties::note_election(self, s, m, &challenge);
             let me = &mut s.members[m];
             me.term = Some(Term {

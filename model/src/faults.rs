@@ -58,6 +58,7 @@ impl LeaseModel {
                 return self.expire_or_end(s, m, expired);
             }
             kafka::decide_open(s, role, true);
+            kafka::open_ahead(s, role, term.token);
             term.sent = sent;
             term.next_at = sent.saturating_add(self.config.renew);
             s.members[m].term = Some(term);

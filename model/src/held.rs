@@ -74,6 +74,7 @@ impl LeaseModel {
             term.in_flight = Some(s.now);
             s.members[m].paused = true;
         } else {
+            kafka::open_ahead(s, role, term.token);
             term.sent = s.now;
             term.next_at = s.now.saturating_add(self.config.renew);
         }

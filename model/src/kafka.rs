@@ -12,7 +12,9 @@
 //!   [`crate::Config::max_epoch`]. The conditional bump (KIP-360: the
 //!   caller's producer id and epoch) only bumps when the caller's epoch is
 //!   the current one. A transaction open past its timeout (the lease
-//!   duration) is aborted and the epoch bumped.
+//!   duration) is aborted and the epoch bumped. A lease's commit opens the
+//!   next transaction ahead ([`open_ahead`]): open, without an entry, from
+//!   that tick, so the timeout counts from the commit before a write.
 //! * **A write through an epoch** is fenced unless the epoch is the role's
 //!   current one.
 
@@ -111,14 +113,35 @@ pub fn write_txn(
     if !current(s, role, token) {
         return false;
     }
+    // A transaction opened ahead is the one this write joins: it began
+    // then, and this write's commit ends it.
+    let ahead = s.coordinator[role].open.filter(|(t, _)| *t == token);
     let status = if open {
-        s.coordinator[role].open = Some((token, s.now));
+        let since = ahead.map_or(s.now, |(_, since)| since);
+        s.coordinator[role].open = Some((token, since));
         Status::Open(role as u8)
     } else {
+        if ahead.is_some() && !has_open_entries(s, role) {
+            s.coordinator[role].open = None;
+        }
         Status::Committed
     };
     s.log.push(Entry { key, value, status });
     true
+}
+
+/// True when an entry of `role`'s open transaction is on the partition.
+fn has_open_entries(s: &State, role: usize) -> bool {
+    s.log.iter().any(|e| e.status == Status::Open(role as u8))
+}
+
+/// After a lease of `token` committed: the next transaction is opened
+/// ahead (the state partition added, nothing written), unless one is open.
+/// The coordinator's timeout counts from now.
+pub fn open_ahead(s: &mut State, role: usize, token: FencingToken) {
+    if current(s, role, token) && s.coordinator[role].open.is_none() {
+        s.coordinator[role].open = Some((token, s.now));
+    }
 }
 
 /// A guarded write to the data topic through `token`: fenced (`false`)
@@ -201,5 +224,36 @@ mod tests {
         assert!(!write_txn(&mut s, 0, token, key.clone(), None, false));
         assert!(write_txn(&mut s, 0, next, key, None, false));
         assert!(!write_guarded(&mut s, 0, token));
+    }
+
+    #[test]
+    fn a_transaction_opened_ahead_holds_nothing_back_and_times_out_from_the_commit() {
+        let mut s = state();
+        let token = init_producer_id(&mut s, 0, 5).0;
+        let key: Arc<[u8]> = Arc::from(&b"k"[..]);
+        s.now = 3;
+        assert!(write_txn(&mut s, 0, token, key.clone(), None, false));
+        open_ahead(&mut s, 0, token);
+        assert_eq!(s.coordinator[0].open, Some((token, 3)));
+        assert_eq!(s.last_stable(), s.log.len() as u16, "no entry is held back");
+        // A write that stalls mid-transaction joins it: the timeout still
+        // counts from the commit before it.
+        s.now = 5;
+        assert!(write_txn(&mut s, 0, token, key.clone(), None, true));
+        assert_eq!(s.coordinator[0].open, Some((token, 3)));
+        assert_eq!(timed_out(&s, 4).count(), 0);
+        s.now = 7;
+        assert_eq!(timed_out(&s, 4).collect::<Vec<_>>(), [0]);
+        // A write that commits ends the transaction opened ahead.
+        let mut s = state();
+        let token = init_producer_id(&mut s, 0, 5).0;
+        open_ahead(&mut s, 0, token);
+        assert!(write_txn(&mut s, 0, token, key.clone(), None, false));
+        assert_eq!(s.coordinator[0].open, None);
+        // Nothing is opened ahead for a superseded epoch.
+        let next = init_producer_id(&mut s, 0, 5).0;
+        open_ahead(&mut s, 0, token);
+        assert_eq!(s.coordinator[0].open, None);
+        assert!(write_txn(&mut s, 0, next, key, None, false));
     }
 }

@@ -24,7 +24,25 @@ use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Super
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
 
+/// How long opening the next transaction ahead may take (it holds the
+/// epoch's writer meanwhile; past it, the next write adds the partition
+/// itself).
+const AHEAD_BOUND: Duration = Duration::from_millis(250);
+
 type Slot = Arc<AsyncMutex<Option<ProtocolLease>>>;
+
+/// What one transaction of the epoch writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// A lease: its commit opens the next transaction ahead.
+    Lease,
+    /// A lease tombstone (a resign): nothing follows it.
+    Tombstone,
+    /// A guarded write, to data topics.
+    Guarded,
+    /// Fault injection: the transaction stays open.
+    LeftOpen,
+}
 
 /// The held epoch of one role: implements [`LeaseWriter`].
 ///
@@ -104,8 +122,7 @@ impl KafkaEpoch {
         self.transact(
             "write_lease_uncommitted",
             vec![record],
-            true,
-            false,
+            Write::LeftOpen,
             self.timeout,
         )
         .await
@@ -149,10 +166,16 @@ impl KafkaEpoch {
         &self,
         what: &str,
         records: Vec<OutRecord>,
-        leave_open: bool,
-        data: bool,
+        write: Write,
         within: Duration,
     ) -> Result<()> {
+        let (leave_open, data) = (write == Write::LeftOpen, write == Write::Guarded);
+        // A lease's commit opens the next transaction ahead, on the lease's
+        // own partition (see the `ahead` module of `protocol_lease`).
+        let ahead = match (write, records.first()) {
+            (Write::Lease, Some(r)) => r.partition.map(|p| (r.topic.clone(), p)),
+            _ => None,
+        };
         if let Some(e) = self.gone_error(what) {
             return Err(e);
         }
@@ -185,7 +208,10 @@ impl KafkaEpoch {
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: the epoch's
         // transaction state and the coordinator's stay in step.
-        let task = tokio::spawn(async move {
+        // The answer goes back as soon as the transaction is done; opening
+        // the next one ahead follows in the same task, under the same lock.
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
             let result = producer
                 .transact(&role, &what, records, leave_open, data, deadline)
@@ -194,7 +220,7 @@ impl KafkaEpoch {
                 *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             }
             *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
-            match result {
+            let result = match result {
                 Ok(()) => Ok(()),
                 Err(Outcome::Keep(e)) => Err(e),
                 Err(Outcome::Drop(e)) => {
@@ -210,10 +236,24 @@ impl KafkaEpoch {
                     }
                     Err(e)
                 }
+            };
+            let opened = result.is_ok();
+            // The caller may have stopped waiting: nothing to tell then.
+            let _ = answer.send(result);
+            if let (true, Some((topic, partition)), Some(producer)) =
+                (opened, ahead, guard.as_mut())
+            {
+                producer
+                    .open_ahead(&role, &topic, partition, super::deadline_in(AHEAD_BOUND))
+                    .await;
             }
         });
-        task.await
-            .map_err(|e| Error::fatal("a lease transaction task", e))?
+        answered.await.unwrap_or_else(|_| {
+            Err(Error::fatal(
+                "a lease transaction task",
+                "the task ended without an answer (it panicked)",
+            ))
+        })
     }
 }
 
@@ -264,14 +304,19 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         super::check_partition(record.partition)?;
+        let write = if record.value.is_some() {
+            Write::Lease
+        } else {
+            Write::Tombstone
+        };
         let record = self.state_record(record);
-        self.transact("write_lease", vec![record], false, false, within)
+        self.transact("write_lease", vec![record], write, within)
             .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, false, true, within)
+        self.transact("write_guarded", records, Write::Guarded, within)
             .await
     }
 

@@ -16,6 +16,11 @@
 //!    partition;
 //! 3. EndTxn(commit), at most v4, so the epoch stays the term's.
 //!
+//! After a lease commits (not a tombstone, not a guarded write), the next
+//! transaction is opened ahead ([`ProtocolLease::open_ahead`], the `ahead`
+//! module): step 1 for the state partition is done then, off the path of
+//! the next renewal or of a resign's tombstone.
+//!
 //! # Answers that may or may not have been carried out
 //!
 //! A Produce without an answer may have been written. Its batch is sent
@@ -72,6 +77,7 @@ use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::OutRecord;
 
+mod ahead;
 mod batch;
 mod pin;
 mod settle;
@@ -122,6 +128,9 @@ pub(crate) struct ProtocolLease {
     sequences: HashMap<(String, i32), i32>,
     /// The partitions added to the open transaction.
     added: HashSet<(String, i32)>,
+    /// True while the open transaction was only opened ahead: partitions
+    /// added, nothing produced (see the `ahead` module).
+    ahead: bool,
     /// Batches whose Produce went without an answer.
     unanswered: Vec<Sent>,
     /// How an earlier commit whose outcome was reported unknown ended.
@@ -186,6 +195,7 @@ impl ProtocolLease {
             state: TxnState::Idle,
             sequences: HashMap::new(),
             added: HashSet::new(),
+            ahead: false,
             unanswered: Vec::new(),
             resolved: None,
             pin: Pin::default(),
@@ -220,8 +230,9 @@ impl ProtocolLease {
                     other => other,
                 };
                 // A failed write leaves nothing for a later one to commit:
-                // a transaction left open goes with it.
-                if self.state == TxnState::Open {
+                // a transaction left open goes with it (one only opened
+                // ahead holds nothing, and stays for the next write).
+                if self.state == TxnState::Open && !self.ahead {
                     return Err(self
                         .abort_after(role, what, TxnError::Refused(e), deadline)
                         .await);
@@ -230,7 +241,7 @@ impl ProtocolLease {
             }
         };
         self.finish_pending(role, what, deadline).await?;
-        if placed.is_empty() && self.state == TxnState::Idle {
+        if placed.is_empty() && (self.state == TxnState::Idle || self.ahead) {
             // Nothing to write, and no transaction to begin: an EndTxn with
             // nothing added would only be answered from the coordinator's
             // cache. The epoch is checked instead.
@@ -280,6 +291,8 @@ impl ProtocolLease {
                 Tried::Failed(e) => return Err(ending(role, what, e)),
             }
         }
+        // From here the transaction holds (or may hold) records.
+        self.ahead = false;
         // 2. One batch per partition, all encoded before any is sent (a
         // batch refused here must not leave another one in flight), then
         // all partitions at once.

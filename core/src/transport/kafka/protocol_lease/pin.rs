@@ -112,7 +112,7 @@ pub(crate) enum Proof {
 }
 
 /// The reason of a failed request, in words.
-fn reason(e: TxnError) -> String {
+pub(super) fn reason(e: TxnError) -> String {
     match e {
         TxnError::Fenced(why)
         | TxnError::Retry(why)
@@ -127,6 +127,7 @@ impl ProtocolLease {
     pub(crate) fn idle(&mut self) {
         self.state = TxnState::Idle;
         self.added.clear();
+        self.ahead = false;
         self.pin = Pin::default();
     }
 

@@ -592,3 +592,111 @@ async fn a_commit_left_unknown_is_resolved_by_the_next_write_once_proven() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------
+// The next transaction, opened ahead (the `ahead` module).
+// ---------------------------------------------------------------------------
+
+/// Opens the next transaction ahead on `t`/0 within `within`.
+async fn open_ahead(lease: &mut ProtocolLease, within: Duration) {
+    lease.open_ahead("r", "t", 0, Instant::now() + within).await;
+}
+
+#[tokio::test]
+async fn a_write_after_opening_ahead_is_one_produce_and_one_commit() {
+    let end_txns = EndTxns::default();
+    let log = end_txns.clone();
+    let (a, _b) = two_brokers(
+        Box::new(move |r, _| match r.key() {
+            Some(ApiKey::EndTxn) => Some(log.answer(r, 0)),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    let mut lease = writer(&a);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    open_ahead(&mut lease, Duration::from_secs(2)).await;
+    assert_eq!(lease.state, TxnState::Open);
+    assert!(lease.ahead);
+    let before = sent_txn(&a).len();
+    assert_eq!(before, 4, "{:?}", sent_txn(&a));
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(
+        sent_txn(&a)[before..],
+        ["Produce", "EndTxn"],
+        "the second write adds nothing itself"
+    );
+    assert_eq!(end_txns.kinds(), ["commit", "commit"]);
+}
+
+#[tokio::test]
+async fn a_write_refused_before_sending_leaves_the_transaction_opened_ahead() {
+    let (a, _b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
+    let mut lease = writer(&a);
+    open_ahead(&mut lease, Duration::from_secs(2)).await;
+    // Partition 5 of `t` does not exist: refused before anything is sent.
+    let mut bad = rec("k", Some("v"), &[]);
+    bad.partition = Some(5);
+    let refused = lease
+        .transact(
+            "r",
+            "write_guarded",
+            vec![bad],
+            false,
+            false,
+            Instant::now() + Duration::from_secs(2),
+        )
+        .await;
+    let (e, dropped) = failed(refused);
+    assert!(!dropped, "{e}");
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    assert_eq!(lease.state, TxnState::Open, "nothing to abort");
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(
+        sent_txn(&a),
+        ["AddPartitionsToTxn", "Produce", "EndTxn"],
+        "no abort, and the partition added once"
+    );
+}
+
+#[tokio::test]
+async fn opening_ahead_without_an_answer_aborts_before_the_next_write() {
+    let end_txns = EndTxns::default();
+    let a = lost_add_partitions(|r| described(r, "Ongoing", TOKEN), 0, &end_txns);
+    let mut lease = writer(&a);
+    open_ahead(&mut lease, Duration::from_millis(300)).await;
+    assert_eq!(lease.state, TxnState::AbortPending);
+    assert!(!lease.ahead);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(
+        sent_txn(&a),
+        [
+            "AddPartitionsToTxn",
+            "DescribeTransactions",
+            "EndTxn",
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn"
+        ]
+    );
+    assert_eq!(end_txns.kinds(), ["abort", "commit"]);
+}
+
+#[tokio::test]
+async fn nothing_is_opened_ahead_over_an_open_transaction() {
+    let (a, _b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
+    let mut lease = writer(&a);
+    lease.state = TxnState::CommitPending;
+    open_ahead(&mut lease, Duration::from_secs(2)).await;
+    assert_eq!(lease.state, TxnState::CommitPending);
+    assert!(sent_txn(&a).is_empty());
+}
