@@ -982,3 +982,63 @@ async fn a_write_of_no_records_checks_the_epoch() {
         .await
         .expect("the new epoch's empty write succeeds");
 }
+
+/// A lease's commit opens the next transaction ahead (the state partition
+/// added, nothing written): the coordinator shows it open on the role's
+/// partition, a record written after it is visible to read_committed
+/// readers at once (it holds no last stable offset back), and the next
+/// lease commits in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_opens_the_next_transaction_ahead_without_holding_the_partition_back() {
+    let role = unique("ahead");
+    let p = partition_of(&role);
+    let t = transport("ahead").await;
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("m", token, 1))),
+            WITHIN,
+        )
+        .await
+        .unwrap();
+    let state_topic = config(&bootstrap()).state_topic().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let d = t
+            .describe_client()
+            .describe_transaction(&role)
+            .await
+            .unwrap();
+        let open = d
+            .as_ref()
+            .is_some_and(|d| d.state == "Ongoing" && d.topics == [(state_topic.clone(), vec![p])]);
+        if open {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no transaction opened ahead on {state_topic}/{p}: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (key, value) = (reg_key(&role, "later"), reg_value("later", 1));
+    t.append(state_record(p, key.clone(), Some(value.clone())))
+        .await
+        .unwrap();
+    let records = read_until(&t, p, Duration::from_secs(5), |r| {
+        has_record(r, &key, &value)
+    })
+    .await;
+    assert!(
+        has_record(&records, &key, &value),
+        "a record written after the transaction opened ahead is not visible within 5 s"
+    );
+    let next = lease_value("m", token, 2);
+    epoch
+        .write_lease(lease_record(&role, Some(next.clone())), WITHIN)
+        .await
+        .unwrap();
+    let records = read_until(&t, p, Duration::from_secs(5), |r| has_value(r, &next)).await;
+    assert!(has_value(&records, &next), "the next lease is committed");
+}
