@@ -88,6 +88,24 @@ pub(super) struct Pending {
     closed: Option<String>,
 }
 
+/// The requests a client and its clones have sent: all of them, and the
+/// DescribeTransactions among them (a reader's cost, counted apart from
+/// the lease path's requests on the same client).
+#[derive(Debug, Default)]
+pub(super) struct Sent {
+    pub(super) all: AtomicU64,
+    pub(super) describes: AtomicU64,
+}
+
+impl Sent {
+    fn count(&self, key: ApiKey) {
+        self.all.fetch_add(1, Ordering::Relaxed);
+        if key == ApiKey::DescribeTransactions {
+            self.describes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One connection to one broker, shared by concurrent requests.
 pub(super) struct Connection {
     pub(super) addr: String,
@@ -97,7 +115,7 @@ pub(super) struct Connection {
     next_correlation: AtomicI32,
     /// API key → (min, max) version the broker supports.
     versions: HashMap<i16, (i16, i16)>,
-    requests: Arc<AtomicU64>,
+    requests: Arc<Sent>,
     reader: JoinHandle<()>,
     /// When the broker will end the SASL session (KIP-368), less a margin:
     /// from then on a new connection is made for new requests.
@@ -118,7 +136,7 @@ impl Connection {
     pub(super) async fn open(
         addr: &str,
         client_id: StrBytes,
-        requests: Arc<AtomicU64>,
+        requests: Arc<Sent>,
         deadline: Instant,
         security: &Security,
     ) -> Result<Connection, OpenError> {
@@ -428,7 +446,7 @@ impl Connection {
                 ));
             }
         }
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.requests.count(key);
         let mut body = match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(b)) => b,
             Ok(Err(_)) => {

@@ -62,7 +62,7 @@ impl KafkaClient {
     /// DescribeTransactions requests sent so far by the shared describe
     /// client (for tests of the request cost).
     pub fn describe_requests(&self) -> u64 {
-        self.transport.describe_client().requests_sent()
+        self.transport.describe_client().describes_sent()
     }
 
     /// Acquires `role` as `member` (the core's [`Client::acquire`]): the

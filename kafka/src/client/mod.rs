@@ -204,7 +204,7 @@ struct Inner {
     /// gets one connection and an unreachable broker stalls only the requests
     /// that need it.
     connections: StdMutex<HashMap<String, Arc<Vec<ConnectionSlot>>>>,
-    requests: Arc<AtomicU64>,
+    requests: Arc<crate::wire::Sent>,
     /// Connections made (each with its handshakes).
     connects: AtomicU64,
     /// The SASL session lifetime of the last connection made, in ms (0:
@@ -260,7 +260,7 @@ impl Client {
                 asking: tokio::sync::Mutex::new(()),
                 connections: StdMutex::new(HashMap::new()),
                 stalled: StdMutex::new(HashMap::new()),
-                requests: Arc::new(AtomicU64::new(0)),
+                requests: Arc::default(),
                 connects: AtomicU64::new(0),
                 session_lifetime_ms: AtomicU64::new(0),
                 security,
@@ -341,7 +341,14 @@ impl Client {
     /// Metadata and Fetch that read a batch's writer)
     /// this client and its clones have sent.
     pub fn requests_sent(&self) -> u64 {
-        self.inner.requests.load(Ordering::Relaxed)
+        self.inner.requests.all.load(Ordering::Relaxed)
+    }
+
+    /// How many of [`Client::requests_sent`] were DescribeTransactions: a
+    /// reader's cost, apart from the requests of the leases and epochs
+    /// that share this client.
+    pub fn describes_sent(&self) -> u64 {
+        self.inner.requests.describes.load(Ordering::Relaxed)
     }
 
     /// How many connections this client and its clones made. For tests.

@@ -254,7 +254,7 @@ fn plain(password: &str) -> Security {
 async fn a_sasl_session_lifetime_retires_the_connection_before_it_ends() {
     let (addr, broker) = sasl_broker(1000).await;
     let far = Instant::now() + Duration::from_secs(60);
-    let requests = Arc::new(AtomicU64::new(0));
+    let requests = Arc::new(Sent::default());
     let conn = Connection::open(
         &addr,
         StrBytes::from_static_str("test"),
@@ -265,9 +265,14 @@ async fn a_sasl_session_lifetime_retires_the_connection_before_it_ends() {
     .await
     .unwrap();
     assert_eq!(
-        requests.load(Ordering::Relaxed),
+        requests.all.load(Ordering::Relaxed),
         3,
         "ApiVersions, SaslHandshake, SaslAuthenticate"
+    );
+    assert_eq!(
+        requests.describes.load(Ordering::Relaxed),
+        0,
+        "none of them a DescribeTransactions"
     );
     assert!(!conn.is_expiring());
     tokio::time::sleep(Duration::from_millis(900)).await;

@@ -147,6 +147,12 @@ impl DescribeClient {
         self.kafka.requests_sent()
     }
 
+    /// How many DescribeTransactions requests this client and its clones
+    /// have sent (the epochs and leases that share it send others).
+    pub fn describes_sent(&self) -> u64 {
+        self.kafka.describes_sent()
+    }
+
     /// How many connections this client and its clones made. For tests.
     #[doc(hidden)]
     pub fn connections_made(&self) -> u64 {
