@@ -329,6 +329,30 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn supersede(&self, within: Duration) -> Result<Superseded> {
         let timeout_ms = i32::try_from(self.lease_ms).unwrap_or(i32::MAX);
+        let deadline = super::deadline_in(within);
+        // Under the writer's lock: a transaction of this epoch still
+        // running (or being opened ahead after a lease) finishes first, and
+        // none starts before the bump is answered.
+        let Ok(mut guard) = tokio::time::timeout_at(deadline, self.slot.lock()).await else {
+            return Err(Error::transient(
+                format!("superseding the epoch of role {}", crate::error::quote(&self.role)),
+                format!("a write of this epoch was still being completed after {within:?}; nothing was sent"),
+            ));
+        };
+        // A transaction opened ahead is aborted first: found `Ongoing`, the
+        // coordinator would abort it with a bump of its own, and this bump
+        // would then find a newer epoch than the one it asks about.
+        if let Some(producer) = guard.as_mut() {
+            match producer.abort_ahead(&self.role, deadline).await {
+                Ok(()) => {}
+                Err(Outcome::Drop(e)) if e.means_fenced() => {
+                    tracing::debug!(token = %self.token(), error = %e, "not bumped: fenced while aborting the transaction opened ahead");
+                    return Ok(Superseded::AlreadySuperseded);
+                }
+                Err(Outcome::Keep(e) | Outcome::Drop(e)) => return Err(e),
+            }
+        }
+        let within = deadline.saturating_duration_since(tokio::time::Instant::now());
         match self
             .describe
             .bump_if_current(&self.role, self.token(), timeout_ms, within)

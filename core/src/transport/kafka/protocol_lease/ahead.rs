@@ -78,3 +78,22 @@ impl ProtocolLease {
         }
     }
 }
+
+impl ProtocolLease {
+    /// Aborts a transaction that was only opened ahead (it holds nothing),
+    /// by `deadline`; nothing when none is. Before a conditional bump of
+    /// the epoch: a coordinator that finds the epoch's transaction
+    /// `Ongoing` aborts it with an epoch bump of its own, so the bump that
+    /// follows would find a newer epoch than the one it was asked for.
+    pub(crate) async fn abort_ahead(
+        &mut self,
+        role: &str,
+        deadline: Instant,
+    ) -> std::result::Result<(), super::Outcome> {
+        if self.state != TxnState::Open || !self.ahead {
+            return Ok(());
+        }
+        self.state = TxnState::AbortPending;
+        self.abort(role, "supersede", deadline).await
+    }
+}
