@@ -35,4 +35,20 @@ json_out=$(realpath -m "$target_dir/bench-roles.jsonl")
     echo "command:  ci/bench-roles.sh $*"
     echo
 } >&2
+# The brokers' CPU over the run: every Kafka broker JVM on this machine (on loopback, the
+# cluster under test), user and system time from /proc, so a run can tell the client's
+# limit from the brokers'.
+broker_ticks() {
+    local t=0 p v
+    for p in $(pgrep -f 'kafka\.Kafka' || true); do
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || continue
+        t=$((t + ${v:-0}))
+    done
+    echo "$t"
+}
+brokers=$(pgrep -fc 'kafka\.Kafka' || true)
+ticks0=$(broker_ticks) wall0=$SECONDS
 cargo bench --quiet -p krabka-examples --bench roles -- --bootstrap "$bootstrap" --json "$json_out" "$@"
+ticks1=$(broker_ticks) wall=$((SECONDS - wall0))
+awk -v t=$((ticks1 - ticks0)) -v hz="$(getconf CLK_TCK)" -v w="$wall" -v n="${brokers:-0}" -v c="$(nproc)" \
+    'BEGIN { s = t / hz; printf "brokers:  %d broker processes used %.0f CPU-seconds in the %d s of the run: %.2f of %d cores on average\n", n, s, w, (w > 0 ? s / w : 0), c }' >&2

@@ -97,6 +97,7 @@ async fn taken(
 struct Parts {
     total: f64,
     resign_call: f64,
+    resign_wait: f64,
     resign_supersede: f64,
     resign_tombstone: f64,
     resign_deregister: f64,
@@ -130,6 +131,11 @@ fn parts(
     let span = |who, op| first(spans, who, op, t0).map(|s| d(s.start, s.end));
     p.resign_supersede = span(resigner, "supersede").unwrap_or_default();
     p.resign_tombstone = span(resigner, "write_lease(tombstone)").unwrap_or_default();
+    // Before the tombstone is sent, the resign waits for a renewal in
+    // flight (the term's writes lock).
+    p.resign_wait = first(spans, resigner, "write_lease(tombstone)", t0)
+        .map(|s| d(t0, s.start))
+        .unwrap_or_default();
     p.resign_deregister = span(resigner, "append(deregister)").unwrap_or_default();
     p.standby_lease = span(standby, "write_lease(lease)").unwrap_or_default();
     let mint = first(spans, standby, "acquire_epoch", t0);
@@ -186,6 +192,14 @@ pub async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         // point of the renew interval the resign falls on.
         let settle = 400 + (trial as u64 * 137) % a.renew_ms.max(1);
         tokio::time::sleep(Duration::from_millis(settle)).await;
+        if a.resign_in_renewal {
+            // The standby writes no lease while it waits: the next lease
+            // write to start is the leader's renewal.
+            let started = hints.lease_write_started.notified();
+            tokio::time::timeout(Duration::from_millis(a.renew_ms * 3), started)
+                .await
+                .map_err(|_| format!("no renewal started within {} ms", a.renew_ms * 3))?;
+        }
         spans.lock().unwrap().clear();
         let t0 = Instant::now();
         leader
@@ -234,6 +248,10 @@ pub async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         ("total (resign -> next lease committed)", col(|p| p.total)),
         ("resign call", col(|p| p.resign_call)),
         (
+            "  resign: waiting for a write in flight (a renewal)",
+            col(|p| p.resign_wait),
+        ),
+        (
             "  resign: supersede (InitProducerId of the term's epoch)",
             col(|p| p.resign_supersede),
         ),
@@ -254,10 +272,15 @@ pub async fn handover(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         ("standby: first lease txn", col(|p| p.standby_lease)),
     ];
     println!(
-        "hand-over ({} trials, lease {} ms, renew {} ms)",
+        "hand-over ({} trials, lease {} ms, renew {} ms{})",
         all.len(),
         a.lease_ms,
-        a.renew_ms
+        a.renew_ms,
+        if a.resign_in_renewal {
+            ", each resign as a renewal starts"
+        } else {
+            ""
+        }
     );
     for (name, v) in &cols {
         println!("{}", stat_line(name, v));

@@ -69,6 +69,9 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --member-bin PATH         the member binary (default: the one cargo built with this bench)
   --json PATH               append the results as one JSON line
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
+  --resign-in-renewal       handover: resign as the leader's renewal starts, not at a
+                            varying point of the renew interval (the worst case of a
+                            renewal on the hand-over's path)
   --verbose                 print every trial";
 
 /// The benchmarks `--only` takes.
@@ -116,6 +119,8 @@ pub struct Args {
     pub member_bin: PathBuf,
     /// Where to append the JSON line of results.
     pub json: Option<PathBuf>,
+    /// `handover`: resign as the leader's renewal starts.
+    pub resign_in_renewal: bool,
     /// Print every trial.
     pub verbose: bool,
     /// librdkafka settings for every client.
@@ -141,6 +146,7 @@ impl Args {
             partitions: 16,
             member_bin: PathBuf::from(env!("CARGO_BIN_EXE_member")),
             json: None,
+            resign_in_renewal: false,
             verbose: false,
             settings: Vec::new(),
         };
@@ -170,6 +176,7 @@ impl Args {
                 "--partitions" => a.partitions = flags.number(f)?,
                 "--member-bin" => a.member_bin = flags.value(f)?.into(),
                 "--json" => a.json = Some(flags.value(f)?.into()),
+                "--resign-in-renewal" => a.resign_in_renewal = true,
                 "--verbose" => a.verbose = true,
                 "--kafka-setting" => a.settings.push(flags.setting(f)?),
                 "-h" | "--help" => return Err(String::new()),

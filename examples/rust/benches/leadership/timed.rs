@@ -37,10 +37,13 @@ pub struct Span {
 /// The spans of every timed transport of a run.
 pub type Spans = Arc<Mutex<Vec<Span>>>;
 
-/// How many option checks reached the wrapped transports.
+/// How many option checks reached the wrapped transports, and a signal of
+/// each lease write as it starts.
 #[derive(Debug, Default)]
 pub struct Hints {
     check_options: AtomicU64,
+    /// Notified as a lease write (a first lease or a renewal) starts.
+    pub lease_write_started: tokio::sync::Notify,
 }
 
 impl Hints {
@@ -123,6 +126,7 @@ impl Coordinator for Timed {
             Box::new(TimedEpoch {
                 inner,
                 rec: self.rec.clone(),
+                hints: self.hints.clone(),
             }) as Box<dyn LeaseWriter>
         })
     }
@@ -212,6 +216,7 @@ impl Registrar for Timed {
 struct TimedEpoch {
     inner: Box<dyn LeaseWriter>,
     rec: Recorder,
+    hints: Arc<Hints>,
 }
 
 #[async_trait]
@@ -227,6 +232,7 @@ impl LeaseWriter for TimedEpoch {
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         let t = Instant::now();
         let op = if record.value.is_some() {
+            self.hints.lease_write_started.notify_waiters();
             "write_lease(lease)"
         } else {
             "write_lease(tombstone)"
