@@ -24,6 +24,11 @@
 # process, its transport calls timed) for where the time goes: the resign's tombstone
 # transaction, the successor's wake-up, its checks, the mint and the first lease.
 #
+# Around each harness the brokers' own request latencies are printed (ci/broker-requests.sh:
+# Kafka's RequestMetrics over JMX, so the cluster is started with KAFKA_JMX=1): how long the
+# brokers took to answer the Produce, AddPartitionsToTxn, EndTxn, InitProducerId, fetch and
+# marker requests of that part, cold and warm, beside what the clients saw.
+#
 # Everything goes to stdout and to target/bench-handover-<UTC time>.log; each part also
 # appends its JSON line to target/bench-leadership.jsonl (target/bench-roles.jsonl for the
 # warm-up). Needs etcd (ci/bench-leadership.sh installs Debian's etcd-server and etcd-client).
@@ -57,7 +62,7 @@ step() { printf '\n=== %s (%s UTC)\n' "$*" "$(date -u +%H:%M:%S)"; }
 step "builds (the leadership and roles benches, release with debug info)"
 cargo bench --quiet --no-run -p krabka-examples --bench leadership --bench roles
 
-export KAFKA_JVM_PROFILE=${KAFKA_JVM_PROFILE:-stock}
+export KAFKA_JVM_PROFILE=${KAFKA_JVM_PROFILE:-stock} KAFKA_JMX=1
 if [[ -n $restart ]]; then
     step "restarting the 3-broker cluster ($KAFKA_JVM_PROFILE JVM profile)"
     ci/kafka.sh stop 3 || true
@@ -73,11 +78,26 @@ export KRABKA_BOOTSTRAP=$bootstrap KRABKA_BOOTSTRAP_3=$bootstrap
 
 project=(--lease-ms 2000 --renew-ms 500 --stagger-ms 500 --members 2)
 user=(--lease-ms 3000 --renew-ms 1000 --stagger-ms 1000 --members 3)
+snap=$(mktemp)
+trap 'rm -f "$snap"' EXIT
+# measured CMD...: runs CMD between two looks at the brokers' request metrics, then prints
+# what the brokers measured of the requests CMD made (a cluster without JMX: a note only)
+measured() {
+    local jmx=1
+    ci/broker-requests.sh --save "$snap" >/dev/null || jmx=
+    "$@"
+    if [[ -n $jmx ]]; then
+        echo "the brokers' own request latencies during this part (ms; p50 and p99 the broker's recent reservoir):"
+        ci/broker-requests.sh --since "$snap" || true
+    else
+        echo "(no broker request metrics: the cluster was not started with KAFKA_JMX=1)"
+    fi
+}
 both() { # both LABEL: the two harnesses, each with etcd beside it
     step "$1: the project's harness (2 members, lease 2000, renew 500, stagger 500)"
-    ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${project[@]}"
+    measured ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${project[@]}"
     step "$1: the user's harness (3 members, lease 3000, renew 1000, stagger 1000)"
-    ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${user[@]}"
+    measured ci/bench-leadership.sh --only handover-procs --only etcd --only handover --handover-trials "$TRIALS" "${user[@]}"
 }
 
 both cold

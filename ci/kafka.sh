@@ -153,6 +153,9 @@ environment:
                           stock "-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20
                           -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent")
   KAFKA_EXTRA_PROPERTIES  lines key=value appended to every node's server.properties
+  KAFKA_JMX               when set, each broker serves its metrics over JMX on loopback, at its
+                          broker port + 150 (as kafka-run-class.sh does with JMX_PORT), for
+                          ci/broker-requests.sh
   KAFKA_PORT_1            first broker port of the 1-node cluster (default 19092)
   KAFKA_PORT_3            first broker port of the 3-node cluster (default 29092);
                           broker ports are PORT..PORT+2, controller ports are broker port + 100
@@ -358,6 +361,7 @@ controller_port() { echo $(($(broker_port "$1" "$2") + 100)); }
 # the PLAINTEXT inter-broker listener (every cluster's; the secured one's clients use
 # SASL_SSL)
 internal_port() { echo $(($(broker_port "$1" "$2") + 50)); }
+jmx_port() { echo $(($(broker_port "$1" "$2") + 150)); }
 # the secured cluster's SASL_SSL listener with short SASL sessions
 reauth_port() { echo $((port_r + $2 - 1)); }
 # the host clients connect to: the secured cluster's certificate names localhost only
@@ -542,6 +546,17 @@ launch_node() {
     done
     read -r -a heap <<<"$heap_opts"
     read -r -a jvm <<<"$jvm_opts"
+    if [[ -n ${KAFKA_JMX:-} ]]; then
+        # As kafka-run-class.sh does with JMX_PORT: the broker's own metrics over JMX, on
+        # loopback, for ci/broker-requests.sh (the request latencies the broker measures).
+        local jmx
+        jmx=$(jmx_port "$size" "$i")
+        if port_open "$jmx"; then die "JMX port $jmx of node $i of cluster $size is taken"; fi
+        jvm+=(-Dcom.sun.management.jmxremote -Dcom.sun.management.jmxremote.authenticate=false
+            -Dcom.sun.management.jmxremote.ssl=false "-Dcom.sun.management.jmxremote.port=$jmx"
+            "-Dcom.sun.management.jmxremote.rmi.port=$jmx" -Djava.rmi.server.hostname=127.0.0.1
+            -Dcom.sun.management.jmxremote.host=127.0.0.1)
+    fi
     rm -f "$ndir/pid"
     # a marker in the broker log, so a failure report shows only this start's lines
     printf '[%s] %s node %s of cluster %s\n' "$(date '+%F %T,%3N')" "$log_marker" "$i" "$size" >>"$ndir/server.log"
