@@ -103,6 +103,10 @@ where
 /// The most records one poll returns.
 const POLL_MAX_RECORDS: usize = 10_000;
 
+/// How many turns of the scheduler a look at the queue without waiting
+/// takes before the queue counts as empty (see `PartitionReader::try_recv`).
+const TRY_RECV_TURNS: usize = 4;
+
 /// How often the state consumer asks Metadata of the state topic (unless
 /// `topic.metadata.refresh.interval.ms` is set): see [`StateConsumer::new`].
 const METADATA_REFRESH: Duration = Duration::from_secs(3);
@@ -286,6 +290,31 @@ impl PartitionReader {
 
     /// The next record or end-of-partition event; errors that librdkafka
     /// retries by itself (a broker connection lost) are logged and skipped.
+    /// The next message or end event if librdkafka has one queued,
+    /// without waiting. Not a zero-length `tokio::time::timeout`: tokio
+    /// rounds a timer's deadline up to its next millisecond tick, so each
+    /// such look waited about a millisecond when the queue was empty, as it
+    /// is at the end of every poll (twice on a hand-over's path: the
+    /// standby's poll that reads the tombstone, and its catch-up before the
+    /// challenge).
+    ///
+    /// A look that consumed an event other than a message answers pending
+    /// and wakes itself (rdkafka's stream): the queue is looked at again
+    /// after a turn of the scheduler, a few times, before it counts as
+    /// empty.
+    async fn try_recv(&mut self) -> Option<Result<Got>> {
+        let recv = self.recv();
+        tokio::pin!(recv);
+        for _ in 0..TRY_RECV_TURNS {
+            tokio::select! {
+                biased;
+                r = &mut recv => return Some(r),
+                () = tokio::task::yield_now() => {}
+            }
+        }
+        None
+    }
+
     async fn recv(&mut self) -> Result<Got> {
         let Some(queue) = self.queue.as_ref() else {
             return Err(Error::fatal(
@@ -481,22 +510,25 @@ impl PartitionReader {
         // moved past transaction markers and aborted records (the caller
         // then knows more of the partition than before).
         loop {
-            match tokio::time::timeout_at(deadline, self.recv()).await {
-                Err(_) => break,
-                Ok(r) => match r? {
-                    Got::Record(r) if r.offset < from => continue,
-                    Got::Record(r) => {
-                        next = r.offset + 1;
-                        records.push(r);
+            let got = if max_wait.is_zero() {
+                self.try_recv().await
+            } else {
+                tokio::time::timeout_at(deadline, self.recv()).await.ok()
+            };
+            let Some(got) = got else { break };
+            match got? {
+                Got::Record(r) if r.offset < from => continue,
+                Got::Record(r) => {
+                    next = r.offset + 1;
+                    records.push(r);
+                    break;
+                }
+                Got::Eof => {
+                    next = next.max(self.position().unwrap_or(next));
+                    if next > from {
                         break;
                     }
-                    Got::Eof => {
-                        next = next.max(self.position().unwrap_or(next));
-                        if next > from {
-                            break;
-                        }
-                    }
-                },
+                }
             }
         }
         if !records.is_empty() {
@@ -509,7 +541,7 @@ impl PartitionReader {
             // Bounded, so a partition written faster than it is read
             // still ends the poll.
             while records.len() < POLL_MAX_RECORDS {
-                let Ok(r) = tokio::time::timeout(Duration::ZERO, self.recv()).await else {
+                let Some(r) = self.try_recv().await else {
                     break;
                 };
                 if let Got::Record(r) = r? {
