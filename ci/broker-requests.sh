@@ -11,6 +11,8 @@
 #   total   TotalTimeMs: from the request's arrival to its answer's send
 #   remote  RemoteTimeMs: the part spent waiting on other brokers (a Produce with acks=all
 #           waiting for the followers; a WriteTxnMarkers the same)
+#   queue   RequestQueueTimeMs: the part spent waiting for a request handler thread (a broker
+#           short of CPU shows it here first)
 #
 # --save FILE keeps the raw snapshot; --since FILE gives the count and mean of what happened
 # after that snapshot (exact: Kafka's Mean and Count are cumulative since the broker started).
@@ -50,7 +52,7 @@ fi
 requests=(Produce AddPartitionsToTxn EndTxn InitProducerId FetchConsumer WriteTxnMarkers)
 objects=()
 for r in "${requests[@]}"; do
-    for n in TotalTimeMs RemoteTimeMs; do
+    for n in TotalTimeMs RemoteTimeMs RequestQueueTimeMs; do
         objects+=(--object-name "kafka.network:type=RequestMetrics,name=$n,request=$r")
     done
 done
@@ -77,16 +79,16 @@ awk -F '\t' -v since="${since:-/dev/null}" -v delta="${since:+1}" '
         printf "%-4s  %-18s  %-6s  %8s  %8s  %8s  %8s\n", "node", "request", "time", "count", "mean", "p50", "p99"
         for (j = 1; j <= k; j++) {
             split(order[j], a, SUBSEP)
-            for (m = 1; m <= 2; m++) {
-                metric = (m == 1 ? "TotalTimeMs" : "RemoteTimeMs")
+            for (m = 1; m <= 3; m++) {
+                metric = (m == 1 ? "TotalTimeMs" : m == 2 ? "RemoteTimeMs" : "RequestQueueTimeMs")
                 key = a[1] SUBSEP metric SUBSEP a[2]
                 c = v[key SUBSEP "Count"] + 0; mean = v[key SUBSEP "Mean"] + 0
                 if (delta) {
                     c0 = old[key SUBSEP "Count"] + 0; m0 = old[key SUBSEP "Mean"] + 0
                     mean = (c > c0 ? (mean * c - m0 * c0) / (c - c0) : 0); c = c - c0
                 }
-                if (c == 0 || (m == 2 && mean == 0)) continue
-                printf "%-4s  %-18s  %-6s  %8d  %8.2f  %8.2f  %8.2f\n", a[1], a[2], (m == 1 ? "total" : "remote"), c, mean,
+                if (c == 0 || (m > 1 && mean < 0.005)) continue
+                printf "%-4s  %-18s  %-6s  %8d  %8.2f  %8.2f  %8.2f\n", a[1], a[2], (m == 1 ? "total" : m == 2 ? "remote" : "queue"), c, mean,
                     v[key SUBSEP "50thPercentile"], v[key SUBSEP "99thPercentile"]
             }
         }

@@ -156,6 +156,20 @@ fn sample() -> Sample {
     }
 }
 
+/// The CPU time this process has used (user and system), in seconds:
+/// `/proc/self/stat` counts it in USER_HZ ticks, 100 a second on Linux.
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which may hold spaces: utime and
+    // stime are the 14th and 15th of the whole line.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
+
 fn quantile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -174,6 +188,7 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         .with_renew_interval(Duration::from_millis(a.renew_ms))
         .with_events(tx);
     let before = sample();
+    let cpu0 = cpu_s();
     let t0 = Instant::now();
     let acquires = (0..n).map(|i| {
         let (client, options, role) = (client.clone(), options.clone(), format!("{base}-{i}"));
@@ -186,12 +201,17 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         ));
     }
     let acquired = t0.elapsed();
-    eprintln!("roles: {n} acquired in {:.2} s", acquired.as_secs_f64());
+    let cpu_acquire = cpu_s() - cpu0;
+    eprintln!(
+        "roles: {n} acquired in {:.2} s, using {cpu_acquire:.1} CPU-seconds of this process",
+        acquired.as_secs_f64()
+    );
     // Hold: sample every second; read the events as they come.
     let mut peak = Sample::default();
     let mut last_granted: HashMap<String, i64> = HashMap::new();
     let mut lateness = Vec::new();
-    let hold_until = Instant::now() + a.hold;
+    let (hold_from, cpu_hold0) = (Instant::now(), cpu_s());
+    let hold_until = hold_from + a.hold;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
@@ -217,6 +237,8 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
             }
         }
     }
+    let cpu_hold = cpu_s() - cpu_hold0;
+    let held_for = hold_from.elapsed().as_secs_f64();
     let failures: u32 = held.iter().map(|l| l.renewal_failures()).sum();
     let lost = held.iter().filter(|l| !l.is_held()).count();
     // After the hold: the standby's and control's clients add their threads
@@ -240,6 +262,7 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         "renewals": lateness.len(),
         "renewal_late_ms": { "p50": quantile(&lateness, 0.5), "p99": quantile(&lateness, 0.99), "max": quantile(&lateness, 1.0) },
         "renewal_failures": failures,
+        "cpu_s": { "acquire": cpu_acquire, "hold": cpu_hold, "hold_cores": cpu_hold / held_for },
         "roles_lost": lost,
         "resign_all_s": resign_all.as_secs_f64(),
         "resign_errors": resign_errors,
@@ -266,6 +289,10 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         lost,
         resign_all.as_secs_f64(),
         resign_errors
+    );
+    println!(
+        "{n:>5} roles: this process used {cpu_acquire:.1} CPU-seconds to acquire and {cpu_hold:.1} in the {held_for:.0} s hold ({:.2} cores)",
+        cpu_hold / held_for
     );
     if !handovers.away.is_empty() {
         let line = |v: &[f64]| {
