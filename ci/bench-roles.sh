@@ -47,8 +47,17 @@ broker_ticks() {
     echo "$t"
 }
 brokers=$(pgrep -fc 'kafka\.Kafka' || true)
+# And, when the cluster serves JMX (KAFKA_JMX=1), the brokers' own request latencies.
+snap=$(mktemp)
+trap 'rm -f "$snap"; cleanup' EXIT
+jmx=
+if [[ $bootstrap == 127.0.0.1:29092* ]] && ci/broker-requests.sh --save "$snap" >/dev/null 2>&1; then jmx=1; fi
 ticks0=$(broker_ticks) wall0=$SECONDS
 cargo bench --quiet -p krabka-examples --bench roles -- --bootstrap "$bootstrap" --json "$json_out" "$@"
 ticks1=$(broker_ticks) wall=$((SECONDS - wall0))
+if [[ -n $jmx ]]; then
+    echo "the brokers' own request latencies during the run (ms; p50 and p99 the broker's recent reservoir):" >&2
+    ci/broker-requests.sh --since "$snap" >&2 || true
+fi
 awk -v t=$((ticks1 - ticks0)) -v hz="$(getconf CLK_TCK)" -v w="$wall" -v n="${brokers:-0}" -v c="$(nproc)" \
     'BEGIN { s = t / hz; printf "brokers:  %d broker processes used %.0f CPU-seconds in the %d s of the run: %.2f of %d cores on average\n", n, s, w, (w > 0 ? s / w : 0), c }' >&2
