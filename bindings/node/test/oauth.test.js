@@ -3,7 +3,8 @@
 // the one-node test cluster listens in PLAINTEXT, and a client set to
 // SASL_PLAINTEXT / OAUTHBEARER asks the function for a token before its
 // first request. What this shows: the function is called (on the
-// JavaScript thread, once for the client's first connect), its rejection,
+// JavaScript thread, once for the client's first connect; after a
+// rejection the registration producer may ask once more), its rejection,
 // a fatal rejection, a value of the wrong shape, an expired token and a
 // promise that never settles each fail the operation at once with an error
 // that names the token provider and carries the rejection's message; a
@@ -46,12 +47,22 @@ async function failure(provide, options) {
   }
 }
 
+/** After a rejection the source keeps no token, so besides the
+ * operation's own call the client's registration producer, which
+ * librdkafka has ask for a token when it starts (on its polling thread),
+ * may call the function once more: when its request comes after the first
+ * call failed rather than while it ran (a caller that waits for a call in
+ * flight shares its outcome). Every call runs on the JavaScript thread. */
+function calledOnceOrTwice(calls) {
+  assert.ok(calls.length === 1 || calls.length === 2, `called ${calls.length} times`)
+  assert.ok(calls.every((c) => c.mainThread))
+}
+
 test('a rejection of the function fails the operation at once with its message', async () => {
   const { error, ms, calls } = await failure(() => {
     throw new Error('the identity provider is unreachable')
   })
-  assert.equal(calls.length, 1)
-  assert.ok(calls[0].mainThread)
+  calledOnceOrTwice(calls)
   assert.ok(error instanceof kc.TransientError, `${error}`)
   assert.match(error.message, /token provider/)
   assert.match(error.message, /the oauth_token function rejected: Error: the identity provider is unreachable/)
@@ -63,7 +74,7 @@ test('a rejection with FatalError is fatal', async () => {
   const { error, calls } = await failure(() => {
     throw new kc.FatalError('the client credentials were revoked')
   })
-  assert.equal(calls.length, 1)
+  calledOnceOrTwice(calls)
   assert.ok(error instanceof kc.FatalError, `${error}`)
   assert.match(error.message, /token provider.*FatalError: the client credentials were revoked/)
 })
