@@ -288,8 +288,6 @@ impl PartitionReader {
         }
     }
 
-    /// The next record or end-of-partition event; errors that librdkafka
-    /// retries by itself (a broker connection lost) are logged and skipped.
     /// The next message or end event if librdkafka has one queued,
     /// without waiting. Not a zero-length `tokio::time::timeout`: tokio
     /// rounds a timer's deadline up to its next millisecond tick, so each
@@ -315,6 +313,8 @@ impl PartitionReader {
         None
     }
 
+    /// The next record or end-of-partition event; errors that librdkafka
+    /// retries by itself (a broker connection lost) are logged and skipped.
     async fn recv(&mut self) -> Result<Got> {
         let Some(queue) = self.queue.as_ref() else {
             return Err(Error::fatal(

@@ -77,9 +77,7 @@ impl ProtocolLease {
             }
         }
     }
-}
 
-impl ProtocolLease {
     /// Aborts a transaction that was only opened ahead (it holds nothing),
     /// by `deadline`; nothing when none is. Before a conditional bump of
     /// the epoch: a coordinator that finds the epoch's transaction
