@@ -291,3 +291,105 @@ async fn a_partitions_last_marker_carries_the_epoch_of_whoever_ended_the_transac
         "the abort markers carry the bumped epoch: {ended:?} (the epoch was {token})"
     );
 }
+
+/// A Produce the client gave up on can reach the leader after its resend
+/// was answered (queued behind an overloaded broker's other requests, on a
+/// connection the client already closed). With broker-side transaction
+/// verification (Kafka 3.6+) such a late copy of an acknowledged batch
+/// leaves a verification entry behind at the leader, holding the copy's
+/// sequence, and the leader then refuses the epoch's next batch with
+/// OUT_OF_ORDER_SEQUENCE_NUMBER until a marker of the producer is written
+/// to the partition. The writer aborts its transaction (the abort marker
+/// clears the entry) and sends the batch again, with the same sequence:
+/// the write succeeds and the term goes on, at the same epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_copy_of_an_acknowledged_batch_does_not_end_the_term() {
+    let _serial = SERIAL.lock().await;
+    let (topic, _reader) = data_topic("late-copy").await;
+    let t = protocol_transport("late-copy").await;
+    let role = unique("late-copy");
+    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = held.token();
+    held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
+        .await
+        .expect("a committed guarded write");
+    let kafka = t.describe_client().kafka().clone();
+    until_nothing_open(&kafka, &topic, token.producer_id).await;
+
+    // The late copy: the same producer, epoch and sequence, arriving with
+    // no transaction of the epoch open on the partition. The leader
+    // refuses it (nothing is written) and keeps its verification entry.
+    let producer = (token.producer_id, token.producer_epoch);
+    let late = kafka
+        .produce(
+            &role,
+            &topic,
+            0,
+            one_batch(producer, 0, b"one"),
+            tokio::time::Instant::now() + WITHIN,
+        )
+        .await;
+    assert!(late.is_err(), "the late copy is not written: {late:?}");
+
+    held.write_guarded(vec![data_record(&topic, 0, b"two")], WITHIN)
+        .await
+        .expect("the next write of the term, after the late copy");
+    assert_eq!(held.token(), token, "the term goes on at the same epoch");
+    let after = until_nothing_open(&kafka, &topic, token.producer_id).await;
+    assert_eq!(
+        after.producer_epoch,
+        i32::from(token.producer_epoch),
+        "{after:?}"
+    );
+    assert_eq!(
+        after.last_sequence, 1,
+        "the refused batch's sequence was sent again: {after:?}"
+    );
+}
+
+/// The same on the lease path, where the late copy meets the transaction
+/// the writer opened ahead after the lease committed (the partition is
+/// already added to it, so the leader verifies the copy and answers it as
+/// a duplicate, keeping its verification entry all the same): the next
+/// renewal still commits, at the same epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_copy_of_a_lease_does_not_end_the_term() {
+    let _serial = SERIAL.lock().await;
+    // A one-partition topic as the transport's state topic.
+    let (topic, t) = data_topic("late-lease").await;
+    let role = unique("late-lease");
+    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = held.token();
+    let lease = |n: i64| state_record(0, lease_key(&role), Some(lease_value("m", token, n)));
+    held.write_lease(lease(1), WITHIN)
+        .await
+        .expect("the first lease");
+    let kafka = t.describe_client().kafka().clone();
+    until_nothing_open(&kafka, &topic, token.producer_id).await;
+    // The opening ahead is off the write's path: give it time to be done.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let producer = (token.producer_id, token.producer_epoch);
+    let late = kafka
+        .produce(
+            &role,
+            &topic,
+            0,
+            one_batch(producer, 0, b"first lease"),
+            tokio::time::Instant::now() + WITHIN,
+        )
+        .await;
+    tracing::info!(?late, "the late copy");
+
+    held.write_lease(lease(2), WITHIN)
+        .await
+        .expect("the renewal after the late copy");
+    assert_eq!(held.token(), token, "the term goes on at the same epoch");
+    let after = until_nothing_open(&kafka, &topic, token.producer_id).await;
+    assert_eq!(
+        after.producer_epoch,
+        i32::from(token.producer_epoch),
+        "{after:?}"
+    );
+    assert_eq!(after.last_sequence, 1, "{after:?}");
+}

@@ -60,9 +60,13 @@
 //! from any request are [`Error::Fenced`], for the write and every later one.
 //! A refusal that leaves the epoch usable (no WRITE on a topic, a record too
 //! large, an unknown topic) aborts the transaction and fails the write with
-//! the broker's reason. A sequence the broker does not accept (it should
-//! never happen: the writer is the epoch's only sender) ends the term
-//! ([`Error::Fatal`]).
+//! the broker's reason. A sequence the broker does not accept
+//! (OUT_OF_ORDER_SEQUENCE_NUMBER) is refused once in a while for no fault
+//! of the writer's: a Produce it gave up on can reach the leader late and
+//! leave the leader expecting that batch's sequence (see
+//! [`ProtocolLease::transact_once`]). The transaction is aborted and its
+//! records sent again, with the same sequences, within the same write; a
+//! sequence refused again ends the term ([`Error::Fatal`]).
 //!
 //! [`LeaseWriter::take_resolved`]: crate::transport::LeaseWriter::take_resolved
 
@@ -95,6 +99,21 @@ pub(crate) enum Outcome {
     Drop(Error),
     /// The writer stays; return this error.
     Keep(Error),
+}
+
+/// How one try of a write ended short of success.
+enum Once {
+    /// The write ends so.
+    Ended(Outcome),
+    /// A partition refused the epoch's sequence and the transaction was
+    /// aborted: try once more.
+    Again,
+}
+
+impl From<Outcome> for Once {
+    fn from(o: Outcome) -> Once {
+        Once::Ended(o)
+    }
 }
 
 /// Where the epoch's transaction stands.
@@ -210,6 +229,11 @@ impl ProtocolLease {
     /// `check_writable`): a partition that could hold the transaction open
     /// fails the write before anything is sent, so the role's renewals never
     /// wait for it.
+    ///
+    /// A partition that refuses the epoch's sequence
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER) is given one more chance within the
+    /// write: the transaction is aborted and the records are sent again,
+    /// with the same sequences (see [`ProtocolLease::transact_once`]).
     pub(crate) async fn transact(
         &mut self,
         role: &str,
@@ -219,7 +243,46 @@ impl ProtocolLease {
         data: bool,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        let placed = match self.place_checked(&records, data, deadline).await {
+        let mut first = true;
+        loop {
+            match self
+                .transact_once(role, what, &records, leave_open, data, first, deadline)
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(Once::Ended(o)) => return Err(o),
+                Err(Once::Again) => first = false,
+            }
+        }
+    }
+
+    /// One try of [`ProtocolLease::transact`]. On the `first` try, a
+    /// sequence refused by a partition aborts the transaction and asks for
+    /// another try ([`Once::Again`]); on the second it ends the term.
+    ///
+    /// Why a refused sequence can pass: a Produce the client gave up on
+    /// (no answer within the attempt's time, its connection closed) may
+    /// still reach the leader after its resend was answered, queued behind
+    /// an overloaded broker's other requests. With broker-side transaction
+    /// verification (Kafka 3.6+), such a late copy leaves a verification
+    /// entry at the leader holding the copy's sequence, and the leader
+    /// refuses every higher sequence of the producer until a batch or a
+    /// marker of the producer is written to the partition: the abort's
+    /// marker is one. The refused batch was not written, so the sequence
+    /// stays and nothing is sent twice; a sequence that is really out of
+    /// order is refused again and ends the term as before.
+    #[allow(clippy::too_many_arguments)]
+    async fn transact_once(
+        &mut self,
+        role: &str,
+        what: &str,
+        records: &[OutRecord],
+        leave_open: bool,
+        data: bool,
+        first: bool,
+        deadline: Instant,
+    ) -> std::result::Result<(), Once> {
+        let placed = match self.place_checked(records, data, deadline).await {
             Ok(p) => p,
             Err(e) => {
                 let e = match e {
@@ -235,9 +298,10 @@ impl ProtocolLease {
                 if self.state == TxnState::Open && !self.ahead {
                     return Err(self
                         .abort_after(role, what, TxnError::Refused(e), deadline)
-                        .await);
+                        .await
+                        .into());
                 }
-                return Err(Outcome::Keep(e));
+                return Err(Outcome::Keep(e).into());
             }
         };
         self.finish_pending(role, what, deadline).await?;
@@ -245,7 +309,7 @@ impl ProtocolLease {
             // Nothing to write, and no transaction to begin: an EndTxn with
             // nothing added would only be answered from the coordinator's
             // cache. The epoch is checked instead.
-            return self.check_current(role, what, deadline).await;
+            return Ok(self.check_current(role, what, deadline).await?);
         }
         if self.state == TxnState::Idle {
             self.state = TxnState::Open;
@@ -283,12 +347,13 @@ impl ProtocolLease {
                              nothing was written, and the transaction is aborted before the \
                              next write"
                         ),
-                    )));
+                    ))
+                    .into());
                 }
                 Tried::Failed(e @ TxnError::Refused(_)) => {
-                    return Err(self.abort_after(role, what, e, deadline).await);
+                    return Err(self.abort_after(role, what, e, deadline).await.into());
                 }
-                Tried::Failed(e) => return Err(ending(role, what, e)),
+                Tried::Failed(e) => return Err(ending(role, what, e).into()),
             }
         }
         // From here the transaction holds (or may hold) records.
@@ -323,7 +388,8 @@ impl ProtocolLease {
                 Err(e) => {
                     return Err(self
                         .abort_after(role, what, TxnError::Refused(e), deadline)
-                        .await)
+                        .await
+                        .into())
                 }
             }
         }
@@ -339,10 +405,10 @@ impl ProtocolLease {
         let mut late: Option<String> = None;
         while let Some(joined) = sends.join_next().await {
             let (sent, tried) = joined.map_err(|e| {
-                Outcome::Drop(Error::fatal(
+                Once::Ended(Outcome::Drop(Error::fatal(
                     context(role, what),
                     format!("a Produce task: {e}"),
-                ))
+                )))
             })?;
             match tried {
                 Tried::Done(offset) => self.advance(&sent, offset),
@@ -369,13 +435,18 @@ impl ProtocolLease {
         }
         match failure {
             Some(e @ TxnError::Refused(_)) if late.is_none() => {
-                return Err(self.abort_after(role, what, e, deadline).await)
+                return Err(self.abort_after(role, what, e, deadline).await.into())
             }
             Some(TxnError::Refused(e)) => {
                 self.state = TxnState::AbortPending;
-                return Err(Outcome::Keep(e));
+                return Err(Outcome::Keep(e).into());
             }
-            Some(e) => return Err(ending(role, what, e)),
+            Some(TxnError::Broken(e)) if first => {
+                return Err(self
+                    .abort_refused_sequence(role, what, e, late, deadline)
+                    .await)
+            }
+            Some(e) => return Err(ending(role, what, e).into()),
             None => {}
         }
         if let Some(why) = late {
@@ -386,13 +457,55 @@ impl ProtocolLease {
                     "the records were not acknowledged in time ({why}); the transaction is \
                      aborted before the next write (nothing of it commits)"
                 ),
-            )));
+            ))
+            .into());
         }
         if leave_open {
             return Ok(());
         }
         // 3. The commit.
-        self.commit(role, what, deadline).await
+        Ok(self.commit(role, what, deadline).await?)
+    }
+
+    /// After a partition refused the epoch's sequence on the first try of
+    /// a write (`refused`): aborts the transaction, whose marker clears
+    /// what the leader kept of a late copy (see
+    /// [`ProtocolLease::transact_once`]), and asks for the second try. With
+    /// a batch of the write still unanswered (`late`), or an abort that
+    /// cannot complete yet, the abort stays pending and the write fails
+    /// transient: the next write settles the batch, aborts, and sends its
+    /// records with the same sequences.
+    async fn abort_refused_sequence(
+        &mut self,
+        role: &str,
+        what: &str,
+        refused: Error,
+        late: Option<String>,
+        deadline: Instant,
+    ) -> Once {
+        tracing::warn!(
+            role,
+            error = %refused,
+            "a partition refused the epoch's record sequence; aborting the transaction and \
+             sending the records again (a late copy of an earlier batch leaves the leader \
+             expecting its sequence until a marker is written)"
+        );
+        self.state = TxnState::AbortPending;
+        let pending = match late {
+            Some(why) => format!("a batch of the write is not answered yet ({why})"),
+            None => match self.abort(role, what, deadline).await {
+                Ok(()) => return Once::Again,
+                Err(Outcome::Keep(e)) => e.to_string(),
+                Err(fenced @ Outcome::Drop(_)) => return Once::Ended(fenced),
+            },
+        };
+        Once::Ended(Outcome::Keep(Error::transient(
+            context(role, what),
+            format!(
+                "{refused}; the transaction is aborted, and the records sent again with the \
+                 same sequence, by the next write ({pending})"
+            ),
+        )))
     }
 
     /// [`ProtocolLease::place`], then with `data` the check that every

@@ -692,3 +692,122 @@ async fn nothing_is_opened_ahead_over_an_open_transaction() {
     assert_eq!(lease.state, TxnState::CommitPending);
     assert!(sent_txn(&a).is_empty());
 }
+
+/// A Produce answer for `t`/0 with `code`.
+fn produced(r: &Request, code: i16) -> Reply {
+    use kafka_protocol::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use kafka_protocol::messages::{ProduceResponse, TopicName};
+    let p = PartitionProduceResponse::default()
+        .with_base_offset(if code == 0 { 7 } else { -1 })
+        .with_error_code(code);
+    let t = TopicProduceResponse::default()
+        .with_name(TopicName("t".to_owned().into()))
+        .with_partition_responses(vec![p]);
+    Reply::of(r, &ProduceResponse::default().with_responses(vec![t]))
+}
+
+/// A log of the base sequences of the Produce requests a script answered.
+#[derive(Clone, Default)]
+struct Sequences(std::sync::Arc<std::sync::Mutex<Vec<i32>>>);
+
+impl Sequences {
+    /// Notes the base sequence of the Produce `r` and answers it with
+    /// `code`.
+    fn answer(&self, r: &Request, code: i16) -> Reply {
+        let asked: kafka_protocol::messages::ProduceRequest = match r.decode() {
+            Ok(asked) => asked,
+            Err(e) => return Reply::ScriptError(e.to_string()),
+        };
+        let Some(records) = asked
+            .topic_data
+            .first()
+            .and_then(|t| t.partition_data.first())
+            .and_then(|p| p.records.clone())
+        else {
+            return Reply::ScriptError("a Produce without a record batch".into());
+        };
+        // A v2 record batch's base sequence: bytes 53 to 57 of its header.
+        let Some(Ok(header)) = records.get(53..57).map(<[u8; 4]>::try_from) else {
+            return Reply::ScriptError("a record batch shorter than its header".into());
+        };
+        self.0.lock().unwrap().push(i32::from_be_bytes(header));
+        produced(r, code)
+    }
+
+    fn seen(&self) -> Vec<i32> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+
+#[tokio::test]
+async fn a_refused_sequence_is_aborted_and_sent_again_once_with_the_same_sequence() {
+    let (end_txns, sequences) = (EndTxns::default(), Sequences::default());
+    let (ends, seqs) = (end_txns.clone(), sequences.clone());
+    let (a, _b) = two_brokers(
+        Box::new(move |r, _| match r.key() {
+            Some(ApiKey::Produce) if r.key_index == 0 => {
+                Some(seqs.answer(r, OUT_OF_ORDER_SEQUENCE_NUMBER))
+            }
+            Some(ApiKey::Produce) => Some(seqs.answer(r, 0)),
+            Some(ApiKey::EndTxn) => Some(ends.answer(r, 0)),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    let mut lease = writer(&a);
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(end_txns.kinds(), ["abort", "commit"]);
+    assert_eq!(
+        sent_txn(&a),
+        [
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn",
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn"
+        ]
+    );
+    assert_eq!(
+        sequences.seen(),
+        [0, 0],
+        "the refused batch was not written"
+    );
+    // The sequence moves on only past the batch written.
+    write(&mut lease, Duration::from_secs(2))
+        .await
+        .unwrap_or_else(|o| panic!("the next write failed: {}", failed(Err(o)).0));
+    assert_eq!(sequences.seen(), [0, 0, 1]);
+}
+
+#[tokio::test]
+async fn a_sequence_refused_twice_in_one_write_ends_the_term() {
+    let (end_txns, sequences) = (EndTxns::default(), Sequences::default());
+    let (ends, seqs) = (end_txns.clone(), sequences.clone());
+    let (a, _b) = two_brokers(
+        Box::new(move |r, _| match r.key() {
+            Some(ApiKey::Produce) => Some(seqs.answer(r, OUT_OF_ORDER_SEQUENCE_NUMBER)),
+            Some(ApiKey::EndTxn) => Some(ends.answer(r, 0)),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    let mut lease = writer(&a);
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(dropped, "the epoch's writer is dropped: {e}");
+    assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
+    assert!(e.to_string().contains("OutOfOrderSequenceNumber"), "{e}");
+    assert_eq!(
+        end_txns.kinds(),
+        ["abort"],
+        "one abort, before the second try"
+    );
+    assert_eq!(sequences.seen(), [0, 0]);
+}
