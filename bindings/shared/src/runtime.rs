@@ -28,6 +28,15 @@ impl Drop for Owned {
     }
 }
 
+/// The most threads of the runtime's blocking pool (tokio's default is
+/// 512). The core runs librdkafka's blocking calls there (a state reader's
+/// assign, seek and offset queries, a client's destruction, a token
+/// refresh): a process acquiring a thousand roles at once would otherwise
+/// start a thread for each call in flight, up to dozens. Calls past the
+/// bound wait for a thread; each takes a broker round trip or, at worst,
+/// its own timeout.
+pub const BLOCKING_THREADS: usize = 32;
+
 /// The per-process runtime of a binding (see the module documentation).
 pub struct RuntimeHolder {
     cell: PerProcess<Owned>,
@@ -51,6 +60,7 @@ impl RuntimeHolder {
         let owned = self.cell.get_or_try_init(|| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(self.workers.max(1))
+                .max_blocking_threads(BLOCKING_THREADS)
                 .thread_name(self.thread_name)
                 .enable_all()
                 .build()
@@ -112,5 +122,30 @@ mod tests {
         assert_eq!(HOLDER.thread_name(), "test-rt");
         assert!(!HOLDER.forget_inherited());
         assert!(HOLDER.current().is_some());
+    }
+
+    #[test]
+    fn the_blocking_pool_is_bounded() {
+        static HOLDER: RuntimeHolder = RuntimeHolder::new("test-blocking", 2);
+        let rt = HOLDER.get().unwrap();
+        let calls = BLOCKING_THREADS + 8;
+        let threads = rt.block_on(async {
+            let mut tasks = Vec::new();
+            for _ in 0..calls {
+                tasks.push(tokio::task::spawn_blocking(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    std::thread::current().id()
+                }));
+            }
+            let mut ids = std::collections::HashSet::new();
+            for t in tasks {
+                ids.insert(t.await.unwrap());
+            }
+            ids.len()
+        });
+        assert_eq!(
+            threads, BLOCKING_THREADS,
+            "{calls} blocking calls at once run on the pool's {BLOCKING_THREADS} threads"
+        );
     }
 }

@@ -498,8 +498,13 @@ fn main() {
             USAGE,
         ));
     }
+    // The blocking pool bounded as the bindings' runtime bounds it
+    // (`BLOCKING_THREADS` of the bindings' shared crate): librdkafka's
+    // blocking calls of a thousand acquires at once would otherwise start
+    // a thread each, up to tokio's default of 512 (docs/operations.md).
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(32)
         .enable_all()
         .build()
         .expect("a tokio runtime");
