@@ -64,9 +64,12 @@
 //! (OUT_OF_ORDER_SEQUENCE_NUMBER) is refused once in a while for no fault
 //! of the writer's: a Produce it gave up on can reach the leader late and
 //! leave the leader expecting that batch's sequence (see
-//! [`ProtocolLease::transact_once`]). The transaction is aborted and its
-//! records sent again, with the same sequences, within the same write; a
-//! sequence refused again ends the term ([`Error::Fatal`]).
+//! [`ProtocolLease::transact_once`]). The transaction is aborted, the
+//! partition's leader asked where the epoch's sequence stands
+//! (DescribeProducers: an earlier attempt of the refused batch may have
+//! been written), and the records sent again within the same write; a
+//! sequence refused again, or one the leader cannot place, ends the term
+//! ([`Error::Fatal`]).
 //!
 //! [`LeaseWriter::take_resolved`]: crate::transport::LeaseWriter::take_resolved
 
@@ -402,6 +405,8 @@ impl ProtocolLease {
             });
         }
         let mut failure: Option<TxnError> = None;
+        // The batches whose sequence a partition refused.
+        let mut refused: Vec<Sent> = Vec::new();
         let mut late: Option<String> = None;
         while let Some(joined) = sends.join_next().await {
             let (sent, tried) = joined.map_err(|e| {
@@ -417,6 +422,9 @@ impl ProtocolLease {
                     self.unanswered.push(sent);
                 }
                 Tried::Failed(e) => {
+                    if matches!(e, TxnError::Broken(_)) {
+                        refused.push(sent);
+                    }
                     // The worst failure decides: a fence or a broken
                     // sequence over a refusal.
                     let worse = matches!(
@@ -443,7 +451,7 @@ impl ProtocolLease {
             }
             Some(TxnError::Broken(e)) if first => {
                 return Err(self
-                    .abort_refused_sequence(role, what, e, late, deadline)
+                    .abort_refused_sequence(role, what, e, &refused, late, deadline)
                     .await)
             }
             Some(e) => return Err(ending(role, what, e).into()),
@@ -468,24 +476,36 @@ impl ProtocolLease {
     }
 
     /// After a partition refused the epoch's sequence on the first try of
-    /// a write (`refused`): aborts the transaction, whose marker clears
-    /// what the leader kept of a late copy (see
-    /// [`ProtocolLease::transact_once`]), and asks for the second try. With
-    /// a batch of the write still unanswered (`late`), or an abort that
-    /// cannot complete yet, the abort stays pending and the write fails
-    /// transient: the next write settles the batch, aborts, and sends its
-    /// records with the same sequences.
+    /// a write (`why`, for the batches `refused`): aborts the transaction,
+    /// whose marker clears what the leader kept of a late copy (see
+    /// [`ProtocolLease::transact_once`]), learns from each partition's
+    /// leader where the epoch's sequence stands there, and asks for the
+    /// second try. With a batch of the write still unanswered (`late`), or
+    /// an abort that cannot complete yet, the abort stays pending and the
+    /// write fails transient: the next write settles the batch, aborts, and
+    /// meets the refusal again if it lasts.
+    ///
+    /// The leader's word decides the sequence of the second try, not the
+    /// writer's: an earlier attempt of the refused batch that went
+    /// unanswered may have been written before the late copy arrived (then
+    /// aborted with the rest). Sent again with its old sequence, the batch
+    /// would be answered DUPLICATE_SEQUENCE_NUMBER and counted written
+    /// while nothing of it commits. The leader shows the last sequence of
+    /// the epoch: the batch's own (written, so the next one follows it) or
+    /// the one before (not written, sent again as it was). Anything else,
+    /// or no answer, ends the term as a broken sequence did before.
     async fn abort_refused_sequence(
         &mut self,
         role: &str,
         what: &str,
-        refused: Error,
+        why: Error,
+        refused: &[Sent],
         late: Option<String>,
         deadline: Instant,
     ) -> Once {
         tracing::warn!(
             role,
-            error = %refused,
+            error = %why,
             "a partition refused the epoch's record sequence; aborting the transaction and \
              sending the records again (a late copy of an earlier batch leaves the leader \
              expecting its sequence until a marker is written)"
@@ -494,7 +514,17 @@ impl ProtocolLease {
         let pending = match late {
             Some(why) => format!("a batch of the write is not answered yet ({why})"),
             None => match self.abort(role, what, deadline).await {
-                Ok(()) => return Once::Again,
+                Ok(()) => {
+                    for sent in refused {
+                        if let Err(e) = self.resequence(sent, deadline).await {
+                            return Once::Ended(Outcome::Drop(Error::fatal(
+                                context(role, what),
+                                format!("{why}; and after the abort: {e}"),
+                            )));
+                        }
+                    }
+                    return Once::Again;
+                }
                 Err(Outcome::Keep(e)) => e.to_string(),
                 Err(fenced @ Outcome::Drop(_)) => return Once::Ended(fenced),
             },
@@ -502,10 +532,80 @@ impl ProtocolLease {
         Once::Ended(Outcome::Keep(Error::transient(
             context(role, what),
             format!(
-                "{refused}; the transaction is aborted, and the records sent again with the \
-                 same sequence, by the next write ({pending})"
+                "{why}; the transaction is aborted before the next write, which sends the \
+                 records again ({pending})"
             ),
         )))
+    }
+
+    /// Sets the epoch's sequence on the partition of the refused batch
+    /// `sent` from what the partition's leader holds (see
+    /// [`ProtocolLease::abort_refused_sequence`]).
+    async fn resequence(&mut self, sent: &Sent, deadline: Instant) -> Result<()> {
+        let key = (sent.topic.clone(), sent.partition);
+        let base = *self.sequences.get(&key).unwrap_or(&0);
+        let at = format!(
+            "{}/{} (the batch's sequence {base}, {} records)",
+            crate::error::quote(&sent.topic),
+            sent.partition,
+            sent.count
+        );
+        let shown = self
+            .describe
+            .active_producer(
+                &sent.topic,
+                sent.partition,
+                self.token.producer_id,
+                deadline,
+            )
+            .await?;
+        // Before a first batch the last sequence is -1 (none).
+        let before = if base == 0 {
+            -1
+        } else {
+            next_sequence(base, -1)
+        };
+        let Some(p) = shown else {
+            if base == 0 {
+                return Ok(());
+            }
+            return Err(Error::fatal(
+                at,
+                "the partition's leader holds nothing of the epoch's producer",
+            ));
+        };
+        if p.producer_epoch != i32::from(self.token.producer_epoch) {
+            return Err(Error::fatal(
+                at,
+                format!(
+                    "the partition's leader shows the producer at epoch {}, not this epoch's {}",
+                    p.producer_epoch, self.token.producer_epoch
+                ),
+            ));
+        }
+        let written = next_sequence(base, sent.count);
+        if p.last_sequence == before {
+            // Not written: sent again as it was.
+            Ok(())
+        } else if p.last_sequence == next_sequence(written, -1) {
+            tracing::warn!(
+                topic = %sent.topic,
+                partition = sent.partition,
+                base,
+                "the refused batch had been written by an earlier attempt (aborted since); the records are sent again after it"
+            );
+            self.sequences.insert(key, written);
+            Ok(())
+        } else {
+            Err(Error::fatal(
+                at,
+                format!(
+                    "the partition's leader shows the epoch's last sequence at {}, neither \
+                     before nor after the batch",
+                    p.last_sequence
+                ),
+            ))
+        }
     }
 
     /// [`ProtocolLease::place`], then with `data` the check that every

@@ -222,6 +222,12 @@ fn stable_offset(r: &Request, offset: i64) -> Reply {
 /// A DescribeProducers answer for `t`/0: the producer of [`TOKEN`], its last
 /// marker of `epoch`, nothing of it open.
 fn last_marker(r: &Request, epoch: i32) -> Reply {
+    producer_at(r, epoch, 0)
+}
+
+/// A DescribeProducers answer for `t`/0: the producer of [`TOKEN`] at
+/// `epoch` with `last_sequence`, nothing of it open.
+fn producer_at(r: &Request, epoch: i32, last_sequence: i32) -> Reply {
     use kafka_protocol::messages::describe_producers_response::{
         DescribeProducersResponse, PartitionResponse, ProducerState, TopicResponse,
     };
@@ -229,7 +235,7 @@ fn last_marker(r: &Request, epoch: i32) -> Reply {
     let producer = ProducerState::default()
         .with_producer_id(ProducerId(TOKEN.producer_id))
         .with_producer_epoch(epoch)
-        .with_last_sequence(0)
+        .with_last_sequence(last_sequence)
         .with_current_txn_start_offset(-1);
     let p = PartitionResponse::default()
         .with_partition_index(0)
@@ -743,27 +749,50 @@ impl Sequences {
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 
-#[tokio::test]
-async fn a_refused_sequence_is_aborted_and_sent_again_once_with_the_same_sequence() {
+/// A leader whose Produce answers are `codes` in turn (then no error),
+/// whose DescribeProducers shows [`TOKEN`]'s last sequence at `last`, and
+/// whose EndTxn answers are logged: the writer, its log of EndTxn kinds
+/// and of Produce sequences.
+fn refusing(
+    codes: &'static [i16],
+    last: i32,
+) -> (FakeBroker, FakeBroker, ProtocolLease, EndTxns, Sequences) {
     let (end_txns, sequences) = (EndTxns::default(), Sequences::default());
     let (ends, seqs) = (end_txns.clone(), sequences.clone());
-    let (a, _b) = two_brokers(
+    let (a, b) = two_brokers(
         Box::new(move |r, _| match r.key() {
-            Some(ApiKey::Produce) if r.key_index == 0 => {
-                Some(seqs.answer(r, OUT_OF_ORDER_SEQUENCE_NUMBER))
+            Some(ApiKey::Produce) => {
+                Some(seqs.answer(r, codes.get(r.key_index).copied().unwrap_or(0)))
             }
-            Some(ApiKey::Produce) => Some(seqs.answer(r, 0)),
             Some(ApiKey::EndTxn) => Some(ends.answer(r, 0)),
+            Some(ApiKey::DescribeProducers) => {
+                Some(producer_at(r, i32::from(TOKEN.producer_epoch), last))
+            }
             _ => None,
         }),
         Box::new(|_, _| None),
     );
-    let mut lease = writer(&a);
-    write(&mut lease, Duration::from_secs(2))
+    let lease = writer(&a);
+    (a, b, lease, end_txns, sequences)
+}
+
+async fn written(lease: &mut ProtocolLease) {
+    write(lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+}
+
+const REFUSED: i16 = OUT_OF_ORDER_SEQUENCE_NUMBER;
+
+#[tokio::test]
+async fn a_refused_sequence_is_aborted_and_the_batch_sent_again_as_it_was() {
+    // The second write's batch (sequence 1) is refused once; the leader
+    // shows sequence 0 as the epoch's last: the batch was not written.
+    let (a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 0);
+    written(&mut lease).await;
+    written(&mut lease).await;
     assert_eq!(lease.state, TxnState::Idle);
-    assert_eq!(end_txns.kinds(), ["abort", "commit"]);
+    assert_eq!(end_txns.kinds(), ["commit", "abort", "commit"]);
     assert_eq!(
         sent_txn(&a),
         [
@@ -772,42 +801,54 @@ async fn a_refused_sequence_is_aborted_and_sent_again_once_with_the_same_sequenc
             "EndTxn",
             "AddPartitionsToTxn",
             "Produce",
+            "EndTxn",
+            "DescribeProducers",
+            "AddPartitionsToTxn",
+            "Produce",
             "EndTxn"
         ]
     );
-    assert_eq!(
-        sequences.seen(),
-        [0, 0],
-        "the refused batch was not written"
-    );
-    // The sequence moves on only past the batch written.
-    write(&mut lease, Duration::from_secs(2))
-        .await
-        .unwrap_or_else(|o| panic!("the next write failed: {}", failed(Err(o)).0));
-    assert_eq!(sequences.seen(), [0, 0, 1]);
+    assert_eq!(sequences.seen(), [0, 1, 1], "sent again with its sequence");
+    written(&mut lease).await;
+    assert_eq!(sequences.seen(), [0, 1, 1, 2]);
+}
+
+#[tokio::test]
+async fn a_refused_batch_an_earlier_attempt_wrote_is_sent_again_after_it() {
+    // The leader shows the refused batch's own sequence (1) as the epoch's
+    // last: an earlier attempt wrote it, and the abort ended it. Sent again
+    // as sequence 1 it would be answered as a duplicate and commit nothing.
+    let (_a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 1);
+    written(&mut lease).await;
+    written(&mut lease).await;
+    assert_eq!(end_txns.kinds(), ["commit", "abort", "commit"]);
+    assert_eq!(sequences.seen(), [0, 1, 2]);
+}
+
+#[tokio::test]
+async fn a_refused_sequence_the_leader_cannot_place_ends_the_term() {
+    let (_a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 7);
+    written(&mut lease).await;
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(dropped, "{e}");
+    assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
+    assert!(e.to_string().contains("last sequence at 7"), "{e}");
+    assert_eq!(end_txns.kinds(), ["commit", "abort"]);
+    assert_eq!(sequences.seen(), [0, 1]);
 }
 
 #[tokio::test]
 async fn a_sequence_refused_twice_in_one_write_ends_the_term() {
-    let (end_txns, sequences) = (EndTxns::default(), Sequences::default());
-    let (ends, seqs) = (end_txns.clone(), sequences.clone());
-    let (a, _b) = two_brokers(
-        Box::new(move |r, _| match r.key() {
-            Some(ApiKey::Produce) => Some(seqs.answer(r, OUT_OF_ORDER_SEQUENCE_NUMBER)),
-            Some(ApiKey::EndTxn) => Some(ends.answer(r, 0)),
-            _ => None,
-        }),
-        Box::new(|_, _| None),
-    );
-    let mut lease = writer(&a);
+    let (_a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED, REFUSED], 0);
+    written(&mut lease).await;
     let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
     assert!(dropped, "the epoch's writer is dropped: {e}");
     assert!(matches!(e, Error::Fatal { .. }), "{e:?}");
     assert!(e.to_string().contains("OutOfOrderSequenceNumber"), "{e}");
     assert_eq!(
         end_txns.kinds(),
-        ["abort"],
+        ["commit", "abort"],
         "one abort, before the second try"
     );
-    assert_eq!(sequences.seen(), [0, 0]);
+    assert_eq!(sequences.seen(), [0, 1, 1]);
 }
