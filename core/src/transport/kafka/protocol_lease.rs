@@ -481,9 +481,9 @@ impl ProtocolLease {
     /// [`ProtocolLease::transact_once`]), learns from each partition's
     /// leader where the epoch's sequence stands there, and asks for the
     /// second try. With a batch of the write still unanswered (`late`), or
-    /// an abort that cannot complete yet, the abort stays pending and the
-    /// write fails transient: the next write settles the batch, aborts, and
-    /// meets the refusal again if it lasts.
+    /// an abort that cannot complete in time, the term ends as it did
+    /// before this second try existed: which sequence the leader holds
+    /// cannot be learned while a batch may still land.
     ///
     /// The leader's word decides the sequence of the second try, not the
     /// writer's: an earlier attempt of the refused batch that went
@@ -511,8 +511,10 @@ impl ProtocolLease {
              expecting its sequence until a marker is written)"
         );
         self.state = TxnState::AbortPending;
-        let pending = match late {
-            Some(why) => format!("a batch of the write is not answered yet ({why})"),
+        // Only once the transaction is aborted here, with nothing of the
+        // write in flight, can the leader tell where the sequence stands.
+        let blocked = match late {
+            Some(late) => format!("a batch of the write is not answered yet ({late})"),
             None => match self.abort(role, what, deadline).await {
                 Ok(()) => {
                     for sent in refused {
@@ -525,16 +527,13 @@ impl ProtocolLease {
                     }
                     return Once::Again;
                 }
-                Err(Outcome::Keep(e)) => e.to_string(),
+                Err(Outcome::Keep(e)) => format!("the abort did not complete ({e})"),
                 Err(fenced @ Outcome::Drop(_)) => return Once::Ended(fenced),
             },
         };
-        Once::Ended(Outcome::Keep(Error::transient(
+        Once::Ended(Outcome::Drop(Error::fatal(
             context(role, what),
-            format!(
-                "{why}; the transaction is aborted before the next write, which sends the \
-                 records again ({pending})"
-            ),
+            format!("{why}; not sent again: {blocked}"),
         )))
     }
 
