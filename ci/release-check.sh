@@ -68,12 +68,27 @@ done
 ls -l "$DIST"
 
 step "a PATH without cargo and rustc"
+# rustup's and cargo's directories are left out. A shared directory that
+# holds a Rust toolchain too (Debian's rustc and cargo in /usr/bin, which
+# ci/release-cross.sh installs) is replaced by a directory of links to its
+# programs less the toolchain's: leaving /usr/bin out would leave out bash.
 NORUST=""
 IFS=: read -r -a dirs <<<"$PATH"
 for d in "${dirs[@]}"; do
     [ -n "$d" ] || continue
     case "$d" in *cargo* | *rustup*) continue ;; esac
-    if [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; then continue; fi
+    if [ -e "$d/cargo" ] || [ -e "$d/rustc" ]; then
+        masked="$WORK/path-$(printf '%s' "$d" | tr -c 'A-Za-z0-9' '_')"
+        mkdir -p "$masked"
+        for f in "$d"/*; do
+            name="${f##*/}"
+            case "$name" in
+                cargo | cargo-* | rustc | rustc-* | rustdoc | rustdoc-* | rustup | rust-gdb* | rust-lldb | rustfmt | clippy-driver) continue ;;
+            esac
+            if [ -x "$f" ] && [ ! -d "$f" ]; then ln -s "$f" "$masked/$name"; fi
+        done
+        d="$masked"
+    fi
     NORUST="$NORUST${NORUST:+:}$d"
 done
 # What runs the artifacts: no cargo, no rustc, no rustup environment.
