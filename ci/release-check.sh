@@ -56,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 step "artifacts of $V in dist/"
-WHEEL="$(ls "$DIST"/krabka_coordination-"$V"-cp39-abi3-manylinux_*_x86_64.whl)" || fail "no wheel of $V (run ci/release.sh)"
+WHEEL="$(ls "$DIST"/krabka_coordination-"$V"-cp39-abi3-manylinux*_x86_64.whl)" || fail "no wheel of $V (run ci/release.sh)"
 NPM_MAIN="$DIST/krabka-coordination-$V.tgz"
 NPM_PLATFORM="$DIST/krabka-coordination-linux-x64-gnu-$V.tgz"
 C_TARBALL="$DIST/krabka-coordination-c-$V-linux-x86_64.tar.gz"
@@ -130,7 +130,9 @@ assert md.version("krabka-coordination") == version, md.version("krabka-coordina
 assert kc.__file__.startswith(venv), f"imported from {kc.__file__}, not the fresh venv"
 wheel = md.distribution("krabka-coordination").read_text("WHEEL") or ""
 tags = [l.split(":", 1)[1].strip() for l in wheel.splitlines() if l.startswith("Tag:")]
-assert tags and all(t.startswith("cp39-abi3-manylinux_") for t in tags), tags
+# manylinux_2_X (ci/release.sh), or manylinux_2_17 with its alias
+# manylinux2014 (ci/release-cross.sh's x86_64-unknown-linux-gnu).
+assert tags and all(t.startswith(("cp39-abi3-manylinux_", "cp39-abi3-manylinux2014_")) for t in tags), tags
 assert kc.role_partition("orders", 16) == 12
 print(f"krabka-coordination {version} from {kc.__file__} ({', '.join(tags)})")
 PY

@@ -14,7 +14,8 @@
 #   krabka-coordination-V.tgz and krabka-coordination-linux-x64-gnu-V.tgz
 #       the npm package in napi-rs's per-platform layout: the main package
 #       (JavaScript, index.d.ts, no install script) lists the platform
-#       package as an optional dependency, and the platform package (os
+#       packages of every Linux target as optional dependencies (this one and
+#       those of ci/release-cross.sh), and the platform package (os
 #       linux, cpu x64, libc glibc) holds the prebuilt addon
 #       krabka-coordination.linux-x64-gnu.node (release profile);
 #   krabka-coordination-c-V-linux-x86_64.tar.gz
@@ -121,42 +122,30 @@ mkdir -p "$PLAT_DIR" "$MAIN_DIR"
 cp "$TARGET/release/libkrabka_coordination_node.so" "$PLAT_DIR/krabka-coordination.$PLATFORM.node"
 cp -r bindings/node/index.js bindings/node/index.mjs bindings/node/index.d.ts bindings/node/lib \
     bindings/node/README.md "$MAIN_DIR/"
-node - "$V" "$PLATFORM" bindings/node/package.json "$MAIN_DIR" "$PLAT_DIR" <<'JS'
+node - "$V" bindings/node/package.json "$MAIN_DIR" <<'JS'
 const fs = require('node:fs')
 const path = require('node:path')
-const [version, platform, source, mainDir, platDir] = process.argv.slice(2)
+const { RELEASED } = require('./ci/npm-platform-package.js')
+const [version, source, mainDir] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(source, 'utf8'))
 if (pkg.version !== version) throw new Error(`${source} is ${pkg.version}, not ${version}`)
-const addon = `krabka-coordination.${platform}.node`
 // The main package: the JavaScript layer and the types; the addon comes
-// from the platform package, so no install step builds anything.
+// from the platform package, so no install step builds anything. It names
+// every platform package of the release (ci/release-cross.sh builds the
+// others); npm installs the one matching the machine and skips the rest.
 delete pkg.scripts
 delete pkg.devDependencies
 pkg.files = pkg.files.filter((f) => f !== 'krabka-coordination.node' && f !== 'scripts/')
-pkg.optionalDependencies = { [`${pkg.name}-${platform}`]: version }
-pkg.napi = { ...pkg.napi, targets: ['x86_64-unknown-linux-gnu'] }
-fs.writeFileSync(path.join(mainDir, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
-// The platform package: the prebuilt addon alone; npm installs it only where
-// os, cpu and libc match.
-const plat = {
-  name: `${pkg.name}-${platform}`,
-  version,
-  description: `The prebuilt native addon of ${pkg.name} for ${platform} (Linux x86-64, glibc)`,
-  license: pkg.license,
-  os: ['linux'],
-  cpu: ['x64'],
-  libc: ['glibc'],
-  main: addon,
-  files: [addon],
-  engines: pkg.engines,
+pkg.optionalDependencies = Object.fromEntries(RELEASED.map((p) => [`${pkg.name}-${p}`, version]))
+pkg.napi = {
+  ...pkg.napi,
+  targets: ['x86_64-unknown-linux-gnu', 'aarch64-unknown-linux-gnu', 'x86_64-unknown-linux-musl', 'aarch64-unknown-linux-musl'],
 }
-fs.writeFileSync(path.join(platDir, 'package.json'), JSON.stringify(plat, null, 2) + '\n')
-fs.writeFileSync(
-  path.join(platDir, 'README.md'),
-  `# ${plat.name}\n\nThe prebuilt addon of [${pkg.name}](https://www.npmjs.com/package/${pkg.name}) ` +
-    `for ${platform}. Install \`${pkg.name}\`; npm picks this package on a matching machine.\n`,
-)
+fs.writeFileSync(path.join(mainDir, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 JS
+# The platform package: the prebuilt addon alone; npm installs it only where
+# os, cpu and libc match.
+node ci/npm-platform-package.js "$V" "$PLATFORM" bindings/node/package.json "$PLAT_DIR"
 (cd "$PLAT_DIR" && npm pack --silent --pack-destination "$DIST" >/dev/null)
 (cd "$MAIN_DIR" && npm pack --silent --pack-destination "$DIST" >/dev/null)
 ls "$DIST"/krabka-coordination-"$V".tgz "$DIST/krabka-coordination-$PLATFORM-$V.tgz"

@@ -45,8 +45,9 @@ function load() {
   }
   throw new Error(
     `krabka-coordination: no native addon for ${triple}. Tried:\n  ${tried.join('\n  ')}\n` +
-      'The released package installs the prebuilt addon of linux-x64-gnu (its optional dependency ' +
-      `krabka-coordination-linux-x64-gnu); elsewhere build it from source: \`npm run build\` in ${__dirname} ` +
+      'The released package installs a prebuilt addon on Linux x86-64 and arm64, glibc 2.17+ or musl (its ' +
+      `optional dependencies krabka-coordination-linux-{x64,arm64}-{gnu,musl}); npm skips it when optional ` +
+      `dependencies are omitted. Elsewhere build it from source: \`npm run build\` in ${__dirname} ` +
       '(a Rust toolchain, a C compiler, cmake, libssl-dev and pkg-config).',
   )
 }

@@ -389,6 +389,17 @@ impl KafkaConfig {
         let mut cc = ClientConfig::new();
         cc.set("bootstrap.servers", &self.bootstrap);
         cc.set("client.id", format!("krabka-{client_id_suffix}"));
+        // An OpenSSL built with the crate (the `vendored` feature) looks for
+        // CA certificates under its own build-time directory, which the
+        // machines running it do not have: librdkafka then probes the usual
+        // CA locations of Linux distributions instead, unless the user names
+        // the CAs. The system OpenSSL of a default build knows its own.
+        if cfg!(feature = "vendored")
+            && !self.settings.contains_key("ssl.ca.location")
+            && !self.settings.contains_key("ssl.ca.pem")
+        {
+            cc.set("ssl.ca.location", "probe");
+        }
         for (k, v) in &self.settings {
             cc.set(k, v);
         }

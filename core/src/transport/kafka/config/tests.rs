@@ -37,6 +37,28 @@ fn settings_pass_through_unchanged() {
 }
 
 #[test]
+fn ca_location_is_probed_only_with_the_vendored_openssl_and_no_user_ca() {
+    let cc = KafkaConfig::new("h:1").client_config("reg");
+    if cfg!(feature = "vendored") {
+        // The vendored OpenSSL's own CA directory is not on users' machines.
+        assert_eq!(cc.get("ssl.ca.location"), Some("probe"));
+    } else {
+        // The system OpenSSL knows where its distribution keeps the CAs.
+        assert_eq!(cc.get("ssl.ca.location"), None);
+    }
+    // CAs the user names are the only ones, in either build.
+    let cc = KafkaConfig::new("h:1")
+        .set("ssl.ca.location", "/etc/my-ca.pem")
+        .client_config("reg");
+    assert_eq!(cc.get("ssl.ca.location"), Some("/etc/my-ca.pem"));
+    let cc = KafkaConfig::new("h:1")
+        .set("ssl.ca.pem", "-----BEGIN CERTIFICATE-----")
+        .client_config("reg");
+    assert_eq!(cc.get("ssl.ca.location"), None);
+    assert_eq!(cc.get("ssl.ca.pem"), Some("-----BEGIN CERTIFICATE-----"));
+}
+
+#[test]
 fn checks_security_as_the_protocol_client_reads_it() {
     assert!(KafkaConfig::new("h:1").check_security().is_ok());
     assert!(KafkaConfig::new("h:1")

