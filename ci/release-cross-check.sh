@@ -238,11 +238,13 @@ JS
         || fail "the .pc of $T names OpenSSL or zlib, which the library carries"
 
     if [ "$LIBC" = gnu ]; then
-        step "$T: the jar's linux-$ARCH library (readelf; no arm64 JVM here)"
+        # JNA's directory names: linux-x86-64, linux-aarch64.
+        JNA_DIR="linux-${ARCH//_/-}"
+        step "$T: the jar's $JNA_DIR library (readelf$([ "$ARCH" = aarch64 ] && echo "; no arm64 JVM here"))"
         JAR="$DIST/krabka-coordination-jvm-$V.jar"
-        unzip -q -o "$JAR" "linux-$ARCH/libkrabka_coordination_uniffi.so" -d "$W/jar" \
-            || fail "the jar holds no linux-$ARCH/libkrabka_coordination_uniffi.so"
-        elf_check "$W/jar/linux-$ARCH/libkrabka_coordination_uniffi.so" "$ARCH" shared gnu
+        unzip -q -o "$JAR" "$JNA_DIR/libkrabka_coordination_uniffi.so" -d "$W/jar" \
+            || fail "the jar holds no $JNA_DIR/libkrabka_coordination_uniffi.so"
+        elf_check "$W/jar/$JNA_DIR/libkrabka_coordination_uniffi.so" "$ARCH" shared gnu
     else
         step "$T: krabka (readelf, run with an empty environment)"
         KRABKA="$DIST/krabka-$V-$ARCH-linux-musl"
