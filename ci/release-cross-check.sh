@@ -41,7 +41,8 @@
 # x86_64 glibc).
 #
 # Usage: ci/release-cross-check.sh [--target T]...   (default: those in dist/)
-# Needs: qemu-user-static, musl-tools, mmdebstrap, binutils (readelf), node
+# Needs (ci/release-cross-tools.sh installs them): qemu-user-static,
+# musl-tools, mmdebstrap, binutils (readelf), node
 # and npm, python3, unzip; the venv of ci/release-cross.sh.
 set -euo pipefail
 

@@ -53,9 +53,8 @@
 # Usage: ci/release-cross.sh [--target T]...   (default: all four)
 #   T: x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu,
 #      x86_64-unknown-linux-musl, aarch64-unknown-linux-musl
-# Needs (Debian): rustc-web cargo-web rust-web-src, and for aarch64 glibc
-# `dpkg --add-architecture arm64 && apt-get update && apt-get install
-# libstd-rust-web-dev:arm64`; python3 >= 3.11, node and npm, java 17 with
+# Needs (Debian; ci/release-cross-tools.sh installs them, as root): rustc-web
+# cargo-web rust-web-src, and for aarch64 glibc libstd-rust-web-dev:arm64; python3 >= 3.11, node and npm, java 17 with
 # jar, make. Cargo's build runs under nice (a 2-core machine).
 set -euo pipefail
 
@@ -95,7 +94,7 @@ for tool in python3 node npm java jar make; do
     command -v "$tool" >/dev/null || fail "$tool is missing (see the header of ci/release-cross.sh)"
 done
 [ -x "$DEBIAN_RUST/rustc" ] && [ -x "$DEBIAN_RUST/cargo" ] \
-    || fail "Debian's Rust is missing: apt-get install rustc-web cargo-web rust-web-src"
+    || fail "Debian's Rust is missing: run ci/release-cross-tools.sh (apt-get install rustc-web cargo-web rust-web-src)"
 "$DEBIAN_RUST/rustc" -V | grep -q '^rustc 1\.9[6-9]' \
     || fail "$DEBIAN_RUST/rustc is $("$DEBIAN_RUST/rustc" -V), not Debian's rustc-web 1.96: apt-get install rustc-web cargo-web"
 SYSROOT="$("$DEBIAN_RUST/rustc" --print sysroot)"
