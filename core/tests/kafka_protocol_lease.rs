@@ -223,6 +223,29 @@ async fn until_nothing_open(
     }
 }
 
+/// A role of a new name with `prefix` whose minted epoch committed one
+/// guarded write ("one") to partition 0 of a new data topic: the transport,
+/// the topic, the role, the epoch and the transport's protocol client.
+async fn one_guarded_write(
+    prefix: &str,
+) -> (
+    KafkaTransport,
+    String,
+    String,
+    krabka_coordination::transport::kafka::KafkaEpoch,
+    krabka_kafka::Client,
+) {
+    let (topic, _reader) = data_topic(prefix).await;
+    let t = protocol_transport(prefix).await;
+    let role = unique(prefix);
+    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
+        .await
+        .expect("a committed guarded write");
+    let kafka = t.describe_client().kafka().clone();
+    (t, topic, role, held, kafka)
+}
+
 /// What the commit proof of the lease writer relies on (`pin.rs`,
 /// `ended_by_this_epoch`): after the epoch's own EndTxn(commit) (v4 or
 /// lower, so no bump), the partition's leader reports the producer at that
@@ -232,15 +255,8 @@ async fn until_nothing_open(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitions_last_marker_carries_the_epoch_of_whoever_ended_the_transaction() {
     let _serial = SERIAL.lock().await;
-    let (topic, _reader) = data_topic("marker-epoch").await;
-    let t = protocol_transport("marker-epoch").await;
-    let role = unique("marker-epoch");
-    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    let (t, topic, role, held, kafka) = one_guarded_write("marker-epoch").await;
     let token = held.token();
-    held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
-        .await
-        .expect("a committed guarded write");
-    let kafka = t.describe_client().kafka().clone();
     let deadline = || tokio::time::Instant::now() + WITHIN;
     // EndTxn is answered once the coordinator logged the commit; its
     // markers reach the partition after that.
@@ -305,15 +321,8 @@ async fn a_partitions_last_marker_carries_the_epoch_of_whoever_ended_the_transac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_copy_of_an_acknowledged_batch_does_not_end_the_term() {
     let _serial = SERIAL.lock().await;
-    let (topic, _reader) = data_topic("late-copy").await;
-    let t = protocol_transport("late-copy").await;
-    let role = unique("late-copy");
-    let held = t.mint_epoch(&role, LEASE).await.unwrap();
+    let (_t, topic, role, held, kafka) = one_guarded_write("late-copy").await;
     let token = held.token();
-    held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
-        .await
-        .expect("a committed guarded write");
-    let kafka = t.describe_client().kafka().clone();
     until_nothing_open(&kafka, &topic, token.producer_id).await;
 
     // The late copy: the same producer, epoch and sequence, arriving with
