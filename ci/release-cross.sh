@@ -25,7 +25,8 @@
 # this builds (auditwheel, readelf, the golden vectors under qemu-user).
 #
 # How, and why this way (every tool from a package registry, pinned):
-#   * Rust: Debian's rustc-web and cargo-web (1.96, bookworm-security) in
+#   * Rust: Debian's rustc-web and cargo-web (1.96, bookworm-security; the
+#     package version pinned in ci/release-cross-targets.sh) in
 #     /usr/bin, not the rustup toolchain of the rest of CI, whose other
 #     targets' std would come from rustup's own server. aarch64 glibc's std
 #     is Debian's prebuilt libstd-rust-web-dev:arm64 (Multi-Arch: same, so it
@@ -84,8 +85,10 @@ for tool in python3 node npm java jar make; do
 done
 [ -x "$DEBIAN_RUST/rustc" ] && [ -x "$DEBIAN_RUST/cargo" ] \
     || fail "Debian's Rust is missing: run ci/release-cross-tools.sh (apt-get install rustc-web cargo-web rust-web-src)"
-"$DEBIAN_RUST/rustc" -V | grep -q '^rustc 1\.9[6-9]' \
-    || fail "$DEBIAN_RUST/rustc is $("$DEBIAN_RUST/rustc" -V), not Debian's rustc-web 1.96: apt-get install rustc-web cargo-web"
+"$DEBIAN_RUST/rustc" -V | grep -q '^rustc 1\.96\.' \
+    || fail "$DEBIAN_RUST/rustc is $("$DEBIAN_RUST/rustc" -V), not Debian's rustc-web 1.96: run ci/release-cross-tools.sh"
+command -v dpkg-query >/dev/null || fail "dpkg-query is missing: the cross build needs Debian's Rust packages"
+debian_rust_check
 SYSROOT="$("$DEBIAN_RUST/rustc" --print sysroot)"
 for t in "${targets[@]}"; do
     case "$t" in
