@@ -28,6 +28,17 @@
 //! write is fenced, the lease never becomes visible, and the member goes back
 //! to waiting.
 //!
+//! `acquire` returns, and the `Elected` event is delivered, once the first
+//! lease has committed: the epoch is minted and the lease that tells the
+//! other members is written. Not at the mint, because a mint is not yet a
+//! win: two challengers can mint one after the other (one whose turn came
+//! while another's first lease was in flight), and the first one's epoch is
+//! superseded before it ever wrote; and the first commit can correct a token
+//! that a stale coordinator answered. Announcing at the mint would take the
+//! first lease's transaction off a hand-over (2 to 4 ms on a warm 3-broker
+//! cluster, `docs/benchmarks/leadership.md`) and announce leaders that never
+//! led.
+//!
 //! The returned [`Leadership`] renews the lease in the background at every
 //! renew interval. The broker's fence ([`crate::Error::Fenced`]) ends it. A
 //! transient failure (a broker down, a timeout) is retried with backoff and
