@@ -1028,6 +1028,42 @@ async fn a_lease_opens_the_next_transaction_ahead_without_holding_the_partition_
     assert!(has_value(&records, &next), "the next lease is committed");
 }
 
+/// The next transaction is opened after a pause, with the writer free
+/// meanwhile: a resign's tombstone written right after a lease takes the
+/// writer first, and nothing is opened after it (the successor's mint must
+/// find the role's transaction complete, not an empty one to abort).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tombstone_right_after_a_lease_leaves_no_transaction_opened_ahead() {
+    let role = unique("ahead-tombstone");
+    let t = transport("ahead-tombstone").await;
+    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(
+            lease_record(&role, Some(lease_value("m", token, 1))),
+            WITHIN,
+        )
+        .await
+        .unwrap();
+    epoch
+        .write_lease(lease_record(&role, None), WITHIN)
+        .await
+        .expect("the tombstone commits");
+    // Past the longest pause before opening ahead (50 ms), and then some.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let d = t
+        .describe_client()
+        .describe_transaction(&role)
+        .await
+        .unwrap()
+        .expect("the role's transactional id is known");
+    assert_ne!(
+        d.state, "Ongoing",
+        "a transaction was opened after the tombstone: {d:?}"
+    );
+    assert!(d.topics.is_empty(), "{d:?}");
+}
+
 /// Waits (5 s at most) until the coordinator shows the role's transaction
 /// opened ahead: `Ongoing`, with only the role's state partition added.
 async fn wait_opened_ahead(t: &KafkaTransport, role: &str) {

@@ -8,6 +8,7 @@
 //! on one transport or on two, write as their own producer epochs: the older
 //! one is fenced by the broker.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -28,6 +29,19 @@ const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
 /// epoch's writer meanwhile; past it, the next write adds the partition
 /// itself).
 const AHEAD_BOUND: Duration = Duration::from_millis(250);
+
+/// How long after a lease's commit the next transaction is opened ahead:
+/// as long as the commit took, within these bounds. The coordinator accepts
+/// the next AddPartitionsToTxn only once the commit's markers are written and
+/// it has recorded the transaction complete, about two replicated writes
+/// after its answer to the EndTxn; asked sooner, it answers
+/// CONCURRENT_TRANSACTIONS. Asked at once and every millisecond after
+/// (the busy pauses of the hand-over's path), it was asked 3.5 times per
+/// commit with 1,000 roles renewing every 3 s on a loaded 3-broker cluster
+/// (`docs/benchmarks/scale.md`, 2026-12-06). The writer's lock is free
+/// during the pause: a write that comes first adds its partition itself.
+const AHEAD_AFTER_MIN: Duration = Duration::from_millis(2);
+const AHEAD_AFTER_MAX: Duration = Duration::from_millis(50);
 
 type Slot = Arc<AsyncMutex<Option<ProtocolLease>>>;
 
@@ -64,6 +78,10 @@ pub struct KafkaEpoch {
     gone: Arc<StdMutex<Option<Gone>>>,
     /// See [`LeaseWriter::take_resolved`].
     resolved: Arc<StdMutex<Option<bool>>>,
+    /// Counts what the writer was asked to do (each transaction, a
+    /// supersede, the release), changed under the slot's lock: a transaction
+    /// opened ahead after a pause is opened only if nothing came first.
+    asked: Arc<AtomicU64>,
 }
 
 #[derive(Clone)]
@@ -99,6 +117,7 @@ impl KafkaEpoch {
             slot: Arc::new(AsyncMutex::new(Some(producer))),
             gone: Arc::default(),
             resolved: Arc::default(),
+            asked: Arc::default(),
         }
     }
 
@@ -205,14 +224,19 @@ impl KafkaEpoch {
         let gone = Arc::clone(&self.gone);
         let resolved = Arc::clone(&self.resolved);
         let token_cell = Arc::clone(&self.token);
+        let (slot, asked) = (Arc::clone(&self.slot), Arc::clone(&self.asked));
+        // Under the lock: this write is the last thing asked of the writer.
+        let this_write = asked.fetch_add(1, Ordering::SeqCst) + 1;
         // The transaction runs in its own task, holding the slot's lock, so a
         // caller that stops waiting never leaves it half done: the epoch's
         // transaction state and the coordinator's stay in step.
-        // The answer goes back as soon as the transaction is done; opening
-        // the next one ahead follows in the same task, under the same lock.
+        // The answer goes back as soon as the transaction is done; the next
+        // one is opened ahead after a pause ([`AHEAD_AFTER_MIN`]), in the
+        // same task, with the lock let go meanwhile.
         let (answer, answered) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             let producer = guard.as_mut().expect("checked above, under the same lock");
+            let started = tokio::time::Instant::now();
             let result = producer
                 .transact(&role, &what, records, leave_open, data, deadline)
                 .await;
@@ -240,9 +264,19 @@ impl KafkaEpoch {
             let opened = result.is_ok();
             // The caller may have stopped waiting: nothing to tell then.
             let _ = answer.send(result);
-            if let (true, Some((topic, partition)), Some(producer)) =
-                (opened, ahead, guard.as_mut())
-            {
+            let Some((topic, partition)) = ahead.filter(|_| opened && guard.is_some()) else {
+                return;
+            };
+            let pause = started.elapsed().clamp(AHEAD_AFTER_MIN, AHEAD_AFTER_MAX);
+            drop(guard);
+            tokio::time::sleep(pause).await;
+            let mut guard = slot.lock_owned().await;
+            // A write, a supersede or the release came first: it did what
+            // it needed (a write adds its partition itself).
+            if asked.load(Ordering::SeqCst) != this_write {
+                return;
+            }
+            if let Some(producer) = guard.as_mut() {
                 producer
                     .open_ahead(&role, &topic, partition, super::deadline_in(AHEAD_BOUND))
                     .await;
@@ -269,6 +303,8 @@ pub(super) fn release(role: &str, p: ProtocolLease) {
 
 impl Drop for KafkaEpoch {
     fn drop(&mut self) {
+        // Nothing is opened ahead after the release.
+        self.asked.fetch_add(1, Ordering::SeqCst);
         let slot = Arc::clone(&self.slot);
         let role = std::mem::take(&mut self.role);
         // A transaction of this epoch may still run in its task, holding the
@@ -339,6 +375,8 @@ impl LeaseWriter for KafkaEpoch {
                 format!("a write of this epoch was still being completed after {within:?}; nothing was sent"),
             ));
         };
+        // Nothing is opened ahead after this (the bump ends the term).
+        self.asked.fetch_add(1, Ordering::SeqCst);
         // A transaction opened ahead is aborted first: found `Ongoing`, the
         // coordinator would abort it with a bump of its own, and this bump
         // would then find a newer epoch than the one it asks about.

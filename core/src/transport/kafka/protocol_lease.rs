@@ -16,8 +16,8 @@
 //!    partition;
 //! 3. EndTxn(commit), at most v4, so the epoch stays the term's.
 //!
-//! After a lease commits (not a tombstone, not a guarded write), the next
-//! transaction is opened ahead ([`ProtocolLease::open_ahead`], the `ahead`
+//! Shortly after a lease commits (not a tombstone, not a guarded write), the
+//! next transaction is opened ahead ([`ProtocolLease::open_ahead`], the `ahead`
 //! module): step 1 for the state partition is done then, off the path of
 //! the next renewal or of a resign's tombstone.
 //!

@@ -1,4 +1,6 @@
-//! The next transaction, opened ahead: right after a lease commits, the
+//! The next transaction, opened ahead: shortly after a lease commits (once
+//! the coordinator can have completed the commit: the epoch's writer waits
+//! about as long as the commit took, `AHEAD_AFTER_MIN` in `epoch.rs`), the
 //! state partition is added to a new transaction of the epoch, so the next
 //! renewal, or a resign's tombstone, is one Produce and one EndTxn (issue
 //! 28: one replicated write of the transaction log off the hand-over's
