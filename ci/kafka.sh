@@ -302,6 +302,7 @@ tool_classes() {
     console-consumer) echo org.apache.kafka.tools.consumer.ConsoleConsumer kafka.tools.ConsoleConsumer ;;
     get-offsets) echo org.apache.kafka.tools.GetOffsetShell kafka.tools.GetOffsetShell ;;
     features) echo org.apache.kafka.tools.FeatureCommand kafka.admin.FeatureCommand ;;
+    leader-election) echo org.apache.kafka.tools.LeaderElectionCommand kafka.admin.LeaderElectionCommand ;;
     storage) echo kafka.tools.StorageTool ;;
     acls) echo org.apache.kafka.tools.AclCommand kafka.admin.AclCommand ;;
     esac
