@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaTransport};
+use krabka_coordination::transport::kafka::{DescribeClient, KafkaEpoch, KafkaTransport};
 use krabka_coordination::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateReader};
 use krabka_coordination::{Error, ErrorKind, FencingToken, NO_EPOCH};
 use support::*;
@@ -997,15 +997,7 @@ async fn a_lease_opens_the_next_transaction_ahead_without_holding_the_partition_
     let role = unique("ahead");
     let p = partition_of(&role);
     let t = transport("ahead").await;
-    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
-    let token = epoch.token();
-    epoch
-        .write_lease(
-            lease_record(&role, Some(lease_value("m", token, 1))),
-            WITHIN,
-        )
-        .await
-        .unwrap();
+    let (epoch, token) = holding(&t, &role).await;
     wait_opened_ahead(&t, &role).await;
     let (key, value) = (reg_key(&role, "later"), reg_value("later", 1));
     t.append(state_record(p, key.clone(), Some(value.clone())))
@@ -1036,15 +1028,7 @@ async fn a_lease_opens_the_next_transaction_ahead_without_holding_the_partition_
 async fn a_tombstone_right_after_a_lease_leaves_no_transaction_opened_ahead() {
     let role = unique("ahead-tombstone");
     let t = transport("ahead-tombstone").await;
-    let epoch = t.mint_epoch(&role, LEASE).await.unwrap();
-    let token = epoch.token();
-    epoch
-        .write_lease(
-            lease_record(&role, Some(lease_value("m", token, 1))),
-            WITHIN,
-        )
-        .await
-        .unwrap();
+    let (epoch, _) = holding(&t, &role).await;
     epoch
         .write_lease(lease_record(&role, None), WITHIN)
         .await
@@ -1062,6 +1046,21 @@ async fn a_tombstone_right_after_a_lease_leaves_no_transaction_opened_ahead() {
         "a transaction was opened after the tombstone: {d:?}"
     );
     assert!(d.topics.is_empty(), "{d:?}");
+}
+
+/// A new epoch of `role` on `t` with its first lease (member `m`, lease
+/// 1) committed: the epoch and its token.
+async fn holding(t: &KafkaTransport, role: &str) -> (KafkaEpoch, FencingToken) {
+    let epoch = t.mint_epoch(role, LEASE).await.unwrap();
+    let token = epoch.token();
+    epoch
+        .write_lease(
+            lease_record(role, Some(lease_value("m", token, 1))),
+            WITHIN,
+        )
+        .await
+        .unwrap();
+    (epoch, token)
 }
 
 /// Waits (5 s at most) until the coordinator shows the role's transaction

@@ -198,6 +198,23 @@ fn one_batch(producer: (i64, i16), sequence: i32, value: &[u8]) -> bytes::Bytes 
     buf.freeze()
 }
 
+/// A copy of the epoch's first batch (sequence 0) of `token` with `value`,
+/// sent by hand to partition 0 of `topic`, as a late copy of a batch the
+/// writer gave up on would arrive: the leader's answer.
+async fn late_copy(
+    kafka: &krabka_kafka::Client,
+    role: &str,
+    topic: &str,
+    token: krabka_coordination::FencingToken,
+    value: &[u8],
+) -> Result<i64, krabka_kafka::TxnError> {
+    let producer = (token.producer_id, token.producer_epoch);
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    kafka
+        .produce(role, topic, 0, one_batch(producer, 0, value), deadline)
+        .await
+}
+
 /// The producer's state on partition 0 of `topic` once the leader shows
 /// nothing of it open (its transaction's markers written), within 20 s.
 async fn until_nothing_open(
@@ -328,16 +345,7 @@ async fn a_late_copy_of_an_acknowledged_batch_does_not_end_the_term() {
     // The late copy: the same producer, epoch and sequence, arriving with
     // no transaction of the epoch open on the partition. The leader
     // refuses it (nothing is written) and keeps its verification entry.
-    let producer = (token.producer_id, token.producer_epoch);
-    let late = kafka
-        .produce(
-            &role,
-            &topic,
-            0,
-            one_batch(producer, 0, b"one"),
-            tokio::time::Instant::now() + WITHIN,
-        )
-        .await;
+    let late = late_copy(&kafka, &role, &topic, token, b"one").await;
     assert!(late.is_err(), "the late copy is not written: {late:?}");
 
     held.write_guarded(vec![data_record(&topic, 0, b"two")], WITHIN)
@@ -378,16 +386,7 @@ async fn a_late_copy_of_a_lease_does_not_end_the_term() {
     // The opening ahead is off the write's path: give it time to be done.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let producer = (token.producer_id, token.producer_epoch);
-    let late = kafka
-        .produce(
-            &role,
-            &topic,
-            0,
-            one_batch(producer, 0, b"first lease"),
-            tokio::time::Instant::now() + WITHIN,
-        )
-        .await;
+    let late = late_copy(&kafka, &role, &topic, token, b"first lease").await;
     tracing::info!(?late, "the late copy");
 
     held.write_lease(lease(2), WITHIN)
