@@ -1054,10 +1054,7 @@ async fn holding(t: &KafkaTransport, role: &str) -> (KafkaEpoch, FencingToken) {
     let epoch = t.mint_epoch(role, LEASE).await.unwrap();
     let token = epoch.token();
     epoch
-        .write_lease(
-            lease_record(role, Some(lease_value("m", token, 1))),
-            WITHIN,
-        )
+        .write_lease(lease_record(role, Some(lease_value("m", token, 1))), WITHIN)
         .await
         .unwrap();
     (epoch, token)
