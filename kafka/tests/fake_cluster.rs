@@ -181,6 +181,88 @@ async fn not_coordinator_finds_the_moved_coordinator_and_asks_it() {
     assert_eq!(count(&b, ApiKey::DescribeTransactions), 2);
 }
 
+/// Two brokers: A names itself the coordinator of [`ID`] in its first
+/// FindCoordinator and B in every later one, describes the id as held by
+/// `token`, and answers every InitProducerId NOT_COORDINATOR; B describes
+/// `token` too and mints or bumps to `token` + 1.
+fn coordinator_moving_to_b(token: ProducerEpoch) -> (FakeBroker, FakeBroker) {
+    let b = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, token),
+        Some(ApiKey::InitProducerId) => krabka_kafka::fake_broker::init_producer_id(
+            req,
+            token.producer_id,
+            token.producer_epoch + 1,
+        ),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("B was not asked key {}", req.api_key)),
+    });
+    let b_endpoint = b.endpoint();
+    let a_endpoint: Arc<OnceLock<Endpoint>> = Arc::default();
+    let a_self = Arc::clone(&a_endpoint);
+    let a = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => {
+            find_coordinator(req, a_self.get().expect("set at start"))
+        }
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &b_endpoint),
+        Some(ApiKey::DescribeTransactions) => described(req, token),
+        Some(ApiKey::InitProducerId) => error_for(req, 16), // NOT_COORDINATOR
+        _ => Reply::Default,
+    });
+    a_endpoint.set(a.endpoint()).expect("set once");
+    (a, b)
+}
+
+/// A mint answered NOT_COORDINATOR by a former coordinator (Kafka moved
+/// the id's partition, as a preferred-leader election does) forgets it and
+/// mints at the coordinator found again: before the fix, every later
+/// attempt went back to the former one until the deadline, and a caller
+/// that retries (an acquire) retried there forever.
+#[tokio::test]
+async fn a_mint_answered_not_coordinator_finds_the_moved_coordinator() {
+    let token = ProducerEpoch::new(9001, 4);
+    let (a, b) = coordinator_moving_to_b(token);
+    let operation = Duration::from_millis(800);
+    let c = client(&a.addr(), operation, operation);
+
+    let (minted, _) = timed(
+        "InitProducerId after NOT_COORDINATOR",
+        operation,
+        c.init_producer_id(ID, 10_000, deadline_in(operation)),
+    )
+    .await;
+    assert_eq!(
+        minted.expect("minted at the moved coordinator"),
+        ProducerEpoch::new(9001, 5)
+    );
+    assert_eq!(count(&a, ApiKey::InitProducerId), 1, "asked A once");
+    assert_eq!(count(&a, ApiKey::FindCoordinator), 2, "found again at A");
+    assert_eq!(count(&b, ApiKey::InitProducerId), 1);
+}
+
+/// The conditional bump of a resign, answered NOT_COORDINATOR, likewise
+/// finds the moved coordinator, checks the token there and bumps there.
+#[tokio::test]
+async fn a_conditional_bump_answered_not_coordinator_finds_the_moved_coordinator() {
+    let token = ProducerEpoch::new(9001, 4);
+    let (a, b) = coordinator_moving_to_b(token);
+    let operation = Duration::from_millis(800);
+    let c = client(&a.addr(), operation, operation);
+
+    let (bumped, _) = timed(
+        "conditional bump after NOT_COORDINATOR",
+        operation,
+        c.bump_if_current(ID, token, 10_000, operation),
+    )
+    .await;
+    assert_eq!(
+        bumped.expect("bumped at the moved coordinator"),
+        krabka_kafka::BumpAnswer::Bumped(ProducerEpoch::new(9001, 5))
+    );
+    assert_eq!(count(&a, ApiKey::InitProducerId), 1, "asked A once");
+    assert_eq!(count(&b, ApiKey::DescribeTransactions), 1, "checked at B");
+    assert_eq!(count(&b, ApiKey::InitProducerId), 1);
+}
+
 #[tokio::test]
 async fn concurrent_transactions_past_the_deadline_backs_off_then_fails_transient() {
     let broker = own_coordinator(|req| match req.key() {

@@ -101,8 +101,10 @@ impl Client {
     /// One InitProducerId for `transactional_id` at its coordinator: a new
     /// epoch (`current` is `None`), or the conditional bump of `current`
     /// (KIP-360, InitProducerId v3 or later). Returns the coordinator's
-    /// address and its answer, error codes included; a broken connection
-    /// finds the coordinator again.
+    /// address and its answer, error codes included, except those the
+    /// request layer acts on: a coordinator that moved (or did not answer)
+    /// is forgotten, and CONCURRENT_TRANSACTIONS is counted, each ending the
+    /// attempt as an [`Attempt`].
     pub(super) async fn send_init_producer_id(
         &self,
         transactional_id: &str,
@@ -148,9 +150,17 @@ impl Client {
                 let resp: InitProducerIdResponse = self
                     .exchange(&at, ApiKey::InitProducerId, version, &req)
                     .await?;
-                // CONCURRENT_TRANSACTIONS ends the attempt here, so the
-                // request layer sees how long the coordinator stays busy.
-                if codes::meaning(ApiKey::InitProducerId, resp.error_code) == Meaning::Busy {
+                // NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE end the
+                // attempt here, so the request layer forgets the
+                // coordinator and the next attempt finds it again (answered
+                // to the caller, the code would send every later attempt
+                // to the former coordinator, for as long as the caller
+                // retries). CONCURRENT_TRANSACTIONS too, so the layer sees
+                // how long the coordinator stays busy.
+                if matches!(
+                    codes::meaning(ApiKey::InitProducerId, resp.error_code),
+                    Meaning::Busy | Meaning::CoordinatorMoved
+                ) {
                     return Err(attempt_for(
                         ApiKey::InitProducerId,
                         resp.error_code,
