@@ -766,7 +766,13 @@ async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
     // That lease opened the next transaction ahead. The bump aborts it
     // first: found open, the coordinator would abort it with a bump of its
     // own, and the conditional bump would then find a newer epoch.
-    wait_opened_ahead(&a, &role).await;
+    wait_opened_ahead(
+        &a,
+        &role,
+        config(&bootstrap()).state_topic(),
+        partition_of(&role),
+    )
+    .await;
 
     // The current epoch asks: bumped by one, and its own writes are fenced.
     let krabka_coordination::transport::Superseded::Bumped(next) =
@@ -998,7 +1004,13 @@ async fn a_lease_opens_the_next_transaction_ahead_without_holding_the_partition_
     let p = partition_of(&role);
     let t = transport("ahead").await;
     let (epoch, token) = holding(&t, &role).await;
-    wait_opened_ahead(&t, &role).await;
+    wait_opened_ahead(
+        &t,
+        &role,
+        config(&bootstrap()).state_topic(),
+        partition_of(&role),
+    )
+    .await;
     let (key, value) = (reg_key(&role, "later"), reg_value("later", 1));
     t.append(state_record(p, key.clone(), Some(value.clone())))
         .await
@@ -1058,30 +1070,4 @@ async fn holding(t: &KafkaTransport, role: &str) -> (KafkaEpoch, FencingToken) {
         .await
         .unwrap();
     (epoch, token)
-}
-
-/// Waits (5 s at most) until the coordinator shows the role's transaction
-/// opened ahead: `Ongoing`, with only the role's state partition added.
-async fn wait_opened_ahead(t: &KafkaTransport, role: &str) {
-    let state_topic = config(&bootstrap()).state_topic().to_owned();
-    let p = partition_of(role);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let d = t
-            .describe_client()
-            .describe_transaction(role)
-            .await
-            .unwrap();
-        let open = d
-            .as_ref()
-            .is_some_and(|d| d.state == "Ongoing" && d.topics == [(state_topic.clone(), vec![p])]);
-        if open {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no transaction opened ahead on {state_topic}/{p}: {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

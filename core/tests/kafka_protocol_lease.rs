@@ -383,8 +383,8 @@ async fn a_late_copy_of_a_lease_does_not_end_the_term() {
         .expect("the first lease");
     let kafka = t.describe_client().kafka().clone();
     until_nothing_open(&kafka, &topic, token.producer_id).await;
-    // The opening ahead is off the write's path: give it time to be done.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The opening ahead is off the write's path: the copy comes after it.
+    wait_opened_ahead(&t, &role, &topic, 0).await;
 
     let late = late_copy(&kafka, &role, &topic, token, b"first lease").await;
     tracing::info!(?late, "the late copy");

@@ -853,3 +853,28 @@ impl FaultSetup {
         tokio::spawn(async move { client.acquire(&role, "standby", options).await })
     }
 }
+
+/// Waits (5 s at most) until the coordinator shows `role`'s transaction
+/// opened ahead after a lease: `Ongoing`, with only `topic`/`partition`
+/// added.
+pub async fn wait_opened_ahead(t: &KafkaTransport, role: &str, topic: &str, partition: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let d = t
+            .describe_client()
+            .describe_transaction(role)
+            .await
+            .unwrap();
+        let open = d.as_ref().is_some_and(|d| {
+            d.state == "Ongoing" && d.topics == [(topic.to_owned(), vec![partition])]
+        });
+        if open {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no transaction opened ahead on {topic}/{partition}: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
