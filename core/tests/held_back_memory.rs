@@ -392,3 +392,71 @@ async fn the_look_past_an_open_transaction_sorts_what_lies_there() {
     let e = t.read_past_stable(p, -1).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
+
+/// Captured log output.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+impl Captured {
+    fn lines_with(&self, needle: &str) -> usize {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+}
+
+/// A member whose registration sits behind a neighbour's open transaction
+/// waits to read it back (read_committed) until the transaction is
+/// decided; a wait longer than its lease is logged, once, naming the
+/// offsets, and the member goes on once the transaction is aborted.
+#[tokio::test(flavor = "current_thread")]
+async fn a_registration_held_back_past_the_lease_is_warned_about_once() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    // The current-thread runtime runs the member's task on this thread.
+    let _log = tracing::subscriber::set_default(subscriber);
+    let w = World::new();
+    let stalled = stall_neighbour(&w);
+    let a = w.spawn("a");
+    let warning = "the record this member wrote is not readable yet";
+    w.run_until(T0 + ms(LEASE) - 1_000).await;
+    assert!(!a.is_finished(), "a waits for its registration");
+    assert_eq!(captured.lines_with(warning), 0, "not within the lease");
+    w.run_until(T0 + 3 * ms(LEASE)).await;
+    assert!(!a.is_finished(), "a still waits");
+    assert_eq!(captured.lines_with(warning), 1, "once past the lease");
+    assert_eq!(
+        captured.lines_with("offset=1 read_up_to=0"),
+        1,
+        "the offsets are named"
+    );
+
+    abort_neighbour(&w.transport());
+    drop(stalled);
+    w.run_until(T0 + 3 * ms(LEASE) + 2_000).await;
+    let a = leader(a).await;
+    assert!(a.is_held());
+    assert_eq!(captured.lines_with(warning), 1);
+}

@@ -329,7 +329,11 @@ impl Follower {
         }
     }
 
-    /// Polls until the record at `offset` has been read.
+    /// Polls until the record at `offset` has been read. A wait longer than
+    /// the lease (an open transaction of another role holding the
+    /// partition's committed end back, which Kafka aborts after its
+    /// timeout) is reported once, naming the offsets; failed polls are
+    /// reported each ([`Follower::poll_or_back_off`]).
     pub(super) async fn catch_up(
         &mut self,
         m: &Member,
@@ -337,9 +341,22 @@ impl Follower {
         cancel: &CancellationToken,
     ) -> Result<()> {
         let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
+        let started = m.now();
+        let report_after = millis(m.options.election.lease_duration);
+        let mut reported = false;
         while self.next_offset <= offset {
             self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
                 .await?;
+            if !reported && m.now().saturating_sub(started) > report_after {
+                reported = true;
+                tracing::warn!(
+                    offset,
+                    read_up_to = self.next_offset,
+                    waited_ms = m.now().saturating_sub(started),
+                    "the record this member wrote is not readable yet (read_committed): an open \
+                     transaction may hold the partition back until it ends or times out; still waiting"
+                );
+            }
         }
         Ok(())
     }
