@@ -7,7 +7,7 @@
 // of all three are in docs/benchmarks/scale.md.
 //
 //   node bench/roles.mjs --bootstrap HOST:PORT[,...] [--roles 1000]
-//       [--hold-s 120] [--lease-s 10] [--renew-s 3] [--state-topic NAME]
+//       [--hold-s 120] [--lease-s 10] [--renew-s 3] [--acquire-within-s 120] [--state-topic NAME]
 //       [--json PATH]
 //
 // Like the Rust twin, each run makes a state topic of its own (replication
@@ -55,6 +55,8 @@ async function runOne(args, client, n) {
   const late = []
   const before = sample()
   const t0 = performance.now()
+  // A run whose roles are not all acquired in time fails (CancelledError).
+  const acquireSignal = AbortSignal.timeout(args.acquireWithinS * 1000)
   const held = await Promise.all(
     Array.from({ length: n }, (_, i) => {
       // How late each renewal came: its grant time (deadline minus the
@@ -64,6 +66,7 @@ async function runOne(args, client, n) {
       return client.acquireLeadership(`${base}-${i}`, 'holder', {
         leaseDuration: args.leaseS,
         renewInterval: args.renewS,
+        signal: acquireSignal,
         onEvent(event) {
           if (event.kind === 'elected') {
             previous = Number(event.grantedAt)
@@ -123,6 +126,7 @@ async function main() {
       'hold-s': { type: 'string', default: '120' },
       'lease-s': { type: 'string', default: '10' },
       'renew-s': { type: 'string', default: '3' },
+      'acquire-within-s': { type: 'string', default: '120' },
       'state-topic': { type: 'string' },
       json: { type: 'string' },
     },
@@ -135,6 +139,7 @@ async function main() {
     holdS: Number(values['hold-s']),
     leaseS: Number(values['lease-s']),
     renewS: Number(values['renew-s']),
+    acquireWithinS: Number(values['acquire-within-s']),
   }
   const counts = values.roles.split(',').map(Number)
   console.error(`node ${process.version}, kafka ${values.bootstrap}`)

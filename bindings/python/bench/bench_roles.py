@@ -15,7 +15,7 @@ Usage (with the package installed, e.g. ``ci/python.sh`` leaves it in
 ``bindings/python/.venv``):
 
     python bench/bench_roles.py --bootstrap HOST:PORT[,...] [--roles 1000]
-        [--hold-s 120] [--lease-s 10] [--renew-s 3] [--blocking THREADS]
+        [--hold-s 120] [--lease-s 10] [--renew-s 3] [--acquire-within-s 120] [--blocking THREADS]
         [--state-topic NAME] [--json PATH]
 
 Like the Rust twin, each run makes a state topic of its own (replication
@@ -101,6 +101,7 @@ async def run_one(args: argparse.Namespace, client: kc.AsyncClient, n: int) -> D
                 "holder",
                 lease_duration=args.lease_s,
                 renew_interval=args.renew_s,
+                timeout=args.acquire_within_s,
             )
             for i in range(n)
         )
@@ -191,7 +192,12 @@ def run_blocking(args: argparse.Namespace, client: kc.Client, n: int) -> Dict[st
                 state["previous"] = granted
 
         leadership = client.acquire_leadership(
-            f"{base}-{i}", "holder", lease_duration=args.lease_s, renew_interval=args.renew_s, on_event=on_event
+            f"{base}-{i}",
+            "holder",
+            lease_duration=args.lease_s,
+            renew_interval=args.renew_s,
+            timeout=args.acquire_within_s,
+            on_event=on_event,
         )
         state["lease_ms"] = leadership.lease.deadline - leadership.lease.granted_at
         state["previous"] = leadership.lease.granted_at
@@ -238,6 +244,12 @@ async def main() -> int:
     p.add_argument("--hold-s", type=float, default=120.0)
     p.add_argument("--lease-s", type=float, default=10.0)
     p.add_argument("--renew-s", type=float, default=3.0)
+    p.add_argument(
+        "--acquire-within-s",
+        type=float,
+        default=120.0,
+        help="each acquire's timeout: a run whose roles are not all acquired by then fails",
+    )
     p.add_argument("--blocking", type=int, metavar="THREADS", help="the blocking Client, THREADS acquiring")
     p.add_argument("--state-topic", help="the state topic (default: one made for this run)")
     p.add_argument("--json", help="append one JSON line per role count")

@@ -19,7 +19,7 @@
 //! ```text
 //! cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT \
 //!     [--roles 1,10,100] [--hold-s 120] [--lease-ms 10000] [--renew-ms 3000] \
-//!     [--handovers K] [--state-topic NAME] [--json PATH]
+//!     [--handovers K] [--acquire-within-s 120] [--state-topic NAME] [--json PATH]
 //! ```
 //!
 //! Run through `ci/bench-roles.sh`; the results are in
@@ -47,6 +47,8 @@ usage: cargo bench -p krabka-examples --bench roles -- --bootstrap HOST:PORT [op
   --renew-ms MS        renew interval (default 3000)
   --handovers K        once all are held, hand K roles over to a standby and back, and a
                        control client's role as often (default 0)
+  --acquire-within-s S fail the run when its roles are not all acquired within S seconds
+                       (default 120)
   --partitions N       partitions of the state topic (default 16)
   --state-topic NAME   the state topic (default: one made for this run, replication
                        factor 3, min.insync.replicas 2, so earlier runs' roles are not in it)
@@ -59,6 +61,9 @@ struct Args {
     lease_ms: u64,
     renew_ms: u64,
     handovers: usize,
+    /// How long acquiring all the roles of a run may take before the run
+    /// fails, naming how many were not acquired.
+    acquire_within: Duration,
     partitions: i32,
     json: Option<std::path::PathBuf>,
     /// The state topic; `None`: one made for this run.
@@ -84,6 +89,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
         lease_ms: 10_000,
         renew_ms: 3_000,
         handovers: 0,
+        acquire_within: Duration::from_secs(120),
         partitions: 16,
         json: None,
         state_topic: None,
@@ -107,6 +113,7 @@ fn parse(mut flags: Flags) -> Result<Args, String> {
             "--lease-ms" => a.lease_ms = flags.number(f)?,
             "--renew-ms" => a.renew_ms = flags.number(f)?,
             "--handovers" => a.handovers = flags.number(f)?,
+            "--acquire-within-s" => a.acquire_within = Duration::from_secs(flags.number(f)?),
             "--partitions" => a.partitions = flags.number(f)?,
             "--json" => a.json = Some(flags.value(f)?.into()),
             "--state-topic" => a.state_topic = Some(flags.value(f)?),
@@ -194,10 +201,38 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
         let (client, options, role) = (client.clone(), options.clone(), format!("{base}-{i}"));
         tokio::spawn(async move { client.acquire(&role, "holder", options).await })
     });
+    // Bounded: a run whose acquires do not all end says so instead of
+    // waiting forever (the roles held stop renewing when dropped).
+    let until = tokio::time::Instant::now() + a.acquire_within;
     let mut held = Vec::with_capacity(n);
-    for h in futures_join(acquires.collect()).await {
-        held.push(std::sync::Arc::new(
-            h.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?,
+    let mut not_acquired = 0usize;
+    let mut first_error = None;
+    for mut h in acquires.collect::<Vec<_>>() {
+        match tokio::time::timeout_at(until, &mut h).await {
+            Ok(Ok(Ok(l))) => held.push(std::sync::Arc::new(l)),
+            Ok(Ok(Err(e))) => {
+                not_acquired += 1;
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+            Ok(Err(e)) => {
+                not_acquired += 1;
+                first_error.get_or_insert_with(|| e.to_string());
+            }
+            Err(_) => {
+                h.abort();
+                not_acquired += 1;
+            }
+        }
+    }
+    if not_acquired > 0 {
+        return Err(format!(
+            "{not_acquired} of {n} roles not acquired within {:?}{}",
+            a.acquire_within,
+            first_error
+                .map(|e| format!(" (first error: {e})"))
+                .unwrap_or_else(
+                    || " (still waiting; RUST_LOG=krabka_coordination=info tells why)".into()
+                )
         ));
     }
     let acquired = t0.elapsed();
@@ -474,13 +509,15 @@ async fn futures_join<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
 }
 
 fn main() {
-    // RUST_LOG=krabka_coordination=debug (for example) logs to stderr.
-    if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .init();
-    }
+    // Warnings go to stderr; RUST_LOG=krabka_coordination=debug (for
+    // example) says more.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let (bench, rest): (Vec<String>, Vec<String>) =
         std::env::args().skip(1).partition(|a| a == "--bench");
     let mut args = match parse(Flags::new(rest)) {
