@@ -22,7 +22,8 @@ pub struct LeadershipOptions {
     /// The longest one poll of the state partition waits for new records.
     pub poll_wait: Duration,
     /// The first retry delay after a transient error; doubles up to
-    /// [`LeadershipOptions::max_backoff`].
+    /// [`LeadershipOptions::max_backoff`]. Each delay is scaled by a random
+    /// factor in [0.8, 1.2), so members that failed together spread out.
     pub initial_backoff: Duration,
     /// The longest retry delay.
     pub max_backoff: Duration,
