@@ -1,7 +1,7 @@
 //! The core's log events (`tracing`) delivered to a C callback:
 //! `krabka_set_log_callback`.
 //!
-//! The shared crate's [`ForwardLayer`] is the library's global `tracing`
+//! The shared crate's [`ForwardSubscriber`] is the library's global `tracing`
 //! subscriber, installed by the first `krabka_set_log_callback`. Its
 //! [`LevelSwitch`] is off until a callback is set (an event then costs one
 //! atomic load), and the [`Forwarder`] queues records (bounded; what does
@@ -14,7 +14,9 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::{Mutex, OnceLock};
 
 use krabka_coordination_bindings::args::ArgError;
-use krabka_coordination_bindings::log::{self, ForwardLayer, Forwarder, LevelSwitch, LogRecord};
+use krabka_coordination_bindings::log::{
+    self, ForwardSubscriber, Forwarder, LevelSwitch, LogRecord,
+};
 
 use crate::ffi::{guard, krabka_error, krabka_result, Failure};
 
@@ -262,7 +264,7 @@ pub unsafe extern "C" fn krabka_set_log_callback(
             return Ok(());
         };
         let level = switch_level(min_level)?;
-        if !*INSTALLED.get_or_init(|| log::install(ForwardLayer::new(&SWITCH, sink))) {
+        if !*INSTALLED.get_or_init(|| log::install(ForwardSubscriber::new(&SWITCH, sink))) {
             return Err(Failure::new(
                 krabka_result::Fatal,
                 "another tracing subscriber is installed in this process: the library's log records cannot be forwarded",

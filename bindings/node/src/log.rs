@@ -18,7 +18,9 @@
 
 use std::sync::Mutex;
 
-use krabka_coordination_bindings::log::{self, ForwardLayer, Forwarder, LevelSwitch, LogRecord};
+use krabka_coordination_bindings::log::{
+    self, ForwardSubscriber, Forwarder, LevelSwitch, LogRecord,
+};
 use napi::bindgen_prelude::{Function, Object, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
@@ -118,7 +120,7 @@ pub fn install_logging(deliver: Function<Batch, ()>) -> napi::Result<bool> {
         .build_callback(|ctx| Ok(ctx.value))?;
     *slot = Some(f);
     drop(slot);
-    log::install(ForwardLayer::new(&SWITCH, sink));
+    log::install(ForwardSubscriber::new(&SWITCH, sink));
     Ok(true)
 }
 

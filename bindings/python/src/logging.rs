@@ -18,7 +18,9 @@
 //! `krabka_context` (the member's `role`, `member` and `partition`, when the
 //! event happened inside a member), each field a `str`.
 
-use krabka_coordination_bindings::log::{self, ForwardLayer, Forwarder, LevelSwitch, LogRecord};
+use krabka_coordination_bindings::log::{
+    self, ForwardSubscriber, Forwarder, LevelSwitch, LogRecord,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tracing::Level;
@@ -127,7 +129,7 @@ fn deliver(batch: Vec<LogRecord>) {
 
 /// Installs the forward layer and reads the logger's level (at import).
 pub fn install(py: Python<'_>) -> PyResult<()> {
-    log::install(ForwardLayer::new(&SWITCH, sink));
+    log::install(ForwardSubscriber::new(&SWITCH, sink));
     sync_level(py)
 }
 

@@ -1,7 +1,7 @@
 //! The core's `tracing` events, forwarded to the host's logging.
 //!
-//! A binding installs one [`ForwardLayer`] as its global `tracing`
-//! subscriber ([`install`]). The layer turns every enabled event into a
+//! A binding installs one [`ForwardSubscriber`] as its global `tracing`
+//! subscriber ([`install`]). It turns every enabled event into a
 //! [`LogRecord`] (level, target, message, the event's fields and the fields
 //! of the spans it happened in, such as the member's role and id) and hands
 //! it to the binding's sink, typically [`Forwarder::send`].
@@ -21,10 +21,11 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
 use tracing::{Event, Level, Metadata, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_core::span::Current;
 
 use crate::per_process::PerProcess;
+
+mod spans;
 
 /// One log event of the core, ready for the host's logging.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,21 +119,31 @@ impl LevelSwitch {
     }
 }
 
-/// The layer that forwards events to a sink (see the module documentation).
-pub struct ForwardLayer {
+/// The subscriber that forwards events to a sink (see the module
+/// documentation): the binding's global `tracing` subscriber.
+///
+/// It keeps the spans itself rather than in `tracing_subscriber`'s
+/// `Registry`, whose thread ids (the `thread_local` and `sharded_slab`
+/// crates) are handed out and taken back under process-wide mutexes as
+/// threads first log and as they exit. A `fork()` while some thread of the
+/// parent held one of those (a librdkafka or tokio thread ending, say)
+/// left it locked in the child for good, and the child's first thread to
+/// log hung: about one fork in 150 with threads coming and going, which a
+/// forked Python child met in CI. Here the spans live in a table made per
+/// process (a forked child starts an empty one; the parent's spans are
+/// not in it) and each thread's entered spans in a thread-local array
+/// without a destructor, so no lock is shared across a fork.
+pub struct ForwardSubscriber {
     switch: &'static LevelSwitch,
     sink: fn(LogRecord),
 }
 
-impl ForwardLayer {
+impl ForwardSubscriber {
     /// Forwards the events `switch` enables to `sink`.
     pub fn new(switch: &'static LevelSwitch, sink: fn(LogRecord)) -> Self {
-        ForwardLayer { switch, sink }
+        ForwardSubscriber { switch, sink }
     }
 }
-
-/// The recorded fields of a span, kept in its extensions.
-struct SpanFields(Vec<(String, String)>);
 
 /// Collects fields as text; the `message` field apart.
 struct Collect<'a> {
@@ -162,59 +173,56 @@ impl Collect<'_> {
     }
 }
 
-impl<S> Layer<S> for ForwardLayer
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
+impl Subscriber for ForwardSubscriber {
     fn register_callsite(&self, _metadata: &'static Metadata<'static>) -> Interest {
         // Asked again at every event: the switch may change.
         Interest::sometimes()
     }
 
-    fn enabled(&self, metadata: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         // Spans are always recorded, so that an enabled event has its
         // member's context.
         metadata.is_span() || self.switch.enabled(metadata.level())
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         let mut fields = Vec::new();
         attrs.record(&mut Collect {
             message: None,
             fields: &mut fields,
         });
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(SpanFields(fields));
-        }
+        let parent = match attrs.parent() {
+            Some(p) => Some(p.into_u64()),
+            None if attrs.is_contextual() => spans::current(),
+            None => None,
+        };
+        Id::from_u64(spans::open(attrs.metadata(), parent, fields))
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id) {
-            let mut ext = span.extensions_mut();
-            if let Some(SpanFields(fields)) = ext.get_mut::<SpanFields>() {
-                values.record(&mut Collect {
-                    message: None,
-                    fields,
-                });
-            }
-        }
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        spans::with_fields(span.into_u64(), |fields| {
+            values.record(&mut Collect {
+                message: None,
+                fields,
+            });
+        });
     }
 
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+    fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
         let mut message = String::new();
         let mut fields = Vec::new();
         event.record(&mut Collect {
             message: Some(&mut message),
             fields: &mut fields,
         });
-        let mut context = Vec::new();
-        if let Some(scope) = ctx.event_scope(event) {
-            for span in scope.from_root() {
-                if let Some(SpanFields(f)) = span.extensions().get::<SpanFields>() {
-                    context.extend(f.iter().cloned());
-                }
-            }
-        }
+        let within = match event.parent() {
+            Some(p) => Some(p.into_u64()),
+            None if event.is_contextual() => spans::current(),
+            None => None,
+        };
+        let context = within.map(spans::context).unwrap_or_default();
         let metadata = event.metadata();
         (self.sink)(LogRecord {
             level: *metadata.level(),
@@ -226,12 +234,34 @@ where
             context,
         });
     }
+
+    fn enter(&self, span: &Id) {
+        spans::enter(span.into_u64());
+    }
+
+    fn exit(&self, span: &Id) {
+        spans::exit(span.into_u64());
+    }
+
+    fn clone_span(&self, id: &Id) -> Id {
+        spans::clone(id.into_u64());
+        id.clone()
+    }
+
+    fn try_close(&self, id: Id) -> bool {
+        spans::close(id.into_u64())
+    }
+
+    fn current_span(&self) -> Current {
+        spans::current()
+            .and_then(|id| spans::metadata(id).map(|m| Current::new(Id::from_u64(id), m)))
+            .unwrap_or_else(Current::none)
+    }
 }
 
-/// Installs `layer` as this binary's global `tracing` subscriber. False
-/// when one was installed already (it stays).
-pub fn install(layer: ForwardLayer) -> bool {
-    let subscriber = tracing_subscriber::registry().with(layer);
+/// Installs `subscriber` as this binary's global `tracing` subscriber.
+/// False when one was installed already (it stays).
+pub fn install(subscriber: ForwardSubscriber) -> bool {
     tracing::subscriber::set_global_default(subscriber).is_ok()
 }
 
@@ -317,7 +347,7 @@ mod tests {
     #[test]
     fn records_carry_message_fields_and_member_context_at_the_switched_levels() {
         static SWITCH: LevelSwitch = LevelSwitch::new(Some(Level::WARN));
-        let subscriber = tracing_subscriber::registry().with(ForwardLayer::new(&SWITCH, sink));
+        let subscriber = ForwardSubscriber::new(&SWITCH, sink);
         tracing::subscriber::with_default(subscriber, || {
             let span = tracing::info_span!("member", role = "billing", member = "host-a");
             let _in = span.enter();

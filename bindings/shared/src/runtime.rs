@@ -37,6 +37,15 @@ impl Drop for Owned {
 /// its own timeout.
 pub const BLOCKING_THREADS: usize = 32;
 
+/// How long an idle thread of the blocking pool is kept (tokio's default
+/// is 10 s): for the life of the process, in effect. When a Rust thread
+/// ends, the standard library takes a process-wide lock (its stack-overflow
+/// bookkeeping); a host that forks at that instant leaves it locked in the
+/// child, where the first Rust thread to end then hangs. Threads that never
+/// end cannot be caught so; the pool is bounded by [`BLOCKING_THREADS`].
+pub const BLOCKING_KEEP_ALIVE: std::time::Duration =
+    std::time::Duration::from_secs(365 * 24 * 3600);
+
 /// The per-process runtime of a binding (see the module documentation).
 pub struct RuntimeHolder {
     cell: PerProcess<Owned>,
@@ -61,6 +70,7 @@ impl RuntimeHolder {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(self.workers.max(1))
                 .max_blocking_threads(BLOCKING_THREADS)
+                .thread_keep_alive(BLOCKING_KEEP_ALIVE)
                 .thread_name(self.thread_name)
                 .enable_all()
                 .build()

@@ -20,7 +20,9 @@
 
 use std::sync::{Arc, RwLock};
 
-use krabka_coordination_bindings::log::{self as shared, ForwardLayer, Forwarder, LevelSwitch};
+use krabka_coordination_bindings::log::{
+    self as shared, ForwardSubscriber, Forwarder, LevelSwitch,
+};
 use tracing::Level;
 
 use crate::error::KrabkaError;
@@ -170,7 +172,7 @@ fn deliver(batch: Vec<shared::LogRecord>) {
 pub fn set_logger(logger: Option<Box<dyn Logger>>, min_level: Option<LogLevel>) {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        shared::install(ForwardLayer::new(&SWITCH, sink));
+        shared::install(ForwardSubscriber::new(&SWITCH, sink));
     });
     let level = min_level.unwrap_or(LogLevel::Warn).level();
     let logger: Option<(Arc<dyn Logger>, Level)> = logger.map(|l| (Arc::from(l), level));
