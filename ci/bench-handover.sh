@@ -2,7 +2,8 @@
 # Hand-over on the local 3-broker cluster in both harnesses, cold and then warm, with etcd's
 # election measured the same way in the same run (issue 28, items 1 and 2). One command:
 #
-#   ci/bench-handover.sh                  restart the cluster, cold, warm-up, warm
+#   ci/bench-handover.sh                  a new cluster, cold, warm-up, warm
+#   ci/bench-handover.sh --keep-data      restart the cluster with the topics it holds
 #   ci/bench-handover.sh --no-restart     the cluster as it is (its state is printed)
 #
 # The harnesses (both the `handover-procs` part of the `leadership` bench, member processes
@@ -13,8 +14,11 @@
 #   user:    3 members, lease 3000 ms, renew 1000 ms, stagger 1000 ms (issue 28's conditions)
 #
 # The steps:
-#   1. the 3-broker cluster restarted with Kafka's own JVM options (KAFKA_JVM_PROFILE=stock)
-#      and left alone for COLD_WAIT_S (60) seconds;
+#   1. the 3-broker cluster's data deleted (ci/kafka.sh clean 3), so that every run starts
+#      from the same state (the topics of earlier benchmarks and tests add to the brokers'
+#      work; docs/benchmarks/leadership.md, 2026-12-06); then started with Kafka's own JVM options (KAFKA_JVM_PROFILE=stock) and left
+#      alone for COLD_WAIT_S (60) seconds. The cluster's topic and partition counts are
+#      printed before the cold part;
 #   2. cold: both harnesses, TRIALS (50) hand-overs each, etcd beside each;
 #   3. warm-up: WARMUP_ROLES (100) roles renewing for WARMUP_S (120) seconds (ci/bench-roles.sh,
 #      lease 10 s, renew 3 s), then TRIALS hand-overs of the user harness not counted;
@@ -34,10 +38,11 @@
 # warm-up). Needs etcd (ci/bench-leadership.sh installs Debian's etcd-server and etcd-client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-restart=1
+restart=1 clean=1
 for arg in "$@"; do
     case $arg in
-    --no-restart) restart= ;;
+    --no-restart) restart= clean= ;;
+    --keep-data) clean= ;;
     -h | --help)
         sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
         exit 0
@@ -64,8 +69,13 @@ cargo bench --quiet --no-run -p krabka-examples --bench leadership --bench roles
 
 export KAFKA_JVM_PROFILE=${KAFKA_JVM_PROFILE:-stock} KAFKA_JMX=1
 if [[ -n $restart ]]; then
-    step "restarting the 3-broker cluster ($KAFKA_JVM_PROFILE JVM profile)"
-    ci/kafka.sh stop 3 || true
+    if [[ -n $clean ]]; then
+        step "a new 3-broker cluster ($KAFKA_JVM_PROFILE JVM profile; the old one's data deleted)"
+        ci/kafka.sh clean 3
+    else
+        step "restarting the 3-broker cluster ($KAFKA_JVM_PROFILE JVM profile, its data kept)"
+        ci/kafka.sh stop 3 || true
+    fi
     ci/kafka.sh start 3 | tail -n 1
     echo "bench-handover: the brokers started at $(date -u +%H:%M:%S) UTC; left alone for ${COLD_WAIT_S} s"
     sleep "$COLD_WAIT_S"
@@ -75,6 +85,9 @@ else
 fi
 bootstrap=127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094
 export KRABKA_BOOTSTRAP=$bootstrap KRABKA_BOOTSTRAP_3=$bootstrap
+topics=$(ci/kafka.sh tool topics --bootstrap-server "$bootstrap" --list 2>/dev/null | grep -c . || true)
+partitions=$(ci/kafka.sh tool topics --bootstrap-server "$bootstrap" --describe 2>/dev/null | grep -c 'Partition: ' || true)
+echo "bench-handover: the cluster holds $topics topics, $partitions partitions"
 
 project=(--lease-ms 2000 --renew-ms 500 --stagger-ms 500 --members 2)
 user=(--lease-ms 3000 --renew-ms 1000 --stagger-ms 1000 --members 3)
