@@ -7,10 +7,12 @@
 //! unread. No read follows the check that a transaction opened in between
 //! could hide something from.
 
+mod captured;
 mod world;
 
 use std::sync::Arc;
 
+use captured::Captured;
 use krabka_coordination::codec::{encode_key, Key};
 use krabka_coordination::events;
 use krabka_coordination::leadership::describe_leadership;
@@ -391,36 +393,6 @@ async fn the_look_past_an_open_transaction_sorts_what_lies_there() {
     assert_eq!(past.open.iter().map(|r| r.offset).collect::<Vec<_>>(), [1]);
     let e = t.read_past_stable(p, -1).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
-}
-
-/// Captured log output.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn lines_with(&self, needle: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|l| l.contains(needle))
-            .count()
-    }
 }
 
 /// A member whose registration sits behind a neighbour's open transaction

@@ -10,11 +10,12 @@
 //! (`KRABKA_BOOTSTRAP_3`); `ci/kafka.sh start` is run when they are unset.
 #![cfg(feature = "kafka")]
 
+mod captured;
 mod support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use captured::Captured;
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{self, EventReceiver};
 use krabka_coordination::transport::kafka::{
@@ -274,36 +275,6 @@ async fn futures_join<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output>
     });
     joined.await;
     out.into_iter().map(Option::unwrap).collect()
-}
-
-/// Log lines written while a future runs.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn lines_with(&self, needle: &str) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|l| l.contains(needle))
-            .count()
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
