@@ -136,24 +136,7 @@ fn own_coordinator(rest: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> 
 #[tokio::test]
 async fn not_coordinator_finds_the_moved_coordinator_and_asks_it() {
     let moved_to = ProducerEpoch::new(9001, 4);
-    let b = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
-        Some(ApiKey::ApiVersions) => Reply::Default,
-        _ => Reply::ScriptError(format!("B was not asked key {}", req.api_key)),
-    });
-    let b_endpoint = b.endpoint();
-    let a_endpoint: Arc<OnceLock<Endpoint>> = Arc::default();
-    let a_self = Arc::clone(&a_endpoint);
-    let a = FakeBroker::start(move |req| match req.key() {
-        // First "I am the coordinator", then "B is".
-        Some(ApiKey::FindCoordinator) if req.key_index == 0 => {
-            find_coordinator(req, a_self.get().expect("set at start"))
-        }
-        Some(ApiKey::FindCoordinator) => find_coordinator(req, &b_endpoint),
-        Some(ApiKey::DescribeTransactions) => error_for(req, 16), // NOT_COORDINATOR
-        _ => Reply::Default,
-    });
-    a_endpoint.set(a.endpoint()).expect("set once");
+    let (a, b) = coordinator_moving_to_b(moved_to, false);
     let operation = Duration::from_millis(800);
     let c = client(&a.addr(), operation, operation);
 
@@ -182,10 +165,11 @@ async fn not_coordinator_finds_the_moved_coordinator_and_asks_it() {
 }
 
 /// Two brokers: A names itself the coordinator of [`ID`] in its first
-/// FindCoordinator and B in every later one, describes the id as held by
-/// `token`, and answers every InitProducerId NOT_COORDINATOR; B describes
-/// `token` too and mints or bumps to `token` + 1.
-fn coordinator_moving_to_b(token: ProducerEpoch) -> (FakeBroker, FakeBroker) {
+/// FindCoordinator and B in every later one, answers every InitProducerId
+/// NOT_COORDINATOR, and DescribeTransactions too unless `a_describes` (then
+/// it describes the id as held by `token`, a view not yet moved); B
+/// describes `token` and mints or bumps to `token` + 1.
+fn coordinator_moving_to_b(token: ProducerEpoch, a_describes: bool) -> (FakeBroker, FakeBroker) {
     let b = FakeBroker::start(move |req| match req.key() {
         Some(ApiKey::DescribeTransactions) => described(req, token),
         Some(ApiKey::InitProducerId) => krabka_kafka::fake_broker::init_producer_id(
@@ -204,8 +188,9 @@ fn coordinator_moving_to_b(token: ProducerEpoch) -> (FakeBroker, FakeBroker) {
             find_coordinator(req, a_self.get().expect("set at start"))
         }
         Some(ApiKey::FindCoordinator) => find_coordinator(req, &b_endpoint),
-        Some(ApiKey::DescribeTransactions) => described(req, token),
-        Some(ApiKey::InitProducerId) => error_for(req, 16), // NOT_COORDINATOR
+        Some(ApiKey::DescribeTransactions) if a_describes => described(req, token),
+        // NOT_COORDINATOR
+        Some(ApiKey::DescribeTransactions | ApiKey::InitProducerId) => error_for(req, 16),
         _ => Reply::Default,
     });
     a_endpoint.set(a.endpoint()).expect("set once");
@@ -220,7 +205,7 @@ fn coordinator_moving_to_b(token: ProducerEpoch) -> (FakeBroker, FakeBroker) {
 #[tokio::test]
 async fn a_mint_answered_not_coordinator_finds_the_moved_coordinator() {
     let token = ProducerEpoch::new(9001, 4);
-    let (a, b) = coordinator_moving_to_b(token);
+    let (a, b) = coordinator_moving_to_b(token, true);
     let operation = Duration::from_millis(800);
     let c = client(&a.addr(), operation, operation);
 
@@ -244,7 +229,7 @@ async fn a_mint_answered_not_coordinator_finds_the_moved_coordinator() {
 #[tokio::test]
 async fn a_conditional_bump_answered_not_coordinator_finds_the_moved_coordinator() {
     let token = ProducerEpoch::new(9001, 4);
-    let (a, b) = coordinator_moving_to_b(token);
+    let (a, b) = coordinator_moving_to_b(token, true);
     let operation = Duration::from_millis(800);
     let c = client(&a.addr(), operation, operation);
 

@@ -214,9 +214,9 @@ async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
                 not_acquired += 1;
                 first_error.get_or_insert_with(|| e.to_string());
             }
-            Ok(Err(e)) => {
+            Ok(Err(panicked)) => {
                 not_acquired += 1;
-                first_error.get_or_insert_with(|| e.to_string());
+                first_error.get_or_insert_with(|| panicked.to_string());
             }
             Err(_) => {
                 h.abort();
