@@ -44,14 +44,7 @@ fn txn_partition(transactional_id: &str, partitions: i32) -> i32 {
 /// The partition count of `__transaction_state`, and of `partition` its
 /// leader and its preferred replica (the first of its replicas).
 fn txn_partition_metadata(bootstrap: &str, partition: Option<i32>) -> (i32, i32, i32) {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let md = consumer
-        .fetch_metadata(Some(TXN_TOPIC), Duration::from_secs(10))
-        .unwrap();
+    let md = topic_metadata(bootstrap, TXN_TOPIC);
     let parts = md.topics()[0].partitions();
     let count = i32::try_from(parts.len()).unwrap();
     let Some(partition) = partition else {

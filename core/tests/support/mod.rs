@@ -718,20 +718,25 @@ pub fn leader_stays(
 /// `bootstrap`, asked through librdkafka (not the client under test): its
 /// leader's node id (-1 for none) and how many replicas are in sync.
 pub fn partition_metadata(bootstrap: &str, topic: &str, partition: i32) -> (i32, usize) {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .create()
-        .unwrap();
-    let md = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .unwrap();
+    let md = topic_metadata(bootstrap, topic);
     let p = md.topics()[0]
         .partitions()
         .iter()
         .find(|p| p.id() == partition)
         .unwrap_or_else(|| panic!("{topic}/{partition} is not in the metadata"));
     (p.leader(), p.isr().len())
+}
+
+/// The cluster's metadata of `topic` (librdkafka's Metadata request).
+pub fn topic_metadata(bootstrap: &str, topic: &str) -> rdkafka::metadata::Metadata {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap()
 }
 
 /// The node (1..=3 in `ci/kafka.sh`) leading `partition` of `topic`.
