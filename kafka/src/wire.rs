@@ -350,15 +350,6 @@ impl Connection {
         self.session_end.is_some_and(|end| Instant::now() >= end)
     }
 
-    /// How many requests wait for their answers.
-    pub(super) fn in_flight(&self) -> usize {
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .waiters
-            .len()
-    }
-
     pub(super) fn is_closed(&self) -> bool {
         self.closed_because().is_some()
     }

@@ -785,3 +785,127 @@ async fn a_broker_too_old_is_refused_at_start_naming_what_it_lacks() {
         Vec::<String>::new()
     );
 }
+
+/// A coordinator that answers every request, slowly but surely: 150 ms
+/// each, one at a time per connection. Five requests at once per
+/// connection the client may open are more than they carry in one request
+/// timeout (400 ms): the last ones wait 750 ms. They wait in the client
+/// for a connection of their own, so each attempt's timeout measures the
+/// broker's 150 ms only: every request is answered at its first attempt, no connection is
+/// given up, and the broker is never taken for a stalled one. (Sent on a
+/// busy connection, a request waited behind the others at the broker on
+/// its own attempt's clock: those behind ran out of time, closed their
+/// connections and marked the broker stalled.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_the_connections_wait_their_turn_without_timing_out() {
+    const N: usize = 5 * Client::CONNECTIONS_PER_BROKER;
+    let producer = ProducerEpoch::new(11, 3);
+    let broker = own_coordinator(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => {
+            Reply::delay(Duration::from_millis(150), described(req, producer))
+        }
+        _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
+    });
+    let mut settings = Settings::new(broker.addr());
+    settings.operation_timeout = Duration::from_secs(10);
+    settings.request_timeout = Duration::from_millis(400);
+    let client = Client::new(&settings).expect("valid settings");
+    // The coordinator known first, so the burst below is DescribeTransactions only.
+    client.describe_transaction(ID).await.expect("answered");
+
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..N {
+        let c = client.clone();
+        tasks.spawn(async move { c.describe_transaction(ID).await });
+    }
+    while let Some(out) = tasks.join_next().await {
+        let d = out.expect("no panic").expect("answered").expect("known");
+        assert_eq!(d.producer, producer);
+    }
+    let took = started.elapsed();
+    eprintln!("{N} requests, 150 ms each at the broker: {took:?}");
+    assert!(
+        took >= Duration::from_millis(700),
+        "the broker answers one request per connection at a time: {took:?}"
+    );
+    assert_eq!(
+        count(&broker, ApiKey::DescribeTransactions),
+        N + 1,
+        "each request answered at its first attempt"
+    );
+    assert_eq!(
+        client.connections_made(),
+        Client::CONNECTIONS_PER_BROKER as u64,
+        "no connection given up, none beyond the bound"
+    );
+    assert_eq!(
+        count(&broker, ApiKey::FindCoordinator),
+        1,
+        "the coordinator never looked up again"
+    );
+    assert!(!client.is_stalled(&broker.addr()));
+}
+
+/// A coordinator that goes silent under five requests at once per
+/// connection the client may open: those on its connections run out of
+/// time (the request timeout, 400 ms), and those waiting for a connection
+/// do not queue behind them for attempts of their own at a broker that
+/// answers nothing. They go to the
+/// coordinator looked up again (C) when the first attempt times out, and
+/// every request is answered within about one request timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_silent_brokers_connections_go_elsewhere_at_its_first_timeout() {
+    const N: usize = 5 * Client::CONNECTIONS_PER_BROKER;
+    let moved_to = ProducerEpoch::new(4242, 7);
+    let c_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
+    });
+    let silent = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::Silence,
+    });
+    let (silent_at, c_at) = (silent.endpoint(), c_broker.endpoint());
+    let bootstrap = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &silent_at),
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
+        _ => Reply::Default,
+    });
+    let request_timeout = Duration::from_millis(400);
+    let mut settings = Settings::new(bootstrap.addr());
+    settings.operation_timeout = Duration::from_secs(10);
+    settings.request_timeout = request_timeout;
+    let client = Client::new(&settings).expect("valid settings");
+    // The silent broker is the coordinator the client knows.
+    let known = client.coordinator_address(ID).await.expect("looked up");
+    assert_eq!(known, silent.addr());
+
+    let (_, took) = timed(
+        "describes at a coordinator that went silent",
+        request_timeout + Duration::from_millis(400),
+        async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..N {
+                let c = client.clone();
+                tasks.spawn(async move { c.describe_transaction(ID).await });
+            }
+            while let Some(out) = tasks.join_next().await {
+                let d = out.expect("no panic").expect("answered").expect("known");
+                assert_eq!(d.producer, moved_to);
+            }
+        },
+    )
+    .await;
+    assert!(
+        took >= request_timeout,
+        "the first attempts timed out: {took:?}"
+    );
+    assert_eq!(
+        count(&silent, ApiKey::DescribeTransactions),
+        Client::CONNECTIONS_PER_BROKER,
+        "one attempt per connection at the silent broker, no more"
+    );
+    assert_eq!(count(&c_broker, ApiKey::DescribeTransactions), N);
+}

@@ -30,10 +30,13 @@
 //! connect timeout instead, and an unreachable cluster fails with
 //! [`Error::Transient`] naming the bootstrap address.
 //!
-//! A connection carries concurrent requests, but a broker reads a
-//! connection's next request only once it has answered the one before: the
-//! client keeps up to [`Client::CONNECTIONS_PER_BROKER`] connections to a
-//! broker and opens a second one only while requests overlap.
+//! A broker reads a connection's next request only once it has answered the
+//! one before: the client keeps up to [`Client::CONNECTIONS_PER_BROKER`]
+//! connections to a broker, opens a second one only while requests
+//! overlap, and sends one request at a time on each. A request that finds
+//! them all busy waits in the client, in turn, and its attempt's request
+//! timeout starts once it is sent, so a broker that answers a load slowly
+//! but surely is never taken for a stalled one.
 //!
 //! # Security
 //!
@@ -101,7 +104,7 @@ use retry::Backoff;
 pub use txn::TxnError;
 pub use writable::{DEGRADED_MAX_AGE, MIN_INSYNC_TTL};
 
-/// The connection to one broker address, once made.
+/// One of a broker's connections, once made.
 type ConnectionSlot = Arc<AsyncMutex<Option<Arc<Connection>>>>;
 use crate::codes::{self, Meaning, Resource};
 use crate::error::{Error, ProducerEpoch, Result};
@@ -199,11 +202,9 @@ struct Inner {
     /// Broker address → when it began to let connects or requests run out
     /// of time, until it next answers (see the `pool` module).
     stalled: StdMutex<HashMap<String, Instant>>,
-    /// Broker address → its connection slot. The map's lock is held only to
-    /// find a slot; a slot's lock is held across its connect, so one address
-    /// gets one connection and an unreachable broker stalls only the requests
-    /// that need it.
-    connections: StdMutex<HashMap<String, Arc<Vec<ConnectionSlot>>>>,
+    /// Broker address → its connections (see the `pool` module). The map's
+    /// lock is held only to find them.
+    connections: StdMutex<HashMap<String, Arc<pool::BrokerConnections>>>,
     requests: Arc<crate::wire::Sent>,
     /// Connections made (each with its handshakes).
     connects: AtomicU64,
@@ -225,10 +226,10 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// The most connections the client keeps to one broker (see the module
-    /// docs): one while requests come one at a time, more while they
-    /// overlap.
-    pub const CONNECTIONS_PER_BROKER: usize = 6;
+    /// The most connections the client keeps to one broker, each carrying
+    /// one request at a time (see the module docs): one while requests come
+    /// one at a time, more while they overlap.
+    pub const CONNECTIONS_PER_BROKER: usize = 16;
 
     /// A client for the cluster of `settings`. Connects lazily.
     ///

@@ -10,6 +10,11 @@
 //! leader is a stalled broker waits at most a second per attempt there, so
 //! the lookup that finds where the cluster moved it comes soon.
 
+use std::sync::atomic::AtomicBool;
+
+use tokio::sync::{Notify, OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
+
+use super::request::STALLED_ATTEMPT;
 use super::*;
 
 /// The least time one bootstrap broker gets (less only when less is left).
@@ -55,7 +60,8 @@ impl Client {
     }
 
     /// Remembers that `addr` let a connect or a request run out of time
-    /// (kept from the first such time until it next answers).
+    /// (kept from the first such time until it next answers), and sends the
+    /// requests waiting for its connections elsewhere.
     pub(super) fn stalled(&self, addr: &str) {
         self.inner
             .stalled
@@ -63,6 +69,16 @@ impl Client {
             .unwrap_or_else(|e| e.into_inner())
             .entry(addr.to_owned())
             .or_insert_with(Instant::now);
+        let pool = self
+            .inner
+            .connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(addr)
+            .cloned();
+        if let Some(pool) = pool {
+            pool.stall.notify_waiters();
+        }
     }
 
     /// `addr` answered: it is no longer stalled.
@@ -83,76 +99,79 @@ impl Client {
             .contains_key(addr)
     }
 
-    /// A live connection to `addr`, connecting (and handshaking) if needed.
+    /// A live connection to `addr` in the caller's sole use until the
+    /// returned [`Leased`] is dropped, connecting (and handshaking) if
+    /// needed.
     ///
-    /// A broker gets up to [`Client::CONNECTIONS_PER_BROKER`]
-    /// connections. A broker handles one request of a connection at a time
-    /// (it reads the next once it has answered), and a Produce with
-    /// acks=all holds its connection until the replicas have the records,
-    /// so one connection would queue every role's request behind the
-    /// others. A request takes an idle connection, else opens another while
-    /// the broker has fewer than the bound (only once one connection to it
-    /// is up: an unreachable broker gets one attempt at a time), else takes
-    /// the connection with the fewest requests in flight.
+    /// A broker gets up to [`Client::CONNECTIONS_PER_BROKER`] connections,
+    /// each carrying one request at a time. A broker handles one request of
+    /// a connection at a time (it reads the next once it has answered), and
+    /// a Produce with acks=all holds its connection until the replicas have
+    /// the records: a request sent behind another would wait at the broker
+    /// for it, on its own attempt's clock, and a load the broker answers
+    /// slowly but surely would run requests out of time, close their
+    /// connections and mark the broker stalled. So a request waits here, in
+    /// the client, for a connection of its own (in the order requests
+    /// came, until `deadline`, the caller's), and the attempt's clock starts
+    /// once it has one ([`Client::on`]). It takes an idle connection, else
+    /// opens another in a free slot (while no connection to the broker is
+    /// up, one connect at a time: an unreachable broker gets one attempt at
+    /// a time). A waiter gives up and goes elsewhere ([`Attempt::Moved`])
+    /// when the broker lets a request run out of time while it waits, or
+    /// has been stalled for [`STALLED_ATTEMPT`] of its wait.
     pub(super) async fn connection(
         &self,
         addr: &str,
         deadline: Instant,
-    ) -> Result<Arc<Connection>, Attempt> {
+    ) -> Result<Leased, Attempt> {
         let pool = Arc::clone(
             self.inner
                 .connections
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .entry(addr.to_owned())
-                .or_insert_with(|| {
-                    Arc::new(
-                        (0..Self::CONNECTIONS_PER_BROKER)
-                            .map(|_| ConnectionSlot::default())
-                            .collect(),
-                    )
-                }),
+                .or_insert_with(|| Arc::new(BrokerConnections::new())),
         );
-        let mut least: Option<(usize, Arc<Connection>)> = None;
-        let mut free: Option<&ConnectionSlot> = None;
-        for slot in pool.iter() {
-            // A slot being connected is busy: skip it.
-            let Ok(guard) = slot.try_lock() else { continue };
+        let permit = self.wait_for_a_connection(addr, &pool, deadline).await?;
+        // The permit guarantees a slot no other request holds: an idle live
+        // connection if there is one, else a slot to connect through.
+        let mut free = None;
+        for slot in &pool.slots {
+            let Ok(guard) = Arc::clone(slot).try_lock_owned() else {
+                continue;
+            };
             match guard.as_ref() {
                 Some(c) if !c.is_closed() && !c.is_expiring() => {
-                    let load = c.in_flight();
-                    if load == 0 {
-                        return Ok(Arc::clone(c));
-                    }
-                    if least.as_ref().is_none_or(|(l, _)| load < *l) {
-                        least = Some((load, Arc::clone(c)));
-                    }
+                    return Ok(Leased {
+                        conn: Arc::clone(c),
+                        _slot: guard,
+                        _permit: permit,
+                    });
                 }
                 _ => {
-                    free.get_or_insert(slot);
+                    free.get_or_insert(guard);
                 }
             }
         }
-        let slot = match (least, free) {
-            (Some(_), Some(slot)) => slot,
-            (Some((_, c)), None) => return Ok(c),
-            // Nothing up: connect through the first slot, one attempt at
-            // a time.
-            (None, _) => &pool[0],
-        };
-        // Another request may be connecting through this slot: wait for it
-        // no longer than this request may.
-        let Ok(mut slot) = tokio::time::timeout_at(deadline, slot.lock()).await else {
-            return Err(Attempt::Again(format!(
-                "connecting to {addr}: another request's connect to it did not finish in time"
+        let Some(mut slot) = free else {
+            return Err(Attempt::Moved(format!(
+                "connecting to {addr}: no free connection slot"
             )));
         };
-        if let Some(c) = slot.as_ref() {
-            if !c.is_closed() && !c.is_expiring() {
-                return Ok(Arc::clone(c));
+        // While no connection to the broker is up, one connect at a time.
+        let _first = if pool.up.load(Ordering::Relaxed) {
+            None
+        } else {
+            match tokio::time::timeout_at(deadline, pool.first_connect.lock()).await {
+                Ok(g) => Some(g),
+                Err(_) => {
+                    return Err(Attempt::Moved(format!(
+                    "connecting to {addr}: another request's connect to it did not finish in time"
+                )))
+                }
             }
-            *slot = None;
-        }
+        };
+        *slot = None;
         // One unreachable broker must not use up the whole budget.
         let connect_deadline = deadline.min(deadline_in(self.inner.connect_timeout));
         let conn = Connection::open(
@@ -166,10 +185,11 @@ impl Client {
         .map_err(|e| match e {
             OpenError::Fail(e) => Attempt::Fail(e),
             OpenError::Retry(e) => {
+                pool.up.store(false, Ordering::Relaxed);
                 if e.kind() == std::io::ErrorKind::TimedOut {
                     self.stalled(addr);
                 }
-                Attempt::Again(format!("connecting to {addr}: {e}"))
+                Attempt::Moved(format!("connecting to {addr}: {e}"))
             }
         })?;
         self.answered(addr);
@@ -180,8 +200,97 @@ impl Client {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             Ordering::Relaxed,
         );
+        pool.up.store(true, Ordering::Relaxed);
         let conn = Arc::new(conn);
         *slot = Some(Arc::clone(&conn));
-        Ok(conn)
+        Ok(Leased {
+            conn,
+            _slot: slot,
+            _permit: permit,
+        })
     }
+
+    /// Waits for one of `addr`'s connections to be free (see
+    /// [`Client::connection`]).
+    async fn wait_for_a_connection(
+        &self,
+        addr: &str,
+        pool: &BrokerConnections,
+        deadline: Instant,
+    ) -> Result<OwnedSemaphorePermit, Attempt> {
+        // Registered before the first look, so no stall is missed.
+        let stall = pool.stall.notified();
+        tokio::pin!(stall);
+        let acquire = Arc::clone(&pool.permits).acquire_owned();
+        tokio::pin!(acquire);
+        let since = Instant::now();
+        loop {
+            let stalled = self.is_stalled(addr);
+            tokio::select! {
+                biased;
+                // A stall first: a permit freed by the request that timed
+                // out is not taken for another attempt there.
+                _ = &mut stall => {
+                    return Err(Attempt::Moved(format!(
+                        "{addr} let a request run out of time while this one waited for a connection"
+                    )));
+                }
+                p = &mut acquire => {
+                    // The semaphore is never closed.
+                    return p.map_err(|_| Attempt::Again(format!("{addr}: the connection pool closed")));
+                }
+                _ = tokio::time::sleep_until(since + STALLED_ATTEMPT), if stalled => {
+                    if self.is_stalled(addr) {
+                        return Err(Attempt::Moved(format!(
+                            "{addr} is stalled and its connections stayed busy for {STALLED_ATTEMPT:?}"
+                        )));
+                    }
+                }
+                // Not the broker's fault: the coordinator or leader stays
+                // known.
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(Attempt::Again(format!(
+                        "all {} connections to {addr} stayed busy until the deadline",
+                        Client::CONNECTIONS_PER_BROKER
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// The connections of one broker.
+pub(super) struct BrokerConnections {
+    /// One per slot: a request holds one for its whole attempt.
+    permits: Arc<Semaphore>,
+    slots: Vec<ConnectionSlot>,
+    /// False until a connect succeeds and after one fails: connects are
+    /// then made one at a time, under `first_connect`.
+    up: AtomicBool,
+    first_connect: AsyncMutex<()>,
+    /// Woken when a request to the broker runs out of time, so requests
+    /// waiting for its connections go elsewhere.
+    stall: Notify,
+}
+
+impl BrokerConnections {
+    fn new() -> BrokerConnections {
+        BrokerConnections {
+            permits: Arc::new(Semaphore::new(Client::CONNECTIONS_PER_BROKER)),
+            slots: (0..Client::CONNECTIONS_PER_BROKER)
+                .map(|_| ConnectionSlot::default())
+                .collect(),
+            up: AtomicBool::new(false),
+            first_connect: AsyncMutex::new(()),
+            stall: Notify::new(),
+        }
+    }
+}
+
+/// A connection in one request's sole use while this lives (see
+/// [`Client::connection`]).
+pub(super) struct Leased {
+    pub(super) conn: Arc<Connection>,
+    _slot: OwnedMutexGuard<Option<Arc<Connection>>>,
+    _permit: OwnedSemaphorePermit,
 }

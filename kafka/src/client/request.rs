@@ -75,15 +75,17 @@ pub(super) enum Target<'a> {
     Leader(&'a str, i32),
 }
 
-/// A broker reached for one attempt: its address, a live connection and
-/// the attempt's deadline.
+/// A broker reached for one attempt: its address, a live connection in
+/// this attempt's sole use and the attempt's deadline.
 pub(super) struct Reached {
     /// The broker's address (`host:port`).
     pub(super) addr: String,
     pub(super) conn: Arc<Connection>,
-    /// When this attempt gives up (the request timeout, cut to the
-    /// caller's deadline).
+    /// When this attempt gives up (the request timeout from when the
+    /// connection was had, cut to the caller's deadline).
     pub(super) deadline: Instant,
+    /// Keeps the connection to this attempt until it ends.
+    _leased: super::pool::Leased,
 }
 
 impl Reached {
@@ -188,7 +190,7 @@ pub(super) fn denied(resource: Resource) -> &'static str {
 
 /// The longest one attempt waits at a broker that is stalled (see
 /// [`Client::attempt_timeout`]).
-const STALLED_ATTEMPT: Duration = Duration::from_secs(1);
+pub(super) const STALLED_ATTEMPT: Duration = Duration::from_secs(1);
 
 /// How long a coordinator may answer CONCURRENT_TRANSACTIONS without a
 /// break before it is looked up again (see [`Client::note_busy`]): its
@@ -220,8 +222,7 @@ impl Client {
                 self.partition_leader(topic, partition, deadline).await?
             }
         };
-        let attempt_deadline = deadline.min(deadline_in(self.attempt_timeout(&addr)));
-        let out = self.on(addr.clone(), attempt_deadline, &mut f).await;
+        let out = self.on(addr.clone(), deadline, None, &mut f).await;
         if let Err(Attempt::Moved(_) | Attempt::NoAnswer(_)) = &out {
             match target {
                 // A coordinator cut off from the controller names itself in
@@ -354,7 +355,10 @@ impl Client {
                 break;
             };
             let share = share.min(deadline_in(self.inner.request_timeout));
-            match self.on(broker, share, &mut f).await {
+            match self
+                .on(broker, share, Some(self.inner.request_timeout), &mut f)
+                .await
+            {
                 Ok(v) => return Ok(v),
                 Err(Attempt::Fail(e)) => return Err(Attempt::Fail(e)),
                 Err(
@@ -365,22 +369,29 @@ impl Client {
         Err(Attempt::Again(last))
     }
 
-    /// Connects to `addr` (an unreachable broker is [`Attempt::Moved`]) and
-    /// runs `f` there.
-    async fn on<T, F, Fut>(&self, addr: String, deadline: Instant, f: &mut F) -> Result<T, Attempt>
+    /// Has a connection to `addr` of its own (an unreachable broker, or
+    /// one that stalls while this waits, is [`Attempt::Moved`]), waiting
+    /// for it until `deadline`, and runs `f` there with the attempt's
+    /// deadline: `attempt` (else [`Client::attempt_timeout`]) from then,
+    /// cut to `deadline`.
+    async fn on<T, F, Fut>(
+        &self,
+        addr: String,
+        deadline: Instant,
+        attempt: Option<Duration>,
+        f: &mut F,
+    ) -> Result<T, Attempt>
     where
         F: FnMut(Reached) -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
-        let conn = match self.connection(&addr, deadline).await {
-            Ok(c) => c,
-            Err(Attempt::Again(why)) => return Err(Attempt::Moved(why)),
-            Err(other) => return Err(other),
-        };
+        let leased = self.connection(&addr, deadline).await?;
+        let attempt = attempt.unwrap_or_else(|| self.attempt_timeout(&addr));
         f(Reached {
+            conn: Arc::clone(&leased.conn),
             addr,
-            conn,
-            deadline,
+            deadline: deadline.min(deadline_in(attempt)),
+            _leased: leased,
         })
         .await
     }
