@@ -135,28 +135,36 @@ impl Client {
         let permit = self.wait_for_a_connection(addr, &pool, deadline).await?;
         // The permit guarantees a slot no other request holds: an idle live
         // connection if there is one, else a slot to connect through.
-        let mut free = None;
-        for slot in &pool.slots {
-            let Ok(guard) = Arc::clone(slot).try_lock_owned() else {
-                continue;
-            };
-            match guard.as_ref() {
-                Some(c) if !c.is_closed() && !c.is_expiring() => {
-                    return Ok(Leased {
-                        conn: Arc::clone(c),
-                        _slot: guard,
-                        _permit: permit,
-                    });
-                }
-                _ => {
-                    free.get_or_insert(guard);
+        // Another request's look may hold a slot for a moment (it locks
+        // each slot it looks into): then this one looks again.
+        let mut slot = loop {
+            let mut free = None;
+            for slot in &pool.slots {
+                let Ok(guard) = Arc::clone(slot).try_lock_owned() else {
+                    continue;
+                };
+                match guard.as_ref() {
+                    Some(c) if !c.is_closed() && !c.is_expiring() => {
+                        return Ok(Leased {
+                            conn: Arc::clone(c),
+                            _slot: guard,
+                            _permit: permit,
+                        });
+                    }
+                    _ => {
+                        free.get_or_insert(guard);
+                    }
                 }
             }
-        }
-        let Some(mut slot) = free else {
-            return Err(Attempt::Moved(format!(
-                "connecting to {addr}: no free connection slot"
-            )));
+            if let Some(slot) = free {
+                break slot;
+            }
+            if Instant::now() >= deadline {
+                return Err(Attempt::Again(format!(
+                    "{addr}: no connection slot came free before the deadline"
+                )));
+            }
+            tokio::task::yield_now().await;
         };
         // While no connection to the broker is up, one connect at a time.
         let _first = if pool.up.load(Ordering::Relaxed) {
