@@ -909,3 +909,63 @@ async fn requests_waiting_for_a_silent_brokers_connections_go_elsewhere_at_its_f
     );
     assert_eq!(count(&c_broker, ApiKey::DescribeTransactions), N);
 }
+
+/// A coordinator that takes connections and never answers their
+/// handshake (ApiVersions): a connect there is one attempt, bounded by the
+/// request timeout (400 ms) as a request is, not by the connect timeout
+/// (3 s), and the requests waiting for that connect, or for a connection
+/// at all, go to the coordinator looked up again (C) when it fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_that_never_finishes_a_handshake_costs_one_request_timeout() {
+    const N: usize = 2 * Client::CONNECTIONS_PER_BROKER;
+    let moved_to = ProducerEpoch::new(4242, 7);
+    let c_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
+    });
+    let mute = FakeBroker::start(|_| Reply::Silence);
+    let (mute_at, c_at) = (mute.endpoint(), c_broker.endpoint());
+    let bootstrap = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &mute_at),
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
+        _ => Reply::Default,
+    });
+    let request_timeout = Duration::from_millis(400);
+    let mut settings = Settings::new(bootstrap.addr());
+    settings.operation_timeout = Duration::from_secs(10);
+    settings.connect_timeout = Duration::from_secs(3);
+    settings.request_timeout = request_timeout;
+    let client = Client::new(&settings).expect("valid settings");
+    assert_eq!(
+        client.coordinator_address(ID).await.expect("looked up"),
+        mute.addr()
+    );
+
+    let (_, took) = timed(
+        "describes at a coordinator that never finishes a handshake",
+        request_timeout + Duration::from_millis(400),
+        async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..N {
+                let c = client.clone();
+                tasks.spawn(async move { c.describe_transaction(ID).await });
+            }
+            while let Some(out) = tasks.join_next().await {
+                let d = out.expect("no panic").expect("answered").expect("known");
+                assert_eq!(d.producer, moved_to);
+            }
+        },
+    )
+    .await;
+    assert!(
+        took >= request_timeout,
+        "the connect had its attempt: {took:?}"
+    );
+    assert_eq!(
+        count(&mute, ApiKey::ApiVersions),
+        1,
+        "one connect at a time to a broker with none up"
+    );
+    assert_eq!(count(&c_broker, ApiKey::DescribeTransactions), N);
+}

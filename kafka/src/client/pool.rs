@@ -116,13 +116,15 @@ impl Client {
     /// once it has one ([`Client::on`]). It takes an idle connection, else
     /// opens another in a free slot (while no connection to the broker is
     /// up, one connect at a time: an unreachable broker gets one attempt at
-    /// a time). A waiter gives up and goes elsewhere ([`Attempt::Moved`])
+    /// a time). A connect is an attempt: it gets `attempt` (else
+    /// [`Client::attempt_timeout`]), at most the connect timeout. A waiter gives up and goes elsewhere ([`Attempt::Moved`])
     /// when the broker lets a request run out of time while it waits, or
     /// has been stalled for [`STALLED_ATTEMPT`] of its wait.
     pub(super) async fn connection(
         &self,
         addr: &str,
         deadline: Instant,
+        attempt: Option<Duration>,
     ) -> Result<Leased, Attempt> {
         let pool = Arc::clone(
             self.inner
@@ -166,22 +168,32 @@ impl Client {
             }
             tokio::task::yield_now().await;
         };
-        // While no connection to the broker is up, one connect at a time.
+        // A connect is one attempt: it and the wait for another's get the
+        // attempt's time, as a request does.
+        let bound = deadline.min(deadline_in(
+            attempt.unwrap_or_else(|| self.attempt_timeout(addr)),
+        ));
+        // While no connection to the broker is up, one connect at a time;
+        // when the one waited for fails, this request goes elsewhere too.
         let _first = if pool.up.load(Ordering::Relaxed) {
             None
         } else {
-            match tokio::time::timeout_at(deadline, pool.first_connect.lock()).await {
-                Ok(g) => Some(g),
-                Err(_) => {
-                    return Err(Attempt::Moved(format!(
+            let failed = pool.connect_failures.load(Ordering::Relaxed);
+            let Ok(g) = tokio::time::timeout_at(bound, pool.first_connect.lock()).await else {
+                return Err(Attempt::Moved(format!(
                     "connecting to {addr}: another request's connect to it did not finish in time"
-                )))
-                }
+                )));
+            };
+            if pool.connect_failures.load(Ordering::Relaxed) != failed {
+                return Err(Attempt::Moved(format!(
+                    "connecting to {addr}: another request's connect to it failed"
+                )));
             }
+            Some(g)
         };
         *slot = None;
         // One unreachable broker must not use up the whole budget.
-        let connect_deadline = deadline.min(deadline_in(self.inner.connect_timeout));
+        let connect_deadline = bound.min(deadline_in(self.inner.connect_timeout));
         let conn = Connection::open(
             addr,
             self.inner.client_id.clone(),
@@ -194,6 +206,7 @@ impl Client {
             OpenError::Fail(e) => Attempt::Fail(e),
             OpenError::Retry(e) => {
                 pool.up.store(false, Ordering::Relaxed);
+                pool.connect_failures.fetch_add(1, Ordering::Relaxed);
                 if e.kind() == std::io::ErrorKind::TimedOut {
                     self.stalled(addr);
                 }
@@ -276,6 +289,8 @@ pub(super) struct BrokerConnections {
     /// then made one at a time, under `first_connect`.
     up: AtomicBool,
     first_connect: AsyncMutex<()>,
+    /// Connects that failed, so those waiting for one learn it did.
+    connect_failures: AtomicU64,
     /// Woken when a request to the broker runs out of time, so requests
     /// waiting for its connections go elsewhere.
     stall: Notify,
@@ -290,6 +305,7 @@ impl BrokerConnections {
                 .collect(),
             up: AtomicBool::new(false),
             first_connect: AsyncMutex::new(()),
+            connect_failures: AtomicU64::new(0),
             stall: Notify::new(),
         }
     }

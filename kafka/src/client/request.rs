@@ -306,7 +306,7 @@ impl Client {
     /// attempt's lookup: a full request timeout per attempt would add up to
     /// that much to every failover; a broker that is merely slow answers
     /// once and is no longer stalled.
-    fn attempt_timeout(&self, addr: &str) -> Duration {
+    pub(super) fn attempt_timeout(&self, addr: &str) -> Duration {
         if self.is_stalled(addr) {
             self.inner.request_timeout.min(STALLED_ATTEMPT)
         } else {
@@ -385,7 +385,7 @@ impl Client {
         F: FnMut(Reached) -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
-        let leased = self.connection(&addr, deadline).await?;
+        let leased = self.connection(&addr, deadline, attempt).await?;
         let attempt = attempt.unwrap_or_else(|| self.attempt_timeout(&addr));
         f(Reached {
             conn: Arc::clone(&leased.conn),
