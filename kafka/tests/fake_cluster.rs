@@ -567,25 +567,35 @@ async fn a_stalled_first_bootstrap_broker_is_routed_around() {
 /// the caller's whole budget; the broker is marked stalled, the cached
 /// coordinator forgotten, and the next attempt looks it up again and asks
 /// the one FindCoordinator names now.
-#[tokio::test]
-async fn a_silent_coordinator_costs_one_request_timeout_then_it_is_looked_up_again() {
-    let moved_to = ProducerEpoch::new(4242, 7);
+/// The transaction coordinator C, which describes [`ID`] as held by
+/// [`MOVED_TO`], and a bootstrap broker that names `first` the coordinator
+/// at the first FindCoordinator and C at every later one: a coordinator
+/// that fails and the one found when the client looks again.
+fn first_then_c(first: Endpoint) -> (FakeBroker, FakeBroker) {
     let c_broker = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
+        Some(ApiKey::DescribeTransactions) => described(req, MOVED_TO),
         Some(ApiKey::ApiVersions) => Reply::Default,
         _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
     });
+    let c_at = c_broker.endpoint();
+    let bootstrap = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &first),
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
+        _ => Reply::Default,
+    });
+    (c_broker, bootstrap)
+}
+
+/// The producer C names as [`ID`]'s (see [`first_then_c`]).
+const MOVED_TO: ProducerEpoch = ProducerEpoch::new(4242, 7);
+
+#[tokio::test]
+async fn a_silent_coordinator_costs_one_request_timeout_then_it_is_looked_up_again() {
     let silent = FakeBroker::start(|req| match req.key() {
         Some(ApiKey::ApiVersions) => Reply::Default,
         _ => Reply::Silence,
     });
-    let (silent_at, c_at) = (silent.endpoint(), c_broker.endpoint());
-    let bootstrap = FakeBroker::start(move |req| match req.key() {
-        // First "the silent broker is the coordinator", then "C is".
-        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &silent_at),
-        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
-        _ => Reply::Default,
-    });
+    let (c_broker, bootstrap) = first_then_c(silent.endpoint());
     let request_timeout = Duration::from_millis(400);
     let mut settings = Settings::new(bootstrap.addr());
     settings.operation_timeout = Duration::from_secs(5);
@@ -601,7 +611,7 @@ async fn a_silent_coordinator_costs_one_request_timeout_then_it_is_looked_up_aga
     let d = outcome
         .expect("answered by the coordinator found next")
         .expect("C knows the id");
-    assert_eq!(d.producer, moved_to);
+    assert_eq!(d.producer, MOVED_TO);
     assert!(
         took >= request_timeout,
         "the silent broker had its attempt: {took:?}"
@@ -786,6 +796,30 @@ async fn a_broker_too_old_is_refused_at_start_naming_what_it_lacks() {
     );
 }
 
+/// A plaintext client of `bootstrap` with this request timeout, an
+/// operation timeout of 10 s and a connect timeout of 3 s.
+fn client_with_request_timeout(bootstrap: &str, request: Duration) -> Client {
+    let mut settings = Settings::new(bootstrap);
+    settings.operation_timeout = Duration::from_secs(10);
+    settings.connect_timeout = Duration::from_secs(3);
+    settings.request_timeout = request;
+    Client::new(&settings).expect("valid settings")
+}
+
+/// `n` describes of [`ID`] at once through `client`, each answered with
+/// `producer`.
+async fn describe_at_once(client: &Client, n: usize, producer: ProducerEpoch) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let c = client.clone();
+        tasks.spawn(async move { c.describe_transaction(ID).await });
+    }
+    while let Some(out) = tasks.join_next().await {
+        let d = out.expect("no panic").expect("answered").expect("known");
+        assert_eq!(d.producer, producer);
+    }
+}
+
 /// A coordinator that answers every request, slowly but surely: 150 ms
 /// each, one at a time per connection. Five requests at once per
 /// connection the client may open are more than they carry in one request
@@ -806,23 +840,12 @@ async fn requests_beyond_the_connections_wait_their_turn_without_timing_out() {
         }
         _ => Reply::ScriptError(format!("unexpected key {}", req.api_key)),
     });
-    let mut settings = Settings::new(broker.addr());
-    settings.operation_timeout = Duration::from_secs(10);
-    settings.request_timeout = Duration::from_millis(400);
-    let client = Client::new(&settings).expect("valid settings");
+    let client = client_with_request_timeout(&broker.addr(), Duration::from_millis(400));
     // The coordinator known first, so the burst below is DescribeTransactions only.
     client.describe_transaction(ID).await.expect("answered");
 
     let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..N {
-        let c = client.clone();
-        tasks.spawn(async move { c.describe_transaction(ID).await });
-    }
-    while let Some(out) = tasks.join_next().await {
-        let d = out.expect("no panic").expect("answered").expect("known");
-        assert_eq!(d.producer, producer);
-    }
+    describe_at_once(&client, N, producer).await;
     let took = started.elapsed();
     eprintln!("{N} requests, 150 ms each at the broker: {took:?}");
     assert!(
@@ -857,27 +880,13 @@ async fn requests_beyond_the_connections_wait_their_turn_without_timing_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_waiting_for_a_silent_brokers_connections_go_elsewhere_at_its_first_timeout() {
     const N: usize = 5 * Client::CONNECTIONS_PER_BROKER;
-    let moved_to = ProducerEpoch::new(4242, 7);
-    let c_broker = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
-        Some(ApiKey::ApiVersions) => Reply::Default,
-        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
-    });
     let silent = FakeBroker::start(|req| match req.key() {
         Some(ApiKey::ApiVersions) => Reply::Default,
         _ => Reply::Silence,
     });
-    let (silent_at, c_at) = (silent.endpoint(), c_broker.endpoint());
-    let bootstrap = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &silent_at),
-        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
-        _ => Reply::Default,
-    });
+    let (c_broker, bootstrap) = first_then_c(silent.endpoint());
     let request_timeout = Duration::from_millis(400);
-    let mut settings = Settings::new(bootstrap.addr());
-    settings.operation_timeout = Duration::from_secs(10);
-    settings.request_timeout = request_timeout;
-    let client = Client::new(&settings).expect("valid settings");
+    let client = client_with_request_timeout(&bootstrap.addr(), request_timeout);
     // The silent broker is the coordinator the client knows.
     let known = client.coordinator_address(ID).await.expect("looked up");
     assert_eq!(known, silent.addr());
@@ -885,17 +894,7 @@ async fn requests_waiting_for_a_silent_brokers_connections_go_elsewhere_at_its_f
     let (_, took) = timed(
         "describes at a coordinator that went silent",
         request_timeout + Duration::from_millis(400),
-        async {
-            let mut tasks = tokio::task::JoinSet::new();
-            for _ in 0..N {
-                let c = client.clone();
-                tasks.spawn(async move { c.describe_transaction(ID).await });
-            }
-            while let Some(out) = tasks.join_next().await {
-                let d = out.expect("no panic").expect("answered").expect("known");
-                assert_eq!(d.producer, moved_to);
-            }
-        },
+        describe_at_once(&client, N, MOVED_TO),
     )
     .await;
     assert!(
@@ -918,25 +917,10 @@ async fn requests_waiting_for_a_silent_brokers_connections_go_elsewhere_at_its_f
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coordinator_that_never_finishes_a_handshake_costs_one_request_timeout() {
     const N: usize = 2 * Client::CONNECTIONS_PER_BROKER;
-    let moved_to = ProducerEpoch::new(4242, 7);
-    let c_broker = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::DescribeTransactions) => described(req, moved_to),
-        Some(ApiKey::ApiVersions) => Reply::Default,
-        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
-    });
     let mute = FakeBroker::start(|_| Reply::Silence);
-    let (mute_at, c_at) = (mute.endpoint(), c_broker.endpoint());
-    let bootstrap = FakeBroker::start(move |req| match req.key() {
-        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &mute_at),
-        Some(ApiKey::FindCoordinator) => find_coordinator(req, &c_at),
-        _ => Reply::Default,
-    });
+    let (c_broker, bootstrap) = first_then_c(mute.endpoint());
     let request_timeout = Duration::from_millis(400);
-    let mut settings = Settings::new(bootstrap.addr());
-    settings.operation_timeout = Duration::from_secs(10);
-    settings.connect_timeout = Duration::from_secs(3);
-    settings.request_timeout = request_timeout;
-    let client = Client::new(&settings).expect("valid settings");
+    let client = client_with_request_timeout(&bootstrap.addr(), request_timeout);
     assert_eq!(
         client.coordinator_address(ID).await.expect("looked up"),
         mute.addr()
@@ -945,17 +929,7 @@ async fn a_coordinator_that_never_finishes_a_handshake_costs_one_request_timeout
     let (_, took) = timed(
         "describes at a coordinator that never finishes a handshake",
         request_timeout + Duration::from_millis(400),
-        async {
-            let mut tasks = tokio::task::JoinSet::new();
-            for _ in 0..N {
-                let c = client.clone();
-                tasks.spawn(async move { c.describe_transaction(ID).await });
-            }
-            while let Some(out) = tasks.join_next().await {
-                let d = out.expect("no panic").expect("answered").expect("known");
-                assert_eq!(d.producer, moved_to);
-            }
-        },
+        describe_at_once(&client, N, MOVED_TO),
     )
     .await;
     assert!(
