@@ -117,9 +117,13 @@ impl Client {
     /// opens another in a free slot (while no connection to the broker is
     /// up, one connect at a time: an unreachable broker gets one attempt at
     /// a time). A connect is an attempt: it gets `attempt` (else
-    /// [`Client::attempt_timeout`]), at most the connect timeout. A waiter gives up and goes elsewhere ([`Attempt::Moved`])
-    /// when the broker lets a request run out of time while it waits, or
-    /// has been stalled for [`STALLED_ATTEMPT`] of its wait.
+    /// [`Client::attempt_timeout`]), at most the connect timeout.
+    ///
+    /// A waiter gives up and goes elsewhere ([`Attempt::Moved`], as for a
+    /// broker it cannot connect to) when the broker lets a request run out
+    /// of time while it waits, or has been stalled for [`STALLED_ATTEMPT`]
+    /// of its wait; one that waits until `deadline` ends
+    /// [`Attempt::Again`], the broker still trusted.
     pub(super) async fn connection(
         &self,
         addr: &str,
@@ -314,7 +318,15 @@ impl BrokerConnections {
 /// A connection in one request's sole use while this lives (see
 /// [`Client::connection`]).
 pub(super) struct Leased {
-    pub(super) conn: Arc<Connection>,
+    conn: Arc<Connection>,
     _slot: OwnedMutexGuard<Option<Arc<Connection>>>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl std::ops::Deref for Leased {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
 }

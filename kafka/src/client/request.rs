@@ -80,12 +80,11 @@ pub(super) enum Target<'a> {
 pub(super) struct Reached {
     /// The broker's address (`host:port`).
     pub(super) addr: String,
-    pub(super) conn: Arc<Connection>,
+    /// The connection, this attempt's until it ends.
+    pub(super) conn: super::pool::Leased,
     /// When this attempt gives up (the request timeout from when the
     /// connection was had, cut to the caller's deadline).
     pub(super) deadline: Instant,
-    /// Keeps the connection to this attempt until it ends.
-    _leased: super::pool::Leased,
 }
 
 impl Reached {
@@ -388,10 +387,9 @@ impl Client {
         let leased = self.connection(&addr, deadline, attempt).await?;
         let attempt = attempt.unwrap_or_else(|| self.attempt_timeout(&addr));
         f(Reached {
-            conn: Arc::clone(&leased.conn),
+            conn: leased,
             addr,
             deadline: deadline.min(deadline_in(attempt)),
-            _leased: leased,
         })
         .await
     }
