@@ -118,8 +118,9 @@ pub enum Error {
     },
     /// The leader's own lease ran out: no renewal committed within the lease
     /// duration (measured on the monotonic clock from the send time of the
-    /// last committed renewal), so a standby may have taken over. Work done
-    /// outside Kafka must stop.
+    /// last committed renewal), so a standby may have taken over; or a
+    /// resign, which stops the renewals, did not finish before then. Work
+    /// done outside Kafka must stop.
     #[error("the lease expired: {0}")]
     LeaseExpired(String),
     /// A write whose commit was sent but not confirmed (a timeout, a fence

@@ -174,6 +174,35 @@ async fn a_stuck_state_partition_ends_the_term_at_the_local_deadline_not_later()
     assert_eq!(a.err().unwrap().kind(), ErrorKind::LeaseExpired);
 }
 
+/// A resign stops the renewals; one whose tombstone cannot be written (the
+/// state partition stuck) must not keep the term alive past the local
+/// deadline, and the error says it was the resign that did not finish, not
+/// renewals that failed.
+#[tokio::test(flavor = "current_thread")]
+async fn a_resign_that_cannot_finish_ends_the_term_at_the_local_deadline_saying_so() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = std::sync::Arc::new(leader(a).await);
+    w.cluster.set_stalled(STATE_TOPIC, true);
+    // A second into the term: the resign's own steps are bounded a lease
+    // from now, past the local deadline (the first lease's send time plus
+    // the lease).
+    w.run_until(T0 + 1_000).await;
+    let resigner = std::sync::Arc::clone(&a);
+    let _resign = tokio::spawn(async move { resigner.resign().await });
+    w.run_until(T0 + ms(LEASE) - 1_000).await;
+    assert!(a.is_held(), "the resign waits, the lease has time left");
+    w.run_until(T0 + ms(LEASE)).await;
+    assert!(!a.is_held());
+    let e = a.err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+    assert!(
+        e.to_string().contains("before its resign finished"),
+        "the error names the resign: {e}"
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_deposed_member_that_resigns_never_fences_its_successor() {
     let w = World::new();

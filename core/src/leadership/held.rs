@@ -105,16 +105,28 @@ impl Held {
         }
     }
 
-    /// Ends the term because the local lease deadline passed.
+    /// Ends the term because the local lease deadline passed: renewals did
+    /// not commit in time, or a resign (which stops them) did not finish
+    /// within the lease left.
     fn expire(&self) {
         let lease = self.member.options.election.lease_duration;
+        let role = crate::error::quote(&self.member.role);
+        if self.resign_started.load(Ordering::SeqCst) {
+            tracing::warn!(
+                ?lease,
+                "the lease ran out before the resign finished; the term ends"
+            );
+            self.end(Error::LeaseExpired(format!(
+                "the lease of role {role} ({lease:?}) ran out before its resign finished; a standby may take over"
+            )));
+            return;
+        }
         tracing::warn!(
             ?lease,
             "no renewal committed within the lease; the term ends"
         );
         self.end(Error::LeaseExpired(format!(
-            "no renewal of role {} committed within the lease ({lease:?}); a standby may have taken over",
-            crate::error::quote(&self.member.role)
+            "no renewal of role {role} committed within the lease ({lease:?}); a standby may have taken over"
         )));
     }
 }
