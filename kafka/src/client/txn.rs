@@ -30,6 +30,8 @@
 //! [`Client::describe_at_coordinator`] tells the caller what the current
 //! coordinator holds, and where it is.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -286,6 +288,27 @@ impl Client {
         records: Bytes,
         deadline: Instant,
     ) -> Result<i64, TxnError> {
+        let sent = AtomicBool::new(false);
+        self.produce_noting(transactional_id, topic, partition, records, deadline, &sent)
+            .await
+    }
+
+    /// [`Client::produce`], and whether the batch may have reached the
+    /// leader: `sent` is set (never cleared) once a connection to the
+    /// partition's leader answered its handshake and the Produce is about
+    /// to be written to it. Left unset, nothing of the batch left this
+    /// process (the leader could not be found or reached), so no copy of it
+    /// can land later; set, a copy may land at any time until the leader
+    /// answers it.
+    pub async fn produce_noting(
+        &self,
+        transactional_id: &str,
+        topic: &str,
+        partition: i32,
+        records: Bytes,
+        deadline: Instant,
+        sent: &AtomicBool,
+    ) -> Result<i64, TxnError> {
         let what = || {
             format!(
                 "Produce to {}/{partition} for {}",
@@ -314,6 +337,7 @@ impl Client {
                     // before this attempt gives up on it.
                     req.timeout_ms = at.broker_wait_ms();
                     req.topic_data = vec![t];
+                    sent.store(true, Ordering::SeqCst);
                     let resp: ProduceResponse =
                         self.exchange(&at, ApiKey::Produce, version, &req).await?;
                     let Some(p) = resp

@@ -307,7 +307,17 @@ impl ProtocolLease {
                 return Err(Outcome::Keep(e).into());
             }
         };
-        self.finish_pending(role, what, deadline).await?;
+        // A lease write keeps at least half its time for its own
+        // transaction: records an earlier guarded write left unanswered
+        // (their partition's leader silent) cost a renewal no more than the
+        // other half.
+        let settle_by = if data {
+            deadline
+        } else {
+            let now = Instant::now();
+            now + deadline.saturating_duration_since(now) / 2
+        };
+        self.finish_pending(role, what, settle_by, deadline).await?;
         if placed.is_empty() && (self.state == TxnState::Idle || self.ahead) {
             // Nothing to write, and no transaction to begin: an EndTxn with
             // nothing added would only be answered from the coordinator's
@@ -416,12 +426,29 @@ impl ProtocolLease {
                 )))
             })?;
             match tried {
-                Tried::Done(offset) => self.advance(&sent, offset),
-                Tried::OutOfTime(why) => {
+                (Tried::Done(offset), _) => self.advance(&sent, offset),
+                (Tried::OutOfTime(why), true) => {
                     late.get_or_insert(why);
                     self.unanswered.push(sent);
                 }
-                Tried::Failed(e) => {
+                // Never sent: nothing of it can land, and the sequence
+                // stays. The write fails as refused (its transaction is
+                // aborted unless another batch of it is in flight).
+                (Tried::OutOfTime(why), false) => {
+                    let unsent = TxnError::Refused(Error::transient(
+                        context(role, what),
+                        format!(
+                            "the leader of {}/{} could not be reached in time ({why}); \
+                             nothing of the write was sent to it",
+                            crate::error::quote(&sent.topic),
+                            sent.partition
+                        ),
+                    ));
+                    if failure.is_none() {
+                        failure = Some(unsent);
+                    }
+                }
+                (Tried::Failed(e), _) => {
                     if matches!(e, TxnError::Broken(_)) {
                         refused.push(sent);
                     }
@@ -677,23 +704,29 @@ impl ProtocolLease {
     }
 }
 
-/// Sends one batch until it is answered or `deadline` passes.
+/// Sends one batch until it is answered or `deadline` passes. The flag
+/// says whether any try may have reached the partition's leader (see
+/// [`DescribeClient::produce_noting`]): a batch out of time with the flag
+/// unset never left the process, and cannot land later.
 async fn produce_until(
     describe: &DescribeClient,
     role: &str,
     sent: &Sent,
     deadline: Instant,
-) -> Tried<i64> {
-    retrying(deadline, || {
-        describe.produce(
+) -> (Tried<i64>, bool) {
+    let reached = std::sync::atomic::AtomicBool::new(false);
+    let tried = retrying(deadline, || {
+        describe.produce_noting(
             role,
             &sent.topic,
             sent.partition,
             sent.records.clone(),
             deadline,
+            &reached,
         )
     })
-    .await
+    .await;
+    (tried, reached.load(std::sync::atomic::Ordering::SeqCst))
 }
 
 /// Records grouped by partition, in first-seen order.

@@ -420,6 +420,13 @@ impl ProtocolLease {
                 ),
             ))
         };
+        if !self.unanswered.is_empty() {
+            return Err(not_yet(format!(
+                "records sent to {} are not answered yet, and a copy of them still in flight \
+                 could land after an abort of this epoch",
+                self.unanswered_partitions().join(", ")
+            )));
+        }
         let mut repins = 0u32;
         loop {
             let moved = match self.end_at_pin(role, false, deadline).await {

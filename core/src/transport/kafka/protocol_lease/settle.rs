@@ -6,7 +6,10 @@
 //! Nothing here commits a transaction the writer did not mean to commit:
 //! unanswered batches are answered before the abort that ends them, so a
 //! delayed Produce cannot land after the abort markers as a transaction
-//! nobody ends.
+//! nobody ends. No path aborts with the term's own epoch while a batch is
+//! unanswered ([`ProtocolLease::abort`] refuses): such a transaction stays
+//! open until its batches are answered, or the coordinator ends it with a
+//! bumped epoch.
 
 use std::time::Duration;
 
@@ -40,15 +43,16 @@ impl ProtocolLease {
         ending(role, what, e)
     }
 
-    /// Finishes what an earlier write left: its unanswered batches, then
-    /// its abort, or its commit.
+    /// Finishes what an earlier write left: its unanswered batches (by
+    /// `settle_by`), then its abort, or its commit (by `deadline`).
     pub(super) async fn finish_pending(
         &mut self,
         role: &str,
         what: &str,
+        settle_by: Instant,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        self.settle_unanswered(role, what, deadline).await?;
+        self.settle_unanswered(role, what, settle_by).await?;
         match self.state {
             TxnState::Idle | TxnState::Open => Ok(()),
             TxnState::AbortPending => self.abort(role, what, deadline).await,
@@ -128,15 +132,19 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
         while let Some(sent) = self.unanswered.pop() {
-            match produce_until(&self.describe, role, &sent, deadline).await {
+            match produce_until(&self.describe, role, &sent, deadline).await.0 {
                 Tried::Done(offset) => self.advance(&sent, offset),
                 Tried::OutOfTime(why) => {
                     self.unanswered.push(sent);
                     return Err(Outcome::Keep(Error::transient(
                         context(role, what),
                         format!(
-                            "an earlier write's records are not answered yet ({why}); nothing \
-                             of this write was sent"
+                            "the records an earlier write sent to {} are not answered yet \
+                             ({why}); their transaction cannot be ended with this epoch until \
+                             they are (a copy still in flight could land after its abort), so \
+                             nothing of this write was sent; the partition's leader must answer, \
+                             or the partition move to a leader that does",
+                            self.unanswered_partitions().join(", ")
                         ),
                     )));
                 }
@@ -148,17 +156,31 @@ impl ProtocolLease {
         Ok(())
     }
 
+    /// The partitions of the batches sent and not answered, as
+    /// `"topic"/partition`.
+    pub(super) fn unanswered_partitions(&self) -> Vec<String> {
+        self.unanswered
+            .iter()
+            .map(|s| format!("{}/{}", crate::error::quote(&s.topic), s.partition))
+            .collect()
+    }
+
     /// Lets go of the epoch, bounded by `within`: first settles every batch
     /// sent and not answered (as a write does before anything else), then
-    /// aborts an open transaction. Without broker-side transaction
+    /// aborts an open transaction.
+    ///
+    /// A batch that cannot be settled in time leaves the transaction open,
+    /// never aborted with this epoch ([`ProtocolLease::abort`] refuses
+    /// while a batch is unanswered): without broker-side transaction
     /// verification (Kafka 3.0 to 3.5, or
-    /// `transaction.partition.verification.enable=false`) a Produce still in
-    /// flight could otherwise land after the abort markers, as a
-    /// transaction nobody ends that holds the partition's last stable offset
-    /// back. A batch that cannot be settled in time is reported (a warning
-    /// naming the role and the partitions) and the abort is sent all the
-    /// same. The coordinator aborts a transaction it never hears of at the
-    /// transaction timeout.
+    /// `transaction.partition.verification.enable=false`) a copy landing
+    /// after such an abort would open a transaction the coordinator does not
+    /// know, which the next epoch's commit marker would commit and nothing
+    /// would ever abort. Left open, the transaction is aborted by the
+    /// coordinator with a bumped epoch, at the transaction timeout (the
+    /// lease) or at once when a successor mints; a late copy then lands
+    /// inside it (and is aborted with it) or is refused as an older epoch.
+    /// Reported with a warning naming the role and the partitions.
     pub(crate) async fn release(mut self, role: String, within: Duration) {
         if self.state == TxnState::Idle && self.unanswered.is_empty() {
             return;
@@ -174,17 +196,15 @@ impl ProtocolLease {
                 tracing::debug!(role, error = %e, "releasing an epoch: superseded, nothing of it can land");
                 return;
             }
-            let partitions: Vec<String> = self
-                .unanswered
-                .iter()
-                .map(|s| format!("{}/{}", s.topic, s.partition))
-                .collect();
             tracing::warn!(
                 role,
                 error = %e,
-                unanswered = ?partitions,
-                "releasing an epoch: batches it sent are still unanswered and may land after its abort"
+                unanswered = ?self.unanswered_partitions(),
+                "releasing an epoch: batches it sent are still unanswered, so its transaction \
+                 is left open for the coordinator to abort with a bumped epoch (at the \
+                 transaction timeout, or when a successor mints)"
             );
+            return;
         }
         if let Err(Outcome::Keep(e) | Outcome::Drop(e)) =
             self.abort(&role, "release", deadline).await

@@ -852,3 +852,167 @@ async fn a_sequence_refused_twice_in_one_write_ends_the_term() {
     );
     assert_eq!(sequences.seen(), [0, 1, 1]);
 }
+
+// ---------------------------------------------------------------------------
+// A data partition whose leader does not answer (the `settle` module).
+// ---------------------------------------------------------------------------
+
+/// Broker A leads `t`/0 (the role's state partition) and coordinates; B
+/// leads `d`/0 (a data partition) and runs `b`. A logs its EndTxns.
+fn silent_data_leader(b: Script) -> (FakeBroker, FakeBroker, EndTxns) {
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::{BrokerId, MetadataResponse, TopicName};
+    let end_txns = EndTxns::default();
+    let log = end_txns.clone();
+    let (a, b) = two_brokers(
+        Box::new(move |r, at| match r.key() {
+            Some(ApiKey::Metadata) => {
+                let brokers = [&at.a, &at.b]
+                    .iter()
+                    .map(|e| {
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(e.node_id))
+                            .with_host(e.host.clone().into())
+                            .with_port(e.port)
+                    })
+                    .collect();
+                let topic = |name: &str, leader: &Endpoint| {
+                    MetadataResponseTopic::default()
+                        .with_name(Some(TopicName(name.to_owned().into())))
+                        .with_partitions(vec![MetadataResponsePartition::default()
+                            .with_leader_id(BrokerId(leader.node_id))])
+                };
+                Some(Reply::of(
+                    r,
+                    &MetadataResponse::default()
+                        .with_brokers(brokers)
+                        .with_topics(vec![topic("t", &at.a), topic("d", &at.b)]),
+                ))
+            }
+            Some(ApiKey::EndTxn) => Some(log.answer(r, 0)),
+            _ => None,
+        }),
+        b,
+    );
+    (a, b, end_txns)
+}
+
+/// One record for the data partition `d`/0.
+fn data_record() -> OutRecord {
+    OutRecord {
+        topic: "d".into(),
+        ..rec("k", Some("v"), &[])
+    }
+}
+
+/// One lease write (a record to `t`/0) within `within`.
+async fn lease_write(
+    lease: &mut ProtocolLease,
+    within: Duration,
+) -> std::result::Result<(), Outcome> {
+    let deadline = Instant::now() + within;
+    lease
+        .transact(
+            "r",
+            "write_lease",
+            vec![rec("k", Some("v"), &[])],
+            false,
+            false,
+            deadline,
+        )
+        .await
+}
+
+/// A write to a partition whose leader never answers a connection's
+/// handshake sends nothing there, so nothing of it can land later: it
+/// fails at once with its transaction aborted, and the lease writes of the
+/// term go on, round after round.
+#[tokio::test]
+async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
+    let (a, _b, end_txns) = silent_data_leader(Box::new(|_, _| Some(Reply::Silence)));
+    let mut lease = writer(&a);
+    for round in 0..3 {
+        let deadline = Instant::now() + Duration::from_millis(400);
+        let written = lease
+            .transact(
+                "r",
+                "write_guarded",
+                vec![data_record()],
+                false,
+                false,
+                deadline,
+            )
+            .await;
+        let (e, dropped) = failed(written);
+        assert!(!dropped, "round {round}: {e}");
+        assert!(e.is_transient(), "round {round}: {e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("could not be reached") && msg.contains("\"d\"/0"),
+            "round {round}: {msg}"
+        );
+        assert!(
+            lease.unanswered.is_empty(),
+            "round {round}: nothing was sent"
+        );
+        let renewed = lease_write(&mut lease, Duration::from_secs(2)).await;
+        assert!(renewed.is_ok(), "round {round}: the lease write failed");
+    }
+    // Each failed write was aborted (again before the lease write when
+    // its own deadline cut the abort short), each lease committed.
+    let kinds = end_txns.kinds();
+    let rounds: Vec<&[&str]> = kinds.split_inclusive(|k| *k == "commit").collect();
+    assert_eq!(rounds.len(), 3, "{kinds:?}");
+    for round in rounds {
+        assert!(
+            round.len() >= 2 && round[..round.len() - 1].iter().all(|k| *k == "abort"),
+            "{kinds:?}"
+        );
+    }
+}
+
+/// A batch sent to a leader that went silent after its handshake may land
+/// at any time: the transaction holding it is never aborted with the
+/// term's epoch, neither by a lease write (which fails within half its
+/// time, naming the partition) nor by the release (which leaves it to the
+/// coordinator's bumped abort).
+#[tokio::test]
+async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
+    let (a, _b, end_txns) = silent_data_leader(Box::new(|r, _| match r.key() {
+        Some(ApiKey::ApiVersions) => None,
+        _ => Some(Reply::Silence),
+    }));
+    let mut lease = writer(&a);
+    let deadline = Instant::now() + Duration::from_millis(400);
+    let written = lease
+        .transact(
+            "r",
+            "write_guarded",
+            vec![data_record()],
+            false,
+            false,
+            deadline,
+        )
+        .await;
+    let (e, _) = failed(written);
+    assert!(e.to_string().contains("not acknowledged in time"), "{e}");
+    assert_eq!(lease.unanswered.len(), 1);
+
+    let started = Instant::now();
+    let (e, dropped) = failed(lease_write(&mut lease, Duration::from_secs(1)).await);
+    assert!(!dropped && e.is_transient(), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"d\"/0") && msg.contains("not answered yet"),
+        "{msg}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the settling took more than half the lease write's time: {:?}",
+        started.elapsed()
+    );
+    lease.release("r".into(), Duration::from_millis(500)).await;
+    assert_eq!(end_txns.kinds(), Vec::<&str>::new(), "no abort was sent");
+}
