@@ -44,6 +44,9 @@ struct Held {
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
     renewal_failures: Mutex<u32>,
+    /// Why the last renewal failed, while renewals fail: the lease's
+    /// expiry names it.
+    last_failure: Mutex<Option<String>>,
     claim: Mutex<Option<Claim>>,
     /// The follower of the partition as the challenge left it, and the
     /// members passed over then: a resign reads on from there (see
@@ -121,13 +124,41 @@ impl Held {
             )));
             return;
         }
+        let last = self
+            .last_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let last = last
+            .map(|e| format!("; the last renewal failed: {e}"))
+            .unwrap_or_default();
         tracing::warn!(
             ?lease,
-            "no renewal committed within the lease; the term ends"
+            "no renewal committed within the lease{last}; the term ends"
         );
         self.end(Error::LeaseExpired(format!(
-            "no renewal of role {role} committed within the lease ({lease:?}); a standby may have taken over"
+            "no renewal of role {role} committed within the lease ({lease:?}){last}; a standby may have taken over"
         )));
+    }
+
+    /// The lease time a renewal is always left: a guarded write may not
+    /// run into it. The renew interval, or the time from a renewal's
+    /// schedule to the deadline (lease - renew) when that is shorter: a
+    /// renewal that starts on time is never kept waiting by a write past
+    /// the point where less than this is left.
+    fn renewal_reserve(&self) -> Duration {
+        let e = &self.member.options.election;
+        e.renew_interval
+            .min(e.lease_duration.saturating_sub(e.renew_interval))
+    }
+
+    /// How long a guarded write starting now may take: one renew interval,
+    /// and never into the renewal's reserve ([`Held::renewal_reserve`]).
+    fn write_bound(&self) -> Duration {
+        let renew = self.member.options.election.renew_interval;
+        self.left()
+            .saturating_sub(self.renewal_reserve())
+            .min(renew)
     }
 }
 
@@ -192,6 +223,7 @@ impl Leadership {
             resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
+            last_failure: Mutex::new(None),
             claim: Mutex::new(claim),
             follower: tokio::sync::Mutex::new(Some((follower, stale))),
         });
@@ -289,10 +321,20 @@ impl Leadership {
     /// fails with [`Error::Fenced`], none of its records become visible, and
     /// the leadership ends.
     ///
-    /// A write may take at most one renew interval (and never past the local
-    /// lease deadline), so it never starves the renewals: one not
-    /// acknowledged by then fails with [`Error::Transient`], and nothing of
-    /// it is ever written; when the lease ran out meanwhile (the process was
+    /// A write may take at most one renew interval, and never runs into the
+    /// lease time kept for the next renewal (the renew interval, or lease -
+    /// renew when that is shorter), so it never starves the renewals: one
+    /// not acknowledged by then fails with [`Error::Transient`], and nothing
+    /// of it is ever written; while renewals fail and less than that time
+    /// is left, a write fails at once with [`Error::Transient`], sending
+    /// nothing. A partition whose leader does not answer costs the writes
+    /// to it: records it never acknowledged keep the epoch's transaction
+    /// from being ended (their copy could land after an abort), so the
+    /// renewals first send them again, for at most half of each renewal's
+    /// time; until the partition's leader answers or the partition moves
+    /// (within `broker.session.timeout.ms` of a dead or paused broker), the
+    /// renewals fail, and once the lease runs out the term ends with
+    /// [`Error::LeaseExpired`] naming the partition; when the lease ran out meanwhile (the process was
     /// paused, say), it fails with [`Error::LeaseExpired`] and the term
     /// ends; if the write was already in flight then (the transport overran
     /// its bound), it fails with [`Error::OutcomeUnknown`] instead, and the
@@ -303,7 +345,6 @@ impl Leadership {
     /// [`Error::OutcomeUnknown`]: the records may or may not be visible.
     pub async fn write(&self, records: Vec<OutRecord>) -> Result<()> {
         let held = &self.held;
-        let renew = held.member.options.election.renew_interval;
         let _w = tokio::select! {
             biased;
             w = held.writes.lock() => w,
@@ -319,10 +360,24 @@ impl Leadership {
         if let Some(e) = self.err() {
             return Err(ended_error(&e));
         }
-        let within = held.left().min(renew);
-        if within.is_zero() {
+        if held.left().is_zero() {
             held.expire();
             return Err(ended_error(&self.err().expect("ended above")));
+        }
+        let within = held.write_bound();
+        if within.is_zero() {
+            return Err(Error::transient(
+                format!(
+                    "write_guarded for role {}",
+                    crate::error::quote(&held.member.role)
+                ),
+                format!(
+                    "the lease has {:?} left, within the {:?} kept for its renewal (renewals are \
+                     failing); nothing was sent",
+                    held.left(),
+                    held.renewal_reserve()
+                ),
+            ));
         }
         let written = tokio::select! {
             biased;
@@ -756,6 +811,7 @@ async fn renew_loop(held: Arc<Held>) {
                     .renewal_failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = 0;
+                *held.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 backoff.reset();
                 crate::metrics::renewal(
                     &m.role,
@@ -780,6 +836,7 @@ async fn renew_loop(held: Arc<Held>) {
                 };
                 let d = backoff.take().min(m.options.election.renew_interval);
                 tracing::warn!(error = %e, failures, retry_in = ?d, "renewal failing");
+                *held.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
                 m.emit(EventKind::RenewalFailing {
                     failures,
                     error: Arc::new(e),
