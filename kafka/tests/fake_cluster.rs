@@ -1079,3 +1079,53 @@ async fn the_coordinator_cache_forgets_ids_no_longer_used() {
     }
     assert!(c.coordinators_cached() >= 20, "ids in use stay cached");
 }
+
+/// The same for a partition's leader: A, first in the bootstrap list,
+/// names B the leader of `data`/0 at every Metadata; B answers every
+/// Produce NOT_LEADER_OR_FOLLOWER; C names itself and takes the Produce.
+/// The Metadata after B's refusal begins after A, so the second Produce
+/// reaches C, where before every Metadata went back to A.
+#[tokio::test]
+async fn a_bootstrap_broker_naming_a_refusing_leader_is_not_asked_first_again() {
+    use krabka_kafka::fake_broker::metadata;
+    let c_me: Arc<OnceLock<Endpoint>> = Arc::default();
+    let c_self = Arc::clone(&c_me);
+    let c_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::Metadata) => metadata(req, "data", &[c_self.get().expect("set")]),
+        Some(ApiKey::Produce) => error_for(req, 0),
+        _ => Reply::Default,
+    });
+    c_me.set(c_broker.endpoint()).expect("set once");
+    let b_broker = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => error_for(req, 6), // NOT_LEADER_OR_FOLLOWER
+    });
+    let b_at = b_broker.endpoint();
+    let a_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::Metadata) => metadata(req, "data", &[&b_at]),
+        _ => Reply::Default,
+    });
+    let bootstrap = format!(
+        "{},{},{}",
+        a_broker.addr(),
+        b_broker.addr(),
+        c_broker.addr()
+    );
+    let c = client(&bootstrap, Duration::from_secs(2), Duration::from_secs(2));
+    let deadline = deadline_in(Duration::from_secs(1));
+    let batch = bytes::Bytes::from_static(b"batch");
+    let mut tries = 0;
+    while Instant::now() < deadline {
+        tries += 1;
+        match c.produce(ID, "data", 0, batch.clone(), deadline).await {
+            Ok(_) => break,
+            Err(TxnError::Retry(why)) => eprintln!("retry: {why}"),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(tries, 2, "the second Produce reached C");
+    assert_eq!(count(&a_broker, ApiKey::Metadata), 1, "A asked once");
+    assert_eq!(count(&b_broker, ApiKey::Produce), 1, "B refused once");
+    assert_eq!(count(&c_broker, ApiKey::Metadata), 1);
+    assert_eq!(count(&c_broker, ApiKey::Produce), 1);
+}
