@@ -943,3 +943,189 @@ async fn a_coordinator_that_never_finishes_a_handshake_costs_one_request_timeout
     );
     assert_eq!(count(&c_broker, ApiKey::DescribeTransactions), N);
 }
+
+/// Three bootstrap brokers: A, first in the list, has a stale view and
+/// names B the coordinator at every FindCoordinator; B refuses everything
+/// with NOT_COORDINATOR; C names itself and mints. A lookup answered by A
+/// with a broker that refuses is asked of the other brokers next (B, the
+/// refusing one, last): the mint reaches C within its bound, where before
+/// every lookup went back to A and the mint ran out of time.
+#[tokio::test]
+async fn a_bootstrap_broker_naming_a_refusing_coordinator_is_not_asked_first_again() {
+    let c_broker = own_coordinator(|req| match req.key() {
+        Some(ApiKey::InitProducerId) => krabka_kafka::fake_broker::init_producer_id(req, 4242, 7),
+        _ => Reply::ScriptError(format!("C was not asked key {}", req.api_key)),
+    });
+    let b_broker = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => error_for(req, 16), // NOT_COORDINATOR
+    });
+    let b_at = b_broker.endpoint();
+    let a_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &b_at),
+        _ => Reply::Default,
+    });
+    let bootstrap = format!(
+        "{},{},{}",
+        a_broker.addr(),
+        b_broker.addr(),
+        c_broker.addr()
+    );
+    let operation = Duration::from_millis(1_500);
+    let c = client(&bootstrap, operation, operation);
+    let (minted, _) = timed(
+        "InitProducerId past a stale bootstrap broker",
+        operation,
+        c.init_producer_id(ID, 10_000, deadline_in(operation)),
+    )
+    .await;
+    assert_eq!(minted.expect("minted at C"), ProducerEpoch::new(4242, 7));
+    assert_eq!(count(&a_broker, ApiKey::FindCoordinator), 1, "A asked once");
+    assert_eq!(
+        count(&b_broker, ApiKey::InitProducerId),
+        1,
+        "B refused once"
+    );
+    assert_eq!(count(&c_broker, ApiKey::FindCoordinator), 1);
+    assert_eq!(count(&c_broker, ApiKey::InitProducerId), 1);
+}
+
+/// A coordinator cached at X while the bootstrap broker's FindCoordinator
+/// names Y from its second answer on (the cluster moved the id's
+/// partition, and X, cut off, still answers from memory): describes go to
+/// X until the cached coordinator is [`COORDINATOR_MAX_AGE`] old, then the
+/// next one asks FindCoordinator again and goes to Y.
+#[tokio::test(start_paused = true)]
+async fn a_cached_coordinator_is_asked_about_again_once_it_has_aged() {
+    use krabka_kafka::client::COORDINATOR_MAX_AGE;
+    let old = ProducerEpoch::new(1, 1);
+    let new = ProducerEpoch::new(2, 2);
+    let x = own_coordinator(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, old),
+        _ => Reply::ScriptError(format!("X was not asked key {}", req.api_key)),
+    });
+    let (y, boot) = first_then(x.endpoint(), new);
+    let c = client(&boot.addr(), Duration::from_secs(5), Duration::from_secs(5));
+    let described_now = || async { c.describe_transaction(ID).await.unwrap().unwrap().producer };
+
+    assert_eq!(described_now().await, old);
+    tokio::time::sleep(COORDINATOR_MAX_AGE - Duration::from_millis(100)).await;
+    assert_eq!(described_now().await, old, "still young: no second look");
+    assert_eq!(count(&boot, ApiKey::FindCoordinator), 1);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(described_now().await, new, "aged: looked up again");
+    assert_eq!(count(&boot, ApiKey::FindCoordinator), 2);
+    assert_eq!(count(&x, ApiKey::DescribeTransactions), 2);
+    assert_eq!(count(&y, ApiKey::DescribeTransactions), 1);
+    // The new coordinator is cached in turn.
+    assert_eq!(described_now().await, new);
+    assert_eq!(count(&boot, ApiKey::FindCoordinator), 2);
+}
+
+/// The coordinator Y, which describes [`ID`] as held by `producer`, and a
+/// bootstrap broker that names `first` at its first FindCoordinator and Y
+/// at every later one.
+fn first_then(first: Endpoint, producer: ProducerEpoch) -> (FakeBroker, FakeBroker) {
+    let y = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::DescribeTransactions) => described(req, producer),
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => Reply::ScriptError(format!("Y was not asked key {}", req.api_key)),
+    });
+    let y_at = y.endpoint();
+    let boot = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::FindCoordinator) if req.key_index == 0 => find_coordinator(req, &first),
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &y_at),
+        _ => Reply::Default,
+    });
+    (y, boot)
+}
+
+/// Many transactional ids looked up once each (a role per job) and then
+/// never again: the coordinator cache drops them once they are
+/// [`FORGET_AFTER`] old, at the first lookup after, instead of holding every
+/// id the process ever touched.
+#[tokio::test(start_paused = true)]
+async fn the_coordinator_cache_forgets_ids_no_longer_used() {
+    use krabka_kafka::client::{COORDINATOR_MAX_AGE, FORGET_AFTER};
+    let broker = own_coordinator(|req| Reply::ScriptError(format!("key {}", req.api_key)));
+    let c = client(
+        &broker.addr(),
+        Duration::from_secs(5),
+        Duration::from_secs(5),
+    );
+    for i in 0..500 {
+        c.coordinator_address(&format!("job-{i}")).await.unwrap();
+    }
+    assert_eq!(c.coordinators_cached(), 500);
+    tokio::time::sleep(FORGET_AFTER).await;
+    c.coordinator_address("job-next").await.unwrap();
+    assert_eq!(c.coordinators_cached(), 1, "the aged ids were dropped");
+    // Ids looked up less than FORGET_AFTER ago stay, and a sweep runs at
+    // most once per COORDINATOR_MAX_AGE.
+    for i in 0..100 {
+        tokio::time::sleep(COORDINATOR_MAX_AGE / 10).await;
+        c.coordinator_address(&format!("late-{i}")).await.unwrap();
+        let bound = usize::try_from(
+            (FORGET_AFTER + COORDINATOR_MAX_AGE).as_millis()
+                / (COORDINATOR_MAX_AGE / 10).as_millis(),
+        )
+        .unwrap()
+            + 2;
+        assert!(
+            c.coordinators_cached() <= bound,
+            "{} cached",
+            c.coordinators_cached()
+        );
+    }
+    assert!(c.coordinators_cached() >= 20, "ids in use stay cached");
+}
+
+/// The same for a partition's leader: A, first in the bootstrap list,
+/// names B the leader of `data`/0 at every Metadata; B answers every
+/// Produce NOT_LEADER_OR_FOLLOWER; C names itself and takes the Produce.
+/// The Metadata after B's refusal begins after A, so the second Produce
+/// reaches C, where before every Metadata went back to A.
+#[tokio::test]
+async fn a_bootstrap_broker_naming_a_refusing_leader_is_not_asked_first_again() {
+    use krabka_kafka::fake_broker::metadata;
+    let c_me: Arc<OnceLock<Endpoint>> = Arc::default();
+    let c_self = Arc::clone(&c_me);
+    let c_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::Metadata) => metadata(req, "data", &[c_self.get().expect("set")]),
+        Some(ApiKey::Produce) => error_for(req, 0),
+        _ => Reply::Default,
+    });
+    c_me.set(c_broker.endpoint()).expect("set once");
+    let b_broker = FakeBroker::start(|req| match req.key() {
+        Some(ApiKey::ApiVersions) => Reply::Default,
+        _ => error_for(req, 6), // NOT_LEADER_OR_FOLLOWER
+    });
+    let b_at = b_broker.endpoint();
+    let a_broker = FakeBroker::start(move |req| match req.key() {
+        Some(ApiKey::Metadata) => metadata(req, "data", &[&b_at]),
+        _ => Reply::Default,
+    });
+    let bootstrap = format!(
+        "{},{},{}",
+        a_broker.addr(),
+        b_broker.addr(),
+        c_broker.addr()
+    );
+    let c = client(&bootstrap, Duration::from_secs(2), Duration::from_secs(2));
+    let deadline = deadline_in(Duration::from_secs(1));
+    let batch = bytes::Bytes::from_static(b"batch");
+    let mut tries = 0;
+    while Instant::now() < deadline {
+        tries += 1;
+        match c.produce(ID, "data", 0, batch.clone(), deadline).await {
+            Ok(_) => break,
+            Err(TxnError::Retry(why)) => eprintln!("retry: {why}"),
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(tries, 2, "the second Produce reached C");
+    assert_eq!(count(&a_broker, ApiKey::Metadata), 1, "A asked once");
+    assert_eq!(count(&b_broker, ApiKey::Produce), 1, "B refused once");
+    assert_eq!(count(&c_broker, ApiKey::Metadata), 1);
+    assert_eq!(count(&c_broker, ApiKey::Produce), 1);
+}

@@ -1,8 +1,15 @@
 //! The transaction coordinator of a transactional id (FindCoordinator at a
-//! bootstrap broker, cached until it moves) and what it reports of the id
+//! bootstrap broker, cached until it moves or for [`COORDINATOR_MAX_AGE`])
+//! and what it reports of the id
 //! (DescribeTransactions).
 
+use super::routes::{Route, Suspect};
 use super::*;
+
+/// The longest a second look at FindCoordinator for an aged coordinator
+/// takes before the request goes to the cached coordinator all the same
+/// (as for an aged partition leader).
+const RELOOK_BOUND: Duration = Duration::from_secs(1);
 
 /// A FindCoordinator's answer.
 pub(super) enum Found {
@@ -50,53 +57,106 @@ impl Client {
         .await
     }
 
-    pub(super) fn forget_coordinator(&self, transactional_id: &str) {
+    /// Forgets the coordinator of `transactional_id`; returns what was
+    /// cached.
+    pub(super) fn forget_coordinator(&self, transactional_id: &str) -> Option<Route> {
         self.inner
             .coordinators
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(transactional_id);
+            .remove(transactional_id, Instant::now())
     }
 
-    /// The address of the coordinator of `transactional_id`, cached or found.
+    /// How many transactional ids have a cached coordinator. For tests.
+    #[doc(hidden)]
+    pub fn coordinators_cached(&self) -> usize {
+        self.inner
+            .coordinators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// The cached coordinator of `transactional_id` and whether it is older
+    /// than [`COORDINATOR_MAX_AGE`] (see [`routes::Aged::get_marking`]).
+    fn cached_coordinator(&self, transactional_id: &str) -> Option<(String, bool)> {
+        self.inner
+            .coordinators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_marking(transactional_id, Instant::now())
+            .map(|(route, aged)| (route.addr.clone(), aged))
+    }
+
+    /// The address of the coordinator of `transactional_id`: cached while
+    /// younger than [`COORDINATOR_MAX_AGE`]; once older, asked about again
+    /// at the other brokers first within [`RELOOK_BOUND`] (the cached one
+    /// when that brings nothing); else found with FindCoordinator, a
+    /// suspected coordinator asked last (see [`Client::lookup_order`]).
     pub(super) async fn coordinator(
         &self,
         transactional_id: &str,
         deadline: Instant,
     ) -> Result<String, Attempt> {
-        if let Some(addr) = self
-            .inner
-            .coordinators
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(transactional_id)
-        {
-            return Ok(addr.clone());
+        match self.cached_coordinator(transactional_id) {
+            Some((addr, false)) => return Ok(addr),
+            Some((addr, true)) => {
+                let avoid = Suspect {
+                    addr: addr.clone(),
+                    named_by: None,
+                };
+                let bound = deadline.min(deadline_in(RELOOK_BOUND));
+                return match self.find_route(transactional_id, bound, Some(&avoid)).await {
+                    Ok(found) => Ok(found),
+                    Err(e) => {
+                        tracing::debug!(transactional_id, error = ?e, "asking FindCoordinator again about an aged coordinator failed; the cached coordinator is used");
+                        Ok(addr)
+                    }
+                };
+            }
+            None => {}
         }
         let suspect = self
             .inner
             .suspect
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(transactional_id);
-        let addr = self
-            .at_bootstrap_avoiding(deadline, suspect.as_deref(), |at| async move {
+            .remove(transactional_id, Instant::now());
+        self.find_route(transactional_id, deadline, suspect.as_ref())
+            .await
+    }
+
+    /// FindCoordinator for `transactional_id` at the bootstrap brokers in
+    /// the order of [`Client::lookup_order`] for `avoid`; caches the
+    /// coordinator found with the broker that named it.
+    async fn find_route(
+        &self,
+        transactional_id: &str,
+        deadline: Instant,
+        avoid: Option<&Suspect>,
+    ) -> Result<String, Attempt> {
+        let route = self
+            .at_bootstrap_avoiding(deadline, avoid, |at| async move {
                 match self
                     .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
                     .await?
                 {
-                    Found::At(addr) => Ok(addr),
+                    Found::At(addr) => Ok(Route {
+                        addr,
+                        named_by: at.addr.clone(),
+                    }),
                     Found::Refused { code, what } => {
                         Err(attempt_for(ApiKey::FindCoordinator, code, what))
                     }
                 }
             })
             .await?;
+        let addr = route.addr.clone();
         self.inner
             .coordinators
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(transactional_id.to_owned(), addr.clone());
+            .insert(transactional_id, route, Instant::now());
         Ok(addr)
     }
 

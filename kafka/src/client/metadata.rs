@@ -30,6 +30,7 @@ use kafka_protocol::protocol::StrBytes;
 use std::time::Duration;
 use tokio::time::Instant;
 
+use super::routes::Suspect;
 use super::{attempt_for, code_name, format_addr, Attempt, Backoff, Client, Reached, Target};
 use crate::codes::{self, Meaning, Resource};
 use crate::error::Error;
@@ -73,15 +74,18 @@ pub(super) struct Leader {
     pub(super) addr: String,
     /// When Metadata named it, or it was last asked about.
     pub(super) learned: Instant,
+    /// The bootstrap broker whose Metadata named it.
+    pub(super) named_by: String,
 }
 
 impl Client {
-    pub(super) fn forget_leader(&self, topic: &str, partition: i32) {
+    /// Forgets the leader of the partition; returns what was cached.
+    pub(super) fn forget_leader(&self, topic: &str, partition: i32) -> Option<Leader> {
         self.inner
             .leaders
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&(topic.to_owned(), partition));
+            .remove(&(topic.to_owned(), partition))
     }
 
     fn cached_leader(&self, topic: &str, partition: i32) -> Option<String> {
@@ -122,7 +126,11 @@ impl Client {
                 // Asked about again, at the other brokers first; whatever
                 // the look brings (nothing, in the worst case), the cache
                 // has the answer.
-                self.distrust_for_topic(topic, &addr);
+                let avoid = Suspect {
+                    addr: addr.clone(),
+                    named_by: None,
+                };
+                self.distrust_for_topic(topic, avoid);
                 let bound = deadline.min(crate::deadline_in(RELOOK_BOUND));
                 if let Err(e) = self.load_topic(topic, bound).await {
                     tracing::debug!(topic, error = ?e, "asking Metadata again about a leader failed; the cached leader is used");
@@ -195,7 +203,7 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(topic);
-        self.at_bootstrap_avoiding(deadline, suspect.as_deref(), |at| async move {
+        self.at_bootstrap_avoiding(deadline, suspect.as_ref(), |at| async move {
             let broker = &at.addr;
             let version = at.version(ApiKey::Metadata, (1, 12), "")?;
             let mut t = MetadataRequestTopic::default();
@@ -277,6 +285,7 @@ impl Client {
                             Leader {
                                 addr: format_addr(b.host.as_str(), b.port),
                                 learned: Instant::now(),
+                                named_by: broker.clone(),
                             },
                         );
                     }
@@ -290,7 +299,11 @@ impl Client {
                     partitions = ?behind,
                     "Metadata named older leader epochs (partition, named, seen) than seen before; the broker is behind the controller and is asked last next time"
                 );
-                self.distrust_for_topic(topic, broker);
+                let behind = Suspect {
+                    addr: broker.clone(),
+                    named_by: None,
+                };
+                self.distrust_for_topic(topic, behind);
             }
             self.inner
                 .partition_counts

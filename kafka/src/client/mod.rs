@@ -23,8 +23,8 @@
 //! The coordinator of each transactional id, the leader of each partition
 //! and the connections to each broker are cached, so once they are known a
 //! request costs exactly one round trip. The client finds the coordinator
-//! again on `NOT_COORDINATOR`, `COORDINATOR_NOT_AVAILABLE` and on a
-//! connection error, and waits and retries on
+//! again on `NOT_COORDINATOR`, `COORDINATOR_NOT_AVAILABLE`, on a
+//! connection error and once it is [`COORDINATOR_MAX_AGE`] old, and waits and retries on
 //! `COORDINATOR_LOAD_IN_PROGRESS`, all within the operation timeout of the
 //! [`Settings`]. Until a broker has answered once, a request gets the
 //! connect timeout instead, and an unreachable cluster fails with
@@ -87,6 +87,7 @@ mod producer_id;
 mod producers;
 mod request;
 pub mod retry;
+mod routes;
 mod txn;
 mod versions;
 mod writable;
@@ -101,6 +102,7 @@ pub(crate) use request::Attempt;
 use request::{attempt_for, denied, read_answer, Reached, Target};
 pub use retry::busy_pause;
 use retry::Backoff;
+pub use routes::{COORDINATOR_MAX_AGE, FORGET_AFTER};
 pub use txn::TxnError;
 pub use writable::{DEGRADED_MAX_AGE, MIN_INSYNC_TTL};
 
@@ -166,15 +168,18 @@ struct Inner {
     request_timeout: Duration,
     /// True once a connection to any broker was made.
     reached: AtomicBool,
-    /// Transactional id → the address of its coordinator.
-    coordinators: StdMutex<HashMap<String, String>>,
+    /// Transactional id → its coordinator, the broker that named it and
+    /// when (aged and swept as the `routes` module says).
+    coordinators: StdMutex<routes::Aged<routes::Route>>,
     /// Transactional id → the coordinator answering CONCURRENT_TRANSACTIONS
     /// and since when (the `request` module's `note_busy`).
     busy_since: StdMutex<HashMap<String, (String, Instant)>>,
     /// Transactional id → a coordinator forgotten for answering
     /// CONCURRENT_TRANSACTIONS too long, for saying it moved, or for not
-    /// answering: its next lookup asks it last.
-    suspect: StdMutex<HashMap<String, String>>,
+    /// answering, and the broker that named it: its next lookup asks it
+    /// last and begins after the one that named it (aged and swept as the
+    /// `routes` module says).
+    suspect: StdMutex<routes::Aged<routes::Suspect>>,
     /// (topic, partition) → its leader, and when Metadata named it (see
     /// [`metadata::LEADER_MAX_AGE`]).
     leaders: StdMutex<HashMap<(String, i32), metadata::Leader>>,
@@ -183,9 +188,10 @@ struct Inner {
     /// from a broker behind the controller, and is not taken (see the
     /// `metadata` module).
     leader_epochs: StdMutex<HashMap<(String, i32), (u128, i32)>>,
-    /// Topic → a leader of it that did not answer or said it moved: the
-    /// topic's next Metadata asks it last.
-    suspect_leader: StdMutex<HashMap<String, String>>,
+    /// Topic → a leader of it that did not answer or said it moved, or a
+    /// broker behind the controller: the topic's next Metadata asks it
+    /// last, and begins after the broker that named it.
+    suspect_leader: StdMutex<HashMap<String, routes::Suspect>>,
     /// Topic → its partition count (guarded writes that leave the
     /// partition open).
     partition_counts: StdMutex<HashMap<String, i32>>,
@@ -248,9 +254,9 @@ impl Client {
                 connect_timeout: settings.connect_timeout,
                 request_timeout: settings.request_timeout,
                 reached: AtomicBool::new(false),
-                coordinators: StdMutex::new(HashMap::new()),
+                coordinators: StdMutex::new(routes::Aged::new()),
                 busy_since: StdMutex::new(HashMap::new()),
-                suspect: StdMutex::new(HashMap::new()),
+                suspect: StdMutex::new(routes::Aged::new()),
                 leaders: StdMutex::new(HashMap::new()),
                 leader_epochs: StdMutex::new(HashMap::new()),
                 suspect_leader: StdMutex::new(HashMap::new()),

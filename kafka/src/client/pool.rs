@@ -37,17 +37,23 @@ impl Client {
     }
 
     /// The bootstrap brokers in the order [`Client::at_bootstrap`] tries
-    /// them.
-    pub(super) fn bootstrap_order(&self) -> Vec<String> {
+    /// them: those not stalled in the configured order, rotated to begin
+    /// after `start_after` when it is one of them (so it comes last of
+    /// them), then the stalled ones.
+    pub(super) fn bootstrap_order(&self, start_after: Option<&str>) -> Vec<String> {
+        let n = self.inner.bootstrap.len();
+        let first = start_after
+            .and_then(|a| self.inner.bootstrap.iter().position(|b| b == a))
+            .map_or(0, |k| k + 1);
         let stalled = self.inner.stalled.lock().unwrap_or_else(|e| e.into_inner());
         let mut order: Vec<(Option<Instant>, usize, &String)> = self
             .inner
             .bootstrap
             .iter()
             .enumerate()
-            .map(|(i, b)| (stalled.get(b).copied(), i, b))
+            .map(|(i, b)| (stalled.get(b).copied(), (i + n - first % n) % n, b))
             .collect();
-        // Not stalled (None) first, in the configured order; then by when
+        // Not stalled (None) first, in the (rotated) configured order; then by when
         // the stall began, the most recent first (a broker stalled for long
         // is the least likely to answer now).
         order.sort_by(|a, b| match (a.0, b.0) {

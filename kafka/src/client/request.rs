@@ -26,7 +26,10 @@
 //!   partition leader that did not answer or said it moved, are forgotten,
 //!   and the lookup after asks them last: a broker cut off from its peers
 //!   and the controller still names itself (the `busy_since` and `suspect`
-//!   maps).
+//!   maps). That lookup also begins after the bootstrap broker that named
+//!   the forgotten one, whose view may be what is stale, so lookups whose
+//!   answers keep refusing go round the brokers in turn
+//!   ([`Client::lookup_order`]).
 //!
 //! A request module only builds its request, sends it with
 //! [`Client::exchange`], and reads the answer, turning an error code into
@@ -36,6 +39,7 @@
 use std::future::Future;
 
 use super::retry::Next;
+use super::routes::Suspect;
 use super::*;
 
 /// Why one attempt did not answer, and what the next one does.
@@ -229,11 +233,21 @@ impl Client {
                 // first.
                 Target::Coordinator(id) => self.distrust_coordinator(id, &addr),
                 Target::Leader(topic, partition) => {
-                    self.forget_leader(topic, partition);
+                    let named_by = self
+                        .forget_leader(topic, partition)
+                        .filter(|l| l.addr == addr)
+                        .map(|l| l.named_by);
                     // Its view of the topic may be what is stale (a leader
-                    // cut off from the controller still names itself): the
-                    // next Metadata asks the other brokers first.
-                    self.distrust_for_topic(topic, &addr);
+                    // cut off from the controller still names itself), and
+                    // so may the view of the broker that named it: the next
+                    // Metadata asks the other brokers first.
+                    self.distrust_for_topic(
+                        topic,
+                        Suspect {
+                            addr: addr.clone(),
+                            named_by,
+                        },
+                    );
                 }
             }
         }
@@ -278,24 +292,34 @@ impl Client {
         }
     }
 
-    /// Forgets the coordinator of `id`; its next lookup asks `addr` last.
+    /// Forgets the coordinator of `id`; its next lookup asks `addr` last
+    /// and, when the cached coordinator was `addr`, begins after the
+    /// bootstrap broker that named it (see [`Client::lookup_order`]).
     pub(super) fn distrust_coordinator(&self, id: &str, addr: &str) {
-        self.forget_coordinator(id);
+        let named_by = self
+            .forget_coordinator(id)
+            .filter(|r| r.addr == addr)
+            .map(|r| r.named_by);
+        let suspect = Suspect {
+            addr: addr.to_owned(),
+            named_by,
+        };
         self.inner
             .suspect
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_owned(), addr.to_owned());
+            .insert(id, suspect, Instant::now());
     }
 
-    /// The next Metadata of `topic` asks `addr` last (a leader that did not
-    /// answer, or a broker whose view of the topic may be stale).
-    pub(super) fn distrust_for_topic(&self, topic: &str, addr: &str) {
+    /// The next Metadata of `topic` asks `suspect` last (a leader that did
+    /// not answer, or a broker whose view of the topic may be stale) and
+    /// begins after the broker that named it, if known.
+    pub(super) fn distrust_for_topic(&self, topic: &str, suspect: Suspect) {
         self.inner
             .suspect_leader
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(topic.to_owned(), addr.to_owned());
+            .insert(topic.to_owned(), suspect);
     }
 
     /// The longest one attempt at `addr` waits: the request timeout, or
@@ -331,23 +355,19 @@ impl Client {
         self.at_bootstrap_avoiding(deadline, None, f).await
     }
 
-    /// [`Client::at_bootstrap`], with `avoid` (a broker suspected of a
-    /// stale view) asked last.
+    /// [`Client::at_bootstrap`], in the order [`Client::lookup_order`]
+    /// gives for `avoid`.
     pub(super) async fn at_bootstrap_avoiding<T, F, Fut>(
         &self,
         deadline: Instant,
-        avoid: Option<&str>,
+        avoid: Option<&Suspect>,
         mut f: F,
     ) -> Result<T, Attempt>
     where
         F: FnMut(Reached) -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
-        let mut order = self.bootstrap_order();
-        if let Some(avoid) = avoid {
-            // A stable sort: the others keep their order.
-            order.sort_by_key(|b| b == avoid);
-        }
+        let order = self.lookup_order(avoid);
         let mut last = String::from("no bootstrap broker answered");
         for (i, broker) in order.into_iter().enumerate() {
             let Some(share) = self.bootstrap_share(deadline, i) else {
@@ -366,6 +386,24 @@ impl Client {
             }
         }
         Err(Attempt::Again(last))
+    }
+
+    /// The bootstrap brokers in the order a lookup asks them, given
+    /// `avoid`, a broker that refused or did not answer: the brokers not
+    /// stalled first, in the configured order rotated to begin after the
+    /// bootstrap broker that named `avoid` (when known: its view may be
+    /// stale, so it is asked last of them), then the stalled ones (see
+    /// [`Client::bootstrap_order`]), and `avoid` itself last of all. A
+    /// lookup whose answer keeps refusing thus goes round every broker in
+    /// turn, one per lookup, until the caller's deadline.
+    pub(super) fn lookup_order(&self, avoid: Option<&Suspect>) -> Vec<String> {
+        let start_after = avoid.and_then(|s| s.named_by.as_deref());
+        let mut order = self.bootstrap_order(start_after);
+        if let Some(avoid) = avoid {
+            // A stable sort: the others keep their order.
+            order.sort_by_key(|b| *b == avoid.addr);
+        }
+        order
     }
 
     /// Has a connection to `addr` of its own (an unreachable broker, or
