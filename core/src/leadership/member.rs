@@ -71,7 +71,7 @@ impl Member {
             lease_key,
             registration_key,
             timings: crate::metrics::Timings {
-                started: options.clock.elapsed_millis(),
+                started: options.clock.boot_millis(),
                 ..Default::default()
             },
             options,
@@ -84,9 +84,13 @@ impl Member {
         self.options.clock.now_millis()
     }
 
-    /// The monotonic clock (ms): what every local deadline uses.
+    /// The local deadline clock (ms): monotonic, and counting the time the
+    /// machine was suspended ([`crate::Clock::boot_millis`]). The local lease
+    /// deadline, and every span compared with a lease, is measured on it.
+    /// Timers may not count suspended time, so a wait for an instant of this
+    /// clock reads it again when it wakes.
     pub(super) fn mono(&self) -> i64 {
-        self.options.clock.elapsed_millis()
+        self.options.clock.boot_millis()
     }
 
     /// Sends `kind` to the member's subscribers, stamped with the member's
