@@ -337,7 +337,9 @@ impl Follower {
     /// the lease (an open transaction of another role holding the
     /// partition's committed end back, which Kafka aborts after its
     /// timeout) is reported once, naming the offsets; failed polls are
-    /// reported each ([`Follower::poll_or_back_off`]).
+    /// reported each ([`Follower::poll_or_back_off`]). The wait is measured
+    /// on the local deadline clock ([`Member::mono`]), so a step of the wall
+    /// clock neither raises the report nor holds it back.
     pub(super) async fn catch_up(
         &mut self,
         m: &Member,
@@ -345,18 +347,19 @@ impl Follower {
         cancel: &CancellationToken,
     ) -> Result<()> {
         let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
-        let started = m.now();
+        let started = m.mono();
         let report_after = millis(m.options.election.lease_duration);
         let mut reported = false;
         while self.next_offset <= offset {
             self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
                 .await?;
-            if !reported && m.now().saturating_sub(started) > report_after {
+            let waited = m.mono().saturating_sub(started);
+            if !reported && waited > report_after {
                 reported = true;
                 tracing::warn!(
                     offset,
                     read_up_to = self.next_offset,
-                    waited_ms = m.now().saturating_sub(started),
+                    waited_ms = waited,
                     "the record this member wrote is not readable yet (read_committed): an open \
                      transaction may hold the partition back until it ends or times out; still waiting"
                 );
