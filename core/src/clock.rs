@@ -28,9 +28,10 @@
 //! * [`ManualClock`] only moves when a test calls [`ManualClock::set`],
 //!   [`ManualClock::advance`], [`ManualClock::step_wall`] or
 //!   [`ManualClock::suspend`] (time that passes for the wall and the boot
-//!   clock while the monotonic clock and its timers stand still). Its timers are registered wakers (no polling),
-//!   they fire outside the clock's lock, and a test can wait until the code
-//!   under test is blocked on a timer with [`ManualClock::wait_for_sleepers`].
+//!   clock while the monotonic clock and its timers stand still). Its timers
+//!   are registered wakers (no polling), they fire outside the clock's lock,
+//!   and a test can wait until the code under test is blocked on a timer
+//!   with [`ManualClock::wait_for_sleepers`].
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -65,7 +65,8 @@ pub(crate) struct Timings {
 }
 
 /// Records what `kind` means for the numbers of `role`/`member`. `mono` is
-/// the member's boot clock ([`crate::Clock::boot_millis`]) and `wall` its wall clock (ms) at the event.
+/// the member's boot clock ([`crate::Clock::boot_millis`]) and `wall` its
+/// wall clock (ms) at the event.
 pub(crate) fn on_event(
     role: &str,
     member: &str,

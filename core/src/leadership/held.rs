@@ -141,9 +141,9 @@ impl Held {
 /// role ends and [`Leadership::err`] then says why: [`Error::Fenced`] (a newer
 /// epoch exists), [`Error::LeaseExpired`] (no renewal committed within the
 /// lease, measured from the send time of the last committed one on a
-/// monotonic clock that counts the time the machine was suspended
-/// ([`crate::Clock::boot_millis`]): a standby may have taken over), [`Error::Resigned`], or a
-/// fatal error. Stop the role's work when it resolves; work outside Kafka
+/// monotonic clock that counts the time the machine was suspended,
+/// [`crate::Clock::boot_millis`]: a standby may have taken over),
+/// [`Error::Resigned`], or a fatal error. Stop the role's work when it resolves; work outside Kafka
 /// should also stop when [`Leadership::lease_left`] reaches zero.
 ///
 /// Dropping a `Leadership` stops the renewals without resigning: standbys take
@@ -235,10 +235,11 @@ impl Leadership {
 
     /// The lease time left on this member's monotonic clock, which counts
     /// the time the machine was suspended ([`crate::Clock::boot_millis`]):
-    /// the lease duration since the send time of the last committed renewal. Zero once
-    /// it ran out, and then the term has ended with [`Error::LeaseExpired`]
-    /// (this call ends it, if nothing else noticed first): zero here and
-    /// [`Leadership::is_held`] true are never seen together.
+    /// the lease duration since the send time of the last committed
+    /// renewal. Zero once it ran out, and then the term has ended with
+    /// [`Error::LeaseExpired`] (this call ends it, if nothing else noticed
+    /// first): zero here and [`Leadership::is_held`] true are never seen
+    /// together.
     pub fn lease_left(&self) -> Duration {
         if !self.is_held() {
             return Duration::ZERO;
