@@ -1,21 +1,37 @@
 //! Clocks: the wall clock the lease deadlines are written in, the monotonic
-//! clock every local wait runs on, and a manual clock that tests drive by
-//! hand.
+//! clocks every local deadline and wait runs on, and a manual clock that
+//! tests drive by hand.
 //!
 //! Lease instants are wall-clock epoch milliseconds (`i64`), because the holder
 //! writes a deadline that another process compares against its own clock.
-//! Everything local (the holder's own lease deadline, the renewal schedule,
-//! back-offs) uses the monotonic clock ([`Clock::elapsed_millis`],
-//! [`Clock::sleep`]), so a stepped wall clock moves none of it.
+//! Everything local uses monotonic clocks, so a stepped wall clock moves none
+//! of it:
 //!
-//! * [`SystemClock`] reads [`SystemTime`] and sleeps with tokio timers. Tokio
-//!   timers run on a monotonic clock, so a sleep wakes at least once a second
+//! * the holder's own lease deadline, and every span compared with a lease,
+//!   is measured on [`Clock::boot_millis`], which keeps counting while the
+//!   machine is suspended: the lease runs out on the other members' clocks
+//!   meanwhile, so it must run out on the holder's too;
+//! * waits (the renewal schedule, back-offs) are timers on the monotonic
+//!   clock of [`Clock::elapsed_millis`] ([`Clock::sleep`]), which, like
+//!   tokio's timers, may stop while the machine is suspended. Code that waits
+//!   for a deadline of the boot clock reads that clock again whenever it
+//!   wakes, so a suspend that outlasted the deadline is noticed at the first
+//!   check after the resume.
+//!
+//! * [`SystemClock`] reads [`SystemTime`], `CLOCK_BOOTTIME` for the boot
+//!   clock on Linux and Android (elsewhere the monotonic clock of
+//!   [`std::time::Instant`], which may or may not count suspended time), and
+//!   sleeps with tokio timers. Tokio timers run on a monotonic clock, so a
+//!   sleep until a wall-clock instant wakes at least once a second
 //!   ([`SystemClock::MAX_SLEEP_SLICE`]) and re-reads the wall clock: a jump of
 //!   the wall clock delays a wake-up by at most one slice.
-//! * [`ManualClock`] only moves when a test calls [`ManualClock::set`] or
-//!   [`ManualClock::advance`]. Its timers are registered wakers (no polling),
-//!   they fire outside the clock's lock, and a test can wait until the code
-//!   under test is blocked on a timer with [`ManualClock::wait_for_sleepers`].
+//! * [`ManualClock`] only moves when a test calls [`ManualClock::set`],
+//!   [`ManualClock::advance`], [`ManualClock::step_wall`] or
+//!   [`ManualClock::suspend`] (time that passes for the wall and the boot
+//!   clock while the monotonic clock and its timers stand still). Its timers
+//!   are registered wakers (no polling), they fire outside the clock's lock,
+//!   and a test can wait until the code under test is blocked on a timer
+//!   with [`ManualClock::wait_for_sleepers`].
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -35,8 +51,25 @@ pub trait Clock: Send + Sync + 'static {
     fn now_millis(&self) -> i64;
 
     /// Milliseconds of monotonic time since an arbitrary origin of this clock:
-    /// never goes back, and a step of the wall clock does not move it.
+    /// never goes back, and a step of the wall clock does not move it. The
+    /// clock of [`Clock::sleep`]'s timers; it may stop while the machine is
+    /// suspended.
     fn elapsed_millis(&self) -> i64;
+
+    /// Milliseconds since an arbitrary origin on a monotonic clock that
+    /// counts the time the machine spent suspended as well: never goes back,
+    /// a step of the wall clock does not move it, and a suspend moves it by
+    /// as long as the suspend lasted. The local lease deadline is measured on
+    /// it, because the lease runs out on the other members' clocks while this
+    /// machine sleeps.
+    ///
+    /// Timers ([`Clock::sleep`]) need not count suspended time, so whoever
+    /// waits for an instant of this clock reads it again after each wake-up.
+    /// The default is [`Clock::elapsed_millis`], for a clock that cannot
+    /// count suspended time apart.
+    fn boot_millis(&self) -> i64 {
+        self.elapsed_millis()
+    }
 
     /// A future that completes once [`Clock::now_millis`] is at or past
     /// `at_millis` (a wall-clock instant, such as a lease deadline another
@@ -125,6 +158,53 @@ fn monotonic_origin() -> std::time::Instant {
     *ORIGIN.get_or_init(std::time::Instant::now)
 }
 
+/// `CLOCK_BOOTTIME` in milliseconds: monotonic, counting suspended time.
+/// `None` if the kernel does not know the clock (older than 2.6.39).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+// `time_t` and `c_long` are 32 bits wide on some targets: the conversions
+// are not useless there.
+#[allow(clippy::useless_conversion)]
+fn read_boot_clock() -> Option<i64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    (rc == 0).then(|| {
+        i64::from(ts.tv_sec)
+            .saturating_mul(1_000)
+            .saturating_add(i64::from(ts.tv_nsec) / 1_000_000)
+    })
+}
+
+/// Platforms without a boot clock: the monotonic clock stands in for it.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn read_boot_clock() -> Option<i64> {
+    None
+}
+
+/// [`SystemClock`]'s boot-clock milliseconds: `CLOCK_BOOTTIME` since its
+/// first use where the platform has it, else the monotonic time of
+/// [`Clock::elapsed_millis`]. Which one is decided at the first call and kept,
+/// so the readings never mix origins; and they never go back, even if a later
+/// read of the boot clock failed (it then repeats the last reading).
+fn system_boot_millis() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static ORIGIN: std::sync::OnceLock<Option<i64>> = std::sync::OnceLock::new();
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let Some(origin) = *ORIGIN.get_or_init(read_boot_clock) else {
+        return duration_millis(monotonic_origin().elapsed());
+    };
+    match read_boot_clock() {
+        Some(now) => {
+            let ms = now.saturating_sub(origin).max(0);
+            LAST.fetch_max(ms, Ordering::Relaxed).max(ms)
+        }
+        None => LAST.load(Ordering::Relaxed),
+    }
+}
+
 impl Clock for SystemClock {
     fn now_millis(&self) -> i64 {
         system_now_millis()
@@ -132,6 +212,13 @@ impl Clock for SystemClock {
 
     fn elapsed_millis(&self) -> i64 {
         duration_millis(monotonic_origin().elapsed())
+    }
+
+    /// `CLOCK_BOOTTIME` on Linux and Android; elsewhere the monotonic clock
+    /// of [`Clock::elapsed_millis`] ([`std::time::Instant`]), which counts
+    /// suspended time on some platforms and not on others.
+    fn boot_millis(&self) -> i64 {
+        system_boot_millis()
     }
 
     fn sleep(&self, d: Duration) -> Sleep {
@@ -165,11 +252,15 @@ impl Clock for SystemClock {
 
 /// A clock that only moves when a test moves it.
 ///
-/// Clones share one time and one set of timers. It keeps a wall clock and a
-/// monotonic clock: [`ManualClock::advance`] and a forward
-/// [`ManualClock::set`] move both (time passes), [`ManualClock::step_wall`]
-/// and a backward `set` move the wall clock alone (a clock step). Stepping
-/// back fires nothing, and a timer that already fired stays fired.
+/// Clones share one time and one set of timers. It keeps a wall clock, a
+/// monotonic clock (that of its timers) and a boot clock
+/// ([`Clock::boot_millis`]): [`ManualClock::advance`] and a forward
+/// [`ManualClock::set`] move all three (time passes),
+/// [`ManualClock::step_wall`] and a backward `set` move the wall clock alone
+/// (a clock step), and [`ManualClock::suspend`] moves the wall and the boot
+/// clock but not the monotonic one (the machine slept: its monotonic timers
+/// did not run). Stepping back fires nothing, and a timer that already fired
+/// stays fired.
 ///
 /// ```
 /// # use krabka_coordination::{Clock, ManualClock};
@@ -199,8 +290,10 @@ struct ManualInner {
 
 struct ManualState {
     now: i64,
-    /// Monotonic milliseconds.
+    /// Monotonic milliseconds: the clock of the monotonic timers.
     mono: i64,
+    /// Boot-clock milliseconds: monotonic time plus the time suspended.
+    boot: i64,
     next_id: u64,
     /// Pending wall-clock timers by (deadline, registration order). A timer
     /// is removed when it fires or when its future is dropped.
@@ -238,6 +331,7 @@ impl ManualClock {
                 state: Mutex::new(ManualState {
                     now: start_millis,
                     mono: 0,
+                    boot: 0,
                     next_id: 0,
                     timers: BTreeMap::new(),
                     mono_timers: BTreeMap::new(),
@@ -253,13 +347,15 @@ impl ManualClock {
 
     /// Sets the wall time to `millis` and fires every timer due at or before
     /// it, in deadline order (ties in registration order). Setting it forward
-    /// moves the monotonic time by as much (time passed); setting it
-    /// backwards is a wall-clock step and fires nothing.
+    /// moves the monotonic and the boot time by as much (time passed);
+    /// setting it backwards is a wall-clock step and fires nothing.
     pub fn set(&self, millis: i64) {
         let due = {
             let mut st = self.lock();
             if millis > st.now {
-                st.mono = st.mono.saturating_add(millis.saturating_sub(st.now));
+                let passed = millis.saturating_sub(st.now);
+                st.mono = st.mono.saturating_add(passed);
+                st.boot = st.boot.saturating_add(passed);
             }
             st.now = millis;
             take_due(&mut st)
@@ -279,6 +375,23 @@ impl ManualClock {
         self.wake(due);
     }
 
+    /// The machine sleeps for `d` and resumes: the wall and the boot clock
+    /// move forward by `d` (saturating), the monotonic clock does not, so no
+    /// monotonic timer ([`Clock::sleep`]) fires, as tokio's timers do not
+    /// run while a machine is suspended. Wall-clock timers
+    /// ([`Clock::sleep_until`]) now due fire, as [`SystemClock`]'s re-read
+    /// the wall clock within a slice of the resume.
+    pub fn suspend(&self, d: Duration) {
+        let due = {
+            let mut st = self.lock();
+            let slept = duration_millis(d);
+            st.now = st.now.saturating_add(slept);
+            st.boot = st.boot.saturating_add(slept);
+            take_due(&mut st)
+        };
+        self.wake(due);
+    }
+
     fn wake(&self, due: Vec<Waker>) {
         // The lock is released: a woken task may read or use the clock at once.
         let fired = !due.is_empty();
@@ -290,8 +403,8 @@ impl ManualClock {
         }
     }
 
-    /// Moves the wall and the monotonic time forward by `d` (saturating) and
-    /// fires the due timers.
+    /// Moves the wall, the monotonic and the boot time forward by `d`
+    /// (saturating) and fires the due timers.
     pub fn advance(&self, d: Duration) {
         let now = self.now_millis();
         self.set(now.saturating_add(duration_millis(d)));
@@ -383,6 +496,7 @@ impl std::fmt::Debug for ManualClock {
         f.debug_struct("ManualClock")
             .field("now", &st.now)
             .field("elapsed", &st.mono)
+            .field("boot", &st.boot)
             .field("pending_timers", &st.pending())
             .finish()
     }
@@ -395,6 +509,10 @@ impl Clock for ManualClock {
 
     fn elapsed_millis(&self) -> i64 {
         self.lock().mono
+    }
+
+    fn boot_millis(&self) -> i64 {
+        self.lock().boot
     }
 
     fn sleep_until(&self, at_millis: i64) -> Sleep {

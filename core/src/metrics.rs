@@ -54,8 +54,8 @@ pub const RENEWAL_SECONDS: &str = "krabka_renewal_seconds";
 /// `krabka_describe_seconds`.
 pub const DESCRIBE_SECONDS: &str = "krabka_describe_seconds";
 
-/// Timings of one member that an event alone does not carry (monotonic
-/// milliseconds).
+/// Timings of one member that an event alone does not carry (milliseconds
+/// of the member's boot clock, [`crate::Clock::boot_millis`]).
 #[derive(Debug, Default)]
 pub(crate) struct Timings {
     /// When the acquire started.
@@ -65,7 +65,8 @@ pub(crate) struct Timings {
 }
 
 /// Records what `kind` means for the numbers of `role`/`member`. `mono` is
-/// the member's monotonic clock and `wall` its wall clock (ms) at the event.
+/// the member's boot clock ([`crate::Clock::boot_millis`]) and `wall` its
+/// wall clock (ms) at the event.
 pub(crate) fn on_event(
     role: &str,
     member: &str,

@@ -372,7 +372,7 @@ struct Shown {
     lapsed: Option<Lease>,
     roster: Vec<String>,
     /// The lease record read last (token, granted at) and when it was first
-    /// read, on the monotonic clock.
+    /// read, on the boot clock ([`crate::Clock::boot_millis`]).
     seen: Option<(crate::FencingToken, i64, i64)>,
 }
 
@@ -566,7 +566,9 @@ impl RoleWatch {
     fn deadline(&self, state: &RoleState, shown: &mut Shown) -> Option<i64> {
         let l = state.lease()?;
         let clock = &self.options.clock;
-        let mono = clock.elapsed_millis();
+        // The boot clock, as the standby's: a lease read before a suspend
+        // ran on while this machine slept.
+        let mono = clock.boot_millis();
         if shown
             .seen
             .is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at))

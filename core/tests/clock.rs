@@ -340,3 +340,92 @@ async fn system_clock_sleep_until_a_future_instant_is_pending() {
     let mut s = SystemClock.sleep_until(now + 3_600_000);
     assert!(poll_noop(&mut s).is_pending());
 }
+
+#[test]
+fn a_suspend_moves_the_wall_and_boot_clocks_but_fires_no_monotonic_timer() {
+    let clock = ManualClock::new(1_000);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut mono = clock.sleep(Duration::from_millis(500));
+    let mut wall = clock.sleep_until(1_500);
+    assert!(poll_with(&mut mono, &recorder("mono", &log)).is_pending());
+    assert!(poll_with(&mut wall, &recorder("wall", &log)).is_pending());
+
+    clock.suspend(Duration::from_secs(60));
+    assert_eq!(clock.now_millis(), 61_000);
+    assert_eq!(
+        clock.boot_millis(),
+        60_000,
+        "the boot clock counts the suspend"
+    );
+    assert_eq!(clock.elapsed_millis(), 0, "the monotonic clock stood still");
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec!["wall"],
+        "only the wall timer fired"
+    );
+    assert!(poll_noop(&mut wall).is_ready());
+    assert!(poll_with(&mut mono, &recorder("mono", &log)).is_pending());
+
+    // Time that passes after the resume moves all three clocks.
+    clock.advance(Duration::from_millis(500));
+    assert_eq!(log.lock().unwrap().last(), Some(&"mono"));
+    assert!(poll_noop(&mut mono).is_ready());
+    assert_eq!(
+        (
+            clock.now_millis(),
+            clock.boot_millis(),
+            clock.elapsed_millis()
+        ),
+        (61_500, 60_500, 500)
+    );
+}
+
+#[test]
+fn a_wall_step_moves_neither_the_monotonic_nor_the_boot_clock() {
+    let clock = ManualClock::new(1_000);
+    clock.step_wall(3_600_000);
+    clock.set(0);
+    assert_eq!((clock.elapsed_millis(), clock.boot_millis()), (0, 0));
+    clock.set(250);
+    assert_eq!((clock.elapsed_millis(), clock.boot_millis()), (250, 250));
+}
+
+#[test]
+fn system_clock_boot_time_never_goes_back_and_keeps_up_with_the_monotonic_clock() {
+    let (boot0, mono0) = (SystemClock.boot_millis(), SystemClock.elapsed_millis());
+    std::thread::sleep(Duration::from_millis(30));
+    let (boot1, mono1) = (SystemClock.boot_millis(), SystemClock.elapsed_millis());
+    assert!(boot1 - boot0 >= 30, "{boot0} then {boot1}");
+    // The boot clock counts at least what the monotonic one does (more only
+    // if the machine was suspended in between).
+    assert!(
+        boot1 - boot0 + 2 >= mono1 - mono0,
+        "boot {boot0}..{boot1}, monotonic {mono0}..{mono1}"
+    );
+}
+
+/// On Linux the boot clock is `CLOCK_BOOTTIME`: it moves with the kernel's
+/// own reading of that clock.
+#[cfg(target_os = "linux")]
+#[test]
+fn system_clock_boot_time_is_clock_boottime_on_linux() {
+    fn boottime() -> i64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec.
+        assert_eq!(
+            unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) },
+            0
+        );
+        ts.tv_sec * 1_000 + ts.tv_nsec / 1_000_000
+    }
+    let (k0, b0) = (boottime(), SystemClock.boot_millis());
+    std::thread::sleep(Duration::from_millis(20));
+    let (b1, k1) = (SystemClock.boot_millis(), boottime());
+    assert!(
+        b1 - b0 <= k1 - k0 + 1 && b1 - b0 + 1 >= 20,
+        "ours {b0}..{b1}, the kernel's {k0}..{k1}"
+    );
+}

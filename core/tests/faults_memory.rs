@@ -7,6 +7,7 @@ mod world;
 
 use std::time::Duration;
 
+use krabka_coordination::codec::{decode_lease, encode_key, Key};
 use krabka_coordination::events::{self, EventKind};
 use krabka_coordination::transport::{Coordinator, StateRecord, Superseded};
 use krabka_coordination::{Clock, Error, ErrorKind, STATE_TOPIC};
@@ -434,4 +435,82 @@ async fn a_write_refused_because_the_lease_ran_out_ends_the_term_at_once() {
     assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
     assert!(!a.is_held(), "the refusal and the end of the term agree");
     assert_eq!(a.err().unwrap().kind(), ErrorKind::LeaseExpired);
+}
+
+/// A machine suspended (a laptop's lid closed, a VM paused by its host)
+/// longer than the lease: the lease ran out on every other member's clock
+/// meanwhile, and a standby may lead now. The boot clock counted the
+/// suspend, the monotonic timers did not fire; the leader knows at its first
+/// check that its term ended, and a guarded write fails without a request.
+#[tokio::test(flavor = "current_thread")]
+async fn a_leader_suspended_past_its_lease_knows_at_its_first_check_that_the_term_ended() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    w.run_until(T0 + 1_000).await;
+    drain(&mut rx);
+
+    w.clock.suspend(LEASE + Duration::from_secs(5));
+    settle().await;
+    assert_eq!(a.lease_left(), Duration::ZERO);
+    assert!(!a.is_held());
+    let e = a.err().expect("the term ended");
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+    assert_eq!(names(&drain(&mut rx)), ["lease_expired"]);
+
+    let requests = w.cluster.requests();
+    let e = a.write(vec![order("after the resume")]).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+    assert_eq!(w.cluster.requests(), requests, "the write was not sent");
+    assert!(w.cluster.committed("orders", 0).is_empty());
+}
+
+/// The renewal loop's timer does not fire during a suspend either; when it
+/// wakes after the resume it finds the lease gone and ends the term, rather
+/// than renewing a lease a standby may have taken over.
+#[tokio::test(flavor = "current_thread")]
+async fn a_renewal_waking_after_a_suspend_past_the_lease_ends_the_term_without_renewing() {
+    let w = World::new();
+    let (tx, mut rx) = events::channel();
+    let a = w.spawn_with("a", w.options().with_events(tx));
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    drain(&mut rx);
+
+    w.clock.suspend(LEASE + Duration::from_secs(5));
+    settle().await;
+    let resumed = w.clock.now_millis();
+    // The renewal timer fires one renew interval (of monotonic time) after
+    // the first lease; nothing calls the handle meanwhile.
+    w.run_until(resumed + ms(RENEW)).await;
+    assert_eq!(names(&drain(&mut rx)), ["lease_expired"]);
+    assert_eq!(
+        a.err().expect("the term ended").kind(),
+        ErrorKind::LeaseExpired
+    );
+    let renewed_after = w
+        .state_log()
+        .iter()
+        .filter(|r| r.key == encode_key(&Key::lease(ROLE)).unwrap())
+        .filter_map(|r| decode_lease(r.value.as_deref()?).ok())
+        .filter(|l| l.granted_at > T0)
+        .count();
+    assert_eq!(renewed_after, 0, "no lease was written after the suspend");
+}
+
+/// A suspend shorter than the lease costs the leader the lease time it
+/// slept through, and no more: it still holds the role.
+#[tokio::test(flavor = "current_thread")]
+async fn a_suspend_shorter_than_the_lease_shortens_the_lease_left_by_as_much() {
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    assert_eq!(a.lease_left(), LEASE);
+    w.clock.suspend(Duration::from_secs(8));
+    settle().await;
+    assert_eq!(a.lease_left(), LEASE - Duration::from_secs(8));
+    assert!(a.is_held());
 }

@@ -432,3 +432,56 @@ async fn a_registration_held_back_past_the_lease_is_warned_about_once() {
     assert!(a.is_held());
     assert_eq!(captured.lines_with(warning), 1);
 }
+
+/// Lets `d` of time pass in one-second steps (each poll waits a second),
+/// whatever the wall clock reads.
+async fn pass(w: &World, d: std::time::Duration) {
+    settle().await;
+    let mut left = ms(d);
+    while left > 0 {
+        let step = left.min(1_000);
+        w.clock
+            .advance(std::time::Duration::from_millis(step as u64));
+        settle().await;
+        left -= step;
+    }
+}
+
+/// The wait for a held-back registration is measured on the monotonic
+/// clock: a wall clock stepped forward by more than the lease raises no
+/// warning, and one stepped back does not hold the warning back once the
+/// wait really outlasts the lease.
+#[tokio::test(flavor = "current_thread")]
+async fn the_held_back_warning_is_measured_on_the_monotonic_clock_not_the_wall_clock() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    let _log = tracing::subscriber::set_default(subscriber);
+    let w = World::new();
+    let _stalled = stall_neighbour(&w);
+    let a = w.spawn("a");
+    let warning = "the record this member wrote is not readable yet";
+    pass(&w, std::time::Duration::from_secs(2)).await;
+    assert!(!a.is_finished(), "a waits for its registration");
+
+    w.clock.step_wall(3 * ms(LEASE));
+    pass(&w, std::time::Duration::from_secs(3)).await;
+    assert!(!a.is_finished(), "a still waits");
+    assert_eq!(
+        captured.lines_with(warning),
+        0,
+        "five seconds of waiting, whatever the wall clock says"
+    );
+
+    w.clock.step_wall(-10 * ms(LEASE));
+    pass(&w, LEASE).await;
+    assert!(!a.is_finished(), "a still waits");
+    assert_eq!(
+        captured.lines_with(warning),
+        1,
+        "past the lease of waiting, though the wall clock went back"
+    );
+}

@@ -32,8 +32,9 @@ struct Held {
     epoch: Box<dyn LeaseWriter>,
     token: FencingToken,
     lease: Mutex<Lease>,
-    /// The monotonic time (ms) the last committed lease write was sent: the
-    /// local lease deadline is this plus the lease duration.
+    /// The time (ms, on the local deadline clock, `Member::mono`) the last
+    /// committed lease write was sent: the local lease deadline is this plus
+    /// the lease duration.
     sent: Mutex<i64>,
     ended: watch::Sender<Option<EndReason>>,
     /// Serialises renewals, guarded writes and resign on the epoch.
@@ -88,13 +89,16 @@ impl Held {
         self.ended.borrow().is_some()
     }
 
-    /// The local lease deadline, monotonic ms.
+    /// The local lease deadline, ms on the local deadline clock (monotonic,
+    /// counting suspended time).
     fn deadline(&self) -> i64 {
         let sent = *self.sent.lock().unwrap_or_else(|e| e.into_inner());
         sent.saturating_add(millis(self.member.options.election.lease_duration))
     }
 
-    /// The lease time left on the monotonic clock (zero once it ran out).
+    /// The lease time left on the local deadline clock (zero once it ran
+    /// out): read afresh at every call, so a suspend that outlasted the lease
+    /// shows at the first call after the resume, whatever timers did not fire.
     fn left(&self) -> Duration {
         let left = self.deadline().saturating_sub(self.member.mono());
         Duration::from_millis(left.max(0) as u64)
@@ -167,9 +171,10 @@ impl Held {
 /// Renews the lease in the background. [`Leadership::done`] resolves when the
 /// role ends and [`Leadership::err`] then says why: [`Error::Fenced`] (a newer
 /// epoch exists), [`Error::LeaseExpired`] (no renewal committed within the
-/// lease, measured on the monotonic clock from the send time of the last
-/// committed one: a standby may have taken over), [`Error::Resigned`], or a
-/// fatal error. Stop the role's work when it resolves; work outside Kafka
+/// lease, measured from the send time of the last committed one on a
+/// monotonic clock that counts the time the machine was suspended,
+/// [`crate::Clock::boot_millis`]: a standby may have taken over),
+/// [`Error::Resigned`], or a fatal error. Stop the role's work when it resolves; work outside Kafka
 /// should also stop when [`Leadership::lease_left`] reaches zero.
 ///
 /// Dropping a `Leadership` stops the renewals without resigning: standbys take
@@ -260,11 +265,13 @@ impl Leadership {
             .clone()
     }
 
-    /// The lease time left on this member's monotonic clock: the lease
-    /// duration since the send time of the last committed renewal. Zero once
-    /// it ran out, and then the term has ended with [`Error::LeaseExpired`]
-    /// (this call ends it, if nothing else noticed first): zero here and
-    /// [`Leadership::is_held`] true are never seen together.
+    /// The lease time left on this member's monotonic clock, which counts
+    /// the time the machine was suspended ([`crate::Clock::boot_millis`]):
+    /// the lease duration since the send time of the last committed
+    /// renewal. Zero once it ran out, and then the term has ended with
+    /// [`Error::LeaseExpired`] (this call ends it, if nothing else noticed
+    /// first): zero here and [`Leadership::is_held`] true are never seen
+    /// together.
     pub fn lease_left(&self) -> Duration {
         if !self.is_held() {
             return Duration::ZERO;

@@ -64,7 +64,8 @@ pub struct Term {
     leadership: Arc<Leadership>,
     ended: CancellationToken,
     number: u64,
-    /// When it started, on the member's monotonic clock.
+    /// When it started, on the member's boot clock ([`crate::Clock::boot_millis`]),
+    /// the clock its length is compared with the lease on.
     started: i64,
 }
 
@@ -191,7 +192,7 @@ impl LeaderLoop {
                 leadership,
                 ended,
                 number: self.number,
-                started: self.options.clock.elapsed_millis(),
+                started: self.options.clock.boot_millis(),
             }));
         }
     }
@@ -212,7 +213,7 @@ impl LeaderLoop {
         let lasted = self
             .options
             .clock
-            .elapsed_millis()
+            .boot_millis()
             .saturating_sub(term.started);
         if lasted >= crate::clock::duration_millis(self.options.election.lease_duration) {
             self.backoff.reset();

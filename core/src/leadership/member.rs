@@ -71,7 +71,7 @@ impl Member {
             lease_key,
             registration_key,
             timings: crate::metrics::Timings {
-                started: options.clock.elapsed_millis(),
+                started: options.clock.boot_millis(),
                 ..Default::default()
             },
             options,
@@ -84,9 +84,13 @@ impl Member {
         self.options.clock.now_millis()
     }
 
-    /// The monotonic clock (ms): what every local deadline uses.
+    /// The local deadline clock (ms): monotonic, and counting the time the
+    /// machine was suspended ([`crate::Clock::boot_millis`]). The local lease
+    /// deadline, and every span compared with a lease, is measured on it.
+    /// Timers may not count suspended time, so a wait for an instant of this
+    /// clock reads it again when it wakes.
     pub(super) fn mono(&self) -> i64 {
-        self.options.clock.elapsed_millis()
+        self.options.clock.boot_millis()
     }
 
     /// Sends `kind` to the member's subscribers, stamped with the member's
@@ -333,7 +337,9 @@ impl Follower {
     /// the lease (an open transaction of another role holding the
     /// partition's committed end back, which Kafka aborts after its
     /// timeout) is reported once, naming the offsets; failed polls are
-    /// reported each ([`Follower::poll_or_back_off`]).
+    /// reported each ([`Follower::poll_or_back_off`]). The wait is measured
+    /// on the local deadline clock ([`Member::mono`]), so a step of the wall
+    /// clock neither raises the report nor holds it back.
     pub(super) async fn catch_up(
         &mut self,
         m: &Member,
@@ -341,18 +347,19 @@ impl Follower {
         cancel: &CancellationToken,
     ) -> Result<()> {
         let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
-        let started = m.now();
+        let started = m.mono();
         let report_after = millis(m.options.election.lease_duration);
         let mut reported = false;
         while self.next_offset <= offset {
             self.poll_or_back_off(m, m.options.poll_wait, cancel, &mut backoff)
                 .await?;
-            if !reported && m.now().saturating_sub(started) > report_after {
+            let waited = m.mono().saturating_sub(started);
+            if !reported && waited > report_after {
                 reported = true;
                 tracing::warn!(
                     offset,
                     read_up_to = self.next_offset,
-                    waited_ms = m.now().saturating_sub(started),
+                    waited_ms = waited,
                     "the record this member wrote is not readable yet (read_committed): an open \
                      transaction may hold the partition back until it ends or times out; still waiting"
                 );

@@ -45,11 +45,12 @@
 //! reported (`renewal_failing`), because a renewal that succeeds later was
 //! accepted under the same epoch, but only until the member's own lease
 //! deadline: the lease duration after the send time of the last committed
-//! renewal, on the monotonic clock. Past it a standby may have taken over, so
-//! the term ends with [`crate::Error::LeaseExpired`]. Every renewal attempt is
-//! bounded by the lease time left, and a guarded write by one renew interval,
-//! so no write starves the renewals. A member never calls itself leader again
-//! without minting a newer epoch.
+//! renewal, on a monotonic clock that counts the time the machine was
+//! suspended ([`crate::Clock::boot_millis`]). Past it a standby may have
+//! taken over, so the term ends with [`crate::Error::LeaseExpired`]. Every
+//! renewal attempt is bounded by the lease time left, and a guarded write by
+//! one renew interval, so no write starves the renewals. A member never calls
+//! itself leader again without minting a newer epoch.
 //!
 //! Events: every step is delivered as a typed [`crate::events::Event`] to the
 //! subscribers of the member ([`LeadershipOptions::with_events`],

@@ -118,6 +118,7 @@ mod past_stable;
 mod preflight;
 mod protocol_lease;
 mod reader;
+mod role_locks;
 mod seen;
 mod state_reader;
 mod topic;
@@ -149,8 +150,6 @@ pub struct MintStats {
     pub minted: u64,
 }
 
-/// Serialises the mints of one role on one transport.
-type MintLock = Arc<AsyncMutex<()>>;
 type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 
 /// The transport on a real Kafka cluster: implements [`Coordinator`],
@@ -179,7 +178,9 @@ pub struct KafkaTransport {
     client_suffix: String,
     registrar: Option<Producer>,
     describe: DescribeClient,
-    mint_locks: StdMutex<HashMap<String, MintLock>>,
+    /// Serialises the mints of one role on this transport; a role's entry
+    /// lasts while a mint of it runs or waits.
+    mint_locks: role_locks::RoleLocks,
     /// Each read partition's reader; a task keeps what they keep current
     /// ([`keep_readers_up`]).
     readers: Arc<StdMutex<HashMap<i32, ReaderSlot>>>,
@@ -244,7 +245,7 @@ impl KafkaTransport {
             client_suffix,
             registrar: Some(registrar),
             describe,
-            mint_locks: StdMutex::new(HashMap::new()),
+            mint_locks: role_locks::RoleLocks::default(),
             readers: Arc::new(StdMutex::new(HashMap::new())),
             state_consumer: std::sync::OnceLock::new(),
             seeks: Arc::new(AtomicU64::new(0)),
@@ -313,11 +314,6 @@ impl KafkaTransport {
             .await
     }
 
-    fn mint_lock(&self, role: &str) -> MintLock {
-        let mut locks = self.mint_locks.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(locks.entry(role.to_owned()).or_default())
-    }
-
     /// Mints the epoch of `role` (InitProducerId with `transactional.id =
     /// role` and the lease as the transaction timeout) and returns it as a
     /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is
@@ -328,7 +324,7 @@ impl KafkaTransport {
     pub async fn mint_epoch(&self, role: &str, lease_duration: Duration) -> Result<KafkaEpoch> {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
-        let lock = self.mint_lock(role);
+        let locks = self.mint_locks.clone();
         let (config, describe, minted) = (
             self.config.clone(),
             self.describe.clone(),
@@ -337,7 +333,7 @@ impl KafkaTransport {
         let role = role.to_owned();
         let (tx, rx) = tokio::sync::oneshot::channel::<Result<KafkaEpoch>>();
         tokio::spawn(async move {
-            let _serialised = lock.lock().await;
+            let _serialised = locks.lock(&role).await;
             let deadline = deadline_in(config.operation_timeout());
             let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
             let result = describe

@@ -84,3 +84,29 @@ async fn a_read_of_an_unreachable_cluster_fails_within_the_connect_timeout() {
         assert!(took < Duration::from_secs(5), "{read} took {took:?}");
     }
 }
+
+/// Mints of many distinct roles (failing here: no broker answers) leave no
+/// per-role mint lock behind once they are over. On this current-thread
+/// runtime a mint's task ends, letting its lock go, before its caller
+/// resumes.
+#[tokio::test(flavor = "current_thread")]
+async fn mint_locks_of_roles_no_mint_uses_are_let_go() {
+    let config = KafkaConfig::new("127.0.0.1:1")
+        .with_connect_timeout(Duration::from_millis(100))
+        .with_operation_timeout(Duration::from_millis(200));
+    let t = Arc::new(KafkaTransport::new(config, None).unwrap());
+    let mints: Vec<_> = (0..50)
+        .map(|i| {
+            let t = Arc::clone(&t);
+            tokio::spawn(async move {
+                t.mint_epoch(&format!("job-{i}"), Duration::from_secs(5))
+                    .await
+            })
+        })
+        .collect();
+    for m in mints {
+        let e = m.await.unwrap().unwrap_err();
+        assert!(e.is_transient(), "{e}");
+    }
+    assert_eq!(t.mint_locks.len(), 0);
+}
