@@ -104,6 +104,7 @@ pub use retry::busy_pause;
 use retry::Backoff;
 pub use routes::{COORDINATOR_MAX_AGE, FORGET_AFTER};
 pub use txn::TxnError;
+pub use versions::Versions;
 pub use writable::{DEGRADED_MAX_AGE, MIN_INSYNC_TTL};
 
 /// One of a broker's connections, once made.

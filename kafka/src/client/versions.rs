@@ -83,14 +83,26 @@ const NEEDED: &[Need] = &[
 /// (Kafka 3.6).
 const VERIFICATION: i16 = 4;
 
+/// What [`Client::check_versions`] found of a broker that speaks every
+/// request a member sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versions {
+    /// The address of the bootstrap broker asked.
+    pub broker: String,
+    /// Whether it advertises broker-side transaction verification
+    /// (AddPartitionsToTxn v4, Kafka 3.6). Kafka 3.6 and later can still
+    /// have it turned off (`transaction.partition.verification.enable`),
+    /// which only the broker's configuration shows.
+    pub verification: bool,
+}
+
 impl Client {
     /// Refuses a cluster whose bootstrap broker does not speak a request a
     /// member sends ([`Error::Fatal`] naming the broker, each request with
     /// the version needed and the Kafka release that brought it), and
-    /// returns what is worth a warning: no broker-side transaction
-    /// verification (Kafka before 3.6). An unreachable cluster is
-    /// [`Error::Transient`] within the operation timeout.
-    pub async fn check_versions(&self) -> Result<Vec<String>> {
+    /// returns what it speaks of the rest ([`Versions`]). An unreachable
+    /// cluster is [`Error::Transient`] within the operation timeout.
+    pub async fn check_versions(&self) -> Result<Versions> {
         let (deadline, budget) = self.deadline(self.inner.timeout);
         self.retrying(
             || "checking the request versions the brokers speak".to_owned(),
@@ -114,20 +126,12 @@ impl Client {
                             ),
                         )));
                     }
-                    let mut warnings = Vec::new();
-                    if at
-                        .supports(ApiKey::AddPartitionsToTxn, (VERIFICATION, i16::MAX))
-                        .is_none()
-                    {
-                        warnings.push(format!(
-                            "the broker at {} has no broker-side transaction verification \
-                             (AddPartitionsToTxn v{VERIFICATION}, Kafka 3.6): a guarded write delayed in \
-                             the network can land after its transaction ended and hold its \
-                             partition's last stable offset back; upgrade to Kafka 3.6 or newer",
-                            at.addr
-                        ));
-                    }
-                    Ok(warnings)
+                    Ok(Versions {
+                        broker: at.addr.clone(),
+                        verification: at
+                            .supports(ApiKey::AddPartitionsToTxn, (VERIFICATION, i16::MAX))
+                            .is_some(),
+                    })
                 })
             },
         )

@@ -90,6 +90,9 @@ pub struct KafkaConfig {
     /// The value given for the removed [`KafkaConfig::REMOVED_LEASE_PATH_SETTING`],
     /// refused by [`KafkaConfig::validate`].
     removed_lease_path: Option<String>,
+    /// The value given for [`KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING`],
+    /// checked by [`KafkaConfig::validate`].
+    hanging_transactions: Option<String>,
     /// The OAUTHBEARER token provider and its last token, shared by clones.
     oauth: Option<Arc<TokenSource>>,
 }
@@ -110,6 +113,22 @@ impl KafkaConfig {
     /// by [`KafkaConfig::validate`] naming it as removed, so no member runs
     /// on a path other than the one its operator asked for.
     pub const REMOVED_LEASE_PATH_SETTING: &'static str = "krabka.lease.path";
+    /// `krabka.allow.hanging.transactions`: `true` lets members run on a
+    /// cluster without broker-side transaction verification (Kafka 3.0 to
+    /// 3.5, or any broker with
+    /// `transaction.partition.verification.enable=false`), which a member
+    /// otherwise refuses before it registers. The risk the name states: on
+    /// such a cluster a guarded write delayed in the network can land after
+    /// its transaction ended, as a transaction no coordinator knows and
+    /// nothing ever ends (a hanging transaction), which holds its
+    /// partition's `read_committed` readers back until an operator aborts
+    /// it (`kafka-transactions.sh abort`). The lease writer never aborts
+    /// while a batch of its own is unanswered, which closes the path the
+    /// project knows of; the setting accepts what the broker no longer
+    /// checks. `true` or `false` (the default); another value is refused.
+    /// Also [`KafkaConfig::allow_hanging_transactions`].
+    pub const ALLOW_HANGING_TRANSACTIONS_SETTING: &'static str =
+        "krabka.allow.hanging.transactions";
     /// The longest `client.id` a Kafka request header holds, in bytes.
     pub const MAX_CLIENT_ID_LEN: usize = i16::MAX as usize;
 
@@ -124,6 +143,7 @@ impl KafkaConfig {
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             removed_lease_path: None,
+            hanging_transactions: None,
             oauth: None,
         }
     }
@@ -132,7 +152,9 @@ impl KafkaConfig {
     /// client the transport builds. Setting `bootstrap.servers` replaces the
     /// bootstrap address. The removed
     /// [`KafkaConfig::REMOVED_LEASE_PATH_SETTING`] is kept aside, for
-    /// [`KafkaConfig::validate`] to refuse.
+    /// [`KafkaConfig::validate`] to refuse, and
+    /// [`KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING`] is the
+    /// transport's own, never passed to librdkafka.
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let key = key.into();
         let value = value.into();
@@ -140,10 +162,28 @@ impl KafkaConfig {
             self.bootstrap = value;
         } else if key == Self::REMOVED_LEASE_PATH_SETTING {
             self.removed_lease_path = Some(value);
+        } else if key == Self::ALLOW_HANGING_TRANSACTIONS_SETTING {
+            self.hanging_transactions = Some(value);
         } else {
             self.settings.insert(key, value);
         }
         self
+    }
+
+    /// Sets [`KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING`]: with `true`,
+    /// members run on a cluster without broker-side transaction
+    /// verification, accepting the risk that setting describes.
+    pub fn allow_hanging_transactions(self, allow: bool) -> Self {
+        self.set(Self::ALLOW_HANGING_TRANSACTIONS_SETTING, allow.to_string())
+    }
+
+    /// Whether [`KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING`] is `true`
+    /// (any value but `true` is `false` here; [`KafkaConfig::validate`]
+    /// refuses one that is neither).
+    pub fn allows_hanging_transactions(&self) -> bool {
+        self.hanging_transactions
+            .as_deref()
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
     }
 
     /// Uses `topic` instead of [`crate::STATE_TOPIC`] as the state topic (for
@@ -310,6 +350,16 @@ impl KafkaConfig {
                 Self::REMOVED_LEASE_PATH_SETTING,
                 crate::error::quote(v)
             )));
+        }
+        if let Some(v) = &self.hanging_transactions {
+            let v = v.trim();
+            if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
+                return Err(Error::InvalidArgument(format!(
+                    "the setting {}={} must be true or false",
+                    Self::ALLOW_HANGING_TRANSACTIONS_SETTING,
+                    crate::error::quote(v)
+                )));
+            }
         }
         if self.bootstrap.trim().is_empty() {
             return Err(Error::InvalidArgument(

@@ -10,8 +10,7 @@
 //!
 //! * the request versions a bootstrap broker speaks: a broker without a
 //!   request a member sends (Kafka before 3.0) is [`Error::Fatal`] naming
-//!   the broker and each request with the version and release it needs; one
-//!   without broker-side transaction verification (before 3.6) is a warning
+//!   the broker and each request with the version and release it needs
 //!   (`krabka_kafka::Client::check_versions`);
 //! * the state topic: it exists, has the member's partition count and
 //!   `cleanup.policy=compact` ([`Error::Fatal`] naming the topic and the
@@ -26,7 +25,16 @@
 //!   bounded by the connect timeout): a lease over the lowest
 //!   `transaction.max.timeout.ms` is refused ([`Error::InvalidArgument`]),
 //!   and a lease that cannot ride out the loss of one broker is warned about
-//!   (see [`BROKER_LOSS_MARGIN`]).
+//!   (see [`BROKER_LOSS_MARGIN`]);
+//! * broker-side transaction verification (KIP-890): a bootstrap broker
+//!   that does not advertise it (Kafka before 3.6) or any broker whose
+//!   configuration shows `transaction.partition.verification.enable=false`
+//!   is [`Error::Fatal`] naming the broker, the setting and the risk
+//!   (hanging transactions), unless the configuration sets
+//!   [`KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING`], which turns it
+//!   into a warning. A broker whose configuration could not be read is not
+//!   refused for it (its verification is unknown; the warning about unread
+//!   configurations says so).
 //!
 //! A check that passed is remembered by the transport: later members of any
 //! role compare their options with what was read, without a request. A
@@ -48,6 +56,7 @@ use super::{drop_off_thread, lease_millis};
 use crate::election::ElectionOptions;
 use crate::error::{Error, Result};
 use crate::join::join_all;
+use krabka_kafka::client::Versions;
 
 /// The time given, beyond the cluster's failure detection, for the dead
 /// broker's coordinators to load elsewhere and for the clients to find them:
@@ -104,6 +113,9 @@ struct BrokerFacts {
     failure_detection: Option<(u64, i32, &'static str)>,
     /// Why the configuration of a broker could not be read.
     unread: Vec<String>,
+    /// The brokers whose configuration turns broker-side transaction
+    /// verification off.
+    unverified: Vec<i32>,
 }
 
 /// What one read of the cluster found.
@@ -146,7 +158,7 @@ impl Preflight {
         describe.kafka().check_access().await?;
         // A broker too old for a member is refused here, naming what it
         // lacks, not at the first resign or describe.
-        let version_warnings = describe.kafka().check_versions().await?;
+        let versions = describe.kafka().check_versions().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
         // The ACLs a member needs, while nothing is registered yet.
@@ -172,7 +184,15 @@ impl Preflight {
         }
         let topic = facts.topic.report();
         let mut warnings = topic.warnings.clone();
-        warnings.extend(version_warnings);
+        if let Some(unverified) = unverified(&versions, &facts.broker.unverified) {
+            if !config.allows_hanging_transactions() {
+                return Err(Error::fatal("the cluster", unverified));
+            }
+            warnings.push(format!(
+                "{unverified} (running anyway: {}=true)",
+                KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING
+            ));
+        }
         if !facts.broker.unread.is_empty() {
             warnings.push(format!(
                 "could not read the configuration of {}: the lease is not checked against \
@@ -386,7 +406,46 @@ impl BrokerFacts {
                 self.failure_detection = Some((ms, id, key));
             }
         }
+        if value(VERIFICATION_SETTING).is_some_and(|v| v.trim().eq_ignore_ascii_case("false")) {
+            self.unverified.push(id);
+        }
     }
+}
+
+/// The broker setting that turns broker-side transaction verification
+/// (KIP-890, Kafka 3.6) on, by default, or off.
+const VERIFICATION_SETTING: &str = "transaction.partition.verification.enable";
+
+/// Why the cluster lacks broker-side transaction verification, naming the
+/// brokers, the setting and the risk; `None` when nothing shows it lacks it.
+fn unverified(versions: &Versions, off: &[i32]) -> Option<String> {
+    let mut why = Vec::new();
+    if !versions.verification {
+        why.push(format!(
+            "the broker at {} does not advertise broker-side transaction verification \
+             (AddPartitionsToTxn v4: Kafka before 3.6)",
+            versions.broker
+        ));
+    }
+    if !off.is_empty() {
+        let brokers: Vec<String> = off.iter().map(|id| format!("broker {id}")).collect();
+        why.push(format!(
+            "{} set {VERIFICATION_SETTING}=false",
+            brokers.join(", ")
+        ));
+    }
+    if why.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}: without broker-side transaction verification a guarded write delayed in the network \
+         can land after its transaction ended, as a transaction nothing ever ends (a hanging \
+         transaction) that holds its partition's read_committed readers back until an operator \
+         aborts it; run Kafka 3.6 or newer with {VERIFICATION_SETTING}=true (Kafka's default), or \
+         set {}=true to run anyway",
+        why.join("; "),
+        KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING
+    ))
 }
 
 #[cfg(test)]
@@ -424,6 +483,26 @@ mod tests {
         ] {
             let c = KafkaConfig::new("h:1").set(key, value);
             assert!(check_settings(&c, lease, 10_000).is_ok(), "{key}={value}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_without_verification_is_named_with_the_setting_and_the_way_out() {
+        let versions = |verification| Versions {
+            broker: "127.0.0.1:9092".into(),
+            verification,
+        };
+        assert_eq!(unverified(&versions(true), &[]), None);
+        let old = unverified(&versions(false), &[]).unwrap();
+        for part in ["127.0.0.1:9092", "Kafka before 3.6", "hanging transaction"] {
+            assert!(old.contains(part), "{part}: {old}");
+        }
+        let off = unverified(&versions(true), &[2, 3]).unwrap();
+        for part in [
+            "broker 2, broker 3 set transaction.partition.verification.enable=false",
+            "krabka.allow.hanging.transactions=true",
+        ] {
+            assert!(off.contains(part), "{part}: {off}");
         }
     }
 

@@ -177,3 +177,30 @@ fn member_ids_in_client_ids_stay_short_and_plain() {
     assert!(!odd.contains('\0'));
     assert_eq!(odd, client_id_part("a b\0c\u{e9}"), "stable");
 }
+
+#[test]
+fn the_hanging_transactions_setting_is_the_transports_own_and_checked() {
+    let key = KafkaConfig::ALLOW_HANGING_TRANSACTIONS_SETTING;
+    assert!(!KafkaConfig::new("h:1").allows_hanging_transactions());
+    for (value, allows) in [("true", true), (" TRUE ", true), ("false", false)] {
+        let c = KafkaConfig::new("h:1").set(key, value);
+        assert_eq!(c.get(key), None, "no librdkafka client gets it");
+        assert_eq!(c.allows_hanging_transactions(), allows, "{value}");
+        c.validate().unwrap();
+    }
+    assert!(KafkaConfig::new("h:1")
+        .allow_hanging_transactions(true)
+        .allows_hanging_transactions());
+    for value in ["yes", "1", ""] {
+        let e = KafkaConfig::new("h:1")
+            .set(key, value)
+            .validate()
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains(key) && text.contains("true or false"),
+            "{text}"
+        );
+    }
+}
