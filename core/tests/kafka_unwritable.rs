@@ -170,3 +170,104 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
     standby.abort();
     leader.resign().await.unwrap();
 }
+
+/// A data partition whose leader is paused (SIGSTOP: it keeps its
+/// connections and the kernel still accepts new ones, but it answers
+/// nothing) costs the writes to it, not the lease: the leader's connection
+/// to it is open (a write went through just before), so the next write's
+/// Produce is sent and never answered. Its transaction cannot be aborted
+/// with the term's epoch while that batch may still land, so the renewals
+/// first send the batch again, for at most half their time each; once the
+/// cluster moves the partition (`broker.session.timeout.ms` after the
+/// pause), the batch is answered by the new leader and the renewals go on.
+/// The broker is neither the role's coordinator nor its state partition's
+/// leader; the lease, 20 s renewed every 3 s, follows the lease-sizing
+/// rule on Kafka's default broker settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_data_leader_costs_writes_not_the_lease() {
+    init_tracing();
+    let setup = FaultSetup::new("paused-leader", Duration::from_secs(20), 2, LEASE, RENEW).await;
+    let (boot, cfg, data, client) = (&setup.boot, &setup.cfg, &setup.data, &setup.client);
+    let victim = partition_leader(boot, data, 0);
+    // A role whose lease never needs the data partition's leader.
+    let describe = DescribeClient::new(cfg).unwrap();
+    let mut role = None;
+    for _ in 0..200 {
+        let r = unique("paused-leader");
+        let coordinator = node_of(&describe.coordinator_address(&r).await.unwrap(), boot);
+        let state_leader = partition_leader(boot, cfg.state_topic(), partition_of(&r));
+        if coordinator != victim && state_leader != victim {
+            role = Some(r);
+            break;
+        }
+    }
+    let role = role.expect("a role whose coordinator and state leader are other brokers");
+    let (tx, mut rx) = events::channel();
+    let leader = client
+        .acquire(&role, "leader", setup.options.clone().with_events(tx))
+        .await
+        .unwrap();
+    let token = leader.token();
+    leader
+        .write(vec![data_record(data, 0, b"before")])
+        .await
+        .expect("a guarded write while every broker is up");
+
+    let paused = DownNode::pause(&victim);
+    let t0 = Instant::now();
+    let (mut failed, mut written, mut slowest) = (Vec::new(), 0, Duration::ZERO);
+    while t0.elapsed() < 2 * LEASE {
+        assert!(leader.is_held(), "the term ended: {:?}", leader.err());
+        let started = Instant::now();
+        match leader.write(vec![data_record(data, 0, b"during")]).await {
+            Ok(()) => written += 1,
+            Err(e) => failed.push(e),
+        }
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut renewed = 0;
+    while let Ok(e) = rx.try_recv() {
+        match e.kind {
+            events::EventKind::Renewed { .. } => renewed += 1,
+            events::EventKind::Fenced { .. }
+            | events::EventKind::LeaseExpired
+            | events::EventKind::Ended { .. } => panic!("the leader's term ended: {e:?}"),
+            _ => {}
+        }
+    }
+    eprintln!(
+        "node {victim} paused: {} writes failed, {written} written after the move, slowest \
+         {slowest:?}; {renewed} renewals in {:?}",
+        failed.len(),
+        t0.elapsed()
+    );
+    assert!(leader.is_held(), "the leader kept the role");
+    assert!(!failed.is_empty(), "writes to the paused leader failed");
+    for e in &failed {
+        assert!(
+            e.is_transient() || e.kind() == krabka_coordination::ErrorKind::OutcomeUnknown,
+            "a failed write is transient or of unknown outcome: {e}"
+        );
+    }
+    assert!(
+        slowest <= RENEW + Duration::from_secs(1),
+        "a write never takes more than its bound (slowest {slowest:?})"
+    );
+    assert!(renewed >= 4, "renewals went on: {renewed}");
+
+    paused.resume();
+    let t1 = Instant::now();
+    loop {
+        match leader.write(vec![data_record(data, 0, b"after")]).await {
+            Ok(()) => break,
+            Err(e) if t1.elapsed() < Duration::from_secs(20) => {
+                eprintln!("not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("a guarded write once the broker is back: {e}"),
+        }
+    }
+    assert_eq!(leader.token(), token, "the same term throughout");
+    leader.resign().await.unwrap();
+}
