@@ -602,21 +602,7 @@ fn signal_node(node: &str, signal: &str) {
 
 /// [`signal_node`], or why not (the node is not running).
 fn try_signal_node(node: &str, signal: &str) -> Result<(), String> {
-    let out = Command::new("bash")
-        .arg(repo_root().join("ci/kafka.sh"))
-        .args(["status", "3"])
-        .output()
-        .expect("ci/kafka.sh status 3");
-    let status = String::from_utf8_lossy(&out.stdout);
-    let pid = status
-        .lines()
-        .find_map(|l| {
-            let rest = l
-                .trim()
-                .strip_prefix(&format!("node {node}: running (pid "))?;
-            rest.split(')').next()?.parse::<i32>().ok()
-        })
-        .ok_or_else(|| format!("no pid of node {node} in:\n{status}"))?;
+    let pid = node_pid(node)?;
     let sent = Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
         .status()
@@ -626,6 +612,26 @@ fn try_signal_node(node: &str, signal: &str) -> Result<(), String> {
     } else {
         Err(format!("kill -{signal} {pid} failed"))
     }
+}
+
+/// The process id of node `node` (1..=3) of the three-node cluster, or
+/// why not (the node is not running).
+pub fn node_pid(node: &str) -> Result<i32, String> {
+    let out = Command::new("bash")
+        .arg(repo_root().join("ci/kafka.sh"))
+        .args(["status", "3"])
+        .output()
+        .expect("ci/kafka.sh status 3");
+    let status = String::from_utf8_lossy(&out.stdout);
+    status
+        .lines()
+        .find_map(|l| {
+            let rest = l
+                .trim()
+                .strip_prefix(&format!("node {node}: running (pid "))?;
+            rest.split(')').next()?.parse::<i32>().ok()
+        })
+        .ok_or_else(|| format!("no pid of node {node} in:\n{status}"))
 }
 
 /// The node index (1..=3) of a broker address of the three-node cluster.

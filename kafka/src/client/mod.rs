@@ -78,6 +78,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 mod access;
+mod confirm;
 mod coordinator;
 mod fetch;
 mod metadata;
@@ -95,6 +96,7 @@ use crate::deadline_in;
 use crate::security::{Credentials, SaslSettings, Security};
 use crate::settings::Settings;
 use crate::wire::{Connection, OpenError};
+pub use confirm::BROKERS_MAX_AGE;
 pub use fetch::Fetched;
 pub use producer_id::BumpAnswer;
 pub use producers::ActiveProducer;
@@ -181,6 +183,9 @@ struct Inner {
     /// last and begins after the one that named it (aged and swept as the
     /// `routes` module says).
     suspect: StdMutex<routes::Aged<routes::Suspect>>,
+    /// The cluster's broker addresses and broker count, and when Metadata
+    /// named them (the `confirm` module).
+    brokers: StdMutex<Option<(Instant, confirm::KnownBrokers)>>,
     /// (topic, partition) → its leader, and when Metadata named it (see
     /// [`metadata::LEADER_MAX_AGE`]).
     leaders: StdMutex<HashMap<(String, i32), metadata::Leader>>,
@@ -261,6 +266,7 @@ impl Client {
                 leaders: StdMutex::new(HashMap::new()),
                 leader_epochs: StdMutex::new(HashMap::new()),
                 suspect_leader: StdMutex::new(HashMap::new()),
+                brokers: StdMutex::new(None),
                 partition_counts: StdMutex::new(HashMap::new()),
                 min_insync: StdMutex::new(HashMap::new()),
                 warned_min_insync: StdMutex::new(std::collections::HashSet::new()),

@@ -21,17 +21,17 @@ use super::*;
 const MIN_ATTEMPT: Duration = Duration::from_millis(250);
 
 impl Client {
-    /// The deadline of the `i`-th bootstrap broker tried (from 0) by
-    /// [`Client::at_bootstrap`]: an equal share of the time left before
+    /// The deadline of the `i`-th broker tried (from 0) of `n` by
+    /// [`Client::at_each`]: an equal share of the time left before
     /// `deadline` among the brokers not tried yet, at least
     /// [`MIN_ATTEMPT`] (less only when less is left); `None` once no time
     /// is left.
-    pub(super) fn bootstrap_share(&self, deadline: Instant, i: usize) -> Option<Instant> {
+    pub(super) fn broker_share(deadline: Instant, i: usize, n: usize) -> Option<Instant> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return None;
         }
-        let untried = self.inner.bootstrap.len().saturating_sub(i).max(1);
+        let untried = n.saturating_sub(i).max(1);
         let share = (left / u32::try_from(untried).unwrap_or(u32::MAX)).max(MIN_ATTEMPT.min(left));
         Some(Instant::now() + share)
     }

@@ -361,16 +361,34 @@ impl Client {
         &self,
         deadline: Instant,
         avoid: Option<&Suspect>,
+        f: F,
+    ) -> Result<T, Attempt>
+    where
+        F: FnMut(Reached) -> Fut,
+        Fut: Future<Output = Result<T, Attempt>>,
+    {
+        self.at_each(self.lookup_order(avoid), deadline, f).await
+    }
+
+    /// One attempt at each broker of `order` in turn until one answers or
+    /// fails for good, each with an equal share of the time left among
+    /// those not tried yet (see [`Client::broker_share`]), at most the
+    /// request timeout. When none answers, the last reason, as
+    /// [`Attempt::Again`].
+    pub(super) async fn at_each<T, F, Fut>(
+        &self,
+        order: Vec<String>,
+        deadline: Instant,
         mut f: F,
     ) -> Result<T, Attempt>
     where
         F: FnMut(Reached) -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
-        let order = self.lookup_order(avoid);
+        let n = order.len();
         let mut last = String::from("no bootstrap broker answered");
         for (i, broker) in order.into_iter().enumerate() {
-            let Some(share) = self.bootstrap_share(deadline, i) else {
+            let Some(share) = Self::broker_share(deadline, i, n) else {
                 break;
             };
             let share = share.min(deadline_in(self.inner.request_timeout));

@@ -96,7 +96,8 @@ impl DescribeClient {
     }
 
     /// The current fencing token of `role`, or [`NO_EPOCH`] when the
-    /// coordinator does not know it.
+    /// coordinator does not know it; confirmed as
+    /// [`DescribeClient::describe_transaction`] says.
     pub async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
         Ok(self
             .describe_transaction(role)
@@ -107,9 +108,23 @@ impl DescribeClient {
 
     /// Everything the coordinator reports about `role`, or `None` when it
     /// does not know it (`TRANSACTIONAL_ID_NOT_FOUND`).
+    ///
+    /// The answer is taken only once another broker of the cluster names
+    /// the broker that answered as the role's coordinator
+    /// ([`krabka_kafka::Client::describe_transaction_confirmed`]): a
+    /// coordinator cut off from its peers and the controller answers from
+    /// memory long after the cluster moved the role elsewhere. One
+    /// DescribeTransactions and one FindCoordinator (at another broker),
+    /// one after the other, and a Metadata once a minute; an answer no
+    /// other broker confirms by the operation timeout is
+    /// [`crate::Error::Transient`] saying so.
     pub async fn describe_transaction(&self, role: &str) -> Result<Option<TransactionDescription>> {
         crate::codec::check_role(role)?;
-        Ok(self.kafka.describe_transaction(role).await?.map(Into::into))
+        Ok(self
+            .kafka
+            .describe_transaction_confirmed(role)
+            .await?
+            .map(Into::into))
     }
 
     /// The address (`host:port`) of the transaction coordinator of `role`.
