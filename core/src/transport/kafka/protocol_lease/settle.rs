@@ -86,7 +86,13 @@ impl ProtocolLease {
 
     /// A write of no records: succeeds while the coordinator shows this
     /// epoch as the role's current one, is fenced when it shows a newer
-    /// one.
+    /// one. The answer is taken only once another broker confirms the
+    /// broker that gave it is the coordinator
+    /// ([`DescribeClient::describe_transaction_confirmed`]), so a
+    /// coordinator cut off from the cluster cannot vouch for a deposed
+    /// epoch past the bound `describe_leadership` keeps.
+    ///
+    /// [`DescribeClient::describe_transaction_confirmed`]: krabka_kafka::Client::describe_transaction_confirmed
     pub(super) async fn check_current(
         &mut self,
         role: &str,
@@ -94,7 +100,8 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
         let described =
-            tokio::time::timeout_at(deadline, self.describe.describe_transaction(role)).await;
+            tokio::time::timeout_at(deadline, self.describe.describe_transaction_confirmed(role))
+                .await;
         match described {
             Ok(Ok(Some(d))) => {
                 let current = FencingToken::from(d.producer);
