@@ -49,7 +49,9 @@
 //! suspended ([`crate::Clock::boot_millis`]). Past it a standby may have
 //! taken over, so the term ends with [`crate::Error::LeaseExpired`]. Every
 //! renewal attempt is bounded by the lease time left, and a guarded write by
-//! one renew interval, so no write starves the renewals. A member never calls
+//! one renew interval and never past the time kept for the next renewal
+//! (see [`Leadership::write`]), so no write takes the renewals' time. A
+//! member never calls
 //! itself leader again without minting a newer epoch.
 //!
 //! Events: every step is delivered as a typed [`crate::events::Event`] to the
