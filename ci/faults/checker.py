@@ -38,7 +38,8 @@ What is checked, per role:
                slow role's leader completed (`resigned`, not `resign_failed`)
                and a successor was elected within HANDOVER_BOUND_S of the
                command (the bound is not applied when a broker fault began
-               during the hand-over)
+               during the hand-over); at least one hand-over, unless a
+               broker fault was in flight at every turn (the upgrade campaign)
   slow network: guarded writes go on  while the slow role had a leader, no
                stretch longer than WRITE_GAP_S without a write reported ok,
                outside the broker faults (from their start to BROKER_SPAN_S

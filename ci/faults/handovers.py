@@ -25,6 +25,8 @@ class Handovers:
         self.log = log
         self.asked = []  # {"t", "slot", "member", "pid", "token"}
         self.skipped = 0
+        self.busy = 0  # of the skipped: a broker fault was in flight
+        self.tries = 0
         self.stop_flag = threading.Event()
         self.file = open(os.path.join(run_dir, "handovers.jsonl"), "a", buffering=1)
         self.thread = None
@@ -35,8 +37,10 @@ class Handovers:
 
     def _run(self, until):
         while not self.stop_flag.wait(self.every) and self.fleet.now() + 1.0 < until:
+            self.tries += 1
             if self.broker_busy():
                 self.skipped += 1
+                self.busy += 1
                 continue
             slot = self.fleet.leader(self.role)
             if slot is None:
@@ -52,6 +56,12 @@ class Handovers:
             self.asked.append(h)
             self.file.write(json.dumps(h) + "\n")
             self.log(f"{h['t']:7.1f}s hand-over   {self.role}: slot{slot.index} {slot.member} asked to resign")
+
+    @property
+    def expected(self):
+        """Whether a hand-over was due: some turn came while no broker
+        fault was in flight (a rolling upgrade can hold every turn)."""
+        return self.tries > self.busy
 
     def stop(self):
         self.stop_flag.set()

@@ -396,12 +396,13 @@ def main(argv):
         run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady, "slow": slow,
                "timing": cfg.timing, "members": dict(zip(roles, cfg.fleet_members)),
                "stagger_ms": cfg.stagger_ms, "partitions": cfg.partitions,
-               "handovers_expected": cfg.duration >= 2 * cfg.handover_every}
+               "handovers_expected": bool(handovers and handovers.expected)}
         checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers,
                                           handovers.asked if handovers else ())
         if slow:
             figures["slow_network"] = net
             figures["slow_network"]["handovers_skipped"] = handovers.skipped
+            figures["slow_network"]["handovers_skipped_for_broker_faults"] = handovers.busy
         checks.append(checker.Check("the cluster has its three brokers after healing",
                                     [] if cluster_whole else [f"running nodes: {sorted(brokers.pids())}"]))
         figures["exits"] = dict(sorted(fleet.exits.items()))
