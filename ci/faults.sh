@@ -31,8 +31,17 @@ die() {
 
 bootstrap=${KRABKA_BOOTSTRAP_3:-}
 args=()
+upgrade=
 while [[ $# -gt 0 ]]; do
     case $1 in
+    --upgrade)
+        upgrade=3.6.2:4.4.0
+        shift
+        ;;
+    --upgrade=*)
+        upgrade=${1#--upgrade=}
+        shift
+        ;;
     --bootstrap)
         [[ $# -ge 2 ]] || die "--bootstrap needs a value"
         bootstrap=$2
@@ -53,6 +62,20 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
+# The upgrade campaign (--upgrade[=FROM:TO], by hand, not in CI: about 5
+# minutes): a 3-node cluster of its own, formatted by Kafka FROM (default
+# 3.6.2, the oldest supported), in .kafka-upgrade/ on the usual ports of
+# KAFKA_PORT_3, is rolled broker by broker to Kafka TO (default 4.4.0) and
+# finalized while the roles are held: the kind rolling_upgrade, and no other.
+if [[ -n $upgrade ]]; then
+    [[ $upgrade =~ ^[34]\.[0-9]+\.[0-9]+:[34]\.[0-9]+\.[0-9]+$ ]] ||
+        die "--upgrade takes FROM:TO, two Kafka 3.x or 4.x releases (e.g. 3.6.2:4.4.0), got '$upgrade'"
+    [[ -z $bootstrap ]] || die "--upgrade starts a cluster of its own; drop --bootstrap and KRABKA_BOOTSTRAP_3"
+    upgrade_from=${upgrade%%:*} upgrade_to=${upgrade#*:}
+    export KAFKA_VERSION=$upgrade_from KAFKA_STATE_DIR=${KRABKA_FAULTS_UPGRADE_STATE_DIR:-$repo/.kafka-upgrade}
+    args=(--kinds rolling_upgrade --upgrade-to "$upgrade_to" --duration 150 "${args[@]+"${args[@]}"}")
+fi
+
 target_dir=${CARGO_TARGET_DIR:-$repo/target}
 work=$target_dir/faults
 mkdir -p "$work"
@@ -62,8 +85,10 @@ started_cluster=0
 cleanup() {
     local rc=$?
     if command -v iptables >/dev/null 2>&1 && [[ $(id -u) == 0 ]]; then
-        iptables -w -S OUTPUT 2>/dev/null | grep -- 'krabka-faults' | sed 's/^-A /-D /' |
-            while read -r rule; do eval "iptables -w $rule" || true; done || true
+        for table in filter nat; do
+            iptables -w -t "$table" -S OUTPUT 2>/dev/null | grep -- 'krabka-faults' | sed 's/^-A /-D /' |
+                while read -r rule; do eval "iptables -w -t $table $rule" || true; done || true
+        done
     fi
     if [[ $(id -u) == 0 ]]; then
         # the members' users (the orchestrator removes them; this is for a crash)
@@ -132,7 +157,14 @@ mv "$shim.tmp" "$shim"
 chmod 755 "$shim" "$work"
 
 # -- the cluster
-if [[ -z $bootstrap ]]; then
+if [[ -n $upgrade ]]; then
+    KAFKA_VERSION=$upgrade_to ci/kafka.sh provision
+    log "the upgrade campaign: a new 3-node cluster of Kafka $upgrade_from in $KAFKA_STATE_DIR, to be rolled to $upgrade_to"
+    ci/kafka.sh status 3 >/dev/null 2>&1 && die "a 3-node cluster runs in $KAFKA_STATE_DIR; stop it first"
+    ci/kafka.sh clean 3
+    started_cluster=1
+    bootstrap=$(ci/kafka.sh start 3 | tail -n 1)
+elif [[ -z $bootstrap ]]; then
     log "no --bootstrap and no KRABKA_BOOTSTRAP_3: starting the 3-node cluster with ci/kafka.sh"
     if ! ci/kafka.sh status 3 2>/dev/null | grep -q 'running (pid'; then started_cluster=1; fi
     bootstrap=$(ci/kafka.sh start 3 | tail -n 1)

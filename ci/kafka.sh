@@ -108,6 +108,10 @@ usage: ci/kafka.sh COMMAND [ARGS]
   node stop SIZE I        stop node I (1..SIZE) of a cluster (e.g. node stop 3 2)
   node start SIZE I       start node I again, wait until it is back in the metadata, print the
                           bootstrap address
+  node upgrade SIZE I     a rolling upgrade's step: stop node I (SIGTERM) and start it on the same
+                          data with KAFKA_VERSION's jars, newer than the version it ran; once every
+                          node runs it, the cluster is that version's (finalize the feature levels
+                          with tool features ... upgrade)
   clean [1|3|secured]     stop the cluster(s) and delete their data (and the secured cluster's
                           certificates)
   tool NAME [ARGS...]     run a Kafka command line tool with the cached jars, e.g.
@@ -492,14 +496,30 @@ cluster_id() {
 
 # A cluster's data is formatted by one Kafka version (recorded in <cluster>/kafka.version);
 # starting it with another (KAFKA_VERSION) is refused: a downgrade may not read it, and
-# a test would not be run on the version it asks for
+# a test would not be run on the version it asks for. `node upgrade` moves one node to a
+# newer version (recorded in <cluster>/n<I>/kafka.version until every node runs it, then
+# in <cluster>/kafka.version again); a node then starts with its own version only.
+node_version() {
+    local size=$1 i=$2 f
+    f=$(node_dir "$size" "$i")/kafka.version
+    if [[ -s $f ]]; then cat "$f"; elif [[ -s $(cluster_dir "$size")/kafka.version ]]; then
+        cat "$(cluster_dir "$size")/kafka.version"
+    fi
+}
+
 check_cluster_version() {
-    local size=$1 f was
-    f=$(cluster_dir "$size")/kafka.version
-    [[ -s $f ]] || return 0
-    was=$(<"$f")
-    [[ $was == "$kafka_version" ]] ||
+    local size=$1 f was i n
+    n=$(nodes_of "$size")
+    for ((i = 1; i <= n; i++)); do
+        if [[ -n ${2:-} && $i != "$2" ]]; then continue; fi
+        was=$(node_version "$size" "$i")
+        [[ -z $was || $was == "$kafka_version" ]] && continue
+        f=$(node_dir "$size" "$i")/kafka.version
+        if [[ -s $f ]]; then
+            die "node $i of cluster $size in ${state_dir} was upgraded to Kafka $was, not $kafka_version (KAFKA_VERSION): start it with KAFKA_VERSION=$was, or upgrade the other nodes (ci/kafka.sh node upgrade $size I)"
+        fi
         die "cluster $size in ${state_dir} was made by Kafka $was, not $kafka_version (KAFKA_VERSION); use another KAFKA_STATE_DIR, or delete it: KAFKA_VERSION=$was ci/kafka.sh clean $size"
+    done
 }
 
 # format the storage of the given nodes that have none yet (in parallel)
@@ -982,7 +1002,7 @@ cmd_node() {
         deadline=$((t0 + start_timeout * 1000))
         provision
         lock_cluster "$size"
-        check_cluster_version "$size"
+        check_cluster_version "$size" "$i"
         ndir=$(node_dir "$size" "$i")
         if ! node_pid "$size" "$i" >/dev/null; then
             check_java
@@ -995,6 +1015,47 @@ cmd_node() {
         fi
         wait_ready "$size" "$deadline" nodes "$i"
         log "node $i of cluster $size is back in the metadata after $((($(now_ms) - t0) / 1000)) s"
+        bootstrap_of "$size"
+        ;;
+    upgrade)
+        # A rolling upgrade's step: node I, formatted by an older Kafka, stopped with SIGTERM
+        # (a controlled shutdown) and started with KAFKA_VERSION's jars on the same data.
+        # The cluster's finalized feature levels (metadata.version) stay until an operator
+        # raises them (ci/kafka.sh tool features ... upgrade) once every node runs the new
+        # version, as Kafka's upgrade notes ask.
+        local was others j
+        provision
+        lock_cluster "$size"
+        ndir=$(node_dir "$size" "$i")
+        [[ -f $ndir/data/meta.properties ]] || die "node $i of cluster $size has no data to upgrade"
+        was=$(node_version "$size" "$i")
+        [[ -n $was ]] || die "node $i of cluster $size records no Kafka version"
+        if [[ $was == "$kafka_version" ]]; then
+            log "node $i of cluster $size already runs Kafka $kafka_version"
+        else
+            [[ $(printf '%s\n' "$was" "$kafka_version" | sort -V | tail -n 1) == "$kafka_version" ]] ||
+                die "node $i of cluster $size runs Kafka $was: $kafka_version would be a downgrade"
+            check_java
+            t0=$(now_ms)
+            deadline=$((t0 + start_timeout * 1000))
+            stop_nodes "$size" "$i"
+            log "upgrading node $i of cluster $size from Kafka $was to $kafka_version"
+            echo "$kafka_version" >"$ndir/kafka.version"
+            write_props "$size" "$i"
+            launch_node "$size" "$i"
+            started+=("$i")
+            wait_ready "$size" "$deadline" nodes "$i"
+            log "node $i of cluster $size runs Kafka $kafka_version, back in the metadata after $((($(now_ms) - t0) / 1000)) s"
+        fi
+        others=0
+        for ((j = 1; j <= $(nodes_of "$size"); j++)); do
+            [[ $(node_version "$size" "$j") == "$kafka_version" ]] || others=$((others + 1))
+        done
+        if ((others == 0)); then
+            echo "$kafka_version" >"$(cluster_dir "$size")/kafka.version"
+            for ((j = 1; j <= $(nodes_of "$size"); j++)); do rm -f "$(node_dir "$size" "$j")/kafka.version"; done
+            log "every node of cluster $size runs Kafka $kafka_version; finalize the feature levels with ci/kafka.sh tool features"
+        fi
         bootstrap_of "$size"
         ;;
     *) usage ;;

@@ -15,9 +15,13 @@ class Brokers:
     def __init__(self, repo, bootstrap, log):
         self.repo = repo
         self.script = os.path.join(repo, "ci", "kafka.sh")
+        self.bootstrap = bootstrap
         self.log = log
         self.lock = threading.Lock()
         self.paused = set()
+        # node -> the Kafka version it runs, once a rolling upgrade moved it
+        # (ci/kafka.sh starts a node only with its own version)
+        self.versions = {}
         self.why_not = None
         try:
             mine = self._run(["bootstrap", "3"]).strip().splitlines()[-1]
@@ -35,7 +39,8 @@ class Brokers:
     def controllable(self):
         return self.why_not is None
 
-    def _run(self, args, timeout=60):
+    def _run(self, args, timeout=60, version=None):
+        env = dict(os.environ, KAFKA_VERSION=version) if version else None
         return subprocess.run(
             ["bash", self.script, *args],
             cwd=self.repo,
@@ -43,6 +48,7 @@ class Brokers:
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=env,
         ).stdout
 
     def pids(self):
@@ -72,7 +78,7 @@ class Brokers:
         broker may connect to itself (a TCP self-connect) and hold the port."""
         for attempt in range(1, attempts + 1):
             try:
-                self._run(["node", "start", "3", str(node)], timeout=timeout)
+                self._run(["node", "start", "3", str(node)], timeout=timeout, version=self.versions.get(node))
                 return True
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
                 stderr = getattr(e, "stderr", "") or ""
@@ -91,6 +97,28 @@ class Brokers:
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
             self.log(f"stopping broker node {node} failed: {(getattr(e, 'stderr', '') or '').strip()[-300:]}")
             return False
+
+    def upgrade(self, node, version, timeout=240):
+        """`ci/kafka.sh node upgrade 3 NODE` with KAFKA_VERSION=version: a
+        controlled shutdown, then the node started with the newer version's
+        jars on its data. Returns True when it came back."""
+        try:
+            self._run(["node", "upgrade", "3", str(node)], timeout=timeout, version=version)
+            self.versions[node] = version
+            return True
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            self.log(f"upgrading broker node {node} to {version} failed: "
+                     f"{(getattr(e, 'stderr', '') or '').strip()[-400:]}")
+            return False
+
+    def features(self, args, version=None, timeout=120):
+        """`ci/kafka.sh tool features --bootstrap-server ... ARGS`: (ok, output)."""
+        try:
+            out = self._run(["tool", "features", "--bootstrap-server", self.bootstrap, *args], timeout=timeout,
+                            version=version)
+            return True, out
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            return False, ((getattr(e, "stdout", "") or "") + (getattr(e, "stderr", "") or "")).strip()[-600:]
 
     def pause(self, node):
         pid = self.pids().get(node)

@@ -29,6 +29,27 @@ What is checked, per role:
                election, no term ended by a fence or an expired lease, no
                leaderless time before the members were stopped
 
+  slow network: leader kept  (the slow role: its members reach the brokers
+               through a slow, lossy network, slownet.py; its lease follows
+               the lease-sizing rule and its members take no fault) no term
+               ended by a fence or an expired lease, and every leaderless
+               time is a hand-over the campaign asked for
+  slow network: hand-overs complete  every resign the campaign asked of the
+               slow role's leader completed (`resigned`, not `resign_failed`)
+               and a successor was elected within HANDOVER_BOUND_S of the
+               command (the bound is not applied when a broker fault began
+               during the hand-over); at least one hand-over, unless a
+               broker fault was in flight at every turn (the upgrade campaign)
+  slow network: guarded writes go on  while the slow role had a leader, no
+               stretch longer than WRITE_GAP_S without a write reported ok,
+               outside the broker faults (from their start to BROKER_SPAN_S
+               past their duration)
+
+  writes resume after each restart  (the steady and the slow role, when a
+               rolling restart or upgrade ran) a write reported ok within
+               RESUME_S after each broker came back, and after the upgrade's
+               feature levels were finalized
+
   failover beside a frozen neighbour  (the roles sharing the state
                partition of a neighbour_freeze fault) no leaderless time
                longer than the role's bound that ended when the frozen
@@ -57,7 +78,17 @@ THAW_SLACK_S = 3.0
 # broker session, partition and coordinator moves, the restart).
 BROKER_SPAN_S = 20.0
 BROKER_KINDS = ("broker_kill", "broker_pause", "broker_pause_long", "broker_isolate", "rolling_restart",
-                "topic_unwritable")
+                "topic_unwritable", "rolling_upgrade")
+# The roles that keep their leader through a rolling restart or upgrade
+# must write again within this many seconds after each broker is back (and
+# after the upgrade's feature levels were raised).
+RESUME_S = 15.0
+# The slow role: the longest a hand-over (the resign command to the
+# successor's `elected` line) may take, and the longest its leader may go
+# without a write reported ok (its writes are 20 to 50 ms apart). A failed
+# resign leaves the successor waiting for the lease (40 s by default).
+HANDOVER_BOUND_S = 10.0
+WRITE_GAP_S = 10.0
 # How a term ends when its leader was deposed.
 DEPOSED = ("fenced", "lease_expired")
 
@@ -144,6 +175,98 @@ def check_steady(terms, gaps, stop_t):
     for a, b in gaps:
         problems.append(f"leaderless from {a:.1f}s to {b:.1f}s")
     return problems
+
+
+def _broker_spans(broker_faults):
+    return [(f["t"], f["t"] + f.get("seconds", 60.0) + BROKER_SPAN_S) for f in broker_faults]
+
+
+def check_slow(role, events, terms, gaps, writes, handovers, broker_faults, stop_t):
+    """The slow role: (leader kept, hand-overs complete, writes go on)
+    problems, and the figures of its hand-overs and writes."""
+    kept, done, flowing = [], [], []
+    spans = _broker_spans(broker_faults)
+    for t in terms:
+        if t["how"] in DEPOSED and t["end"] is not None and t["end"] <= stop_t:
+            kept.append(f"{t['member']} (token {fmt_token(t['token'])}) was deposed at {t['end']:.1f}s "
+                        f"({t['how']}; its last renewal at {t['last']:.1f}s)")
+    by_pid = {}
+    for e in events:
+        if e["role"] == role:
+            by_pid.setdefault(e["pid"], []).append(e)
+    elections = sorted(e["t"] for e in events if e["role"] == role and e["line"].get("event") == "elected")
+    times, resigns, windows = [], [], []
+    for h in handovers:
+        after = [e for e in by_pid.get(h["pid"], []) if e["t"] >= h["t"]]
+        end = next((e for e in after if e["line"].get("event") in
+                    ("resigned", "resign_failed", "not_leader", "fenced", "lease_expired", "process_exit")), None)
+        name = end["line"].get("event") if end else None
+        if name == "not_leader":
+            continue  # its term had ended as the command came: no hand-over
+        if name != "resigned":
+            done.append(f"the resign asked of {h['member']} at {h['t']:.1f}s did not complete "
+                        f"({name or 'no line'}{': ' + str(end['line'].get('error', ''))[:120] if end else ''})")
+            continue
+        if end["line"].get("took_ms") is not None:
+            resigns.append(float(end["line"]["took_ms"]))
+        nxt = next((t for t in elections if t > end["t"]), None)
+        if nxt is None or nxt > stop_t:
+            done.append(f"no successor was elected after {h['member']} resigned at {end['t']:.1f}s "
+                        f"(asked at {h['t']:.1f}s)")
+            continue
+        took = nxt - h["t"]
+        windows.append((h["t"], nxt))
+        broker = any(h["t"] <= s < nxt for s, _ in spans)
+        if took > HANDOVER_BOUND_S and not broker:
+            done.append(f"the hand-over from {h['member']} asked at {h['t']:.1f}s took {took:.1f}s "
+                        f"(bound {HANDOVER_BOUND_S:g}s)")
+        times.append(round(took, 3))
+    for a, b in gaps:
+        if not any(w0 - 0.5 <= a and b <= w1 + 0.5 for w0, w1 in windows):
+            kept.append(f"leaderless from {a:.1f}s to {b:.1f}s, not during a hand-over")
+    ok = sorted(w["t"] for w in writes if w["result"] == "ok")
+    longest = 0.0
+    for t in terms:
+        end = min(t["end"] if t["end"] is not None else stop_t, stop_t)
+        marks = [t["start"]] + [x for x in ok if t["start"] <= x <= end] + [end]
+        for a, b in zip(marks, marks[1:]):
+            if any(s < b and a < e for s, e in spans):
+                continue
+            longest = max(longest, b - a)
+            if b - a > WRITE_GAP_S:
+                flowing.append(f"{t['member']} (token {fmt_token(t['token'])}) wrote nothing from {a:.1f}s to "
+                               f"{b:.1f}s while it led ({b - a:.1f}s, bound {WRITE_GAP_S:g}s)")
+    times.sort()
+    resigns.sort()
+
+    def pct(xs, q):
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else None
+    figures = {"handovers": len(times), "handover_s": {"p50": pct(times, 0.5), "max": times[-1] if times else None,
+                                                        "all": times},
+               "resign_ms": {"p50": pct(resigns, 0.5), "max": resigns[-1] if resigns else None},
+               "longest_write_gap_s": round(longest, 2)}
+    return kept, done, flowing, figures
+
+
+def check_resume(writes, faults, stop_t):
+    """A write reported ok within RESUME_S after each broker of a rolling
+    restart or upgrade came back (and after an upgrade was finalized)."""
+    ok = sorted(w["t"] for w in writes if w["result"] == "ok")
+    problems, marks = [], []
+    for f in faults:
+        for st in f.get("steps", []):
+            if st.get("ok"):
+                marks.append((st["back_t"], f"broker node {st['node']} came back ({f['kind']})"))
+        if f.get("finalized_t") is not None:
+            marks.append((f["finalized_t"], "the upgrade's feature levels were finalized"))
+    for t, what in marks:
+        if t + RESUME_S > stop_t:
+            continue
+        if not any(t < x <= t + RESUME_S for x in ok):
+            nxt = next((x for x in ok if x > t), None)
+            problems.append(f"no write ok within {RESUME_S:g}s after {what} at {t:.1f}s "
+                            f"(the next at {f'{nxt:.1f}s' if nxt is not None else 'never'})")
+    return problems, len(marks)
 
 
 def check_freezes(role, partition, gaps, bound, freezes, broker_faults=()):
@@ -255,7 +378,7 @@ def value_tokens(records):
     return out
 
 
-def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
+def analyse(run, events, faults, data, leases, healed_leaders, batch_headers, handovers=()):
     """The checks and the figures of a run.
 
     run: dict with roles, lease_ms, stop_t (when the members were stopped);
@@ -318,6 +441,26 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
         if role in steady:
             checks.append(Check(f"{short}: healthy leader kept", check_steady(terms, gaps, run["stop_t"]),
                                 f"lease {lease_s:g}s, no member faults"))
+        if role in run.get("slow", ()):
+            kept, done, flowing, slow_fig = check_slow(role, events, terms, gaps, writes, handovers,
+                                                       [f for f in injected if f["kind"] in BROKER_KINDS],
+                                                       run["stop_t"])
+            checks.append(Check(f"{short}: slow network: leader kept", kept,
+                                f"lease {lease_s:g}s, {len(terms)} elections"))
+            checks.append(Check(f"{short}: slow network: hand-overs complete",
+                                done + ([] if slow_fig["handovers"] or not run.get("handovers_expected") else
+                                        ["no hand-over was asked and completed"]),
+                                f"{slow_fig['handovers']} hand-overs, p50 {slow_fig['handover_s']['p50']}s, "
+                                f"max {slow_fig['handover_s']['max']}s"))
+            checks.append(Check(f"{short}: slow network: guarded writes go on", flowing,
+                                f"{sum(w['result'] == 'ok' for w in writes)} writes ok, longest stretch without "
+                                f"one {slow_fig['longest_write_gap_s']}s"))
+            figures.setdefault("slow", {})[role] = slow_fig
+        rolling = [f for f in injected if f["kind"] in ("rolling_restart", "rolling_upgrade")]
+        if rolling and (role in steady or role in run.get("slow", ())):
+            problems, n = check_resume(writes, rolling, run["stop_t"])
+            checks.append(Check(f"{short}: writes resume after each restart", problems,
+                                f"{n} brokers back or finalized"))
         freezes = [f for f in injected if f["kind"] == "neighbour_freeze"]
         if "partitions" in run and any(
                 f.get("partition") == role_partition(role, run["partitions"]) for f in freezes):
@@ -340,6 +483,7 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers):
             "over_bound": sum(b - a > bound for a, b in gaps),
             "lease_s": lease_s,
             "steady": role in steady,
+            "slow": role in run.get("slow", ()),
         }
     errors = {}
     for e in events:

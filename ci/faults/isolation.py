@@ -11,6 +11,11 @@ to its own inter-broker and controller ports (its peers' requests), the
 other every packet of its JVM (moved into a cgroup v2 group of its own,
 `-m cgroup --path`) to its peers' inter-broker and controller ports (its own
 requests).
+
+Putting some members behind a slow, lossy network (slownet.py): a `nat`
+rule per member uid and broker redirects the member's connections to the
+broker's client port to that broker's delaying proxy, and two `statistic`
+rules drop packets at random between the members and the proxies.
 """
 
 import os
@@ -20,6 +25,9 @@ import subprocess
 import threading
 
 COMMENT = "krabka-faults"
+# the slow network's rules (slow): they stay in while the faults are healed,
+# until the members stop
+SLOW_COMMENT = "krabka-faults-slow"
 # the cgroup v2 groups of cut-off brokers: krabka-faults-n<node>
 CGROUP_PREFIX = "krabka-faults-n"
 
@@ -51,6 +59,7 @@ class Isolation:
         self.log = log
         self.lock = threading.Lock()
         self.active = {}  # uid -> rule arguments
+        self.slow_rules = []  # the slow network's rules: (-t, table, chain, match...)
         self.created_users = []
         self.why_not = None
         if os.geteuid() != 0:
@@ -116,8 +125,9 @@ class Isolation:
             if rule is not None:
                 subprocess.run([_iptables(), "-w", "-D", *rule], capture_output=True, text=True)
 
-    def heal(self):
-        """Deletes every rule this campaign put in (and any left by an earlier run)."""
+    def heal(self, keep_slow=False):
+        """Deletes every rule this campaign put in (and any left by an earlier
+        run); with `keep_slow`, not the slow network's."""
         if not self.available and not self.active:
             return
         with self.lock:
@@ -125,16 +135,89 @@ class Isolation:
                 for r in rule if isinstance(key, tuple) else [rule]:
                     subprocess.run([_iptables(), "-w", "-D", *r], capture_output=True, text=True)
             self.active.clear()
-        self.delete_stale_rules()
+        self.delete_stale_rules(keep_slow)
         for node in (1, 2, 3):
             self._release_cgroup(node)
 
-    def delete_stale_rules(self):
-        out = subprocess.run([_iptables(), "-w", "-S", "OUTPUT"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            if COMMENT in line and line.startswith("-A "):
-                args = line.split()[1:]
-                subprocess.run([_iptables(), "-w", "-D", *[a.strip('"') for a in args]], capture_output=True)
+    def delete_stale_rules(self, keep_slow=False):
+        for table in ("filter", "nat"):
+            out = subprocess.run([_iptables(), "-w", "-t", table, "-S", "OUTPUT"], capture_output=True,
+                                 text=True).stdout
+            for line in out.splitlines():
+                if keep_slow and SLOW_COMMENT in line:
+                    continue
+                if COMMENT in line and line.startswith("-A "):
+                    args = line.split()[1:]
+                    subprocess.run([_iptables(), "-w", "-t", table, "-D", *[a.strip('"') for a in args]],
+                                   capture_output=True)
+
+    def slow_why_not(self):
+        """Why members cannot be put behind the slow network here, or None."""
+        if not self.available:
+            return self.why_not
+        r = subprocess.run([_iptables(), "-w", "-t", "nat", "-S", "OUTPUT"], capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"iptables has no nat table here: {r.stderr.strip()}"
+        return None
+
+    def statistic_works(self):
+        """Whether the kernel takes an iptables `statistic` rule (tried on a
+        rule that matches nothing, then deleted)."""
+        rule = ["OUTPUT", "-o", "lo", "-p", "tcp", "--dport", "1", "-m", "statistic", "--mode", "random",
+                "--probability", "0.01", "-m", "comment", "--comment", COMMENT, "-j", "DROP"]
+        r = subprocess.run([_iptables(), "-w", "-I", *rule], capture_output=True, text=True)
+        if r.returncode != 0:
+            return False
+        subprocess.run([_iptables(), "-w", "-D", *rule], capture_output=True, text=True)
+        return True
+
+    def slow(self, uids, routes, loss):
+        """Sends every connection of `uids` to a broker port through its
+        proxy (`routes`: broker port -> proxy port) and, when `loss` > 0,
+        drops that share of the packets between those members and the
+        proxies, both ways. True when every rule is in."""
+        proxies = ",".join(str(p) for p in sorted(routes.values()))
+        rules = []
+        for uid in uids:
+            for broker, proxy in sorted(routes.items()):
+                rules.append(["-t", "nat", "OUTPUT", "-o", "lo", "-p", "tcp", "-m", "owner", "--uid-owner", str(uid),
+                              "--dport", str(broker), "-m", "comment", "--comment", SLOW_COMMENT,
+                              "-j", "REDIRECT", "--to-ports", str(proxy)])
+            if loss > 0:
+                rules.append(["-t", "filter", "OUTPUT", "-o", "lo", "-p", "tcp", "-m", "owner", "--uid-owner",
+                              str(uid), "-m", "multiport", "--dports", proxies, "-m", "statistic", "--mode",
+                              "random", "--probability", f"{loss:g}", "-m", "comment", "--comment", SLOW_COMMENT,
+                              "-j", "DROP"])
+        if loss > 0:
+            rules.append(["-t", "filter", "OUTPUT", "-o", "lo", "-p", "tcp", "-m", "multiport", "--sports", proxies,
+                          "-m", "statistic", "--mode", "random", "--probability", f"{loss:g}",
+                          "-m", "comment", "--comment", SLOW_COMMENT, "-j", "DROP"])
+        with self.lock:
+            done = []
+            for rule in rules:
+                r = subprocess.run([_iptables(), "-w", rule[0], rule[1], "-I", *rule[2:]], capture_output=True,
+                                   text=True)
+                if r.returncode != 0:
+                    self.log(f"iptables -I failed: {r.stderr.strip()}")
+                    for d in done:
+                        subprocess.run([_iptables(), "-w", d[0], d[1], "-D", *d[2:]], capture_output=True)
+                    return False
+                done.append(rule)
+            self.slow_rules = done
+        return True
+
+    def slow_drops(self):
+        """Packets the slow network's loss rules dropped so far."""
+        out = subprocess.run([_iptables(), "-w", "-t", "filter", "-L", "OUTPUT", "-v", "-n", "-x"],
+                             capture_output=True, text=True).stdout
+        return sum(int(line.split()[0]) for line in out.splitlines()
+                   if SLOW_COMMENT in line and "statistic" in line and line.split()[0].isdigit())
+
+    def mend_slow(self):
+        with self.lock:
+            for d in self.slow_rules:
+                subprocess.run([_iptables(), "-w", d[0], d[1], "-D", *d[2:]], capture_output=True)
+            self.slow_rules = []
 
     def broker_cut_why_not(self):
         """Why a broker cannot be cut off from its peers here, or None."""

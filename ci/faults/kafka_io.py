@@ -93,9 +93,13 @@ def ensure_state_topic(bootstrap, default_partitions=16):
             default_partitions,
             {"cleanup.policy": "compact", "min.insync.replicas": "2"},
         )
-        n = partition_count(bootstrap, STATE_TOPIC)
+        # a new cluster's brokers can take a moment to learn of the topic
+        # (seen on a fresh 3.6.2 cluster)
+        deadline = time.monotonic() + 30.0
+        while (n := partition_count(bootstrap, STATE_TOPIC)) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
         if n is None:
-            raise RuntimeError(f"{STATE_TOPIC} is still missing after creating it")
+            raise RuntimeError(f"{STATE_TOPIC} is still missing 30 s after creating it")
     return n
 
 

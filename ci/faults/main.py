@@ -20,7 +20,9 @@ from datetime import datetime, timezone
 import checker
 import headers
 import kafka_io
+import slownet
 from brokers import Brokers
+from handovers import Handovers
 from isolation import Isolation
 from members import Fleet
 from nemesis import Nemesis
@@ -53,10 +55,29 @@ def parse_args(argv):
                         "20 s and cut-off brokers of up to 40 s, which hold a transaction for at most the brokers' "
                         "request.timeout.ms of 30 s: renew + 30 s + 7 s, docs/operations.md)")
     p.add_argument("--steady-renew-ms", type=int, default=3000, help="the steady role's renew interval (default 3000)")
+    p.add_argument("--slow-members", type=int, default=2,
+                   help="members of the slow role (default 2; 0: no slow role): a role whose members reach the "
+                        "brokers through a slow, lossy network (slownet.py: each chunk 20 +/- 10 ms late, 1%% of "
+                        "the packets dropped), whose lease follows the lease-sizing rule and whose leader is asked "
+                        "to hand over every --handover-every seconds; it must keep its leader between hand-overs, "
+                        "and every hand-over must complete")
+    p.add_argument("--slow-lease-ms", type=int, default=40000,
+                   help="the slow role's lease (default 40000, as the steady role's: it takes the broker faults)")
+    p.add_argument("--slow-renew-ms", type=int, default=3000, help="the slow role's renew interval (default 3000)")
+    p.add_argument("--slow-delay-ms", type=float, default=20.0, help="the slow network's delay per chunk (default 20)")
+    p.add_argument("--slow-jitter-ms", type=float, default=10.0,
+                   help="the slow network's jitter: each chunk's delay is uniform in delay +/- jitter (default 10)")
+    p.add_argument("--slow-loss", type=float, default=0.01,
+                   help="the share of packets dropped each way between a slow member and the brokers (default 0.01)")
+    p.add_argument("--handover-every", type=float, default=10.0,
+                   help="seconds between two hand-overs asked of the slow role's leader (default 10)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
     p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")
     p.add_argument("--kinds", default=None,
                    help="only these fault kinds, comma-separated (default: every kind, see docs/faults.md)")
+    p.add_argument("--upgrade-to", default=None,
+                   help="the Kafka version the rolling_upgrade kind moves the brokers to (ci/faults.sh --upgrade "
+                        "sets it, on a cluster of an older version)")
     p.add_argument("--keep-topics", action="store_true", help="keep the data topics after the run")
     a = p.parse_args(argv)
     a.members_per_role = [int(x) for x in a.members.split(",")]
@@ -71,6 +92,10 @@ def parse_args(argv):
             p.error(f"--kinds: unknown kind(s) {unknown or a.kinds}; the kinds are {', '.join(known)}")
     if a.steady_members < 0:
         p.error(f"--steady-members must be 0 or more, got {a.steady_members}")
+    if a.slow_members < 0 or a.slow_members == 1:
+        p.error(f"--slow-members must be 0 or at least 2 (a hand-over needs a successor), got {a.slow_members}")
+    if not 0 <= a.slow_loss < 0.5:
+        p.error(f"--slow-loss must be in [0, 0.5), got {a.slow_loss}")
     if a.seed is None:
         a.seed = secrets.randbelow(1_000_000)
     return a
@@ -186,6 +211,12 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
               f"longest leaderless {r['longest_leaderless_s']:.1f}s (its lease allows {r['bound_s']:.1f}s"
               f"{'; ' + str(r['over_bound']) + ' gaps longer' if r['over_bound'] else ''})"
               f"{'; steady (lease ' + str(r['lease_s']) + 's, no member faults)' if r['steady'] else ''}")
+    for role, sf in figures.get("slow", {}).items():
+        net = figures.get("slow_network", {})
+        print(f"  slow network ({role}): {sf['handovers']} hand-overs, command to successor p50 "
+              f"{sf['handover_s']['p50']}s, max {sf['handover_s']['max']}s (all: {sf['handover_s']['all']}); "
+              f"resign p50 {sf['resign_ms']['p50']} ms, max {sf['resign_ms']['max']} ms; longest stretch "
+              f"without a write ok {sf['longest_write_gap_s']}s; network: {net}")
     print(f"  member exits by code: {figures['exits']} (-9 killed, 0 stopped, 1 error, 3 fenced, 4 lease expired)")
     for what, n in sorted(figures["member_errors"].items(), key=lambda x: -x[1]):
         print(f"  {n} x {what}")
@@ -212,6 +243,49 @@ def report(cfg, roles, checks, figures, started, duration_s, run_dir):
     return failed == 0
 
 
+def start_slow_network(cfg, isolation, fleet, role, routes, run_dir):
+    """Starts the delaying proxies (slownet.py) and puts the slow role's
+    members behind them: real packet loss with iptables' statistic match
+    when the kernel has it, else the proxies hold a chunk now and then."""
+    real_loss = cfg.slow_loss > 0 and isolation.statistic_works()
+    hold = cfg.slow_loss if cfg.slow_loss > 0 and not real_loss else 0.0
+    argv = [sys.executable, "-u", os.path.join(os.path.dirname(os.path.abspath(__file__)), "slownet.py"),
+            "--delay-ms", str(cfg.slow_delay_ms), "--jitter-ms", str(cfg.slow_jitter_ms),
+            "--hold-prob", str(hold), "--seed", str(cfg.seed), "--stats", os.path.join(run_dir, "slownet.json")]
+    for broker, proxy in sorted(routes.items()):
+        argv += ["--route", f"{proxy}:{broker}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(os.path.join(run_dir, "slownet.stderr"), "ab"),
+                            text=True)
+    if proc.stdout.readline().strip() != "READY":
+        proc.kill()
+        raise RuntimeError("the slow network's proxies did not start (see slownet.stderr)")
+    uids = [s.uid for s in fleet.slots if s.role == role]
+    if None in uids or not isolation.slow(uids, routes, cfg.slow_loss if real_loss else 0.0):
+        proc.terminate()
+        raise RuntimeError("the slow network's iptables rules could not be inserted")
+    how = (f"{cfg.slow_loss:.1%} of the packets dropped each way (iptables statistic)" if real_loss else
+           f"{hold:.1%} of the chunks held 200-300 ms (no iptables statistic match here)" if hold else "no loss")
+    log(f"slow network for {role}: proxies {sorted(routes.values())} delay each chunk "
+        f"{cfg.slow_delay_ms:g} +/- {cfg.slow_jitter_ms:g} ms; {how}")
+    return proc, {"delay_ms": cfg.slow_delay_ms, "jitter_ms": cfg.slow_jitter_ms, "loss": how}
+
+
+def stop_slow_network(proxy, isolation, cfg, run_dir):
+    """Takes the slow network down; its counters."""
+    net = dict(getattr(cfg, "slow_network", {}))
+    net["packets_dropped"] = isolation.slow_drops()
+    isolation.mend_slow()
+    if proxy is not None:
+        proxy.terminate()
+        proxy.wait()
+    try:
+        with open(os.path.join(run_dir, "slownet.json")) as fh:
+            net["proxies"] = json.load(fh)
+    except (OSError, ValueError):
+        pass
+    return net
+
+
 def prune_runs(runs_dir, keep=10):
     """Keeps the newest `keep` run directories (their names sort by time)."""
     names = sorted(n for n in os.listdir(runs_dir) if os.path.isdir(os.path.join(runs_dir, n)))
@@ -236,15 +310,32 @@ def main(argv):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     cfg.partitions = kafka_io.ensure_state_topic(cfg.bootstrap)
+    ports = [int(b.rsplit(":", 1)[1]) for b in cfg.bootstrap.split(",")]
+    isolation = Isolation(ports, log)
+    if not isolation.available:
+        log(f"NOTICE: members cannot be cut off from the brokers: {isolation.why_not}; "
+            "every member_cut fault is skipped and counted as skipped")
+    if cfg.slow_members:
+        why_not = isolation.slow_why_not()
+        if why_not:
+            log(f"NOTICE: no slow role: members cannot be put behind a slow network: {why_not}")
+            cfg.slow_members = 0
     faulty = len(cfg.members_per_role)
-    roles = pick_roles(f"faults-{secrets.token_hex(3)}", faulty + (cfg.steady_members > 0), cfg.partitions)
-    # The steady role (last, on a state partition of its own) follows the
-    # lease-sizing rule and its members take no fault of their own.
-    steady = roles[faulty:]
-    cfg.fleet_members = cfg.members_per_role + ([cfg.steady_members] if steady else [])
+    roles = pick_roles(f"faults-{secrets.token_hex(3)}",
+                       faulty + (cfg.steady_members > 0) + (cfg.slow_members > 0), cfg.partitions)
+    # The steady role (on a state partition of its own) follows the
+    # lease-sizing rule and its members take no fault of their own; the slow
+    # role (last) too, behind the slow network, with hand-overs.
+    steady = roles[faulty:faulty + 1] if cfg.steady_members else []
+    slow = roles[-1:] if cfg.slow_members else []
+    cfg.rejoin_roles = slow
+    cfg.fleet_members = (cfg.members_per_role + ([cfg.steady_members] if steady else [])
+                         + ([cfg.slow_members] if slow else []))
     cfg.timing = {r: (cfg.lease_ms, cfg.renew_ms) for r in roles}
     for r in steady:
         cfg.timing[r] = (cfg.steady_lease_ms, cfg.steady_renew_ms)
+    for r in slow:
+        cfg.timing[r] = (cfg.slow_lease_ms, cfg.slow_renew_ms)
     topics = {r: f"{r}-data" for r in roles}
     for t in topics.values():
         kafka_io.create_topic(cfg.bootstrap, t, 1, {"min.insync.replicas": "2"})
@@ -257,29 +348,35 @@ def main(argv):
     cfg.freeze_roles = [roles[0]] + steady
     cfg.unwritable_topics = [topics[r] for r in steady] or [topics[r] for r in roles[:faulty]]
 
-    ports = [int(b.rsplit(":", 1)[1]) for b in cfg.bootstrap.split(",")]
-    isolation = Isolation(ports, log)
-    if not isolation.available:
-        log(f"NOTICE: members cannot be cut off from the brokers: {isolation.why_not}; "
-            "every member_cut fault is skipped and counted as skipped")
     brokers = Brokers(cfg.repo, cfg.bootstrap, log)
     if not brokers.controllable:
         log(f"NOTICE: no broker faults: {brokers.why_not}")
-    warn_ephemeral(ports)
+    routes = {p: p + slownet.PROXY_OFFSET for p in ports}
+    warn_ephemeral(ports + (list(routes.values()) if slow else []))
     fleet = Fleet(cfg, roles, topics, isolation, run_dir, cfg.seed, log)
     nemesis = Nemesis(cfg, roles[:faulty], fleet, brokers, isolation, cfg.seed, run_dir, log)
+    handovers = Handovers(fleet, slow[0], cfg.handover_every, lambda: nemesis.broker_busy, run_dir, log) \
+        if slow else None
     lease_s = cfg.lease_ms / 1000.0
     stopped = False
+    proxy = None
     try:
+        if slow:
+            proxy, cfg.slow_network = start_slow_network(cfg, isolation, fleet, slow[0], routes, run_dir)
         fleet.start()
         if not wait_for(lambda: all(fleet.leader(r) for r in roles), within=120):
             log("FAILED: not every role had a leader 120 s after the members started; no faults injected")
         else:
             log(f"{fleet.now():.1f}s every role has a leader; the nemesis starts")
-            nemesis.run(until=fleet.now() + cfg.duration)
+            until = fleet.now() + cfg.duration
+            if handovers:
+                handovers.start(until)
+            nemesis.run(until=until)
         log(f"{fleet.now():.1f}s the nemesis stops; healing what is still faulty")
+        if handovers:
+            handovers.stop()
         nemesis.finish()
-        isolation.heal()
+        isolation.heal(keep_slow=True)
         if brokers.controllable and not brokers.heal():
             log("a broker did not come back while healing")
         fleet.heal()
@@ -293,12 +390,19 @@ def main(argv):
         stop_t = fleet.now()
         fleet.stop()
         stopped = True
+        net = stop_slow_network(proxy, isolation, cfg, run_dir) if slow else {}
         data, leases = read_logs(cfg, roles, topics, cfg.partitions, lease_s)
         batch_headers = read_headers(cfg, brokers, topics)
-        run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady,
+        run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady, "slow": slow,
                "timing": cfg.timing, "members": dict(zip(roles, cfg.fleet_members)),
-               "stagger_ms": cfg.stagger_ms, "partitions": cfg.partitions}
-        checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers)
+               "stagger_ms": cfg.stagger_ms, "partitions": cfg.partitions,
+               "handovers_expected": bool(handovers and handovers.expected)}
+        checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers,
+                                          handovers.asked if handovers else ())
+        if slow:
+            figures["slow_network"] = net
+            figures["slow_network"]["handovers_skipped"] = handovers.skipped
+            figures["slow_network"]["handovers_skipped_for_broker_faults"] = handovers.busy
         checks.append(checker.Check("the cluster has its three brokers after healing",
                                     [] if cluster_whole else [f"running nodes: {sorted(brokers.pids())}"]))
         figures["exits"] = dict(sorted(fleet.exits.items()))
@@ -308,6 +412,11 @@ def main(argv):
         return 0 if ok else 1
     finally:
         nemesis.stop_flag.set()
+        if handovers:
+            handovers.stop_flag.set()
+        if proxy is not None and proxy.poll() is None:
+            proxy.terminate()
+            proxy.wait()
         isolation.heal()
         if brokers.controllable:
             brokers.heal()

@@ -99,7 +99,7 @@ class Fleet:
             "--data-topic", slot.topic,
             "--write-every-ms", str(slot.write_every_ms),
             "--exit-on-stdin-eof",
-        ]
+        ] + (["--rejoin"] if slot.role in getattr(c, "rejoin_roles", ()) else [])
 
     def spawn(self, slot):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KRABKA_")}
@@ -201,6 +201,20 @@ class Fleet:
             try:
                 os.kill(proc.pid, sig)
             except ProcessLookupError:
+                return None
+            return proc.pid
+
+    def command(self, slot, line):
+        """Writes a command line (`resign`) to the member's stdin; returns its
+        pid, or None when it is not running."""
+        with self.lock:
+            proc = slot.proc
+            if proc is None or slot.exited:
+                return None
+            try:
+                proc.stdin.write(f"{line}\n".encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
                 return None
             return proc.pid
 

@@ -18,6 +18,14 @@ Kinds:
                 does: each stopped with SIGTERM (a controlled shutdown),
                 started again, and every partition back in sync (or 60 s)
                 before the next
+  rolling_upgrade  (opt-in, once per run: the upgrade campaign, ci/faults.sh
+                --upgrade) the three brokers, formatted by an older Kafka,
+                restarted one at a time on a newer one (ci/kafka.sh node
+                upgrade: SIGTERM, the newer jars on the same data), every
+                partition back in sync before the next; then the feature
+                levels finalized as Kafka's upgrade notes ask: metadata.version
+                first, then the release's other features but kraft.version
+                (KAFKA-21426: raising it turns a static quorum dynamic)
   broker_isolate  a broker cut off from its peers (iptables on its
                 inter-broker and controller ports, and on its JVM's packets
                 to theirs) while clients still reach it, for 12 to 40 s:
@@ -74,6 +82,9 @@ KINDS = [
     # the role's transactions until it is writable again: docs/faults.md).
     ("topic_unwritable", 0),
     ("neighbour_freeze", 1),
+    # Opt-in: it needs a cluster of an older Kafka and the newer one's jars
+    # (ci/faults.sh --upgrade), and it runs once.
+    ("rolling_upgrade", 0),
 ]
 # the transaction timeout of a frozen neighbour: longer than any lease of
 # the campaign, so only the nemesis's abort ends the freeze in a run
@@ -100,6 +111,7 @@ class Nemesis:
         self.broker_busy = False
         self.freezing = False
         self.freezes = 0
+        self.upgraded = False
         self.stop_flag = threading.Event()
         self.file = open(os.path.join(run_dir, "faults.jsonl"), "a", buffering=1)
 
@@ -251,7 +263,21 @@ class Nemesis:
             f.update(target="brokers 1, 2, 3", detail="one at a time")
             f["status"] = "injected"
             self._note(f)
-            self._later(self._rolling_restart)
+            self._later(self._rolling_restart, f)
+            return
+        if kind == "rolling_upgrade":
+            to = getattr(self.cfg, "upgrade_to", None)
+            if self.upgraded or not to:
+                self.broker_busy = False
+                f.update(status="skipped", reason="the cluster was upgraded already" if self.upgraded else
+                         "no --upgrade-to version")
+                return self._note(f)
+            self.upgraded = True
+            f.update(target="brokers 1, 2, 3", detail=f"one at a time to Kafka {to}, then the features finalized",
+                     to=to)
+            f["status"] = "injected"
+            self._note(f)
+            self._later(self._rolling_upgrade, f, to)
             return
         if kind == "broker_isolate":
             why_not = self.isolation.broker_cut_why_not()
@@ -344,19 +370,77 @@ class Nemesis:
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
 
-    def _rolling_restart(self):
+    def _rolling_upgrade(self, f, to):
+        f["steps"] = []
+        for node in (1, 2, 3):
+            t = self.fleet.now()
+            ok = self.brokers.upgrade(node, to)
+            back = self.fleet.now()
+            synced = _wait(lambda: kafka_io.under_replicated(self.cfg.bootstrap) == 0, RESYNC_WITHIN)
+            f["steps"].append({"node": node, "t": round(t, 3), "back_t": round(back, 3), "ok": ok,
+                               "synced_t": round(self.fleet.now(), 3), "synced": synced})
+            self.log(f"{self.fleet.now():7.1f}s rolling upgrade: broker node {node} "
+                     f"{'runs Kafka ' + to if ok else 'did NOT come back on Kafka ' + to} after "
+                     f"{back - t:.1f}s, {'every partition in sync' if synced else 'partitions still under-replicated'} "
+                     f"({self.fleet.now() - t:.1f}s)")
+            if not ok:
+                break
+        if all(s["ok"] for s in f["steps"]) and len(f["steps"]) == 3:
+            self._finalize(f, to)
+        f["done_t"] = round(self.fleet.now(), 3)
+        f["seconds"] = round(f["done_t"] - f["t"], 3)
+        self.stop_flag.wait(BROKER_SETTLE)
+        self.broker_busy = False
+
+    def _finalize(self, f, to):
+        """Raises the feature levels to the release's, as Kafka's upgrade
+        notes ask once every broker runs it: metadata.version first (a
+        broker registered under the old metadata.version does not yet
+        announce the newer features), then the others, never kraft.version."""
+        release = ".".join(to.split(".")[:2])
+        ok, out = self.brokers.features(["version-mapping", "--release-version", release], version=to)
+        levels = dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln and " " not in ln.split("=", 1)[0])
+        levels = {k: v.split()[0] for k, v in levels.items()}
+        f["feature_levels"] = levels
+        steps = [["metadata.version"], [k for k in levels if k not in ("metadata.version", "kraft.version")]]
+        for names in steps:
+            args = ["upgrade"] + [a for k in names if k in levels for a in ("--feature", f"{k}={levels[k]}")]
+            if len(args) == 1:
+                continue
+            done = False
+            for _ in range(10):
+                done, out = self.brokers.features(args, version=to)
+                if done:
+                    break
+                time.sleep(3.0)
+            self.log(f"{self.fleet.now():7.1f}s rolling upgrade: features {' '.join(args[1:])}: "
+                     f"{'finalized' if done else 'NOT finalized: ' + out}")
+            f.setdefault("finalize", []).append({"t": round(self.fleet.now(), 3), "features": names, "ok": done,
+                                                  "out": out[-300:]})
+            if not done:
+                return
+        ok, out = self.brokers.features(["describe"], version=to)
+        f["finalized_t"] = round(self.fleet.now(), 3)
+        f["described"] = [" ".join(ln.split()[:2] + ln.split()[6:8]) for ln in out.splitlines() if "Feature:" in ln]
+        self.log(f"{self.fleet.now():7.1f}s rolling upgrade: the cluster's features: {f['described']}")
+
+    def _rolling_restart(self, f=None):
+        steps = f.setdefault("steps", []) if f is not None else []
         for node in (1, 2, 3):
             if self.stop_flag.is_set():
                 break
             t = self.fleet.now()
             stopped = self.brokers.stop(node)
             started = self.brokers.start(node)
+            steps.append({"node": node, "t": round(t, 3), "back_t": round(self.fleet.now(), 3), "ok": started})
             synced = _wait(lambda: kafka_io.under_replicated(self.cfg.bootstrap) == 0, RESYNC_WITHIN)
             self.log(f"{self.fleet.now():7.1f}s rolling restart: broker node {node} "
                      f"{'stopped' if stopped else 'did NOT stop'}, "
                      f"{'is back' if started else 'did NOT come back'}, "
                      f"{'every partition in sync' if synced else 'partitions still under-replicated'} "
                      f"({self.fleet.now() - t:.1f}s)")
+        if f is not None:
+            f["seconds"] = round(self.fleet.now() - f["t"], 3)
         self.stop_flag.wait(BROKER_SETTLE)
         self.broker_busy = False
 

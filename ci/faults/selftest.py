@@ -103,6 +103,57 @@ def main():
     lease = next(v for v in vectors if v.get("name") == "lease key")
     assert freeze_key(lease["role"]).hex() == lease["hex"], freeze_key(lease["role"]).hex()
 
+    # the slow role: hand-overs that complete, a leader kept between them
+    def slow_run(events, handovers, faults=(), expected=True):
+        run_ = {"roles": [ROLE], "lease_ms": 5000, "stop_t": 20.0, "steady": [], "slow": [ROLE],
+                "timing": {ROLE: (40000, 3000)}, "members": {ROLE: 2}, "stagger_ms": 1000, "partitions": 16,
+                "handovers_expected": expected}
+        data = {ROLE: {"records": [rec(0, "a", 7, 0, 1)], "settled": True, "lso": 1, "hw": 1}}
+        checks, figures = checker.analyse(run_, events, [{"t": 0.5, "kind": "member_kill", "status": "injected"},
+                                                         *faults],
+                                          data, {ROLE: [(0, "a", (7, 0))]}, {ROLE: True}, {}, handovers)
+        return {c.name.split(": ", 1)[-1]: c for c in checks}, figures
+
+    def writes(pid, member, start, end, every=0.5):
+        n = int((end - start) / every)
+        return [ev(start + 0.1 + every * i, pid, member, "guarded_write", seq=i, result="ok") for i in range(n)]
+    slow_ok = ([ev(1.0, 10, "a", "elected", producer_id=7, epoch=0)] + writes(10, "a", 1.0, 8.0)
+               + [ev(8.0, 10, "a", "resigning"), ev(8.3, 10, "a", "resigned", took_ms=300),
+                  ev(8.9, 11, "b", "elected", producer_id=7, epoch=1)] + writes(11, "b", 8.9, 19.8))
+    # guarded records: only the first one is in the log; the outcomes check
+    # is not what this part tests
+    asked = [{"t": 8.0, "member": "a", "pid": 10}]
+    checks, figures = slow_run(slow_ok, asked)
+    slow_failed = lambda c: sorted(n for n in failed(c) if n.startswith("slow network"))  # noqa: E731
+    assert slow_failed(checks) == [], failed(checks)
+    assert figures["slow"][ROLE]["handovers"] == 1 and figures["slow"][ROLE]["handover_s"]["p50"] == 0.9
+    # a resign that failed, or a successor that came only with the lease
+    bad = [x if x["line"]["event"] != "resigned" else ev(8.3, 10, "a", "resign_failed", error="x") for x in slow_ok]
+    assert slow_failed(slow_run(bad, asked)[0]) == ["slow network: hand-overs complete"]
+    late = [x for x in slow_ok if x["pid"] != 11] + [ev(19.0, 11, "b", "elected", producer_id=7, epoch=1)]
+    assert "slow network: hand-overs complete" in slow_failed(slow_run(late, asked)[0])
+    # a leader deposed between hand-overs, or leaderless without a hand-over
+    deposed = ([x for x in slow_ok if x["pid"] == 10 and x["t"] < 3.5] + [ev(3.5, 10, "a", "lease_expired")]
+               + [ev(4.0, 11, "b", "elected", producer_id=7, epoch=1)] + writes(11, "b", 4.0, 19.8))
+    assert slow_failed(slow_run(deposed, [], expected=False)[0]) == ["slow network: leader kept"]
+    assert slow_failed(slow_run(deposed, [])[0]) == ["slow network: hand-overs complete", "slow network: leader kept"]
+    # writes that stopped for longer than the bound while it led
+    stalled = [x for x in slow_ok if not (x["pid"] == 11 and x["line"]["event"] == "guarded_write" and x["t"] < 19.5)]
+    assert slow_failed(slow_run(stalled, asked)[0]) == ["slow network: guarded writes go on"]
+    # ... unless a broker fault explains the stretch
+    assert slow_failed(slow_run(stalled, asked, [{"t": 9.0, "kind": "broker_kill", "status": "injected",
+                                                  "seconds": 5.0}])[0]) == []
+
+    # writes resume after each broker of a rolling restart came back
+    roll = {"t": 2.0, "kind": "rolling_restart", "status": "injected", "seconds": 6.0,
+            "steps": [{"node": 1, "back_t": 3.0, "ok": True}, {"node": 2, "back_t": 5.0, "ok": True}]}
+    assert slow_failed(slow_run(slow_ok, asked, [roll])[0]) == []
+    assert checker.check_resume(checker.writes_of(slow_ok, ROLE), [roll], 20.0)[0] == []
+    gone = [w for w in checker.writes_of(slow_ok, ROLE) if not 5.0 < w["t"] < 20.5]
+    assert len(checker.check_resume(gone, [roll], 30.0)[0]) == 1
+    upgraded = dict(roll, kind="rolling_upgrade", finalized_t=9.5)
+    assert len(checker.check_resume(gone, [upgraded], 30.0)[0]) == 2
+
     # a record from the older token after a newer one appeared
     e, r, b, le = clean()
     r.append(rec(6, "a", 7, 0, 3))
