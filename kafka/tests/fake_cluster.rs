@@ -1139,12 +1139,23 @@ type BrokerScript = Box<dyn Fn(&Request, &[Endpoint], usize) -> Reply + Send + S
 /// `__transaction_state`) listing every broker of the cluster, and the
 /// rest of its requests with its script.
 fn scripted_cluster(scripts: Vec<BrokerScript>) -> Vec<FakeBroker> {
+    scripted_cluster_listing(scripts, <[Endpoint]>::to_vec)
+}
+
+/// [`scripted_cluster`], Metadata listing the brokers as `listed` gives
+/// them from their endpoints.
+fn scripted_cluster_listing(
+    scripts: Vec<BrokerScript>,
+    listed: impl Fn(&[Endpoint]) -> Vec<Endpoint> + Send + Sync + 'static,
+) -> Vec<FakeBroker> {
+    let listed = Arc::new(listed);
     let all: Arc<OnceLock<Vec<Endpoint>>> = Arc::default();
     let brokers: Vec<FakeBroker> = scripts
         .into_iter()
         .enumerate()
         .map(|(i, script)| {
             let all = Arc::clone(&all);
+            let listed = Arc::clone(&listed);
             let config = krabka_kafka::fake_broker::Config {
                 node_id: i32::try_from(i).expect("few brokers") + 1,
                 ..Default::default()
@@ -1154,7 +1165,8 @@ fn scripted_cluster(scripts: Vec<BrokerScript>) -> Vec<FakeBroker> {
                 match req.key() {
                     Some(ApiKey::ApiVersions) => Reply::Default,
                     Some(ApiKey::Metadata) => {
-                        let leaders: Vec<&Endpoint> = all.iter().collect();
+                        let listed = listed(all);
+                        let leaders: Vec<&Endpoint> = listed.iter().collect();
                         krabka_kafka::fake_broker::metadata(req, "__transaction_state", &leaders)
                     }
                     _ => script(req, all, i),
@@ -1395,4 +1407,75 @@ async fn a_confirmed_describe_costs_one_find_coordinator_at_another_broker() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
     assert_eq!(total(ApiKey::Metadata), 2, "asked again once aged");
+}
+
+/// `e` under another name: `localhost` for `127.0.0.1`, the same broker.
+fn alias(e: &Endpoint) -> Endpoint {
+    Endpoint {
+        host: "localhost".to_owned(),
+        ..e.clone()
+    }
+}
+
+/// The cut-off coordinator X is listed by Metadata under another address
+/// (`localhost`) than the one FindCoordinator names (`127.0.0.1`): it is
+/// the same broker (node 1), and is not asked to confirm itself. Before
+/// brokers were told apart by node id, X's alias was asked first and X,
+/// naming itself, confirmed its own stale answer.
+#[tokio::test]
+async fn a_coordinator_listed_under_another_address_does_not_confirm_itself() {
+    let cluster = scripted_cluster_listing(
+        vec![naming(0, OLD), naming(1, NEW), naming(1, NEW)],
+        |all| vec![alias(&all[0]), all[1].clone(), all[2].clone()],
+    );
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x, y, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, the cut-off coordinator listed under an alias",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(
+        count(x, ApiKey::FindCoordinator),
+        1 + 1,
+        "the lookup, and once to confirm Y's answer (X named itself)"
+    );
+    assert_eq!(count(x, ApiKey::DescribeTransactions), 1, "refused");
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 1);
+}
+
+/// Z names the real coordinator Y under another address than the one Y
+/// was found at (another listener or name of node 2): that confirms Y.
+/// Before, it was taken as naming another broker: Y's answer was refused
+/// and the describe went round the brokers, asking the cut-off X to
+/// describe, until it reached Y under Z's name for it.
+#[tokio::test]
+async fn a_coordinator_named_under_another_address_is_confirmed() {
+    let z_names_y_aliased: BrokerScript = Box::new(|req, all, _| match req.key() {
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &alias(&all[1])),
+        _ => Reply::ScriptError(format!("key {} was not expected", req.api_key)),
+    });
+    let cluster = scripted_cluster(vec![naming(0, OLD), naming(1, NEW), z_names_y_aliased]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[y, x, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, Y named under an alias",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 1, "taken at once");
+    assert_eq!(count(x, ApiKey::DescribeTransactions), 0);
+    assert_eq!(count(z, ApiKey::FindCoordinator), 1);
 }

@@ -20,7 +20,10 @@
 //! the cluster's *other* brokers (the broker list of a Metadata request,
 //! not the bootstrap addresses, which may be aliases of the one that
 //! answered), one after another until one names the broker that answered.
-//! Then the answer is taken. When every broker that answered names another
+//! Then the answer is taken. Brokers are told apart by node id, not by
+//! address (an address is one listener of one broker, and Metadata may
+//! list the broker that answered under another), so it is never asked to
+//! confirm itself. When every broker that answered names another
 //! broker, the answer is refused: the coordinator is forgotten and asked
 //! last (`Attempt::Moved`), so the retry looks it up at the others, which
 //! name the new coordinator. When no other broker answers, the answer is
@@ -82,9 +85,9 @@ use super::*;
 /// asked again.
 pub const BROKERS_MAX_AGE: Duration = Duration::from_secs(60);
 
-/// The broker addresses Metadata listed, and how many brokers the cluster
-/// has (see [`Client::cluster_brokers`]).
-pub(super) type KnownBrokers = (Vec<String>, usize);
+/// The brokers Metadata listed (node id and address, in node id order), and
+/// how many brokers the cluster has (see [`Client::cluster_brokers`]).
+pub(super) type KnownBrokers = (Vec<(i32, String)>, usize);
 
 impl Client {
     /// What the coordinator of `transactional_id` reports (as
@@ -141,6 +144,14 @@ impl Client {
     /// `Ok` then, or at once when the cluster has no other broker.
     /// [`Attempt::Moved`] when every one that answered named another
     /// broker; [`Attempt::Again`] when none answered.
+    ///
+    /// Brokers are told apart by node id where it is known (the
+    /// FindCoordinator that named `addr` gave it, else the Metadata list
+    /// entry of `addr`), not by address alone: an address is one listener
+    /// of a broker, and the broker that answered, listed under another
+    /// address (another listener, another name), would otherwise be asked
+    /// to confirm itself, and a broker naming it under another address
+    /// would be taken as naming another broker.
     async fn confirm_coordinator(
         &self,
         transactional_id: &str,
@@ -148,7 +159,18 @@ impl Client {
         deadline: Instant,
     ) -> Result<(), Attempt> {
         let (listed, nodes) = self.cluster_brokers(deadline).await?;
-        let mut peers: Vec<String> = listed.into_iter().filter(|b| b != addr).collect();
+        let node = self
+            .coordinator_node(transactional_id, addr)
+            .or_else(|| listed.iter().find(|(_, a)| a == addr).map(|(n, _)| *n));
+        let is_it = |named_node: i32, named: &str| match node {
+            Some(n) => named_node == n,
+            None => named == addr,
+        };
+        let mut peers: Vec<String> = listed
+            .into_iter()
+            .filter(|(n, a)| !is_it(*n, a) && a != addr)
+            .map(|(_, a)| a)
+            .collect();
         if peers.is_empty() {
             if nodes <= 1 {
                 return Ok(());
@@ -171,8 +193,8 @@ impl Client {
                         .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
                         .await?
                     {
-                        Found::At(named) if named == addr => Ok(()),
-                        Found::At(named) => {
+                        Found::At { addr: named, node } if is_it(node, &named) => Ok(()),
+                        Found::At { addr: named, .. } => {
                             let said = format!("{} names {named}", at.addr);
                             named_others
                                 .lock()
@@ -256,8 +278,7 @@ impl Client {
                         nodes.extend(p.replica_nodes.iter().map(|n| n.0));
                     }
                 }
-                let addrs = brokers.into_iter().map(|(_, a)| a).collect::<Vec<_>>();
-                Ok((addrs, nodes.len()))
+                Ok((brokers, nodes.len()))
             })
             .await?;
         *self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner()) =
