@@ -1479,3 +1479,58 @@ async fn a_coordinator_named_under_another_address_is_confirmed() {
     assert_eq!(count(x, ApiKey::DescribeTransactions), 0);
     assert_eq!(count(z, ApiKey::FindCoordinator), 1);
 }
+
+/// An address no broker listens on (connections to it are refused).
+fn dead_endpoint(node_id: i32) -> Endpoint {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("local_addr").port();
+    drop(listener);
+    Endpoint {
+        node_id,
+        host: "127.0.0.1".to_owned(),
+        port: i32::from(port),
+    }
+}
+
+/// The first Metadata lists the brokers other than the coordinator Y at
+/// addresses where nothing answers any more (restarted under new ones).
+/// No broker of that list confirms Y, so the list is forgotten and
+/// Metadata asked again at another bootstrap broker: Y's answer is
+/// confirmed within the same call. Before, the list was kept for
+/// [`BROKERS_MAX_AGE`], and every confirmed describe in that time ended
+/// Transient.
+#[tokio::test]
+async fn a_broker_list_none_of_whose_brokers_answers_is_asked_again_elsewhere() {
+    let (dead_x, dead_z) = (dead_endpoint(1), dead_endpoint(3));
+    let listed_once = AtomicBool::new(false);
+    let cluster = scripted_cluster_listing(
+        vec![naming(1, NEW), naming(1, NEW), naming(1, NEW)],
+        move |all| {
+            if listed_once.swap(true, Ordering::SeqCst) {
+                all.to_vec()
+            } else {
+                vec![dead_x.clone(), all[1].clone(), dead_z.clone()]
+            }
+        },
+    );
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x, y, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe with an out-of-date broker list",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(count(x, ApiKey::Metadata), 1, "the first list, from X");
+    assert_eq!(count(y, ApiKey::Metadata), 1, "asked again, not at X");
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 2);
+    // The new list is kept: the next describe asks no Metadata.
+    c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
+    assert_eq!(count(x, ApiKey::Metadata) + count(y, ApiKey::Metadata), 2);
+    assert_eq!(count(z, ApiKey::Metadata), 0);
+}

@@ -66,7 +66,10 @@
 //!
 //! One FindCoordinator at another broker after each DescribeTransactions
 //! (two round trips, one after the other), and a Metadata for the broker
-//! list once per [`BROKERS_MAX_AGE`] per client. A refused answer costs a
+//! list once per [`BROKERS_MAX_AGE`] per client, or at the next describe
+//! when not one broker of the list answered (it is asked again, at another
+//! bootstrap broker first: brokers replaced under new addresses, or the
+//! view of a broker behind the others). A refused answer costs a
 //! FindCoordinator at each other broker, then the lookup and the describe
 //! again. The lease writers' own describes
 //! ([`Client::describe_at_coordinator`]) do not take this path: their
@@ -79,6 +82,7 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 const TXN_STATE_TOPIC: &str = "__transaction_state";
 
 use super::coordinator::Found;
+use super::routes::Suspect;
 use super::*;
 
 /// How long the cluster's broker list (from Metadata) is used before it is
@@ -88,6 +92,16 @@ pub const BROKERS_MAX_AGE: Duration = Duration::from_secs(60);
 /// The brokers Metadata listed (node id and address, in node id order), and
 /// how many brokers the cluster has (see [`Client::cluster_brokers`]).
 pub(super) type KnownBrokers = (Vec<(i32, String)>, usize);
+
+/// The broker list of [`Client::cluster_brokers`].
+#[derive(Debug, Default)]
+pub(super) struct BrokerList {
+    /// The list, when it was learned, and the bootstrap broker that gave it.
+    known: Option<(Instant, KnownBrokers, String)>,
+    /// The bootstrap broker whose list confirmed nothing: the next Metadata
+    /// asks it last.
+    avoid: Option<String>,
+}
 
 impl Client {
     /// What the coordinator of `transactional_id` reports (as
@@ -175,6 +189,7 @@ impl Client {
             if nodes <= 1 {
                 return Ok(());
             }
+            self.forget_brokers();
             return Err(Attempt::Again(format!(
                 "the answer of {addr} to DescribeTransactions for {} is not taken: the cluster \
                  has {nodes} brokers, and Metadata listed no other to confirm it is the \
@@ -216,6 +231,10 @@ impl Client {
             Err(other) => {
                 let others = named_others.into_inner().unwrap_or_else(|e| e.into_inner());
                 if others.is_empty() {
+                    // Not one broker of the list answered: it may be out of
+                    // date (brokers replaced under new addresses) or the
+                    // view of a broker behind the others.
+                    self.forget_brokers();
                     Err(Attempt::Again(format!(
                         "the answer of {addr} to DescribeTransactions for {id} is not taken: no \
                          other broker confirmed it is the coordinator ({})",
@@ -244,17 +263,23 @@ impl Client {
     /// listed and those holding a replica of `__transaction_state` (a
     /// broker cut off from the controller may list only itself, but its
     /// partitions' replicas still name its peers). Cached for
-    /// [`BROKERS_MAX_AGE`].
+    /// [`BROKERS_MAX_AGE`], or until a confirmation finds no broker of it
+    /// to answer ([`Client::forget_brokers`]).
     async fn cluster_brokers(&self, deadline: Instant) -> Result<KnownBrokers, Attempt> {
-        if let Some((learned, known)) =
-            &*self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner())
-        {
-            if learned.elapsed() < BROKERS_MAX_AGE {
-                return Ok(known.clone());
+        let avoid = {
+            let list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((learned, known, _)) = &list.known {
+                if learned.elapsed() < BROKERS_MAX_AGE {
+                    return Ok(known.clone());
+                }
             }
-        }
-        let known = self
-            .at_bootstrap(deadline, |at| async move {
+            list.avoid.clone().map(|addr| Suspect {
+                addr,
+                named_by: None,
+            })
+        };
+        let (known, named_by) = self
+            .at_bootstrap_avoiding(deadline, avoid.as_ref(), |at| async move {
                 let version = at.version(ApiKey::Metadata, (1, 12), "")?;
                 let mut topic = MetadataRequestTopic::default();
                 topic.name = Some(TopicName(StrBytes::from_static_str(TXN_STATE_TOPIC)));
@@ -278,11 +303,22 @@ impl Client {
                         nodes.extend(p.replica_nodes.iter().map(|n| n.0));
                     }
                 }
-                Ok((brokers, nodes.len()))
+                Ok(((brokers, nodes.len()), at.addr.clone()))
             })
             .await?;
-        *self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((Instant::now(), known.clone()));
+        let mut list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+        list.known = Some((Instant::now(), known.clone(), named_by));
+        list.avoid = None;
         Ok(known)
+    }
+
+    /// Forgets the broker list, so the next confirmation asks Metadata
+    /// again, at the bootstrap broker that gave this list last: a list of
+    /// which no broker answered is no use for [`BROKERS_MAX_AGE`].
+    fn forget_brokers(&self) {
+        let mut list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, named_by)) = list.known.take() {
+            list.avoid = Some(named_by);
+        }
     }
 }
