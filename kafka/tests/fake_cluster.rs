@@ -1534,3 +1534,42 @@ async fn a_broker_list_none_of_whose_brokers_answers_is_asked_again_elsewhere() 
     assert_eq!(count(x, ApiKey::Metadata) + count(y, ApiKey::Metadata), 2);
     assert_eq!(count(z, ApiKey::Metadata), 0);
 }
+
+/// The other brokers answer FindCoordinator COORDINATOR_NOT_AVAILABLE (the
+/// id's partition is moving): X's answer is not taken, the call ends
+/// Transient at its deadline naming the code, and the broker list, whose
+/// brokers answered, is kept (Metadata asked once).
+#[tokio::test]
+async fn a_describe_the_other_brokers_cannot_place_yet_is_not_taken() {
+    let not_available = || -> BrokerScript {
+        Box::new(|req, _, _| match req.key() {
+            Some(ApiKey::FindCoordinator) => error_for(req, 15),
+            _ => Reply::ScriptError(format!("key {} was not expected", req.api_key)),
+        })
+    };
+    let cluster = scripted_cluster(vec![naming(0, OLD), not_available(), not_available()]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(800);
+    let c = client_of(&[x], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, the others not placing the id",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    let message = transient("confirmed describe, others not placing the id", outcome);
+    names(
+        &message,
+        &[
+            "is not taken",
+            "no other broker confirmed",
+            "CoordinatorNotAvailable",
+        ],
+    );
+    assert!(count(y, ApiKey::FindCoordinator) >= 2, "asked on each try");
+    assert!(count(z, ApiKey::FindCoordinator) >= 2);
+    assert_eq!(count(x, ApiKey::Metadata), 1, "the list kept");
+}

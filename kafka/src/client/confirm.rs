@@ -200,14 +200,18 @@ impl Client {
         // A stable sort: the brokers not stalled first, in node id order.
         peers.sort_by_key(|b| self.is_stalled(b));
         let named_others = StdMutex::new(Vec::<String>::new());
+        // Whether any broker of the list answered FindCoordinator at all.
+        let heard = AtomicBool::new(false);
         let asked = self
             .at_each(peers, deadline, |at| {
                 let named_others = &named_others;
+                let heard = &heard;
                 async move {
-                    match self
+                    let found = self
                         .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
-                        .await?
-                    {
+                        .await?;
+                    heard.store(true, Ordering::Relaxed);
+                    match found {
                         Found::At { addr: named, node } if is_it(node, &named) => Ok(()),
                         Found::At { addr: named, .. } => {
                             let said = format!("{} names {named}", at.addr);
@@ -231,10 +235,13 @@ impl Client {
             Err(other) => {
                 let others = named_others.into_inner().unwrap_or_else(|e| e.into_inner());
                 if others.is_empty() {
-                    // Not one broker of the list answered: it may be out of
-                    // date (brokers replaced under new addresses) or the
-                    // view of a broker behind the others.
-                    self.forget_brokers();
+                    if !heard.into_inner() {
+                        // Not one broker of the list answered: it may be
+                        // out of date (brokers replaced under new
+                        // addresses) or the view of a broker behind the
+                        // others.
+                        self.forget_brokers();
+                    }
                     Err(Attempt::Again(format!(
                         "the answer of {addr} to DescribeTransactions for {id} is not taken: no \
                          other broker confirmed it is the coordinator ({})",
