@@ -1128,3 +1128,448 @@ async fn a_bootstrap_broker_naming_a_refusing_leader_is_not_asked_first_again() 
     assert_eq!(count(&c_broker, ApiKey::Metadata), 1);
     assert_eq!(count(&c_broker, ApiKey::Produce), 1);
 }
+
+/// What one broker of [`scripted_cluster`] answers, given every broker's
+/// endpoint (in node id order) and its own index there; ApiVersions and
+/// Metadata are answered for it.
+type BrokerScript = Box<dyn Fn(&Request, &[Endpoint], usize) -> Reply + Send + Sync>;
+
+/// Brokers with node ids 1, 2, ..., one per script. Each answers Metadata
+/// (at most the one of [`Client::describe_transaction_confirmed`], for
+/// `__transaction_state`) listing every broker of the cluster, and the
+/// rest of its requests with its script.
+fn scripted_cluster(scripts: Vec<BrokerScript>) -> Vec<FakeBroker> {
+    scripted_cluster_listing(scripts, <[Endpoint]>::to_vec)
+}
+
+/// [`scripted_cluster`], Metadata listing the brokers as `listed` gives
+/// them from their endpoints.
+fn scripted_cluster_listing(
+    scripts: Vec<BrokerScript>,
+    listed: impl Fn(&[Endpoint]) -> Vec<Endpoint> + Send + Sync + 'static,
+) -> Vec<FakeBroker> {
+    let listed = Arc::new(listed);
+    let all: Arc<OnceLock<Vec<Endpoint>>> = Arc::default();
+    let brokers: Vec<FakeBroker> = scripts
+        .into_iter()
+        .enumerate()
+        .map(|(i, script)| {
+            let all = Arc::clone(&all);
+            let listed = Arc::clone(&listed);
+            let config = krabka_kafka::fake_broker::Config {
+                node_id: i32::try_from(i).expect("few brokers") + 1,
+                ..Default::default()
+            };
+            FakeBroker::start_with(config, move |req| {
+                let all = all.get().expect("set once every broker started");
+                match req.key() {
+                    Some(ApiKey::ApiVersions) => Reply::Default,
+                    Some(ApiKey::Metadata) => {
+                        let listed = listed(all);
+                        let leaders: Vec<&Endpoint> = listed.iter().collect();
+                        krabka_kafka::fake_broker::metadata(req, "__transaction_state", &leaders)
+                    }
+                    _ => script(req, all, i),
+                }
+            })
+        })
+        .collect();
+    all.set(brokers.iter().map(FakeBroker::endpoint).collect())
+        .expect("set once");
+    brokers
+}
+
+/// A broker script that names broker `named` (an index) the coordinator
+/// at every FindCoordinator and describes [`ID`] as held by `producer`.
+fn naming(named: usize, producer: ProducerEpoch) -> BrokerScript {
+    Box::new(move |req, all, _| match req.key() {
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &all[named]),
+        Some(ApiKey::DescribeTransactions) => described(req, producer),
+        _ => Reply::ScriptError(format!("key {} was not expected", req.api_key)),
+    })
+}
+
+/// A broker script that answers nothing but ApiVersions and Metadata: it
+/// reads every other request and never answers it.
+fn silent() -> BrokerScript {
+    Box::new(|_, _, _| Reply::Silence)
+}
+
+/// A client of these brokers, in this order, with these timeouts.
+fn client_of(brokers: &[&FakeBroker], operation: Duration, request: Duration) -> Client {
+    let bootstrap: Vec<String> = brokers.iter().map(|b| b.addr()).collect();
+    let mut settings = Settings::new(bootstrap.join(","));
+    settings.operation_timeout = operation;
+    settings.connect_timeout = operation;
+    settings.request_timeout = request;
+    Client::new(&settings).expect("valid settings")
+}
+
+/// The epoch a cut-off coordinator still describes, and the one its
+/// successor minted at the coordinator the cluster moved the id to.
+const OLD: ProducerEpoch = ProducerEpoch::new(4242, 3);
+const NEW: ProducerEpoch = ProducerEpoch::new(4242, 4);
+
+/// X (first in the bootstrap list) is a coordinator cut off from the
+/// cluster: it names itself at FindCoordinator and describes the old
+/// epoch. Y and Z both name Y, which describes the new one. The confirmed
+/// describe refuses X's answer (no other broker names X), looks the
+/// coordinator up at the others and returns Y's epoch; X is never asked
+/// to describe again while the cache names Y.
+#[tokio::test]
+async fn a_confirmed_describe_refuses_a_cut_off_coordinator_and_finds_the_new_one() {
+    let cluster = scripted_cluster(vec![naming(0, OLD), naming(1, NEW), naming(1, NEW)]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x, y, z], operation, operation);
+
+    for n in 0..3 {
+        let (outcome, _) = timed(
+            "confirmed describe with a cut-off coordinator first",
+            operation,
+            c.describe_transaction_confirmed(ID),
+        )
+        .await;
+        let d = outcome.expect("confirmed").expect("known");
+        assert_eq!(d.producer, NEW, "describe {n}: the cut-off answer is taken");
+    }
+    assert_eq!(
+        count(x, ApiKey::DescribeTransactions),
+        1,
+        "X's answer refused once, never asked again"
+    );
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 3);
+    // The describe at Y costs one FindCoordinator at another broker: X,
+    // first by node id, names itself, so Z is asked too.
+    assert_eq!(
+        count(z, ApiKey::FindCoordinator),
+        1 + 3,
+        "Z named Y each time"
+    );
+}
+
+/// Y, the real coordinator, answers; of the other brokers, X (asked first,
+/// lowest node id) is cut off and names itself, and Z names Y. One broker
+/// naming Y is enough: Y's answer is taken, after X and Z were asked.
+#[tokio::test]
+async fn a_coordinator_confirmed_by_one_other_broker_is_taken_though_a_cut_off_one_dissents() {
+    let cluster = scripted_cluster(vec![naming(0, OLD), naming(1, NEW), naming(1, NEW)]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    // Y first: the lookup names Y at once.
+    let c = client_of(&[y, x, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe at the real coordinator",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 1, "taken at once");
+    assert_eq!(count(x, ApiKey::DescribeTransactions), 0);
+    assert_eq!(
+        count(x, ApiKey::FindCoordinator),
+        1,
+        "X asked, and dissented"
+    );
+    assert_eq!(
+        count(z, ApiKey::FindCoordinator),
+        1,
+        "Z asked, and confirmed"
+    );
+    assert_eq!(count(y, ApiKey::FindCoordinator), 1, "the lookup only");
+}
+
+/// X answers, and no other broker answers FindCoordinator at all: the
+/// answer is never taken, and the call ends Transient within its
+/// operation timeout, saying that no other broker confirmed X.
+#[tokio::test]
+async fn a_describe_no_other_broker_confirms_ends_transient_at_its_deadline() {
+    let cluster = scripted_cluster(vec![naming(0, OLD), silent(), silent()]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x], operation, Duration::from_millis(300));
+
+    let (outcome, took) = timed(
+        "confirmed describe with silent peers",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    let message = transient("confirmed describe with silent peers", outcome);
+    names(
+        &message,
+        &[
+            ID,
+            &x.addr(),
+            "is not taken",
+            "no other broker confirmed it is the coordinator",
+        ],
+    );
+    assert!(took >= operation - MARGIN, "ran to its deadline: {took:?}");
+    assert!(count(x, ApiKey::DescribeTransactions) >= 1);
+    assert!(count(y, ApiKey::FindCoordinator) >= 1);
+    assert!(count(z, ApiKey::FindCoordinator) >= 1);
+}
+
+/// A cluster of one broker has no other broker to confirm its answers:
+/// they are taken as they are, with no FindCoordinator after the
+/// describe (the one Metadata says the cluster has one broker).
+#[tokio::test]
+async fn a_one_broker_clusters_answer_is_taken_without_a_confirmation() {
+    let cluster = scripted_cluster(vec![naming(0, NEW)]);
+    let x = &cluster[0];
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x], operation, operation);
+
+    for _ in 0..2 {
+        let (outcome, _) = timed(
+            "confirmed describe on one broker",
+            operation,
+            c.describe_transaction_confirmed(ID),
+        )
+        .await;
+        assert_eq!(outcome.expect("taken").expect("known").producer, NEW);
+    }
+    let keys: Vec<i16> = x
+        .requests()
+        .iter()
+        .map(|r| r.api_key)
+        .filter(|k| *k != ApiKey::ApiVersions as i16)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ApiKey::FindCoordinator as i16,
+            ApiKey::DescribeTransactions as i16,
+            ApiKey::Metadata as i16,
+            ApiKey::DescribeTransactions as i16,
+        ],
+        "the lookup, then each describe, the broker list asked once"
+    );
+}
+
+/// The healthy path's cost: each confirmed describe is one
+/// DescribeTransactions at the coordinator and one FindCoordinator at one
+/// other broker, the broker list is asked once, and again only once it is
+/// [`BROKERS_MAX_AGE`] old.
+#[tokio::test(start_paused = true)]
+async fn a_confirmed_describe_costs_one_find_coordinator_at_another_broker() {
+    use krabka_kafka::client::BROKERS_MAX_AGE;
+    let cluster = scripted_cluster(vec![naming(1, NEW), naming(1, NEW), naming(1, NEW)]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let c = client_of(&[x, y, z], Duration::from_secs(5), Duration::from_secs(5));
+    let all = || [x, y, z];
+    let total = |key| all().iter().map(|b| count(b, key)).sum::<usize>();
+
+    const N: usize = 4;
+    for n in 1..=N {
+        let d = c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
+        assert_eq!(d.producer, NEW);
+        assert_eq!(count(y, ApiKey::DescribeTransactions), n);
+        assert_eq!(total(ApiKey::DescribeTransactions), n);
+        // The lookup (at X), then one confirmation per describe.
+        assert_eq!(total(ApiKey::FindCoordinator), 1 + n, "describe {n}");
+        assert_eq!(count(y, ApiKey::FindCoordinator), 0, "never at Y");
+        assert_eq!(total(ApiKey::Metadata), 1);
+    }
+    // Every confirmation came after the describe it confirms.
+    let describes: Vec<Instant> = y
+        .requests()
+        .iter()
+        .filter(|r| r.is(ApiKey::DescribeTransactions))
+        .map(|r| r.at)
+        .collect();
+    let confirms: Vec<Instant> = x
+        .requests()
+        .iter()
+        .filter(|r| r.is(ApiKey::FindCoordinator))
+        .skip(1)
+        .map(|r| r.at)
+        .collect();
+    assert_eq!(confirms.len(), N, "X, first of the others, confirmed each");
+    for (d, f) in describes.iter().zip(&confirms) {
+        assert!(f >= d);
+    }
+
+    tokio::time::sleep(BROKERS_MAX_AGE - Duration::from_millis(100)).await;
+    c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
+    assert_eq!(total(ApiKey::Metadata), 1, "the broker list still young");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
+    assert_eq!(total(ApiKey::Metadata), 2, "asked again once aged");
+}
+
+/// `e` under another name: `localhost` for `127.0.0.1`, the same broker.
+fn alias(e: &Endpoint) -> Endpoint {
+    Endpoint {
+        host: "localhost".to_owned(),
+        ..e.clone()
+    }
+}
+
+/// The cut-off coordinator X is listed by Metadata under another address
+/// (`localhost`) than the one FindCoordinator names (`127.0.0.1`): it is
+/// the same broker (node 1), and is not asked to confirm itself. Before
+/// brokers were told apart by node id, X's alias was asked first and X,
+/// naming itself, confirmed its own stale answer.
+#[tokio::test]
+async fn a_coordinator_listed_under_another_address_does_not_confirm_itself() {
+    let cluster = scripted_cluster_listing(
+        vec![naming(0, OLD), naming(1, NEW), naming(1, NEW)],
+        |all| vec![alias(&all[0]), all[1].clone(), all[2].clone()],
+    );
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x, y, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, the cut-off coordinator listed under an alias",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(
+        count(x, ApiKey::FindCoordinator),
+        1 + 1,
+        "the lookup, and once to confirm Y's answer (X named itself)"
+    );
+    assert_eq!(count(x, ApiKey::DescribeTransactions), 1, "refused");
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 1);
+}
+
+/// Z names the real coordinator Y under another address than the one Y
+/// was found at (another listener or name of node 2): that confirms Y.
+/// Before, it was taken as naming another broker: Y's answer was refused
+/// and the describe went round the brokers, asking the cut-off X to
+/// describe, until it reached Y under Z's name for it.
+#[tokio::test]
+async fn a_coordinator_named_under_another_address_is_confirmed() {
+    let z_names_y_aliased: BrokerScript = Box::new(|req, all, _| match req.key() {
+        Some(ApiKey::FindCoordinator) => find_coordinator(req, &alias(&all[1])),
+        _ => Reply::ScriptError(format!("key {} was not expected", req.api_key)),
+    });
+    let cluster = scripted_cluster(vec![naming(0, OLD), naming(1, NEW), z_names_y_aliased]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[y, x, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, Y named under an alias",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 1, "taken at once");
+    assert_eq!(count(x, ApiKey::DescribeTransactions), 0);
+    assert_eq!(count(z, ApiKey::FindCoordinator), 1);
+}
+
+/// An address no broker listens on (connections to it are refused).
+fn dead_endpoint(node_id: i32) -> Endpoint {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("local_addr").port();
+    drop(listener);
+    Endpoint {
+        node_id,
+        host: "127.0.0.1".to_owned(),
+        port: i32::from(port),
+    }
+}
+
+/// The first Metadata lists the brokers other than the coordinator Y at
+/// addresses where nothing answers any more (restarted under new ones).
+/// No broker of that list confirms Y, so the list is forgotten and
+/// Metadata asked again at another bootstrap broker: Y's answer is
+/// confirmed within the same call. Before, the list was kept for
+/// [`BROKERS_MAX_AGE`], and every confirmed describe in that time ended
+/// Transient.
+#[tokio::test]
+async fn a_broker_list_none_of_whose_brokers_answers_is_asked_again_elsewhere() {
+    let (dead_x, dead_z) = (dead_endpoint(1), dead_endpoint(3));
+    let listed_once = AtomicBool::new(false);
+    let cluster = scripted_cluster_listing(
+        vec![naming(1, NEW), naming(1, NEW), naming(1, NEW)],
+        move |all| {
+            if listed_once.swap(true, Ordering::SeqCst) {
+                all.to_vec()
+            } else {
+                vec![dead_x.clone(), all[1].clone(), dead_z.clone()]
+            }
+        },
+    );
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(1_500);
+    let c = client_of(&[x, y, z], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe with an out-of-date broker list",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    assert_eq!(outcome.expect("confirmed").expect("known").producer, NEW);
+    assert_eq!(count(x, ApiKey::Metadata), 1, "the first list, from X");
+    assert_eq!(count(y, ApiKey::Metadata), 1, "asked again, not at X");
+    assert_eq!(count(y, ApiKey::DescribeTransactions), 2);
+    // The new list is kept: the next describe asks no Metadata.
+    c.describe_transaction_confirmed(ID).await.unwrap().unwrap();
+    assert_eq!(count(x, ApiKey::Metadata) + count(y, ApiKey::Metadata), 2);
+    assert_eq!(count(z, ApiKey::Metadata), 0);
+}
+
+/// The other brokers answer FindCoordinator COORDINATOR_NOT_AVAILABLE (the
+/// id's partition is moving): X's answer is not taken, the call ends
+/// Transient at its deadline naming the code, and the broker list, whose
+/// brokers answered, is kept (Metadata asked once).
+#[tokio::test]
+async fn a_describe_the_other_brokers_cannot_place_yet_is_not_taken() {
+    let not_available = || -> BrokerScript {
+        Box::new(|req, _, _| match req.key() {
+            Some(ApiKey::FindCoordinator) => error_for(req, 15),
+            _ => Reply::ScriptError(format!("key {} was not expected", req.api_key)),
+        })
+    };
+    let cluster = scripted_cluster(vec![naming(0, OLD), not_available(), not_available()]);
+    let [x, y, z] = &cluster[..] else {
+        unreachable!()
+    };
+    let operation = Duration::from_millis(800);
+    let c = client_of(&[x], operation, operation);
+
+    let (outcome, _) = timed(
+        "confirmed describe, the others not placing the id",
+        operation,
+        c.describe_transaction_confirmed(ID),
+    )
+    .await;
+    let message = transient("confirmed describe, others not placing the id", outcome);
+    names(
+        &message,
+        &[
+            "is not taken",
+            "no other broker confirmed",
+            "CoordinatorNotAvailable",
+        ],
+    );
+    assert!(count(y, ApiKey::FindCoordinator) >= 2, "asked on each try");
+    assert!(count(z, ApiKey::FindCoordinator) >= 2);
+    assert_eq!(count(x, ApiKey::Metadata), 1, "the list kept");
+}

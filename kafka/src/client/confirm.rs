@@ -20,7 +20,10 @@
 //! the cluster's *other* brokers (the broker list of a Metadata request,
 //! not the bootstrap addresses, which may be aliases of the one that
 //! answered), one after another until one names the broker that answered.
-//! Then the answer is taken. When every broker that answered names another
+//! Then the answer is taken. Brokers are told apart by node id, not by
+//! address (an address is one listener of one broker, and Metadata may
+//! list the broker that answered under another), so it is never asked to
+//! confirm itself. When every broker that answered names another
 //! broker, the answer is refused: the coordinator is forgotten and asked
 //! last (`Attempt::Moved`), so the retry looks it up at the others, which
 //! name the new coordinator. When no other broker answers, the answer is
@@ -63,7 +66,10 @@
 //!
 //! One FindCoordinator at another broker after each DescribeTransactions
 //! (two round trips, one after the other), and a Metadata for the broker
-//! list once per [`BROKERS_MAX_AGE`] per client. A refused answer costs a
+//! list once per [`BROKERS_MAX_AGE`] per client, or at the next describe
+//! when not one broker of the list answered (it is asked again, at another
+//! bootstrap broker first: brokers replaced under new addresses, or the
+//! view of a broker behind the others). A refused answer costs a
 //! FindCoordinator at each other broker, then the lookup and the describe
 //! again. The lease writers' own describes
 //! ([`Client::describe_at_coordinator`]) do not take this path: their
@@ -76,15 +82,26 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 const TXN_STATE_TOPIC: &str = "__transaction_state";
 
 use super::coordinator::Found;
+use super::routes::Suspect;
 use super::*;
 
 /// How long the cluster's broker list (from Metadata) is used before it is
 /// asked again.
 pub const BROKERS_MAX_AGE: Duration = Duration::from_secs(60);
 
-/// The broker addresses Metadata listed, and how many brokers the cluster
-/// has (see [`Client::cluster_brokers`]).
-pub(super) type KnownBrokers = (Vec<String>, usize);
+/// The brokers Metadata listed (node id and address, in node id order), and
+/// how many brokers the cluster has (see [`Client::cluster_brokers`]).
+pub(super) type KnownBrokers = (Vec<(i32, String)>, usize);
+
+/// The broker list of [`Client::cluster_brokers`].
+#[derive(Debug, Default)]
+pub(super) struct BrokerList {
+    /// The list, when it was learned, and the bootstrap broker that gave it.
+    known: Option<(Instant, KnownBrokers, String)>,
+    /// The bootstrap broker whose list confirmed nothing: the next Metadata
+    /// asks it last.
+    avoid: Option<String>,
+}
 
 impl Client {
     /// What the coordinator of `transactional_id` reports (as
@@ -141,6 +158,14 @@ impl Client {
     /// `Ok` then, or at once when the cluster has no other broker.
     /// [`Attempt::Moved`] when every one that answered named another
     /// broker; [`Attempt::Again`] when none answered.
+    ///
+    /// Brokers are told apart by node id where it is known (the
+    /// FindCoordinator that named `addr` gave it, else the Metadata list
+    /// entry of `addr`), not by address alone: an address is one listener
+    /// of a broker, and the broker that answered, listed under another
+    /// address (another listener, another name), would otherwise be asked
+    /// to confirm itself, and a broker naming it under another address
+    /// would be taken as naming another broker.
     async fn confirm_coordinator(
         &self,
         transactional_id: &str,
@@ -148,11 +173,23 @@ impl Client {
         deadline: Instant,
     ) -> Result<(), Attempt> {
         let (listed, nodes) = self.cluster_brokers(deadline).await?;
-        let mut peers: Vec<String> = listed.into_iter().filter(|b| b != addr).collect();
+        let node = self
+            .coordinator_node(transactional_id, addr)
+            .or_else(|| listed.iter().find(|(_, a)| a == addr).map(|(n, _)| *n));
+        let is_it = |named_node: i32, named: &str| match node {
+            Some(n) => named_node == n,
+            None => named == addr,
+        };
+        let mut peers: Vec<String> = listed
+            .into_iter()
+            .filter(|(n, a)| !is_it(*n, a) && a != addr)
+            .map(|(_, a)| a)
+            .collect();
         if peers.is_empty() {
             if nodes <= 1 {
                 return Ok(());
             }
+            self.forget_brokers();
             return Err(Attempt::Again(format!(
                 "the answer of {addr} to DescribeTransactions for {} is not taken: the cluster \
                  has {nodes} brokers, and Metadata listed no other to confirm it is the \
@@ -163,16 +200,20 @@ impl Client {
         // A stable sort: the brokers not stalled first, in node id order.
         peers.sort_by_key(|b| self.is_stalled(b));
         let named_others = StdMutex::new(Vec::<String>::new());
+        // Whether any broker of the list answered FindCoordinator at all.
+        let heard = AtomicBool::new(false);
         let asked = self
             .at_each(peers, deadline, |at| {
                 let named_others = &named_others;
+                let heard = &heard;
                 async move {
-                    match self
+                    let found = self
                         .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
-                        .await?
-                    {
-                        Found::At(named) if named == addr => Ok(()),
-                        Found::At(named) => {
+                        .await?;
+                    heard.store(true, Ordering::Relaxed);
+                    match found {
+                        Found::At { addr: named, node } if is_it(node, &named) => Ok(()),
+                        Found::At { addr: named, .. } => {
                             let said = format!("{} names {named}", at.addr);
                             named_others
                                 .lock()
@@ -194,6 +235,13 @@ impl Client {
             Err(other) => {
                 let others = named_others.into_inner().unwrap_or_else(|e| e.into_inner());
                 if others.is_empty() {
+                    if !heard.into_inner() {
+                        // Not one broker of the list answered: it may be
+                        // out of date (brokers replaced under new
+                        // addresses) or the view of a broker behind the
+                        // others.
+                        self.forget_brokers();
+                    }
                     Err(Attempt::Again(format!(
                         "the answer of {addr} to DescribeTransactions for {id} is not taken: no \
                          other broker confirmed it is the coordinator ({})",
@@ -222,17 +270,23 @@ impl Client {
     /// listed and those holding a replica of `__transaction_state` (a
     /// broker cut off from the controller may list only itself, but its
     /// partitions' replicas still name its peers). Cached for
-    /// [`BROKERS_MAX_AGE`].
+    /// [`BROKERS_MAX_AGE`], or until a confirmation finds no broker of it
+    /// to answer ([`Client::forget_brokers`]).
     async fn cluster_brokers(&self, deadline: Instant) -> Result<KnownBrokers, Attempt> {
-        if let Some((learned, known)) =
-            &*self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner())
-        {
-            if learned.elapsed() < BROKERS_MAX_AGE {
-                return Ok(known.clone());
+        let avoid = {
+            let list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((learned, known, _)) = &list.known {
+                if learned.elapsed() < BROKERS_MAX_AGE {
+                    return Ok(known.clone());
+                }
             }
-        }
-        let known = self
-            .at_bootstrap(deadline, |at| async move {
+            list.avoid.clone().map(|addr| Suspect {
+                addr,
+                named_by: None,
+            })
+        };
+        let (known, named_by) = self
+            .at_bootstrap_avoiding(deadline, avoid.as_ref(), |at| async move {
                 let version = at.version(ApiKey::Metadata, (1, 12), "")?;
                 let mut topic = MetadataRequestTopic::default();
                 topic.name = Some(TopicName(StrBytes::from_static_str(TXN_STATE_TOPIC)));
@@ -256,12 +310,22 @@ impl Client {
                         nodes.extend(p.replica_nodes.iter().map(|n| n.0));
                     }
                 }
-                let addrs = brokers.into_iter().map(|(_, a)| a).collect::<Vec<_>>();
-                Ok((addrs, nodes.len()))
+                Ok(((brokers, nodes.len()), at.addr.clone()))
             })
             .await?;
-        *self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((Instant::now(), known.clone()));
+        let mut list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+        list.known = Some((Instant::now(), known.clone(), named_by));
+        list.avoid = None;
         Ok(known)
+    }
+
+    /// Forgets the broker list, so the next confirmation asks Metadata
+    /// again, at the bootstrap broker that gave this list last: a list of
+    /// which no broker answered is no use for [`BROKERS_MAX_AGE`].
+    fn forget_brokers(&self) {
+        let mut list = self.inner.brokers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, named_by)) = list.known.take() {
+            list.avoid = Some(named_by);
+        }
     }
 }

@@ -13,8 +13,8 @@ const RELOOK_BOUND: Duration = Duration::from_secs(1);
 
 /// A FindCoordinator's answer.
 pub(super) enum Found {
-    /// The coordinator's address.
-    At(String),
+    /// The coordinator's address and node id.
+    At { addr: String, node: i32 },
     /// An error code, and the request and answer in words.
     Refused { code: i16, what: String },
 }
@@ -65,6 +65,18 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(transactional_id, Instant::now())
+    }
+
+    /// The node id of `addr` as the FindCoordinator that named it the
+    /// cached coordinator of `transactional_id` said, if it still is.
+    pub(super) fn coordinator_node(&self, transactional_id: &str, addr: &str) -> Option<i32> {
+        self.inner
+            .coordinators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .peek(transactional_id)
+            .filter(|r| r.addr == addr)
+            .map(|r| r.node)
     }
 
     /// How many transactional ids have a cached coordinator. For tests.
@@ -141,8 +153,9 @@ impl Client {
                     .find_coordinator(&at, transactional_id, KEY_TYPE_TRANSACTION)
                     .await?
                 {
-                    Found::At(addr) => Ok(Route {
+                    Found::At { addr, node } => Ok(Route {
                         addr,
+                        node,
                         named_by: at.addr.clone(),
                     }),
                     Found::Refused { code, what } => {
@@ -185,13 +198,14 @@ impl Client {
             .exchange(at, ApiKey::FindCoordinator, version, &req)
             .await?;
         let broker = &at.addr;
-        let (code, message, host, port) = if version >= 4 {
+        let (code, message, host, port, node) = if version >= 4 {
             match resp.coordinators.first() {
                 Some(c) => (
                     c.error_code,
                     c.error_message.clone(),
                     c.host.clone(),
                     c.port,
+                    c.node_id.0,
                 ),
                 None => {
                     return Err(Attempt::Again(format!(
@@ -205,6 +219,7 @@ impl Client {
                 resp.error_message.clone(),
                 resp.host.clone(),
                 resp.port,
+                resp.node_id.0,
             )
         };
         if code != codes::NONE {
@@ -217,7 +232,10 @@ impl Client {
             );
             return Ok(Found::Refused { code, what });
         }
-        Ok(Found::At(format_addr(host.as_str(), port)))
+        Ok(Found::At {
+            addr: format_addr(host.as_str(), port),
+            node,
+        })
     }
 
     /// One DescribeTransactions of `transactional_id` at its coordinator.

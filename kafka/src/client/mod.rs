@@ -183,9 +183,9 @@ struct Inner {
     /// last and begins after the one that named it (aged and swept as the
     /// `routes` module says).
     suspect: StdMutex<routes::Aged<routes::Suspect>>,
-    /// The cluster's broker addresses and broker count, and when Metadata
-    /// named them (the `confirm` module).
-    brokers: StdMutex<Option<(Instant, confirm::KnownBrokers)>>,
+    /// The cluster's brokers and broker count as Metadata named them (the
+    /// `confirm` module).
+    brokers: StdMutex<confirm::BrokerList>,
     /// (topic, partition) → its leader, and when Metadata named it (see
     /// [`metadata::LEADER_MAX_AGE`]).
     leaders: StdMutex<HashMap<(String, i32), metadata::Leader>>,
@@ -266,7 +266,7 @@ impl Client {
                 leaders: StdMutex::new(HashMap::new()),
                 leader_epochs: StdMutex::new(HashMap::new()),
                 suspect_leader: StdMutex::new(HashMap::new()),
-                brokers: StdMutex::new(None),
+                brokers: StdMutex::default(),
                 partition_counts: StdMutex::new(HashMap::new()),
                 min_insync: StdMutex::new(HashMap::new()),
                 warned_min_insync: StdMutex::new(std::collections::HashSet::new()),

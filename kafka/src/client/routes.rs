@@ -82,6 +82,11 @@ impl<V> Aged<V> {
         (now.saturating_duration_since(learned) < FORGET_AFTER).then_some(v)
     }
 
+    /// The entry of `key`, however old, leaving it as it is.
+    pub(super) fn peek(&self, key: &str) -> Option<&V> {
+        self.map.get(key).map(|(_, v)| v)
+    }
+
     /// How many entries the map holds.
     pub(super) fn len(&self) -> usize {
         self.map.len()
@@ -93,6 +98,8 @@ impl<V> Aged<V> {
 pub(super) struct Route {
     /// The coordinator's address.
     pub(super) addr: String,
+    /// The coordinator's node id.
+    pub(super) node: i32,
     /// The bootstrap broker whose FindCoordinator named it.
     pub(super) named_by: String,
 }
