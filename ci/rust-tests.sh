@@ -22,7 +22,7 @@ timed cargo test --workspace --all-targets --no-run
 # brokers of the three-node cluster (and the one that reads its settings),
 # the secured cluster's, and every other suite (the one-node cluster). Each
 # group's output is printed whole when all have ended.
-three_node=(kafka_broker_loss kafka_coordinator_loss kafka_describe_cut kafka_coordinator_move kafka_replication kafka_rolling_restart kafka_unwritable kafka_preflight)
+three_node=(kafka_broker_loss kafka_paused_leader kafka_coordinator_loss kafka_describe_cut kafka_coordinator_move kafka_replication kafka_rolling_restart kafka_unwritable kafka_preflight)
 secured=(kafka_secured kafka_oauth kafka_reauth kafka_acls)
 mapfile -t others < <(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
