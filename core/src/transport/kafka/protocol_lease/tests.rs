@@ -907,6 +907,21 @@ fn data_record() -> OutRecord {
     }
 }
 
+/// One guarded write of [`data_record`] within 400 ms.
+async fn data_write(lease: &mut ProtocolLease) -> std::result::Result<(), Outcome> {
+    let deadline = Instant::now() + Duration::from_millis(400);
+    lease
+        .transact(
+            "r",
+            "write_guarded",
+            vec![data_record()],
+            false,
+            false,
+            deadline,
+        )
+        .await
+}
+
 /// One lease write (a record to `t`/0) within `within`.
 async fn lease_write(
     lease: &mut ProtocolLease,
@@ -934,17 +949,7 @@ async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
     let (a, _b, end_txns) = silent_data_leader(Box::new(|_, _| Some(Reply::Silence)));
     let mut lease = writer(&a);
     for round in 0..3 {
-        let deadline = Instant::now() + Duration::from_millis(400);
-        let written = lease
-            .transact(
-                "r",
-                "write_guarded",
-                vec![data_record()],
-                false,
-                false,
-                deadline,
-            )
-            .await;
+        let written = data_write(&mut lease).await;
         let (e, dropped) = failed(written);
         assert!(!dropped, "round {round}: {e}");
         assert!(e.is_transient(), "round {round}: {e}");
@@ -985,17 +990,7 @@ async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
         _ => Some(Reply::Silence),
     }));
     let mut lease = writer(&a);
-    let deadline = Instant::now() + Duration::from_millis(400);
-    let written = lease
-        .transact(
-            "r",
-            "write_guarded",
-            vec![data_record()],
-            false,
-            false,
-            deadline,
-        )
-        .await;
+    let written = data_write(&mut lease).await;
     let (e, _) = failed(written);
     assert!(e.to_string().contains("not acknowledged in time"), "{e}");
     assert_eq!(lease.unanswered.len(), 1);
