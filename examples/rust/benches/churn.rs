@@ -326,6 +326,16 @@ async fn churn_one(
     }
 }
 
+/// A churned role in flight: counted out when its task ends, even by a
+/// panic.
+struct InFlight(Arc<Churn>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -444,8 +454,8 @@ async fn run(a: &Args, transport: Arc<KafkaTransport>, client: Client) -> Result
                 let (client, options, c) = (client.clone(), churn_options.clone(), Arc::clone(&churn));
                 let at_s = start.elapsed().as_secs_f64();
                 tokio::spawn(async move {
-                    churn_one(client, role, options, hold_and_timeout, Arc::clone(&c), at_s, windows).await;
-                    c.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    let _counted = InFlight(Arc::clone(&c));
+                    churn_one(client, role, options, hold_and_timeout, c, at_s, windows).await;
                 });
             }
             _ = sample_tick.tick() => {
