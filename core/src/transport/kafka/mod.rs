@@ -281,6 +281,35 @@ impl KafkaTransport {
         }
     }
 
+    /// How many roles have a mint lock entry now: those whose mint runs or
+    /// waits. For benchmarks and tests (the entries of a process that
+    /// touches new roles all the time must not pile up).
+    #[doc(hidden)]
+    pub fn mint_locks_held(&self) -> usize {
+        self.mint_locks.len()
+    }
+
+    /// How many keys the state readers' compacted views hold, summed over
+    /// the partitions read (see the `seen` module), waiting for readers in
+    /// use. For benchmarks and tests.
+    #[doc(hidden)]
+    pub async fn state_view_keys(&self) -> usize {
+        let slots: Vec<ReaderSlot> = self
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        let mut keys = 0;
+        for slot in slots {
+            if let Some(r) = slot.lock().await.as_ref() {
+                keys += r.kept_keys();
+            }
+        }
+        keys
+    }
+
     /// Checks what a member of `role` with `options` depends on, as
     /// [`Coordinator::check_member`] does before the member registers, and
     /// reports what it found, warnings included (which `check_member` logs

@@ -469,6 +469,11 @@ impl PartitionReader {
         self.seen.as_ref().map(Seen::view)
     }
 
+    /// How many keys the kept view holds (0 before the first whole read).
+    pub(crate) fn kept_keys(&self) -> usize {
+        self.seen.as_ref().map_or(0, Seen::keys)
+    }
+
     /// Takes into what is kept the records librdkafka fetched since the
     /// last read, without waiting. While a partition stays assigned,
     /// librdkafka goes on fetching it; a leader's follower, still where its

@@ -41,7 +41,6 @@ impl RoleLocks {
     }
 
     /// How many roles have an entry: those held or waited for.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         lock_map(&self.map).len()
     }

@@ -176,6 +176,11 @@ impl Seen {
         self.view.insert(r.offset, r.clone());
     }
 
+    /// How many keys the compacted view holds.
+    pub(crate) fn keys(&self) -> usize {
+        self.keys.len()
+    }
+
     /// The compacted view and the offset to read on from: what a new
     /// follower starts from.
     pub(crate) fn view(&self) -> ReadBatch {
