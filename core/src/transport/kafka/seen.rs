@@ -30,6 +30,22 @@
 //! where the kept stretch ends or before; a read that starts after it
 //! leaves `Seen` as it was. So the stretch never has a gap, and every offset
 //! below [`Seen::next`] is accounted for.
+//!
+//! # What is let go
+//!
+//! A role that resigned and that no member is registered in any more leaves
+//! its lease key behind (the tombstone and the lease it cleared): a process
+//! that leads a new role per job would keep one per job for its whole life.
+//! Such a key is dropped from the view once its cleared deadline is
+//! [`FORGET_CLEARED`] older than the newest lease grant read from the
+//! partition (the partition's own clock: the wall time of the members that
+//! renew there; a quiet partition keeps what it has). What that changes for
+//! an election: a member that registers in the role later takes its own
+//! registration time as its challenge base
+//! ([`crate::RoleState::last_cleared_deadline`] is unknown), which is later
+//! than the forgotten deadline plus any stagger, so it never challenges
+//! sooner than it would have. The sweep is one pass over the keys at most
+//! once per [`SWEEP_EVERY`] of that clock.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -38,6 +54,15 @@ use crate::transport::{ReadBatch, Record};
 /// How many of the most recent records [`Seen`] keeps for followers that
 /// are behind.
 pub(crate) const TAIL: usize = 1024;
+
+/// How long after its cleared deadline (on the partition's clock) a lease
+/// tombstone of a role nobody is registered in is dropped from the view:
+/// far longer than any challenge stagger and any clock skew between members.
+pub(crate) const FORGET_CLEARED: i64 = 600_000;
+
+/// How often (on the partition's clock, ms) the view is swept for such
+/// tombstones.
+const SWEEP_EVERY: i64 = 60_000;
 
 /// What one key's records leave in the compacted view.
 #[derive(Debug, Clone)]
@@ -64,6 +89,11 @@ pub(crate) struct Seen {
     /// (records, transaction markers and aborted records alike).
     next: i64,
     tail_len: usize,
+    /// The newest lease grant read (wall ms of its writer): the partition's
+    /// clock for [`FORGET_CLEARED`].
+    clock: i64,
+    /// The clock at the last sweep.
+    swept: i64,
 }
 
 fn is_tombstone(r: &Record) -> bool {
@@ -90,6 +120,8 @@ impl Seen {
             tail_from: 0,
             next: 0,
             tail_len,
+            clock: i64::MIN,
+            swept: i64::MIN,
         };
         seen.tail_from = records.first().map_or(next, |r| r.offset);
         seen.add(records, next);
@@ -129,6 +161,53 @@ impl Seen {
                 self.tail_from = r.offset + 1;
             }
         }
+        if self.clock.saturating_sub(self.swept) >= SWEEP_EVERY {
+            self.swept = self.clock;
+            self.forget_cleared();
+        }
+    }
+
+    /// Drops the lease keys of roles nobody is registered in whose cleared
+    /// deadline is [`FORGET_CLEARED`] behind the partition's clock (module
+    /// docs).
+    fn forget_cleared(&mut self) {
+        let registered: std::collections::HashSet<&str> = self
+            .keys
+            .keys()
+            .filter_map(|k| crate::codec::decode_key_ref(k).ok())
+            .filter(|k| k.kind == crate::codec::KeyKind::Registration)
+            .map(|k| k.role)
+            .collect();
+        let horizon = self.clock.saturating_sub(FORGET_CLEARED);
+        let forgotten: Vec<Vec<u8>> = self
+            .keys
+            .iter()
+            .filter(|(key, latest)| {
+                let Some(cleared) = latest.cleared else {
+                    return false;
+                };
+                let deadline = self
+                    .view
+                    .get(&cleared)
+                    .and_then(|r| r.value.as_deref())
+                    .and_then(|v| crate::codec::decode_lease_ref(v).ok())
+                    .map(|(_, _, _, deadline)| deadline);
+                let role = crate::codec::decode_key_ref(key)
+                    .ok()
+                    .filter(|k| k.kind == crate::codec::KeyKind::Lease)
+                    .map(|k| k.role);
+                matches!((deadline, role), (Some(d), Some(role)) if d < horizon && !registered.contains(role))
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in forgotten {
+            if let Some(old) = self.keys.remove(&key) {
+                self.view.remove(&old.offset);
+                if let Some(c) = old.cleared {
+                    self.view.remove(&c);
+                }
+            }
+        }
     }
 
     /// Puts `r` into the compacted view: it replaces its key's records,
@@ -138,6 +217,17 @@ impl Seen {
     /// long-lived process.
     fn keep(&mut self, r: &Record) {
         let tomb = is_tombstone(r);
+        let lease_key = crate::codec::decode_key_ref(&r.key)
+            .is_ok_and(|k| k.kind == crate::codec::KeyKind::Lease);
+        if let Some(granted) = r
+            .value
+            .as_deref()
+            .filter(|_| lease_key && !tomb)
+            .and_then(|v| crate::codec::decode_lease_ref(v).ok())
+            .map(|(_, _, granted_at, _)| granted_at)
+        {
+            self.clock = self.clock.max(granted);
+        }
         if tomb && is_registration(&r.key) {
             if let Some(old) = self.keys.remove(&r.key) {
                 self.view.remove(&old.offset);
@@ -320,6 +410,76 @@ mod tests {
                 prop_assert_eq!(tail.next_offset, end);
             }
         }
+    }
+
+    /// A record of `role`'s lease granted at `granted` (a tombstone with
+    /// `None`).
+    fn lease_at(offset: i64, role: &str, granted: Option<i64>) -> Record {
+        Record {
+            offset,
+            key: encode_key(&Key::lease(role)).unwrap(),
+            value: granted.map(|g| {
+                encode_lease(&Lease {
+                    member: "m1".to_owned(),
+                    token: FencingToken::new(7, 1),
+                    granted_at: g,
+                    deadline: g + 5_000,
+                })
+                .unwrap()
+            }),
+        }
+    }
+
+    #[test]
+    fn a_resigned_role_nobody_is_registered_in_is_let_go_after_its_deadline() {
+        const T: i64 = 1_700_000_000_000;
+        let reg = |offset, role: &str, member: &str, at: Option<i64>| Record {
+            offset,
+            key: encode_key(&Key::registration(role, member)).unwrap(),
+            value: at.map(|t| {
+                encode_registration(&Registration {
+                    member: member.to_owned(),
+                    registered_at: t,
+                })
+                .unwrap()
+            }),
+        };
+        // "job" led once, resigned and deregistered; "kept" resigned but a
+        // member stays registered; "steady" renews on.
+        let records = vec![
+            reg(0, "job", "m1", Some(T)),
+            lease_at(1, "job", Some(T)),
+            lease_at(2, "job", None),
+            reg(3, "job", "m1", None),
+            reg(4, "kept", "m2", Some(T)),
+            lease_at(5, "kept", Some(T)),
+            lease_at(6, "kept", None),
+            lease_at(7, "steady", Some(T)),
+        ];
+        let mut seen = Seen::new(&records, 8);
+        let keys = seen.keys();
+        let job = encode_key(&Key::lease("job")).unwrap();
+        assert!(seen.keys.contains_key(&job));
+        // The partition's clock FORGET_CLEARED past the cleared deadline,
+        // less a moment: kept.
+        let almost = T + 5_000 + FORGET_CLEARED - 1;
+        assert!(seen.extend(8, &[lease_at(8, "steady", Some(almost))], 9));
+        assert_eq!(seen.keys(), keys);
+        // Past it, at the next sweep: the job's lease key goes; the role a
+        // member is registered in keeps its cleared deadline.
+        let past = almost + SWEEP_EVERY;
+        assert!(seen.extend(9, &[lease_at(9, "steady", Some(past))], 10));
+        assert!(!seen.keys.contains_key(&job));
+        assert_eq!(seen.keys(), keys - 1);
+        let view = seen.view();
+        let kept = RoleState::build("kept", &view.records).unwrap();
+        assert_eq!(kept.last_cleared_deadline(), Some(T + 5_000));
+        assert!(view.records.iter().all(|r| r.key != job), "{view:?}");
+        // A member joining the job later starts from its own registration.
+        assert!(seen.extend(10, &[reg(10, "job", "m3", Some(past))], 11));
+        let job_state = RoleState::build("job", &seen.view().records).unwrap();
+        assert_eq!(job_state.last_cleared_deadline(), None);
+        assert_eq!(job_state.roster().count(), 1);
     }
 
     #[test]
