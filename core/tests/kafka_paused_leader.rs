@@ -63,7 +63,10 @@ async fn a_paused_data_leader_costs_writes_not_the_lease() {
     let paused = DownNode::pause(&victim);
     let t0 = Instant::now();
     let (mut failed, mut written, mut slowest) = (Vec::new(), 0, Duration::ZERO);
-    while t0.elapsed() < 2 * LEASE {
+    // One lease and a renew interval: the partition moves within the
+    // broker session (9 s), and the term then holds past the lease it had
+    // when the leader was paused.
+    while t0.elapsed() < LEASE + RENEW {
         assert!(leader.is_held(), "the term ended: {:?}", leader.err());
         let started = Instant::now();
         match leader.write(vec![data_record(data, 0, b"during")]).await {
@@ -104,7 +107,7 @@ async fn a_paused_data_leader_costs_writes_not_the_lease() {
         slowest <= LEASE / 2 + RENEW + Duration::from_secs(1),
         "a write never waits past a renewal's settling and its own bound (slowest {slowest:?})"
     );
-    assert!(renewed >= 4, "renewals went on: {renewed}");
+    assert!(renewed >= 3, "renewals went on: {renewed}");
 
     paused.resume();
     let t1 = Instant::now();
