@@ -35,7 +35,7 @@ use krabka_coordination::leadership::Leadership;
 use krabka_coordination::transport::kafka::{
     ensure_state_topic, KafkaConfig, KafkaTransport, TopicSpec,
 };
-use krabka_examples::cli::{usage_exit, Flags};
+use krabka_examples::cli::Flags;
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
 
@@ -648,38 +648,12 @@ fn print_report(r: &Value, stats: &BTreeMap<&'static str, Value>) {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let (bench, rest): (Vec<String>, Vec<String>) =
-        std::env::args().skip(1).partition(|a| a == "--bench");
-    let mut args = match parse(Flags::new(rest)) {
-        Ok(a) => a,
-        Err(e) => std::process::exit(usage_exit("churn", &e, USAGE)),
-    };
-    if bench.is_empty() {
-        println!("churn: a benchmark on a real Kafka; run it with cargo bench (ci/bench-churn.sh)");
+    let Some(mut args) = krabka_examples::bench::start("churn", USAGE, "ci/bench-churn.sh", parse)
+    else {
         return;
-    }
-    if args.bootstrap.is_empty() {
-        std::process::exit(usage_exit(
-            "churn",
-            "--bootstrap (or KRABKA_BOOTSTRAP) is required",
-            USAGE,
-        ));
-    }
-    // The runtime of roles.rs: two workers, the blocking pool bounded as
-    // the bindings bound it.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(32)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    };
+    krabka_examples::bench::require_bootstrap("churn", &args.bootstrap, USAGE);
+    let rt = krabka_examples::bench::runtime();
     let fresh = args.state_topic.is_none();
     if fresh {
         args.state_topic = Some(format!("krabka-bench-churn-{}", now_ms()));

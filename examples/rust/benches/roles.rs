@@ -34,7 +34,7 @@ use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
 use krabka_coordination::leadership::{Leadership, LeadershipOptions};
 use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
-use krabka_examples::cli::{usage_exit, Flags};
+use krabka_examples::cli::Flags;
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
 
@@ -509,42 +509,12 @@ async fn futures_join<F: std::future::Future>(fs: Vec<F>) -> Vec<F::Output> {
 }
 
 fn main() {
-    // Warnings go to stderr; RUST_LOG=krabka_coordination=debug (for
-    // example) says more.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    let (bench, rest): (Vec<String>, Vec<String>) =
-        std::env::args().skip(1).partition(|a| a == "--bench");
-    let mut args = match parse(Flags::new(rest)) {
-        Ok(a) => a,
-        Err(e) => std::process::exit(usage_exit("roles", &e, USAGE)),
-    };
-    if bench.is_empty() {
-        println!("roles: a benchmark on a real Kafka; run it with cargo bench (ci/bench-roles.sh)");
+    let Some(mut args) = krabka_examples::bench::start("roles", USAGE, "ci/bench-roles.sh", parse)
+    else {
         return;
-    }
-    if args.bootstrap.is_empty() {
-        std::process::exit(usage_exit(
-            "roles",
-            "--bootstrap (or KRABKA_BOOTSTRAP) is required",
-            USAGE,
-        ));
-    }
-    // The blocking pool bounded as the bindings' runtime bounds it
-    // (`BLOCKING_THREADS` of the bindings' shared crate): librdkafka's
-    // blocking calls of a thousand acquires at once would otherwise start
-    // a thread each, up to tokio's default of 512 (docs/operations.md).
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(32)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    };
+    krabka_examples::bench::require_bootstrap("roles", &args.bootstrap, USAGE);
+    let rt = krabka_examples::bench::runtime();
     let fresh = args.state_topic.is_none();
     if fresh {
         args.state_topic = Some(format!("krabka-bench-roles-{}", now_ms()));

@@ -23,6 +23,7 @@
 //!   names;
 //! * [`cli`]: the small command-line helpers of the binaries.
 
+pub mod bench;
 pub mod cli;
 pub mod kafka;
 pub mod lines;
