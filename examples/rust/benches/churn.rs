@@ -35,6 +35,7 @@ use krabka_coordination::leadership::Leadership;
 use krabka_coordination::transport::kafka::{
     ensure_state_topic, KafkaConfig, KafkaTransport, TopicSpec,
 };
+use krabka_examples::bench::{cpu_s, quantile};
 use krabka_examples::cli::Flags;
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
@@ -170,27 +171,6 @@ fn proc_self() -> (u64, u64, u64) {
     };
     let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
     (field("VmRSS:"), fds, field("Threads:"))
-}
-
-/// The CPU time this process has used (user and system), in seconds
-/// (`/proc/self/stat` counts USER_HZ ticks, 100 a second on Linux).
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
-}
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
 }
 
 /// The least-squares slope of `ys` over `xs`, per unit of `xs`.

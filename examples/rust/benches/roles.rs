@@ -34,6 +34,7 @@ use krabka_coordination::client::Client;
 use krabka_coordination::events::{Event, EventKind};
 use krabka_coordination::leadership::{Leadership, LeadershipOptions};
 use krabka_coordination::transport::kafka::{KafkaConfig, TopicSpec};
+use krabka_examples::bench::{cpu_s, quantile};
 use krabka_examples::cli::Flags;
 use krabka_examples::now_ms;
 use serde_json::{json, Value};
@@ -161,29 +162,6 @@ fn sample() -> Sample {
         sockets,
         rss_kib: field("VmRSS:"),
     }
-}
-
-/// The CPU time this process has used (user and system), in seconds:
-/// `/proc/self/stat` counts it in USER_HZ ticks, 100 a second on Linux.
-fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which may hold spaces: utime and
-    // stime are the 14th and 15th of the whole line.
-    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
-}
-
-fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s[((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1]
 }
 
 async fn run_one(a: &Args, client: &Client, n: usize) -> Result<Value, String> {
