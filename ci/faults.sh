@@ -166,7 +166,7 @@ if [[ -n $upgrade ]]; then
     bootstrap=$(ci/kafka.sh start 3 | tail -n 1)
 elif [[ -z $bootstrap ]]; then
     log "no --bootstrap and no KRABKA_BOOTSTRAP_3: starting the 3-node cluster with ci/kafka.sh"
-    if ! ci/kafka.sh status 3 2>/dev/null | grep -q 'running (pid'; then started_cluster=1; fi
+    if ! grep -q 'running (pid' <<<"$(ci/kafka.sh status 3 2>/dev/null)"; then started_cluster=1; fi
     bootstrap=$(ci/kafka.sh start 3 | tail -n 1)
 fi
 

@@ -204,8 +204,11 @@ printf '#include <stdio.h>\n#include <krabka_coordination.h>\nint main(void) { p
 norust cc -std=c99 -o "$B/version" "$B/version.c" "${PC[@]}"
 export LD_LIBRARY_PATH="$PREFIX/lib"
 [ "$(norust "$B/version")" = "$V" ] || fail "krabka_version() is $(norust "$B/version"), not $V"
-ldd "$B/test_golden" | grep -q "libkrabka_coordination.so.${V%%.*} => $PREFIX/lib/" \
-    || fail "the C test does not load the library of the prefix: $(ldd "$B/test_golden" | grep krabka)"
+# Read ldd whole before matching: `ldd | grep -q` under pipefail fails at random
+# when grep quits at its match and ldd is still writing (SIGPIPE).
+LDD=$(ldd "$B/test_golden")
+grep -q "libkrabka_coordination.so.${V%%.*} => $PREFIX/lib/" <<<"$LDD" \
+    || fail "the C test does not load the library of the prefix: $(grep krabka <<<"$LDD")"
 echo "--- golden (shared library)"
 norust "$B/test_golden" golden
 echo "--- golden (static library)"

@@ -403,7 +403,7 @@ console.log(`  ${process.arch} Node ${process.version}: the addon loaded from ${
             || { cat "$W/jvm.log"; fail "$T: the Kotlin tests failed against the jar"; }
         grep -q "Found library resource at jar:file:$JAR!/$JNA_DIR/libkrabka_coordination_uniffi.so" "$W/jvm.log" \
             || { grep -i library "$W/jvm.log" | head -20; fail "$T: JNA did not load the jar's $JNA_DIR library"; }
-        "${on_target[@]}" "$JAVA" -XshowSettings:properties -version 2>&1 | grep -q "os.arch = $([ "$ARCH" = aarch64 ] && echo aarch64 || echo amd64)" \
+        grep -q "os.arch = $([ "$ARCH" = aarch64 ] && echo aarch64 || echo amd64)" <<<"$("${on_target[@]}" "$JAVA" -XshowSettings:properties -version 2>&1)" \
             || fail "$T: $JAVA is not a $ARCH JVM"
         grep '^ok\|^FAIL\|checked\|passed,\|^--' "$W/jvm.log" | sed 's/^/  /'
         grep -q ' 0 failed$' "$W/jvm.log" || fail "$T: the Kotlin tests report failures"

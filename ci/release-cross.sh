@@ -85,7 +85,7 @@ for tool in python3 node npm java jar make; do
 done
 [ -x "$DEBIAN_RUST/rustc" ] && [ -x "$DEBIAN_RUST/cargo" ] \
     || fail "Debian's Rust is missing: run ci/release-cross-tools.sh (apt-get install rustc-web cargo-web rust-web-src)"
-"$DEBIAN_RUST/rustc" -V | grep -q '^rustc 1\.96\.' \
+grep -q '^rustc 1\.96\.' <<<"$("$DEBIAN_RUST/rustc" -V)" \
     || fail "$DEBIAN_RUST/rustc is $("$DEBIAN_RUST/rustc" -V), not Debian's rustc-web 1.96: run ci/release-cross-tools.sh"
 command -v dpkg-query >/dev/null || fail "dpkg-query is missing: the cross build needs Debian's Rust packages"
 debian_rust_check
