@@ -89,15 +89,8 @@ pub enum TopicCommand {
 
 /// A token as `PID/EPOCH`.
 pub fn parse_token(s: &str) -> Result<FencingToken, Failure> {
-    let bad = || {
-        Failure::usage(format!(
-            "--token {s:?}: expected PRODUCER_ID/EPOCH, e.g. 4001/3"
-        ))
-    };
-    let (pid, epoch) = s.split_once('/').ok_or_else(bad)?;
-    let pid: i64 = pid.trim().parse().map_err(|_| bad())?;
-    let epoch: i16 = epoch.trim().parse().map_err(|_| bad())?;
-    Ok(FencingToken::new(pid, epoch))
+    s.parse()
+        .map_err(|e| Failure::usage(format!("--token: {e}")))
 }
 
 fn token_json(t: &FencingToken) -> Value {

@@ -70,7 +70,7 @@ pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
 pub use error::{EncodeError, Error, ErrorKind, FormatError, Part, Result, SharedError};
 pub use partition::{murmur2, role_partition};
 pub use state::{RoleState, RosterEntry};
-pub use token::{FencingToken, NO_EPOCH};
+pub use token::{FencingToken, TokenParseError, NO_EPOCH};
 pub use transport::Record;
 
 /// The name of the compacted topic that holds every role's registrations and lease.

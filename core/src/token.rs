@@ -15,6 +15,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::str::FromStr;
 
 /// The leadership token of a role: the producer id and producer epoch that
 /// Kafka's transaction coordinator minted for `transactional.id = <role>`.
@@ -80,6 +81,66 @@ impl fmt::Display for FencingToken {
         }
     }
 }
+
+/// The wire form of a token is its [`Display`](fmt::Display) text:
+/// `PRODUCER_ID/EPOCH` in decimal (`4001/7`, `-4242/-2`), or `NoEpoch`.
+/// Parsing is exact: no spaces, no signs other than a leading `-`, both
+/// numbers within their types (`i64`, `i16`). `-1/-1` parses as [`NO_EPOCH`]
+/// too. Every binding's `parse` calls this, so all of them accept and refuse
+/// the same texts.
+impl FromStr for FencingToken {
+    type Err = TokenParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "NoEpoch" {
+            return Ok(NO_EPOCH);
+        }
+        let bad = || TokenParseError { text: s.to_owned() };
+        let (pid, epoch) = s.split_once('/').ok_or_else(bad)?;
+        let plain = |t: &str| {
+            let digits = t.strip_prefix('-').unwrap_or(t);
+            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+        };
+        if !plain(pid) || !plain(epoch) {
+            return Err(bad());
+        }
+        let pid: i64 = pid.parse().map_err(|_| bad())?;
+        let epoch: i16 = epoch.parse().map_err(|_| bad())?;
+        Ok(FencingToken::new(pid, epoch))
+    }
+}
+
+/// A text that is not a token's wire form. Its message quotes the text (cut
+/// to 64 characters) and the expected form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenParseError {
+    text: String,
+}
+
+impl TokenParseError {
+    /// The refused text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for TokenParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown: String = self.text.chars().take(64).collect();
+        let cut = if shown.len() < self.text.len() {
+            "..."
+        } else {
+            ""
+        };
+        write!(
+            f,
+            "{shown:?}{cut} is not a fencing token: expected PRODUCER_ID/EPOCH in decimal, \
+             e.g. \"4001/7\" (producer id a 64-bit integer, epoch -32768 to 32767), or \"NoEpoch\""
+        )
+    }
+}
+
+impl std::error::Error for TokenParseError {}
 
 #[cfg(feature = "kafka-client")]
 impl From<krabka_kafka::ProducerEpoch> for FencingToken {
@@ -150,6 +211,67 @@ mod tests {
         assert_eq!(NO_EPOCH.to_string(), "NoEpoch");
         assert_eq!(FencingToken::new(7, 32766).to_string(), "7/32766");
         assert_eq!(FencingToken::new(-4242, -2).to_string(), "-4242/-2");
+    }
+
+    #[test]
+    fn the_display_text_parses_back() {
+        let t = FencingToken::new;
+        for token in [
+            t(7, 32766),
+            t(-4242, -2),
+            t(i64::MIN, i16::MIN),
+            t(i64::MAX, i16::MAX),
+            t(0, 0),
+            NO_EPOCH,
+        ] {
+            assert_eq!(
+                token.to_string().parse::<FencingToken>(),
+                Ok(token),
+                "{token}"
+            );
+        }
+        assert_eq!("-1/-1".parse::<FencingToken>(), Ok(NO_EPOCH));
+    }
+
+    #[test]
+    fn malformed_texts_are_refused_by_name() {
+        for bad in [
+            "",
+            "/",
+            "7",
+            "7/",
+            "/7",
+            "7/3/1",
+            " 7/3",
+            "7/ 3",
+            "+7/3",
+            "7/+3",
+            "7.0/3",
+            "0x7/3",
+            "7/32768",
+            "7/-32769",
+            "9223372036854775808/0",
+            "--1/0",
+            "noepoch",
+            "7\\3",
+            "٣/1",
+        ] {
+            let e = bad.parse::<FencingToken>().expect_err(bad);
+            assert_eq!(e.text(), bad);
+            let m = e.to_string();
+            assert!(
+                m.starts_with(&format!("{bad:?} is not a fencing token")),
+                "{m}"
+            );
+            assert!(m.contains("PRODUCER_ID/EPOCH"), "{m}");
+        }
+        let long = "9".repeat(500);
+        let m = long.parse::<FencingToken>().unwrap_err().to_string();
+        assert!(m.len() < 250, "{m}");
+        assert!(
+            m.starts_with(&format!("\"{}\"... is not", "9".repeat(64))),
+            "{m}"
+        );
     }
 
     #[test]
