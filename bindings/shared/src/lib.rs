@@ -30,6 +30,7 @@
 //!   `'static` future and that any thread may close.
 //! * [`metrics`]: the recorder of the core's metrics, read as a snapshot or
 //!   as Prometheus text.
+//! * [`suggest`]: the nearest known name to a misspelt setting or option.
 //!
 //! Nothing here depends on a host-language crate (pyo3, napi, uniffi).
 
@@ -46,6 +47,7 @@ pub mod options;
 pub mod per_process;
 pub mod process_bound;
 pub mod runtime;
+pub mod suggest;
 
 pub use args::{ArgError, ArgErrorKind, Field};
 pub use blocking::{block_on, Blocked, Interruptible, OnInterrupt};
