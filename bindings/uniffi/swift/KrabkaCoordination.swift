@@ -503,22 +503,6 @@ fileprivate struct FfiConverterInt16: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
-    typealias FfiType = UInt32
-    typealias SwiftType = UInt32
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     typealias FfiType = Int32
     typealias SwiftType = Int32
@@ -528,22 +512,6 @@ fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     }
 
     public static func write(_ value: Int32, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
-    typealias FfiType = UInt64
-    typealias SwiftType = UInt64
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -3562,9 +3530,9 @@ public struct LogRecord: Equatable, Hashable {
      */
     public var file: String?
     /**
-     * Its line, when known.
+     * Its line, when known (signed, as Java's `Integer`).
      */
-    public var line: UInt32?
+    public var line: Int32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3594,8 +3562,8 @@ public struct LogRecord: Equatable, Hashable {
          * The Rust source file of the log statement, when known.
          */file: String?, 
         /**
-         * Its line, when known.
-         */line: UInt32?) {
+         * Its line, when known (signed, as Java's `Integer`).
+         */line: Int32?) {
         self.level = level
         self.target = target
         self.message = message
@@ -3629,7 +3597,7 @@ public struct FfiConverterTypeLogRecord: FfiConverterRustBuffer {
                 context: FfiConverterSequenceTypeLogField.read(from: &buf), 
                 text: FfiConverterString.read(from: &buf), 
                 file: FfiConverterOptionString.read(from: &buf), 
-                line: FfiConverterOptionUInt32.read(from: &buf)
+                line: FfiConverterOptionInt32.read(from: &buf)
         )
     }
 
@@ -3641,7 +3609,7 @@ public struct FfiConverterTypeLogRecord: FfiConverterRustBuffer {
         FfiConverterSequenceTypeLogField.write(value.context, into: &buf)
         FfiConverterString.write(value.text, into: &buf)
         FfiConverterOptionString.write(value.file, into: &buf)
-        FfiConverterOptionUInt32.write(value.line, into: &buf)
+        FfiConverterOptionInt32.write(value.line, into: &buf)
     }
 }
 
@@ -3671,9 +3639,10 @@ public struct MetricBucket: Equatable, Hashable {
      */
     public var le: Double
     /**
-     * How many observations were at or below it.
+     * How many observations were at or below it (signed, as Java counts:
+     * saturating at `Long.MAX_VALUE`).
      */
-    public var count: UInt64
+    public var count: Int64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3682,8 +3651,9 @@ public struct MetricBucket: Equatable, Hashable {
          * The bucket's upper bound, in seconds.
          */le: Double, 
         /**
-         * How many observations were at or below it.
-         */count: UInt64) {
+         * How many observations were at or below it (signed, as Java counts:
+         * saturating at `Long.MAX_VALUE`).
+         */count: Int64) {
         self.le = le
         self.count = count
     }
@@ -3705,13 +3675,13 @@ public struct FfiConverterTypeMetricBucket: FfiConverterRustBuffer {
         return
             try MetricBucket(
                 le: FfiConverterDouble.read(from: &buf), 
-                count: FfiConverterUInt64.read(from: &buf)
+                count: FfiConverterInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: MetricBucket, into buf: inout [UInt8]) {
         FfiConverterDouble.write(value.le, into: &buf)
-        FfiConverterUInt64.write(value.count, into: &buf)
+        FfiConverterInt64.write(value.count, into: &buf)
     }
 }
 
@@ -3753,9 +3723,10 @@ public struct MetricSample: Equatable, Hashable {
     public var value: Double
     /**
      * A counter's count (exact); a histogram's number of observations
-     * (its `+Inf` bucket); 0 for a gauge.
+     * (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
+     * (saturating at `Long.MAX_VALUE`).
      */
-    public var count: UInt64
+    public var count: Int64
     /**
      * A histogram's buckets, cumulative, in order of their bounds (empty
      * for a counter or a gauge).
@@ -3779,8 +3750,9 @@ public struct MetricSample: Equatable, Hashable {
          */value: Double, 
         /**
          * A counter's count (exact); a histogram's number of observations
-         * (its `+Inf` bucket); 0 for a gauge.
-         */count: UInt64, 
+         * (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
+         * (saturating at `Long.MAX_VALUE`).
+         */count: Int64, 
         /**
          * A histogram's buckets, cumulative, in order of their bounds (empty
          * for a counter or a gauge).
@@ -3813,7 +3785,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
                 labels: FfiConverterDictionaryStringString.read(from: &buf), 
                 kind: FfiConverterTypeMetricKind.read(from: &buf), 
                 value: FfiConverterDouble.read(from: &buf), 
-                count: FfiConverterUInt64.read(from: &buf), 
+                count: FfiConverterInt64.read(from: &buf), 
                 buckets: FfiConverterSequenceTypeMetricBucket.read(from: &buf)
         )
     }
@@ -3823,7 +3795,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
         FfiConverterDictionaryStringString.write(value.labels, into: &buf)
         FfiConverterTypeMetricKind.write(value.kind, into: &buf)
         FfiConverterDouble.write(value.value, into: &buf)
-        FfiConverterUInt64.write(value.count, into: &buf)
+        FfiConverterInt64.write(value.count, into: &buf)
         FfiConverterSequenceTypeMetricBucket.write(value.buckets, into: &buf)
     }
 }
@@ -5654,30 +5626,6 @@ public func FfiConverterCallbackInterfaceLogger_lift(_ handle: UInt64) throws ->
 #endif
 public func FfiConverterCallbackInterfaceLogger_lower(_ v: Logger) -> UInt64 {
     return FfiConverterCallbackInterfaceLogger.lower(v)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
-    typealias SwiftType = UInt32?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterUInt32.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterUInt32.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
 }
 
 #if swift(>=5.8)

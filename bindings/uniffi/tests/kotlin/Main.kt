@@ -926,10 +926,10 @@ fun metricsAfterElection(bootstrap: String) = runBlocking {
             expect(elections().isEmpty()) { "a series before any election: ${elections()}" }
             runBlocking { client.acquire(role, "m", SHORT).use { it.resign() } }
             val after = elections()
-            expect(after.size == 1 && after[0].kind == MetricKind.COUNTER && after[0].count == 1uL && after[0].value == 1.0) { "$after" }
+            expect(after.size == 1 && after[0].kind == MetricKind.COUNTER && after[0].count == 1L && after[0].value == 1.0) { "$after" }
             val acquire = metrics().single { it.name == "krabka_acquire_seconds" && it.labels == mapOf("role" to role) }
-            expect(acquire.kind == MetricKind.HISTOGRAM && acquire.count == 1uL && acquire.value > 0.0) { "$acquire" }
-            expect(acquire.buckets.isNotEmpty() && acquire.buckets.last().count <= 1uL &&
+            expect(acquire.kind == MetricKind.HISTOGRAM && acquire.count == 1L && acquire.value > 0.0) { "$acquire" }
+            expect(acquire.buckets.isNotEmpty() && acquire.buckets.last().count <= 1L &&
                 acquire.buckets.zipWithNext().all { (a, b) -> a.le < b.le && a.count <= b.count }) { "${acquire.buckets}" }
             val text = metricsText()
             expect(text.contains("krabka_elections_total{role=\"$role\",member=\"m\"} 1\n")) { text }
@@ -1097,7 +1097,7 @@ fun logs(bootstrap: String) = runBlocking {
             val (r, thread) = c.await(warnings, warnings.size).first()
             expect(r.level == LogLevel.WARN) { "level ${r.level}" }
             expect(r.target == "krabka_coordination::transport::kafka::topic") { "target ${r.target}" }
-            expect(r.text == r.message && r.file?.endsWith("topic.rs") == true && (r.line ?: 0u) > 0u) { "$r" }
+            expect(r.text == r.message && r.file?.endsWith("topic.rs") == true && (r.line ?: 0) > 0) { "$r" }
             // JNA attaches the library's thread to the JVM under a name of
             // its own (Thread-N); the native name is the library's.
             expect(thread == "krabka-log") { "delivered on the native thread $thread" }

@@ -72,14 +72,43 @@ public final class JavaMain {
         if (!cond) throw new AssertionError(what);
     }
 
-    /** The classes a Java caller meets (the records and handles, the Java API). */
-    static final Class<?>[] API = {
-        Client.class, Leadership.class, LeadershipStatus.class, LeaderLoop.class, Term.class, EventStream.class,
-        AcquireEvents.class, Observer.class, EventRecord.class, TermEnd.class, Lease.class, RoleState.class,
-        RoleView.class, FencingToken.class, FencingToken.Companion.class, KrabkaJava.class, BlockingObserver.class,
-        TermSignal.class, LeadershipEvent.class, LeadershipEvent.Waiting.class, LeadershipEvent.RenewalFailing.class,
-        LeadershipEvent.Retrying.class,
-    };
+    /**
+     * Every public class of the bindings (krabka.coordination and its
+     * subpackages, read from where FencingToken was loaded), uniffi's
+     * plumbing left out (FfiConverter*, [Uu]niffi*, RustBuffer*, ForeignBytes*:
+     * public in the bytecode, never called by an application).
+     */
+    static List<Class<?>> apiClasses() throws Exception {
+        List<String> names = new ArrayList<>();
+        java.net.URL where = FencingToken.class.getProtectionDomain().getCodeSource().getLocation();
+        java.nio.file.Path root = java.nio.file.Paths.get(where.toURI());
+        if (java.nio.file.Files.isDirectory(root)) {
+            try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(root.resolve("krabka/coordination"))) {
+                files.forEach(f -> names.add(root.relativize(f).toString().replace(java.io.File.separatorChar, '/')));
+            }
+        } else {
+            try (java.util.jar.JarFile jar = new java.util.jar.JarFile(root.toFile())) {
+                jar.stream().forEach(e -> names.add(e.getName()));
+            }
+        }
+        List<Class<?>> out = new ArrayList<>();
+        for (String n : names) {
+            // The tests' and the example's classes (compiled beside the bindings here) are not the API.
+            if (!n.startsWith("krabka/coordination/") || !n.endsWith(".class") || n.startsWith("krabka/coordination/javatest/")
+                || n.startsWith("krabka/coordination/test/") || n.startsWith("krabka/coordination/example/")) continue;
+            String name = n.substring(0, n.length() - ".class".length()).replace('/', '.');
+            String simple = name.substring(name.lastIndexOf('.') + 1);
+            if (simple.startsWith("FfiConverter") || simple.toLowerCase(java.util.Locale.ROOT).startsWith("uniffi") || simple.startsWith("RustBuffer")
+                || simple.startsWith("ForeignBytes")) continue;
+            Class<?> c = Class.forName(name, false, JavaMain.class.getClassLoader());
+            if (Modifier.isPublic(c.getModifiers()) && !c.isSynthetic()) out.add(c);
+        }
+        expect(out.size() > 40, "found " + out.size() + " classes under " + root);
+        return out;
+    }
+
+    /** The records a caller fills in for a call: the only ones with setters. */
+    static final List<String> FILLED_IN = List.of("AcquireOptions", "ClientOptions", "TopicOptions", "OutRecord", "Header");
 
     /** The token's wire form and the Java shape of the API; needs no Kafka. */
     static void shapes() {
@@ -101,9 +130,10 @@ public final class JavaMain {
         });
         check("no method collides with Object's, and no Java-visible name is mangled", () -> {
             List<String> bad = new ArrayList<>();
-            for (Class<?> c : API) {
+            for (Class<?> c : apiClasses()) {
                 for (Method m : c.getMethods()) {
-                    if (m.getDeclaringClass() == Object.class) continue;
+                    // Kotlin's internal members carry a `$module` suffix.
+                    if (m.getDeclaringClass() == Object.class || m.isSynthetic() || m.isBridge() || m.getName().contains("$")) continue;
                     boolean objects = false;
                     for (Method o : Object.class.getMethods()) objects |= o.getName().equals(m.getName()) && !m.getName().equals("equals")
                         && !m.getName().equals("hashCode") && !m.getName().equals("toString");
@@ -113,8 +143,18 @@ public final class JavaMain {
             expect(bad.isEmpty(), "methods: " + bad);
         });
         check("returned records are read-only; one LeadershipEvent type", () -> {
+            List<String> writable = new ArrayList<>();
+            for (Class<?> c : apiClasses()) {
+                if (FILLED_IN.contains(c.getSimpleName()) || c.isInterface()) continue;
+                for (Method m : c.getDeclaredMethods()) {
+                    if (Modifier.isPublic(m.getModifiers()) && m.getName().startsWith("set") && m.getParameterCount() == 1
+                        && !m.getName().contains("$")) {
+                        writable.add(c.getName() + "." + m.getName());
+                    }
+                }
+            }
+            expect(writable.isEmpty(), "setters on returned values: " + writable);
             for (Class<?> c : new Class<?>[] {TermEnd.class, Lease.class, EventRecord.class, RoleView.class, FencingToken.class}) {
-                for (Method m : c.getMethods()) expect(!m.getName().startsWith("set"), c.getSimpleName() + "." + m.getName());
                 for (java.lang.reflect.Field f : c.getDeclaredFields()) {
                     expect(Modifier.isStatic(f.getModifiers()) || Modifier.isFinal(f.getModifiers()), c.getSimpleName() + "." + f.getName());
                 }
