@@ -97,6 +97,19 @@ def test_timedeltas_are_taken_as_their_seconds(client: kc.Client, role: str) -> 
         assert 0.25 <= time.monotonic() - started < 2.5
 
 
+def test_an_observers_next_takes_a_timedelta(client: kc.Client, role: str) -> None:
+    with client.observe(role) as observer:
+        first = observer.next(timedelta(seconds=20))
+        assert first is not None and first.change == "initial", repr(first)
+        # Nothing happens to the role: the wait ends after the timedelta's
+        # seconds, not at once and not unbounded.
+        started = time.monotonic()
+        assert observer.next(timedelta(milliseconds=300)) is None
+        assert 0.25 <= time.monotonic() - started < 2.5
+        with pytest.raises(kc.InvalidArgumentError, match="timeout must be a non-negative number of seconds"):
+            observer.next(timedelta(seconds=-1))
+
+
 def test_a_zero_stagger_is_allowed(offline: kc.Client) -> None:
     # Zero stagger passes the checks; the call then fails on the empty
     # member, which the core checks before any I/O.
