@@ -21,7 +21,10 @@
 #      second member taking over; a deposed leader fenced);
 #   5b. the Java tests (bindings/uniffi/tests/java), compiled with javac
 #      against the compiled bindings: KrabkaJava's blocking and
-#      CompletableFuture API from plain Java on the same Kafka;
+#      CompletableFuture API from plain Java on the same Kafka (the acquire
+#      with a timeout, the leader loop), the token's text, and the API's
+#      Java shape by reflection over every public class (no name colliding
+#      with Object's or mangled, no setter on a returned record);
 #   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
 #      through guarded writes and resign when its time is up), then once more
 #      deposed behind its back (it must stop its work and exit 3, fenced).

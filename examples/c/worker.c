@@ -174,9 +174,7 @@ int main(int argc, char **argv) {
     if (pthread_create(&sig_thread, NULL, signal_thread, &sig_args) != 0) return 1;
     if (for_seconds) alarm(for_seconds);
 
-    memset(&err, 0, sizeof err);
-    err.message = message;
-    err.capacity = sizeof message;
+    krabka_error_init(&err, message, sizeof message); /* then fields by name */
     r = krabka_client_new(keys, values, n_settings, NULL, &client, &err);
     if (r != KRABKA_RESULT_OK) {
         say("cannot make the client: %s: %s", krabka_result_name(r), message);
@@ -209,9 +207,7 @@ int main(int argc, char **argv) {
         if (stopping()) break;
         results++;
         snprintf(value, sizeof value, "{\"result\": %lld, \"member\": \"%s\"}", results, member);
-        memset(&record, 0, sizeof record);
-        record.topic = topic;
-        record.partition = KRABKA_ANY_PARTITION;
+        krabka_record_init(&record, topic); /* any partition, no key, no headers */
         record.value = (const uint8_t *)value;
         record.value_len = strlen(value);
         r = krabka_leadership_write(leadership, &record, 1, &err);

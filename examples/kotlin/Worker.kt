@@ -115,7 +115,7 @@ suspend fun run(args: Args, stop: CompletableDeferred<String>): Int = coroutineS
         val leadership = acquire.await()
         log("leading $role with token ${leadership.token()}")
         val working = launch { work(leadership, args.str("topic"), intervalMs) }
-        val ended = async { leadership.wait() }
+        val ended = async { leadership.awaitEnd() }
         val end = select2(ended, stop)
         // Whatever happened, the work stops first.
         working.cancelAndJoin()

@@ -97,6 +97,11 @@
 // A timeout that means "no limit".
 #define KRABKA_NO_TIMEOUT -1.0
 
+// The longest wire form of a token, its final NUL included
+// (`"-9223372036854775808/-32768"`): a buffer of this size always holds
+// what `krabka_token_format` writes.
+#define KRABKA_TOKEN_TEXT_MAX 28
+
 // The partition value that lets the producer's partitioner choose.
 #define KRABKA_ANY_PARTITION -1
 
@@ -1062,6 +1067,31 @@ krabka_result krabka_fencing_token_no_epoch(krabka_fencing_token *out);
 // Sets `*out` to whether `token` is NoEpoch.
 krabka_result krabka_fencing_token_is_no_epoch(const krabka_fencing_token *token, bool *out);
 
+// Parses `text`, a token's wire form, into `*out`: `PRODUCER_ID/EPOCH` in
+// decimal (`"4001/7"`, what `krabka_token_format`, the CLI and
+// `KRABKA_TOKEN` write) or `"NoEpoch"`. The core's parser decides, as in
+// every binding: no spaces, no `+`, both numbers within their types.
+// Malformed text is KRABKA_RESULT_INVALID_ARGUMENT, `*out` untouched, the
+// message quoting the text and naming the expected form; text that is not
+// UTF-8 likewise. Does not block; any thread.
+krabka_result krabka_token_parse(const char *text, krabka_fencing_token *out, krabka_error *err);
+
+// Writes the wire form of `*token` into `buf` (`capacity` bytes),
+// NUL-terminated: `PRODUCER_ID/EPOCH` in decimal, or `NoEpoch` for NoEpoch;
+// `krabka_token_parse` reads it back. `*out_len` (when not NULL) gets the
+// text's length without the NUL, even when the buffer is too small
+// (KRABKA_RESULT_BUFFER_TOO_SMALL, nothing written). A buffer of
+// KRABKA_TOKEN_TEXT_MAX bytes always suffices. Does not block; any thread.
+krabka_result krabka_token_format(const krabka_fencing_token *token, char *buf, size_t capacity, size_t *out_len, krabka_error *err);
+
+// Fills `*err` to receive messages in `message` (`capacity` bytes, its NUL
+// included; NULL with 0 for none): `length` 0, `part` KRABKA_PART_NONE and
+// `message` holding `""` when it has room. Fill every `krabka_error` this
+// way (or set its fields by name), never with a positional `{...}` list: a
+// field added later (at the end) gets its default here, so code written
+// this way keeps its meaning. Does not block; any thread.
+krabka_result krabka_error_init(krabka_error *err, char *message, size_t capacity);
+
 // The stable name of a result code (`"FENCED"`, `"NULL_ARGUMENT"`, ...), a
 // static NUL-terminated string (never freed); `"UNKNOWN"` for a value no
 // code has.
@@ -1116,6 +1146,14 @@ bool krabka_term_ended(const krabka_term_signal *signal);
 // first (`KRABKA_NO_TIMEOUT`: no limit; 0 polls). Blocks the calling
 // thread at most `timeout`; any thread.
 krabka_result krabka_term_wait(const krabka_term_signal *signal, double timeout, krabka_error *err);
+
+// Fills `*rec` for `topic`: partition `KRABKA_ANY_PARTITION`, no key, a
+// null value, no headers; then set the fields you need by name
+// (`rec.value = ...; rec.value_len = ...;`), never with a positional
+// `{...}` list: a field added later (at the end) gets its default here, so
+// code written this way keeps its meaning. `topic` is stored as given
+// (borrowed, may be NULL to set later). Does not block; any thread.
+krabka_result krabka_record_init(krabka_record *rec, const char *topic);
 
 // The fencing token of this term, into `*out`. Does not block; any thread.
 krabka_result krabka_leadership_token(const krabka_leadership *leadership, krabka_fencing_token *out, krabka_error *err);

@@ -462,6 +462,88 @@ pub unsafe extern "C" fn krabka_fencing_token_is_no_epoch(
     })
 }
 
+/// Parses `text`, a token's wire form, into `*out`: `PRODUCER_ID/EPOCH` in
+/// decimal (`"4001/7"`, what `krabka_token_format`, the CLI and
+/// `KRABKA_TOKEN` write) or `"NoEpoch"`. The core's parser decides, as in
+/// every binding: no spaces, no `+`, both numbers within their types.
+/// Malformed text is KRABKA_RESULT_INVALID_ARGUMENT, `*out` untouched, the
+/// message quoting the text and naming the expected form; text that is not
+/// UTF-8 likewise. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_token_parse(
+    text: *const c_char,
+    out: *mut krabka_fencing_token,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let text = unsafe { crate::ffi::cstr(text, "text") }?;
+        let out = unsafe { output(out, "out") }?;
+        *out = krabka_coordination_bindings::args::token(text)?.into();
+        Ok(())
+    })
+}
+
+/// The longest wire form of a token, its final NUL included
+/// (`"-9223372036854775808/-32768"`): a buffer of this size always holds
+/// what `krabka_token_format` writes.
+pub const KRABKA_TOKEN_TEXT_MAX: usize = 28;
+
+/// Writes the wire form of `*token` into `buf` (`capacity` bytes),
+/// NUL-terminated: `PRODUCER_ID/EPOCH` in decimal, or `NoEpoch` for NoEpoch;
+/// `krabka_token_parse` reads it back. `*out_len` (when not NULL) gets the
+/// text's length without the NUL, even when the buffer is too small
+/// (KRABKA_RESULT_BUFFER_TOO_SMALL, nothing written). A buffer of
+/// KRABKA_TOKEN_TEXT_MAX bytes always suffices. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_token_format(
+    token: *const krabka_fencing_token,
+    buf: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let t: FencingToken = (*unsafe { input(token, "token") }?).into();
+        let mut text = t.to_string().into_bytes();
+        let len = text.len();
+        if !out_len.is_null() {
+            // SAFETY: a non-NULL `out_len` is writable (the contract).
+            unsafe { *out_len = len };
+        }
+        // The NUL is copied with the text: a buffer without room for it is
+        // too small.
+        text.push(0);
+        let mut needed = 0;
+        unsafe { copy_out(&text, buf.cast::<u8>(), capacity, &mut needed, "buf") }
+    })
+}
+
+/// Fills `*err` to receive messages in `message` (`capacity` bytes, its NUL
+/// included; NULL with 0 for none): `length` 0, `part` KRABKA_PART_NONE and
+/// `message` holding `""` when it has room. Fill every `krabka_error` this
+/// way (or set its fields by name), never with a positional `{...}` list: a
+/// field added later (at the end) gets its default here, so code written
+/// this way keeps its meaning. Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_error_init(
+    err: *mut krabka_error,
+    message: *mut c_char,
+    capacity: usize,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || {
+        let e = unsafe { output(err, "err") }?;
+        *e = krabka_error {
+            message,
+            capacity,
+            length: 0,
+            part: krabka_part::None,
+        };
+        // SAFETY: `message` is NULL or holds `capacity` bytes (the contract).
+        unsafe { crate::ffi::copy_text("", message, capacity) };
+        Ok(())
+    })
+}
+
 /// The stable name of a result code (`"FENCED"`, `"NULL_ARGUMENT"`, ...), a
 /// static NUL-terminated string (never freed); `"UNKNOWN"` for a value no
 /// code has.

@@ -59,6 +59,32 @@ pub struct krabka_record {
     pub header_count: usize,
 }
 
+/// Fills `*rec` for `topic`: partition `KRABKA_ANY_PARTITION`, no key, a
+/// null value, no headers; then set the fields you need by name
+/// (`rec.value = ...; rec.value_len = ...;`), never with a positional
+/// `{...}` list: a field added later (at the end) gets its default here, so
+/// code written this way keeps its meaning. `topic` is stored as given
+/// (borrowed, may be NULL to set later). Does not block; any thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_record_init(
+    rec: *mut krabka_record,
+    topic: *const c_char,
+) -> krabka_result {
+    guard(std::ptr::null_mut(), || {
+        *unsafe { output(rec, "rec") }? = krabka_record {
+            topic,
+            partition: KRABKA_ANY_PARTITION,
+            key: std::ptr::null(),
+            key_len: 0,
+            value: std::ptr::null(),
+            value_len: 0,
+            headers: std::ptr::null(),
+            header_count: 0,
+        };
+        Ok(())
+    })
+}
+
 /// The held leadership of a role (opaque), from `krabka_client_acquire`.
 /// The library renews the lease in the background until the term ends
 /// (fenced, lease expired, resigned, or a fatal error).

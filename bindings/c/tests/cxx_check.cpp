@@ -13,7 +13,8 @@ int main() {
     uint8_t buf[32];
     size_t len = 0;
     char message[256];
-    krabka_error err = {message, sizeof message, 0, KRABKA_PART_NONE};
+    krabka_error err;
+    krabka_error_init(&err, message, sizeof message);
     krabka_result e = krabka_encode_key(&key, buf, sizeof buf, &len, &err);
     krabka_leadership *l = nullptr;
     krabka_leadership_free(l);

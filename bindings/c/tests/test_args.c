@@ -242,6 +242,70 @@ static void partitions_and_tokens(void) {
     EXPECT(krabka_fencing_token_is_no_epoch(&a, NULL), KRABKA_RESULT_NULL_ARGUMENT);
 }
 
+/* The token's wire form: format and parse round-trip through the core's
+ * text; malformed texts are INVALID_ARGUMENT naming the text, `*out`
+ * untouched. */
+static void token_text(void) {
+    static const char *const bad[] = {"", "7", "7/", "/7", "7/3/1", " 7/3", "7/ 3", "+7/3", "7/32768",
+                                      "9223372036854775808/0", "noepoch", "0x7/3", "\xc3"};
+    krabka_fencing_token t = {0, 0}, min = {INT64_MIN, -32768}, no;
+    char buf[KRABKA_TOKEN_TEXT_MAX], small[4];
+    size_t len = 0, i;
+    EXPECT(krabka_token_parse("4001/7", &t, err), KRABKA_RESULT_OK);
+    CHECK(t.producer_id == 4001 && t.producer_epoch == 7, "parsed %lld/%d", (long long)t.producer_id, t.producer_epoch);
+    EXPECT(krabka_token_parse("NoEpoch", &t, err), KRABKA_RESULT_OK);
+    CHECK(t.producer_id == -1 && t.producer_epoch == -1, "NoEpoch parsed");
+    EXPECT(krabka_token_parse("-4242/-2", &t, err), KRABKA_RESULT_OK);
+    CHECK(t.producer_id == -4242 && t.producer_epoch == -2, "negative parts");
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        krabka_fencing_token kept = {99, 9};
+        EXPECT(krabka_token_parse(bad[i], &kept, err), KRABKA_RESULT_INVALID_ARGUMENT);
+        CHECK(kept.producer_id == 99 && kept.producer_epoch == 9, "'%s' left out untouched", bad[i]);
+        CHECK(i == sizeof bad / sizeof bad[0] - 1 || strstr(te.buf, "is not a fencing token") != NULL,
+              "'%s': message '%s'", bad[i], te.buf);
+    }
+    CHECK(strstr(te.buf, "UTF-8") != NULL, "not UTF-8: '%s'", te.buf);
+    EXPECT(krabka_token_parse("7/3", &t, err), KRABKA_RESULT_OK);
+    EXPECT_NULL(krabka_token_parse(NULL, &t, err), "text");
+    EXPECT_NULL(krabka_token_parse("7/3", NULL, err), "out");
+
+    EXPECT(krabka_token_format(&t, buf, sizeof buf, &len, err), KRABKA_RESULT_OK);
+    CHECK(strcmp(buf, "7/3") == 0 && len == 3, "formatted '%s' (%zu)", buf, len);
+    EXPECT(krabka_token_format(&min, buf, sizeof buf, &len, err), KRABKA_RESULT_OK);
+    CHECK(strcmp(buf, "-9223372036854775808/-32768") == 0 && len + 1 == KRABKA_TOKEN_TEXT_MAX, "the longest: '%s'", buf);
+    EXPECT(krabka_token_parse(buf, &t, err), KRABKA_RESULT_OK);
+    CHECK(t.producer_id == INT64_MIN && t.producer_epoch == -32768, "the longest parses back");
+    EXPECT(krabka_fencing_token_no_epoch(&no), KRABKA_RESULT_OK);
+    EXPECT(krabka_token_format(&no, buf, sizeof buf, NULL, err), KRABKA_RESULT_OK);
+    CHECK(strcmp(buf, "NoEpoch") == 0, "NoEpoch formatted '%s'", buf);
+    memset(small, 'x', sizeof small);
+    EXPECT(krabka_token_format(&no, small, sizeof small, &len, err), KRABKA_RESULT_BUFFER_TOO_SMALL);
+    CHECK(len == 7 && small[0] == 'x', "too small: length %zu, nothing written", len);
+    EXPECT_NULL(krabka_token_format(NULL, buf, sizeof buf, &len, err), "token");
+    EXPECT_NULL(krabka_token_format(&no, NULL, sizeof buf, &len, err), "buf");
+}
+
+/* The init functions of the error record and of a guarded record: fields set
+ * by name afterwards. */
+static void inits(void) {
+    krabka_error e;
+    krabka_record rec;
+    char msg[16];
+    memset(&e, 0x55, sizeof e);
+    memset(msg, 'x', sizeof msg);
+    CHECK(krabka_error_init(&e, msg, sizeof msg) == KRABKA_RESULT_OK, "error init");
+    CHECK(e.message == msg && e.capacity == sizeof msg && e.length == 0 && e.part == KRABKA_PART_NONE &&
+              msg[0] == '\0', "error record filled");
+    CHECK(krabka_error_init(&e, NULL, 0) == KRABKA_RESULT_OK && e.message == NULL && e.capacity == 0, "no buffer");
+    CHECK(krabka_error_init(NULL, msg, sizeof msg) == KRABKA_RESULT_NULL_ARGUMENT, "NULL record");
+    memset(&rec, 0x55, sizeof rec);
+    CHECK(krabka_record_init(&rec, "results") == KRABKA_RESULT_OK, "record init");
+    CHECK(strcmp(rec.topic, "results") == 0 && rec.partition == KRABKA_ANY_PARTITION && rec.key == NULL &&
+              rec.key_len == 0 && rec.value == NULL && rec.value_len == 0 && rec.headers == NULL &&
+              rec.header_count == 0, "record defaults");
+    CHECK(krabka_record_init(NULL, "results") == KRABKA_RESULT_NULL_ARGUMENT, "NULL record");
+}
+
 /* Every client and leadership function with NULL handles and arguments; a
  * client on a port where nothing listens for the rest. */
 static void clients(void) {
@@ -442,6 +506,8 @@ int main(void) {
     registrations();
     leases();
     partitions_and_tokens();
+    token_text();
+    inits();
     clients();
     return check_summary("args");
 }

@@ -110,13 +110,24 @@ pub fn str_field(value: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
     }
 }
 
-/// A duration argument in seconds (an `int` or a `float`; `None` or left
-/// out: the default). Only the type is checked here; the value is the shared
-/// crate's to check ([`args::seconds`]).
+/// True for a `datetime.timedelta` (or a subclass).
+fn is_timedelta(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let timedelta = value.py().import("datetime")?.getattr("timedelta")?;
+    value.is_instance(&timedelta)
+}
+
+/// A duration argument in seconds (an `int`, a `float`, or a
+/// `datetime.timedelta`, taken as its `total_seconds()`; `None` or left out:
+/// the default). Only the type is checked here; the value is the shared
+/// crate's to check ([`args::seconds`]), so a negative `timedelta` is
+/// refused as a negative number of seconds is.
 pub fn seconds_value(value: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<f64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
+    if is_timedelta(value)? {
+        return Ok(Some(value.call_method0("total_seconds")?.extract()?));
+    }
     if !(is_int(value) || value.is_instance_of::<PyFloat>()) {
         return Err(arg_error(
             value.py(),

@@ -25,9 +25,10 @@ impl PyLeadershipStatus {
     }
 
     /// True when `token` is the role's current token: its holder is
-    /// authoritative. `NO_EPOCH` never is.
-    fn authoritative(&self, token: PyRef<'_, PyFencingToken>) -> bool {
-        self.0.authoritative(&token.0)
+    /// authoritative. `NO_EPOCH` never is. `token` is a `FencingToken` or
+    /// its wire form (`"4001/7"`, as `FencingToken.parse` reads it).
+    fn authoritative(&self, token: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.0.authoritative(&crate::values::token_of(token)?.0))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -13,7 +13,10 @@ use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyBool, PyString, PyTuple};
 
-use crate::convert::{int_field, str_field};
+use krabka_coordination_bindings::args::{self, ArgError};
+
+use crate::convert::{int_field, str_field, type_name};
+use crate::error::arg_error;
 
 /// What `__reduce__` returns: the callable that rebuilds the value and its arguments.
 type Reduced<'py, A> = (Bound<'py, PyAny>, A);
@@ -217,6 +220,24 @@ impl PyLease {
     }
 }
 
+/// A token given as a `FencingToken` or as its wire form (a `str`, read by
+/// the core's parser): what `FencingToken.parse` and `authoritative` take.
+pub fn token_of(value: &Bound<'_, PyAny>) -> PyResult<PyFencingToken> {
+    if let Ok(t) = value.cast::<PyFencingToken>() {
+        return Ok(*t.get());
+    }
+    if !value.is_instance_of::<PyString>() {
+        return Err(arg_error(
+            value.py(),
+            ArgError::wrong_type("token", "a FencingToken or its text", &type_name(value)),
+        ));
+    }
+    let text = str_field(value, "token")?;
+    args::token(&text)
+        .map(PyFencingToken)
+        .map_err(|e| arg_error(value.py(), e))
+}
+
 /// The leadership token of a role: the producer id and producer epoch Kafka's
 /// transaction coordinator minted for `transactional.id = <role>`.
 ///
@@ -256,8 +277,18 @@ impl PyFencingToken {
         )
     }
 
+    /// The wire form, `PRODUCER_ID/EPOCH` (`"4001/7"`), or `"NoEpoch"`:
+    /// what the CLI prints, `KRABKA_TOKEN` holds and [`Self::parse`] reads.
     fn __str__(&self) -> String {
         self.0.to_string()
+    }
+
+    /// The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by
+    /// the core's parser as in every binding. Malformed text is an
+    /// `InvalidArgumentError` quoting it; a non-`str` a `TypeError`.
+    #[staticmethod]
+    fn parse(text: &Bound<'_, PyAny>) -> PyResult<Self> {
+        token_of(text)
     }
 
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {

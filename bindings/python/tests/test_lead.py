@@ -146,9 +146,11 @@ def test_async_lead_hands_over_fails_over_and_stops_when_cancelled(
 
         started: List[int] = []
 
-        async def work(leadership: kc.AsyncLeadership, ended: asyncio.Event) -> None:
+        async def work(leadership: kc.AsyncLeadership, ended: kc.AsyncTermEnded) -> None:
             started.append(1)
-            terms.put_nowait((len(started), leadership.token, ended.is_set()))
+            assert isinstance(ended, asyncio.Event)
+            # The term's number in the loop, as the blocking TermEnded has it.
+            terms.put_nowait((ended.number, leadership.token, ended.is_set()))
             if not handover.is_set():
                 await handover.wait()
                 return  # the hand-over

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import time
+from datetime import timedelta
 from typing import Any, Dict
 
 import pytest
@@ -55,6 +57,57 @@ def test_invalid_timings_raise_at_the_call_naming_the_argument(
 
     with pytest.raises(kc.InvalidArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"lease_duration": timedelta(seconds=-1)}, "lease_duration must be a positive number of seconds, got -1"),
+        ({"renew_interval": timedelta(0)}, "renew_interval must be a positive number of seconds, got 0"),
+        ({"lease_duration": timedelta(seconds=3), "renew_interval": timedelta(seconds=10)}, "lease duration (3s)"),
+        ({"timeout": timedelta(milliseconds=-500)}, "timeout must be a non-negative number of seconds, got -0.5"),
+    ],
+)
+def test_durations_may_be_timedeltas_checked_as_seconds(
+    offline: kc.Client, options: Dict[str, Any], message: str
+) -> None:
+    # The values reach the same checks as seconds do: refused with the same
+    # words, so they were read as the seconds they hold.
+    with pytest.raises(kc.InvalidArgumentError) as info:
+        offline.acquire_leadership("r", "m", **options)
+    assert message in str(info.value), str(info.value)
+    with pytest.raises(kc.InvalidArgumentError, match="connect_timeout must be a positive number of seconds, got 0"):
+        kc.Client(BOOT, connect_timeout=timedelta(0))
+
+
+def test_timedeltas_are_taken_as_their_seconds(client: kc.Client, role: str) -> None:
+    with client.acquire_leadership(
+        role, "m", lease_duration=timedelta(seconds=3), renew_interval=timedelta(seconds=1),
+        challenge_stagger=timedelta(0), timeout=timedelta(seconds=30),
+    ) as leadership:
+        assert 2.0 < leadership.lease_left <= 3.0, leadership.lease_left
+        # authoritative takes the token's wire form as well as the token.
+        status = client.describe_leadership(role)
+        assert status.authoritative(str(leadership.token)) and status.authoritative(leadership.token)
+        assert not status.authoritative("NoEpoch")
+        with pytest.raises(kc.InvalidArgumentError, match="is not a fencing token"):
+            status.authoritative("1004:18")
+        started = time.monotonic()
+        assert not leadership.wait(timedelta(milliseconds=300))
+        assert 0.25 <= time.monotonic() - started < 2.5
+
+
+def test_an_observers_next_takes_a_timedelta(client: kc.Client, role: str) -> None:
+    with client.observe(role) as observer:
+        first = observer.next(timedelta(seconds=20))
+        assert first is not None and first.change == "initial", repr(first)
+        # Nothing happens to the role: the wait ends after the timedelta's
+        # seconds, not at once and not unbounded.
+        started = time.monotonic()
+        assert observer.next(timedelta(milliseconds=300)) is None
+        assert 0.25 <= time.monotonic() - started < 2.5
+        with pytest.raises(kc.InvalidArgumentError, match="timeout must be a non-negative number of seconds"):
+            observer.next(timedelta(seconds=-1))
 
 
 def test_a_zero_stagger_is_allowed(offline: kc.Client) -> None:

@@ -110,6 +110,32 @@ def test_no_epoch() -> None:
 
 
 @pytest.mark.parametrize(
+    "token",
+    [kc.FencingToken(4001, 7), kc.FencingToken(-4242, -2), kc.FencingToken(-(2**63), -(2**15)),
+     kc.FencingToken(2**63 - 1, 2**15 - 1), kc.NO_EPOCH],
+)
+def test_a_tokens_text_parses_back(token: kc.FencingToken) -> None:
+    assert kc.FencingToken.parse(str(token)) == token
+    assert kc.FencingToken.parse("-1/-1") == kc.NO_EPOCH
+
+
+@pytest.mark.parametrize(
+    "text", ["", "7", "7/", "/7", "7/3/1", " 7/3", "7/ 3", "+7/3", "7/32768", "9223372036854775808/0", "noepoch", "7.0/3"]
+)
+def test_malformed_token_text_is_refused_quoting_it(text: str) -> None:
+    with pytest.raises(kc.InvalidArgumentError) as info:
+        kc.FencingToken.parse(text)
+    assert isinstance(info.value, ValueError)
+    assert f"{text!r}"[1:-1] in str(info.value) and "is not a fencing token" in str(info.value), str(info.value)
+    assert "PRODUCER_ID/EPOCH" in str(info.value)
+
+
+def test_token_parse_wants_a_str() -> None:
+    with pytest.raises(TypeError, match="^token must be a FencingToken or its text, got int$"):
+        kc.FencingToken.parse(7)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
     "value",
     [
         kc.Key.registration("r", "m"),

@@ -268,9 +268,37 @@ pub fn out_of_range(field: &str, min: i64, max: i64, got: impl fmt::Display) -> 
     ArgError::invalid(field, &format!("an integer from {min} to {max}"), got)
 }
 
+/// `text` read as a fencing token's wire form, `PRODUCER_ID/EPOCH` or
+/// `NoEpoch` (the core's `FromStr` of [`FencingToken`](krabka_coordination::FencingToken),
+/// the text every binding's token prints). Malformed text is a
+/// [`ArgErrorKind::Value`] error of the field `token` whose message is the
+/// core's: it quotes the text and names the expected form.
+pub fn token(text: &str) -> Result<krabka_coordination::FencingToken, ArgError> {
+    text.parse()
+        .map_err(|e: krabka_coordination::TokenParseError| {
+            ArgError::new(ArgErrorKind::Value, "token", e.to_string())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_parse_with_the_cores_wording() {
+        let t = token("4001/7").unwrap();
+        assert_eq!((t.producer_id, t.producer_epoch), (4001, 7));
+        assert!(token("NoEpoch").unwrap().is_no_epoch());
+        for bad in ["", "4001", "4001/7 ", "4001/40000", "noepoch"] {
+            let e = token(bad).unwrap_err();
+            assert_eq!((e.kind, e.field.as_str()), (ArgErrorKind::Value, "token"));
+            assert!(
+                e.message
+                    .starts_with(&format!("{bad:?} is not a fencing token")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn epoch_seconds_are_points_in_time_after_1970() {

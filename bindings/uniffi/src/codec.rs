@@ -41,14 +41,41 @@ pub struct Registration {
 
 /// A fencing token: the producer id and epoch Kafka's transaction
 /// coordinator minted for a role. Tokens order by producer id first, then
-/// epoch ([`compare_tokens`]); [`no_epoch`] is the token of no term.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Record)]
+/// epoch ([`compare_tokens`]); [`no_epoch`] is the token of no term. Its
+/// wire form is [`token_text`], read back by [`parse_token`].
+///
+/// It crosses the FFI as [`FencingTokenParts`] (a uniffi custom type):
+/// Swift sees it as that record; Kotlin maps it to the hand-written class
+/// `krabka.coordination.FencingToken` (bindings/uniffi/kotlin/Token.kt,
+/// configured in uniffi.toml), whose `toString()` is the wire form and whose
+/// companion has `parse` (a Java static).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FencingToken {
     /// The producer id.
     pub producer_id: i64,
     /// The producer epoch.
     pub producer_epoch: i16,
 }
+
+/// The fields of a [`FencingToken`] as they cross the FFI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Record)]
+pub struct FencingTokenParts {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+}
+
+uniffi::custom_type!(FencingToken, FencingTokenParts, {
+    lower: |t| FencingTokenParts {
+        producer_id: t.producer_id,
+        producer_epoch: t.producer_epoch,
+    },
+    try_lift: |p| Ok(FencingToken {
+        producer_id: p.producer_id,
+        producer_epoch: p.producer_epoch,
+    }),
+});
 
 /// The value of a lease record.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Record)]
@@ -242,6 +269,23 @@ pub fn no_epoch() -> FencingToken {
     core::NO_EPOCH.into()
 }
 
+/// The wire form of `token`: `PRODUCER_ID/EPOCH` in decimal (`"4001/7"`),
+/// or `"NoEpoch"` for [`no_epoch`]; the core's text, the same in every
+/// binding, the CLI and `KRABKA_TOKEN`.
+#[uniffi::export]
+pub fn token_text(token: FencingToken) -> String {
+    core::FencingToken::from(token).to_string()
+}
+
+/// The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by the
+/// core's parser as in every binding. Malformed text is
+/// [`KrabkaError::InvalidArgument`], its detail quoting the text and naming
+/// the expected form.
+#[uniffi::export]
+pub fn parse_token(text: String) -> Result<FencingToken, KrabkaError> {
+    Ok(krabka_coordination_bindings::args::token(&text)?.into())
+}
+
 /// True for [`no_epoch`].
 #[uniffi::export]
 pub fn is_no_epoch(token: FencingToken) -> bool {
@@ -283,6 +327,27 @@ mod tests {
             }),
             Err(KrabkaError::Encode { .. })
         ));
+    }
+
+    #[test]
+    fn tokens_have_the_cores_wire_form() {
+        let t = FencingToken {
+            producer_id: 4001,
+            producer_epoch: 7,
+        };
+        assert_eq!(token_text(t), "4001/7");
+        assert_eq!(token_text(no_epoch()), "NoEpoch");
+        assert_eq!(parse_token("4001/7".into()), Ok(t));
+        assert_eq!(parse_token("NoEpoch".into()), Ok(no_epoch()));
+        match parse_token("4001:7".into()) {
+            Err(KrabkaError::InvalidArgument { detail }) => {
+                assert!(
+                    detail.starts_with("\"4001:7\" is not a fencing token"),
+                    "{detail}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub struct LeadershipEvent {
     /// `registered`: the offset of the registration.
     pub offset: Option<i64>,
     /// `waiting`: the member's rank among the challengers.
-    pub rank: Option<u64>,
+    pub rank: Option<i64>,
     /// `waiting`: when it challenges, in epoch milliseconds.
     pub challenge_at: Option<i64>,
     /// `elected`, `lost_challenge`: the member's token; `waiting` behind a
@@ -46,7 +46,7 @@ pub struct LeadershipEvent {
     /// `elected`, `renewed`: the lease deadline (epoch milliseconds).
     pub deadline: Option<i64>,
     /// `renewal_failing`: how many renewals in a row failed.
-    pub failures: Option<u32>,
+    pub failures: Option<i32>,
     /// The error of `renewal_failing`, `fenced`, `ended`, `retrying`.
     pub error: Option<KrabkaError>,
     /// `resigned`: whether the lease record was cleared.
@@ -54,7 +54,7 @@ pub struct LeadershipEvent {
     /// `retrying`: what was being done.
     pub what: Option<String>,
     /// `retrying`: how many times in a row it failed.
-    pub attempt: Option<u32>,
+    pub attempt: Option<i32>,
     /// `retrying`: the pause before the next try, in seconds.
     pub retry_in: Option<f64>,
     /// `write_resolved`: true when the earlier write whose outcome was
@@ -72,21 +72,28 @@ impl From<EventView> for LeadershipEvent {
             at: v.at,
             partition: v.partition,
             offset: v.offset,
-            rank: v.rank.map(|r| r as u64),
+            rank: v.rank.map(|r| i64::try_from(r).unwrap_or(i64::MAX)),
             challenge_at: v.challenge_at,
             token: v.token.map(Into::into),
             holder: v.holder.map(|h| h.to_string()),
             granted_at: v.granted_at,
             deadline: v.deadline,
-            failures: v.failures,
+            failures: v.failures.map(saturating_i32),
             error: v.error.as_deref().map(KrabkaError::from),
             cleared: v.cleared,
             what: v.what.map(|w| w.to_string()),
-            attempt: v.attempt,
+            attempt: v.attempt.map(saturating_i32),
             retry_in: v.retry_in.map(|d| d.as_secs_f64()),
             committed: v.committed,
         }
     }
+}
+
+/// A count as a signed 32-bit number (saturating): the bindings' counts are
+/// signed, as Java has no unsigned types (Kotlin's `UInt` reaches Java
+/// under a mangled name).
+pub(crate) fn saturating_i32(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 type Shared = Arc<tokio::sync::Mutex<krabka_coordination_bindings::EventStream>>;

@@ -124,8 +124,8 @@ impl Term {
 #[uniffi::export]
 impl Term {
     /// The term's number in its loop, from 1.
-    pub fn number(&self) -> Result<u64, KrabkaError> {
-        Ok(self.inner.get()?.number())
+    pub fn number(&self) -> Result<i64, KrabkaError> {
+        Ok(i64::try_from(self.inner.get()?.number()).unwrap_or(i64::MAX))
     }
 
     /// The term's held leadership: token, guarded writes. Closing it

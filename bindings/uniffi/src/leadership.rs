@@ -233,8 +233,10 @@ impl Leadership {
     }
 
     /// How many renewals in a row have failed with a transient error.
-    pub fn renewal_failures(&self) -> Result<u32, KrabkaError> {
-        Ok(self.core()?.renewal_failures())
+    pub fn renewal_failures(&self) -> Result<i32, KrabkaError> {
+        Ok(crate::events::saturating_i32(
+            self.core()?.renewal_failures(),
+        ))
     }
 
     /// True until the term ends.

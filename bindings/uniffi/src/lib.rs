@@ -42,7 +42,7 @@ pub mod observe;
 mod runtime;
 
 pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
-pub use codec::{FencingToken, Key, KeyKind, Lease, Registration, RosterEntry};
+pub use codec::{FencingToken, FencingTokenParts, Key, KeyKind, Lease, Registration, RosterEntry};
 pub use error::{ErrorKind, KrabkaError};
 pub use events::{AcquireEvents, EventStream, LeadershipEvent};
 pub use lead::{LeaderLoop, Term};

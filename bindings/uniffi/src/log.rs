@@ -101,8 +101,8 @@ pub struct LogRecord {
     pub text: String,
     /// The Rust source file of the log statement, when known.
     pub file: Option<String>,
-    /// Its line, when known.
-    pub line: Option<u32>,
+    /// Its line, when known (signed, as Java's `Integer`).
+    pub line: Option<i32>,
 }
 
 impl From<shared::LogRecord> for LogRecord {
@@ -116,7 +116,7 @@ impl From<shared::LogRecord> for LogRecord {
             context: fields(r.context),
             text,
             file: r.file,
-            line: r.line,
+            line: r.line.map(crate::events::saturating_i32),
         }
     }
 }

@@ -30,8 +30,9 @@ pub enum MetricKind {
 pub struct MetricBucket {
     /// The bucket's upper bound, in seconds.
     pub le: f64,
-    /// How many observations were at or below it.
-    pub count: u64,
+    /// How many observations were at or below it (signed, as Java counts:
+    /// saturating at `Long.MAX_VALUE`).
+    pub count: i64,
 }
 
 /// One series of the core's metrics, now.
@@ -46,11 +47,18 @@ pub struct MetricSample {
     /// A counter's count or a gauge's value; a histogram's sum.
     pub value: f64,
     /// A counter's count (exact); a histogram's number of observations
-    /// (its `+Inf` bucket); 0 for a gauge.
-    pub count: u64,
+    /// (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
+    /// (saturating at `Long.MAX_VALUE`).
+    pub count: i64,
     /// A histogram's buckets, cumulative, in order of their bounds (empty
     /// for a counter or a gauge).
     pub buckets: Vec<MetricBucket>,
+}
+
+/// A count as a signed 64-bit number (saturating): Java has no unsigned
+/// types, and Kotlin's `ULong` reaches Java under a mangled name.
+fn saturating_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The shared recorder, installed by the first call; `None` when another
@@ -88,7 +96,10 @@ pub fn metrics() -> Vec<MetricSample> {
                     count,
                     buckets
                         .into_iter()
-                        .map(|(le, count)| MetricBucket { le, count })
+                        .map(|(le, count)| MetricBucket {
+                            le,
+                            count: saturating_i64(count),
+                        })
                         .collect(),
                 ),
             };
@@ -97,7 +108,7 @@ pub fn metrics() -> Vec<MetricSample> {
                 labels,
                 kind,
                 value,
-                count,
+                count: saturating_i64(count),
                 buckets,
             }
         })

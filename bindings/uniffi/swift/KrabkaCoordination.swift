@@ -503,22 +503,6 @@ fileprivate struct FfiConverterInt16: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
-    typealias FfiType = UInt32
-    typealias SwiftType = UInt32
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     typealias FfiType = Int32
     typealias SwiftType = Int32
@@ -528,22 +512,6 @@ fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     }
 
     public static func write(_ value: Int32, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
-    typealias FfiType = UInt64
-    typealias SwiftType = UInt64
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -1632,7 +1600,7 @@ public protocol LeadershipProtocol: AnyObject, Sendable {
     /**
      * How many renewals in a row have failed with a transient error.
      */
-    func renewalFailures() throws  -> UInt32
+    func renewalFailures() throws  -> Int32
     
     /**
      * Gives the role up: stops renewing, supersedes the token, clears the
@@ -1809,8 +1777,8 @@ open func partition()throws  -> Int32  {
     /**
      * How many renewals in a row have failed with a transient error.
      */
-open func renewalFailures()throws  -> UInt32  {
-    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+open func renewalFailures()throws  -> Int32  {
+    return try  FfiConverterInt32.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
         uniffiCallStatus in
     uniffi_krabka_coordination_uniffi_fn_method_leadership_renewal_failures(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2548,7 +2516,7 @@ public protocol TermProtocol: AnyObject, Sendable {
     /**
      * The term's number in its loop, from 1.
      */
-    func number() throws  -> UInt64
+    func number() throws  -> Int64
     
 }
 /**
@@ -2656,8 +2624,8 @@ open func leadership()throws  -> Leadership  {
     /**
      * The term's number in its loop, from 1.
      */
-open func number()throws  -> UInt64  {
-    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+open func number()throws  -> Int64  {
+    return try  FfiConverterInt64.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
         uniffiCallStatus in
     uniffi_krabka_coordination_uniffi_fn_method_term_number(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2897,11 +2865,9 @@ public func FfiConverterTypeClientOptions_lower(_ value: ClientOptions) -> RustB
 
 
 /**
- * A fencing token: the producer id and epoch Kafka's transaction
- * coordinator minted for a role. Tokens order by producer id first, then
- * epoch ([`compare_tokens`]); [`no_epoch`] is the token of no term.
+ * The fields of a [`FencingToken`] as they cross the FFI.
  */
-public struct FencingToken: Equatable, Hashable {
+public struct FencingTokenParts: Equatable, Hashable {
     /**
      * The producer id.
      */
@@ -2930,22 +2896,22 @@ public struct FencingToken: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension FencingToken: Sendable {}
+extension FencingTokenParts: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeFencingToken: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FencingToken {
+public struct FfiConverterTypeFencingTokenParts: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FencingTokenParts {
         return
-            try FencingToken(
+            try FencingTokenParts(
                 producerId: FfiConverterInt64.read(from: &buf), 
                 producerEpoch: FfiConverterInt16.read(from: &buf)
         )
     }
 
-    public static func write(_ value: FencingToken, into buf: inout [UInt8]) {
+    public static func write(_ value: FencingTokenParts, into buf: inout [UInt8]) {
         FfiConverterInt64.write(value.producerId, into: &buf)
         FfiConverterInt16.write(value.producerEpoch, into: &buf)
     }
@@ -2955,15 +2921,15 @@ public struct FfiConverterTypeFencingToken: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeFencingToken_lift(_ buf: RustBuffer) throws -> FencingToken {
-    return try FfiConverterTypeFencingToken.lift(buf)
+public func FfiConverterTypeFencingTokenParts_lift(_ buf: RustBuffer) throws -> FencingTokenParts {
+    return try FfiConverterTypeFencingTokenParts.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeFencingToken_lower(_ value: FencingToken) -> RustBuffer {
-    return FfiConverterTypeFencingToken.lower(value)
+public func FfiConverterTypeFencingTokenParts_lower(_ value: FencingTokenParts) -> RustBuffer {
+    return FfiConverterTypeFencingTokenParts.lower(value)
 }
 
 
@@ -3151,7 +3117,7 @@ public struct LeadershipEvent: Equatable, Hashable {
     /**
      * `waiting`: the member's rank among the challengers.
      */
-    public var rank: UInt64?
+    public var rank: Int64?
     /**
      * `waiting`: when it challenges, in epoch milliseconds.
      */
@@ -3176,7 +3142,7 @@ public struct LeadershipEvent: Equatable, Hashable {
     /**
      * `renewal_failing`: how many renewals in a row failed.
      */
-    public var failures: UInt32?
+    public var failures: Int32?
     /**
      * The error of `renewal_failing`, `fenced`, `ended`, `retrying`.
      */
@@ -3192,7 +3158,7 @@ public struct LeadershipEvent: Equatable, Hashable {
     /**
      * `retrying`: how many times in a row it failed.
      */
-    public var attempt: UInt32?
+    public var attempt: Int32?
     /**
      * `retrying`: the pause before the next try, in seconds.
      */
@@ -3230,7 +3196,7 @@ public struct LeadershipEvent: Equatable, Hashable {
          */offset: Int64?, 
         /**
          * `waiting`: the member's rank among the challengers.
-         */rank: UInt64?, 
+         */rank: Int64?, 
         /**
          * `waiting`: when it challenges, in epoch milliseconds.
          */challengeAt: Int64?, 
@@ -3249,7 +3215,7 @@ public struct LeadershipEvent: Equatable, Hashable {
          */deadline: Int64?, 
         /**
          * `renewal_failing`: how many renewals in a row failed.
-         */failures: UInt32?, 
+         */failures: Int32?, 
         /**
          * The error of `renewal_failing`, `fenced`, `ended`, `retrying`.
          */error: KrabkaError?, 
@@ -3261,7 +3227,7 @@ public struct LeadershipEvent: Equatable, Hashable {
          */what: String?, 
         /**
          * `retrying`: how many times in a row it failed.
-         */attempt: UInt32?, 
+         */attempt: Int32?, 
         /**
          * `retrying`: the pause before the next try, in seconds.
          */retryIn: Double?, 
@@ -3313,17 +3279,17 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
                 at: FfiConverterInt64.read(from: &buf), 
                 partition: FfiConverterOptionInt32.read(from: &buf), 
                 offset: FfiConverterOptionInt64.read(from: &buf), 
-                rank: FfiConverterOptionUInt64.read(from: &buf), 
+                rank: FfiConverterOptionInt64.read(from: &buf), 
                 challengeAt: FfiConverterOptionInt64.read(from: &buf), 
                 token: FfiConverterOptionTypeFencingToken.read(from: &buf), 
                 holder: FfiConverterOptionString.read(from: &buf), 
                 grantedAt: FfiConverterOptionInt64.read(from: &buf), 
                 deadline: FfiConverterOptionInt64.read(from: &buf), 
-                failures: FfiConverterOptionUInt32.read(from: &buf), 
+                failures: FfiConverterOptionInt32.read(from: &buf), 
                 error: FfiConverterOptionTypeKrabkaError.read(from: &buf), 
                 cleared: FfiConverterOptionBool.read(from: &buf), 
                 what: FfiConverterOptionString.read(from: &buf), 
-                attempt: FfiConverterOptionUInt32.read(from: &buf), 
+                attempt: FfiConverterOptionInt32.read(from: &buf), 
                 retryIn: FfiConverterOptionDouble.read(from: &buf), 
                 committed: FfiConverterOptionBool.read(from: &buf)
         )
@@ -3336,17 +3302,17 @@ public struct FfiConverterTypeLeadershipEvent: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.at, into: &buf)
         FfiConverterOptionInt32.write(value.partition, into: &buf)
         FfiConverterOptionInt64.write(value.offset, into: &buf)
-        FfiConverterOptionUInt64.write(value.rank, into: &buf)
+        FfiConverterOptionInt64.write(value.rank, into: &buf)
         FfiConverterOptionInt64.write(value.challengeAt, into: &buf)
         FfiConverterOptionTypeFencingToken.write(value.token, into: &buf)
         FfiConverterOptionString.write(value.holder, into: &buf)
         FfiConverterOptionInt64.write(value.grantedAt, into: &buf)
         FfiConverterOptionInt64.write(value.deadline, into: &buf)
-        FfiConverterOptionUInt32.write(value.failures, into: &buf)
+        FfiConverterOptionInt32.write(value.failures, into: &buf)
         FfiConverterOptionTypeKrabkaError.write(value.error, into: &buf)
         FfiConverterOptionBool.write(value.cleared, into: &buf)
         FfiConverterOptionString.write(value.what, into: &buf)
-        FfiConverterOptionUInt32.write(value.attempt, into: &buf)
+        FfiConverterOptionInt32.write(value.attempt, into: &buf)
         FfiConverterOptionDouble.write(value.retryIn, into: &buf)
         FfiConverterOptionBool.write(value.committed, into: &buf)
     }
@@ -3564,9 +3530,9 @@ public struct LogRecord: Equatable, Hashable {
      */
     public var file: String?
     /**
-     * Its line, when known.
+     * Its line, when known (signed, as Java's `Integer`).
      */
-    public var line: UInt32?
+    public var line: Int32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3596,8 +3562,8 @@ public struct LogRecord: Equatable, Hashable {
          * The Rust source file of the log statement, when known.
          */file: String?, 
         /**
-         * Its line, when known.
-         */line: UInt32?) {
+         * Its line, when known (signed, as Java's `Integer`).
+         */line: Int32?) {
         self.level = level
         self.target = target
         self.message = message
@@ -3631,7 +3597,7 @@ public struct FfiConverterTypeLogRecord: FfiConverterRustBuffer {
                 context: FfiConverterSequenceTypeLogField.read(from: &buf), 
                 text: FfiConverterString.read(from: &buf), 
                 file: FfiConverterOptionString.read(from: &buf), 
-                line: FfiConverterOptionUInt32.read(from: &buf)
+                line: FfiConverterOptionInt32.read(from: &buf)
         )
     }
 
@@ -3643,7 +3609,7 @@ public struct FfiConverterTypeLogRecord: FfiConverterRustBuffer {
         FfiConverterSequenceTypeLogField.write(value.context, into: &buf)
         FfiConverterString.write(value.text, into: &buf)
         FfiConverterOptionString.write(value.file, into: &buf)
-        FfiConverterOptionUInt32.write(value.line, into: &buf)
+        FfiConverterOptionInt32.write(value.line, into: &buf)
     }
 }
 
@@ -3673,9 +3639,10 @@ public struct MetricBucket: Equatable, Hashable {
      */
     public var le: Double
     /**
-     * How many observations were at or below it.
+     * How many observations were at or below it (signed, as Java counts:
+     * saturating at `Long.MAX_VALUE`).
      */
-    public var count: UInt64
+    public var count: Int64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -3684,8 +3651,9 @@ public struct MetricBucket: Equatable, Hashable {
          * The bucket's upper bound, in seconds.
          */le: Double, 
         /**
-         * How many observations were at or below it.
-         */count: UInt64) {
+         * How many observations were at or below it (signed, as Java counts:
+         * saturating at `Long.MAX_VALUE`).
+         */count: Int64) {
         self.le = le
         self.count = count
     }
@@ -3707,13 +3675,13 @@ public struct FfiConverterTypeMetricBucket: FfiConverterRustBuffer {
         return
             try MetricBucket(
                 le: FfiConverterDouble.read(from: &buf), 
-                count: FfiConverterUInt64.read(from: &buf)
+                count: FfiConverterInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: MetricBucket, into buf: inout [UInt8]) {
         FfiConverterDouble.write(value.le, into: &buf)
-        FfiConverterUInt64.write(value.count, into: &buf)
+        FfiConverterInt64.write(value.count, into: &buf)
     }
 }
 
@@ -3755,9 +3723,10 @@ public struct MetricSample: Equatable, Hashable {
     public var value: Double
     /**
      * A counter's count (exact); a histogram's number of observations
-     * (its `+Inf` bucket); 0 for a gauge.
+     * (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
+     * (saturating at `Long.MAX_VALUE`).
      */
-    public var count: UInt64
+    public var count: Int64
     /**
      * A histogram's buckets, cumulative, in order of their bounds (empty
      * for a counter or a gauge).
@@ -3781,8 +3750,9 @@ public struct MetricSample: Equatable, Hashable {
          */value: Double, 
         /**
          * A counter's count (exact); a histogram's number of observations
-         * (its `+Inf` bucket); 0 for a gauge.
-         */count: UInt64, 
+         * (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
+         * (saturating at `Long.MAX_VALUE`).
+         */count: Int64, 
         /**
          * A histogram's buckets, cumulative, in order of their bounds (empty
          * for a counter or a gauge).
@@ -3815,7 +3785,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
                 labels: FfiConverterDictionaryStringString.read(from: &buf), 
                 kind: FfiConverterTypeMetricKind.read(from: &buf), 
                 value: FfiConverterDouble.read(from: &buf), 
-                count: FfiConverterUInt64.read(from: &buf), 
+                count: FfiConverterInt64.read(from: &buf), 
                 buckets: FfiConverterSequenceTypeMetricBucket.read(from: &buf)
         )
     }
@@ -3825,7 +3795,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
         FfiConverterDictionaryStringString.write(value.labels, into: &buf)
         FfiConverterTypeMetricKind.write(value.kind, into: &buf)
         FfiConverterDouble.write(value.value, into: &buf)
-        FfiConverterUInt64.write(value.count, into: &buf)
+        FfiConverterInt64.write(value.count, into: &buf)
         FfiConverterSequenceTypeMetricBucket.write(value.buckets, into: &buf)
     }
 }
@@ -5661,30 +5631,6 @@ public func FfiConverterCallbackInterfaceLogger_lower(_ v: Logger) -> UInt64 {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
-    typealias SwiftType = UInt32?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterUInt32.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterUInt32.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
     typealias SwiftType = Int32?
 
@@ -5701,30 +5647,6 @@ fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterInt32.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
-    typealias SwiftType = UInt64?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterUInt64.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterUInt64.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -5973,30 +5895,6 @@ fileprivate struct FfiConverterOptionTypeClientOptions: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeFencingToken: FfiConverterRustBuffer {
-    typealias SwiftType = FencingToken?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeFencingToken.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeFencingToken.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeLeadershipEvent: FfiConverterRustBuffer {
     typealias SwiftType = LeadershipEvent?
 
@@ -6181,6 +6079,30 @@ fileprivate struct FfiConverterOptionCallbackInterfaceLogger: FfiConverterRustBu
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterCallbackInterfaceLogger.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeFencingToken: FfiConverterRustBuffer {
+    typealias SwiftType = FencingToken?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeFencingToken.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeFencingToken.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -6386,6 +6308,46 @@ fileprivate struct FfiConverterDictionaryStringString: FfiConverterRustBuffer {
         return dict
     }
 }
+
+
+public typealias FencingToken = FencingTokenParts
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFencingToken: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FencingToken {
+        return try FfiConverterTypeFencingTokenParts.read(from: &buf)
+    }
+
+    public static func write(_ value: FencingToken, into buf: inout [UInt8]) {
+        return FfiConverterTypeFencingTokenParts.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> FencingToken {
+        return try FfiConverterTypeFencingTokenParts_lift(value)
+    }
+
+    public static func lower(_ value: FencingToken) -> RustBuffer {
+        return FfiConverterTypeFencingTokenParts_lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFencingToken_lift(_ value: RustBuffer) throws -> FencingToken {
+    return try FfiConverterTypeFencingToken.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFencingToken_lower(_ value: FencingToken) -> RustBuffer {
+    return FfiConverterTypeFencingToken.lower(value)
+}
+
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -6552,6 +6514,20 @@ public func noEpoch() -> FencingToken  {
 })
 }
 /**
+ * The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by the
+ * core's parser as in every binding. Malformed text is
+ * [`KrabkaError::InvalidArgument`], its detail quoting the text and naming
+ * the expected form.
+ */
+public func parseToken(text: String)throws  -> FencingToken  {
+    return try  FfiConverterTypeFencingToken_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_parse_token(
+        FfiConverterString.lower(text),uniffiCallStatus
+    )
+})
+}
+/**
  * The partition of the state topic that holds `role` among `partitions`:
  * murmur2 of the role's UTF-8 bytes, made positive, modulo the count. An
  * empty role or a count below 1 is [`KrabkaError::InvalidArgument`].
@@ -6562,6 +6538,19 @@ public func rolePartition(role: String, partitions: Int32)throws  -> Int32  {
     uniffi_krabka_coordination_uniffi_fn_func_role_partition(
         FfiConverterString.lower(role),
         FfiConverterInt32.lower(partitions),uniffiCallStatus
+    )
+})
+}
+/**
+ * The wire form of `token`: `PRODUCER_ID/EPOCH` in decimal (`"4001/7"`),
+ * or `"NoEpoch"` for [`no_epoch`]; the core's text, the same in every
+ * binding, the CLI and `KRABKA_TOKEN`.
+ */
+public func tokenText(token: FencingToken) -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_token_text(
+        FfiConverterTypeFencingToken_lower(token),uniffiCallStatus
     )
 })
 }
@@ -6641,7 +6630,7 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_compare_tokens() != 32254) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_compare_tokens() != 3147) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_decode_key() != 59235) {
@@ -6662,16 +6651,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_encode_registration() != 3286) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_is_no_epoch() != 21487) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_is_no_epoch() != 3335) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_murmur2() != 44940) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_no_epoch() != 31623) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_no_epoch() != 36689) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_parse_token() != 33959) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_role_partition() != 16915) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_token_text() != 51574) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_error_kind() != 16946) {
@@ -6749,7 +6744,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_term_leadership() != 45246) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_term_number() != 6117) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_term_number() != 3611) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_ended() != 20927) {
@@ -6773,7 +6768,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_partition() != 30502) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_renewal_failures() != 45254) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_renewal_failures() != 28156) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_resign() != 10848) {
@@ -6782,7 +6777,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_role() != 5751) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_token() != 60706) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_token() != 62871) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_wait() != 47117) {
@@ -6791,10 +6786,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_write() != 21814) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_authoritative() != 37301) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_authoritative() != 29592) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_token() != 21143) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_token() != 1983) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_oauthtokenprovider_token() != 43486) {

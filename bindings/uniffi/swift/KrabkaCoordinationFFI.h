@@ -438,7 +438,7 @@ uint64_t uniffi_krabka_coordination_uniffi_fn_method_term_leadership(uint64_t pt
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_TERM_NUMBER
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_TERM_NUMBER
-uint64_t uniffi_krabka_coordination_uniffi_fn_method_term_number(uint64_t ptr, RustCallStatus *_Nonnull out_status
+int64_t uniffi_krabka_coordination_uniffi_fn_method_term_number(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_CLONE_LEADERSHIP
@@ -488,7 +488,7 @@ int32_t uniffi_krabka_coordination_uniffi_fn_method_leadership_partition(uint64_
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_LEADERSHIP_RENEWAL_FAILURES
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_LEADERSHIP_RENEWAL_FAILURES
-uint32_t uniffi_krabka_coordination_uniffi_fn_method_leadership_renewal_failures(uint64_t ptr, RustCallStatus *_Nonnull out_status
+int32_t uniffi_krabka_coordination_uniffi_fn_method_leadership_renewal_failures(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_METHOD_LEADERSHIP_RESIGN
@@ -642,9 +642,19 @@ RustBuffer uniffi_krabka_coordination_uniffi_fn_func_no_epoch(RustCallStatus *_N
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_PARSE_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_PARSE_TOKEN
+RustBuffer uniffi_krabka_coordination_uniffi_fn_func_parse_token(RustBuffer text, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_ROLE_PARTITION
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_ROLE_PARTITION
 int32_t uniffi_krabka_coordination_uniffi_fn_func_role_partition(RustBuffer role, int32_t partitions, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_TOKEN_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_TOKEN_TEXT
+RustBuffer uniffi_krabka_coordination_uniffi_fn_func_token_text(RustBuffer token, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_FN_FUNC_ERROR_KIND
@@ -994,9 +1004,21 @@ uint16_t uniffi_krabka_coordination_uniffi_checksum_func_no_epoch(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_PARSE_TOKEN
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_PARSE_TOKEN
+uint16_t uniffi_krabka_coordination_uniffi_checksum_func_parse_token(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_ROLE_PARTITION
 #define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_ROLE_PARTITION
 uint16_t uniffi_krabka_coordination_uniffi_checksum_func_role_partition(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_TOKEN_TEXT
+#define UNIFFI_FFIDEF_UNIFFI_KRABKA_COORDINATION_UNIFFI_CHECKSUM_FUNC_TOKEN_TEXT
+uint16_t uniffi_krabka_coordination_uniffi_checksum_func_token_text(void
     
 );
 #endif

@@ -41,7 +41,7 @@ import atexit as _atexit
 
 from . import _native
 from ._client import AcquireTimeout, AsyncAcquire, AsyncClient, Client, EventCallback, KafkaSettings, OAuthTokenProvider
-from ._lead import AsyncLeadWork, LeadWork, TermEnded
+from ._lead import AsyncLeadWork, AsyncTermEnded, LeadWork, TermEnded
 from ._leadership import AsyncEvents, AsyncLeadership, EventKind, Events, Leadership
 from ._observe import AsyncObserver, ChangeKind, Observer
 from ._native import (
@@ -94,6 +94,7 @@ __all__ = [
     "AsyncLeadWork",
     "AsyncLeadership",
     "AsyncObserver",
+    "AsyncTermEnded",
     "Cancelled",
     "ChangeKind",
     "Client",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from types import TracebackType
+from datetime import timedelta
 from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, Union
 
 from . import _lead, _native
@@ -59,7 +60,9 @@ class AcquireTimeout(Cancelled, TimeoutError):
     :class:`Cancelled` and a ``TimeoutError``."""
 
 
-def _timed_out(role: str, member: str, timeout: Optional[float]) -> AcquireTimeout:
+def _timed_out(role: str, member: str, timeout: Optional[Union[float, timedelta]]) -> AcquireTimeout:
+    if isinstance(timeout, timedelta):
+        timeout = timeout.total_seconds()
     return AcquireTimeout(
         f"cancelled: acquire of role {role!r} by member {member!r} did not win within timeout={timeout} "
         "seconds; the member was deregistered"
@@ -77,8 +80,8 @@ class _ClientBase:
         *,
         partitions: Optional[int] = None,
         state_topic: Optional[str] = None,
-        connect_timeout: Optional[float] = None,
-        operation_timeout: Optional[float] = None,
+        connect_timeout: Optional[Union[float, timedelta]] = None,
+        operation_timeout: Optional[Union[float, timedelta]] = None,
         oauth_token: Optional[OAuthTokenProvider] = None,
     ) -> None:
         """Builds the shared Kafka clients from ``kafka`` (librdkafka
@@ -165,10 +168,10 @@ class Client(_ClientBase):
         role: str,
         member: str,
         *,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
-        timeout: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
+        timeout: Optional[Union[float, timedelta]] = None,
         on_event: Optional[EventCallback] = None,
     ) -> Leadership:
         """Registers ``member`` in ``role``, waits for its turn, mints the
@@ -208,9 +211,9 @@ class Client(_ClientBase):
         member: str,
         work: LeadWork,
         *,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
         on_event: Optional[EventCallback] = None,
         stop: Optional[threading.Event] = None,
     ) -> None:
@@ -310,10 +313,10 @@ class AsyncClient(_ClientBase):
         role: str,
         member: str,
         *,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
-        timeout: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
+        timeout: Optional[Union[float, timedelta]] = None,
         on_event: Optional[EventCallback] = None,
     ) -> AsyncAcquire:
         """Registers, waits for the turn and takes the role (see
@@ -338,16 +341,17 @@ class AsyncClient(_ClientBase):
         member: str,
         work: AsyncLeadWork,
         *,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
         on_event: Optional[EventCallback] = None,
     ) -> None:
         """Leads ``role`` as ``member`` term after term (see
         :meth:`Client.lead` for the rules): ``await work(leadership,
         term_ended)`` runs once per term with the held
-        :class:`AsyncLeadership` and an ``asyncio.Event`` that is set, on
-        this loop, when the term ends or the loop stops. Cancelling the task
+        :class:`AsyncLeadership` and an :class:`AsyncTermEnded` (an
+        ``asyncio.Event`` with the term's ``number``) that is set, on this
+        loop, when the term ends or the loop stops. Cancelling the task
         that awaits ``lead`` stops it: a waiting member deregisters; a
         running ``work`` is cancelled (``CancelledError`` inside it), the
         role is resigned, and the cancel propagates. ``work`` raising
@@ -425,10 +429,10 @@ class AsyncAcquire:
         client: AsyncClient,
         role: str,
         member: str,
-        lease_duration: Optional[float],
-        renew_interval: Optional[float],
-        challenge_stagger: Optional[float],
-        timeout: Optional[float],
+        lease_duration: Optional[Union[float, timedelta]],
+        renew_interval: Optional[Union[float, timedelta]],
+        challenge_stagger: Optional[Union[float, timedelta]],
+        timeout: Optional[Union[float, timedelta]],
         on_event: Optional[EventCallback] = None,
     ) -> None:
         self._client = client

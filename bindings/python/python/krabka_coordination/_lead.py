@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, Optional
+from datetime import timedelta
+from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import _native
 from ._leadership import AsyncLeadership, Leadership
 
-__all__ = ["AsyncLeadWork", "LeadWork", "TermEnded"]
+__all__ = ["AsyncLeadWork", "AsyncTermEnded", "LeadWork", "TermEnded"]
 
 
 class TermEnded:
@@ -36,7 +37,7 @@ class TermEnded:
         """True once the term ended or the loop was stopped."""
         return self._term.ended
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: Optional[Union[float, timedelta]] = None) -> bool:
         """Blocks until the signal is set (``True``) or ``timeout`` seconds
         pass (``False``; ``None``: no limit). The GIL is released and Ctrl-C
         interrupts, as every blocking call of the package."""
@@ -51,15 +52,36 @@ class TermEnded:
         return f"<TermEnded term={self.number} set={self.is_set()}>"
 
 
+class AsyncTermEnded(asyncio.Event):
+    """The end signal of a term of :meth:`AsyncClient.lead`: an
+    ``asyncio.Event`` that the loop sets, on the event loop, once the term
+    has ended (fenced, the lease expired, a fatal error) or the loop is
+    stopped; the work must return then. Like :class:`TermEnded`, it has the
+    term's :attr:`number`."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self._number = number
+
+    @property
+    def number(self) -> int:
+        """The term's number in its loop, from 1."""
+        return self._number
+
+    def __repr__(self) -> str:
+        return f"<AsyncTermEnded term={self.number} set={self.is_set()}>"
+
+
 LeadWork = Callable[[Leadership, TermEnded], Any]
 """The work of :meth:`Client.lead`: called once per term with the held
 :class:`Leadership` and the term's :class:`TermEnded`; its return value is
 ignored."""
 
-AsyncLeadWork = Callable[[AsyncLeadership, asyncio.Event], Awaitable[Any]]
+AsyncLeadWork = Callable[[AsyncLeadership, AsyncTermEnded], Awaitable[Any]]
 """The work of :meth:`AsyncClient.lead`: an async function called once per
-term with the held :class:`AsyncLeadership` and an ``asyncio.Event`` that is
-set on the loop when the term ends."""
+term with the held :class:`AsyncLeadership` and its :class:`AsyncTermEnded`
+(an ``asyncio.Event`` set on the loop when the term ends, with the term's
+``number``)."""
 
 
 def check_work(work: Any) -> None:
@@ -114,7 +136,7 @@ def run_blocking(native: _native._LeaderLoop, work: LeadWork, stop: Optional[thr
         finished.set()
 
 
-async def _set_when_ended(term: _native._Term, ended: asyncio.Event) -> None:
+async def _set_when_ended(term: _native._Term, ended: AsyncTermEnded) -> None:
     await term.wait_ended()
     ended.set()
 
@@ -129,7 +151,7 @@ async def run_async(native: _native._LeaderLoop, work: AsyncLeadWork) -> None:
             term = await native.next_term()
             if term is None:
                 return
-            ended = asyncio.Event()
+            ended = AsyncTermEnded(term.number)
             watch = loop.create_task(_set_when_ended(term, ended))
             try:
                 await work(AsyncLeadership(term.leadership), ended)

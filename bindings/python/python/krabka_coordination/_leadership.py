@@ -11,6 +11,7 @@ happens here.
 from __future__ import annotations
 
 from types import TracebackType
+from datetime import timedelta
 from typing import Iterable, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _native
@@ -144,7 +145,7 @@ class Leadership(_LeadershipBase):
         Idempotent; after a fence it only deregisters."""
         self._native.resign().wait()
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: Optional[Union[float, timedelta]] = None) -> bool:
         """Blocks until the role ends (``True``) or ``timeout`` seconds pass
         (``False``; ``None``: no limit)."""
         return self._native.wait(timeout).wait()
@@ -197,7 +198,7 @@ class AsyncLeadership(_LeadershipBase):
         """Gives the role up (see :meth:`Leadership.resign`)."""
         await self._native.resign()
 
-    async def wait(self, timeout: Optional[float] = None) -> bool:
+    async def wait(self, timeout: Optional[Union[float, timedelta]] = None) -> bool:
         """Waits until the role ends (``True``) or ``timeout`` seconds pass
         (``False``; ``None``: no limit)."""
         return await self._native.wait(timeout)

@@ -6,6 +6,7 @@ underscore are what the package's ``Client`` / ``AsyncClient`` classes are
 built on (each operation returns an ``_Pending`` that they wait for or await).
 """
 
+from datetime import timedelta
 from typing import (
     Any,
     Callable,
@@ -171,6 +172,11 @@ class FencingToken:
     `NO_EPOCH` ranks below every minted token."""
 
     def __new__(cls, producer_id: int, producer_epoch: int) -> FencingToken: ...
+    @staticmethod
+    def parse(text: str) -> FencingToken:
+        """The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by
+        the core's parser as in every binding. Malformed text is an
+        `InvalidArgumentError` quoting it; a non-`str` a `TypeError`."""
     @property
     def producer_id(self) -> int:
         """The producer id the coordinator assigned to the transactional id."""
@@ -267,8 +273,8 @@ class _Client:
         partitions: Optional[int] = None,
         state_topic: Optional[str] = None,
         *,
-        connect_timeout: Optional[float] = None,
-        operation_timeout: Optional[float] = None,
+        connect_timeout: Optional[Union[float, timedelta]] = None,
+        operation_timeout: Optional[Union[float, timedelta]] = None,
         oauth_token: Optional[Callable[[], Union[Tuple[str, float], Tuple[str, float, str]]]] = None,
     ) -> _Client: ...
     @property
@@ -287,10 +293,10 @@ class _Client:
         self,
         role: str,
         member: str,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
-        timeout: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
+        timeout: Optional[Union[float, timedelta]] = None,
         on_event: Optional[Callable[[Event], object]] = None,
         event_loop: Optional[Any] = None,
     ) -> _Pending[Optional[_Leadership]]:
@@ -307,9 +313,9 @@ class _Client:
         self,
         role: str,
         member: str,
-        lease_duration: Optional[float] = None,
-        renew_interval: Optional[float] = None,
-        challenge_stagger: Optional[float] = None,
+        lease_duration: Optional[Union[float, timedelta]] = None,
+        renew_interval: Optional[Union[float, timedelta]] = None,
+        challenge_stagger: Optional[Union[float, timedelta]] = None,
         on_event: Optional[Callable[[Event], object]] = None,
         event_loop: Optional[Any] = None,
     ) -> _LeaderLoop:
@@ -395,7 +401,7 @@ class _Leadership:
         """Why the role ended, as an exception instance (`Fenced`, `Resigned`,
         `FatalError`, ...), or `None` while it is held."""
 
-    def wait(self, timeout: Optional[float] = None) -> _Pending[bool]:
+    def wait(self, timeout: Optional[Union[float, timedelta]] = None) -> _Pending[bool]:
         """Waits until the role ends (`True`) or `timeout` seconds pass
         (`False`; `None`: no limit)."""
 
@@ -457,7 +463,7 @@ class _Term:
     def ended(self) -> bool:
         """True once the term ended or the loop was stopped."""
 
-    def wait_ended(self, timeout: Optional[float] = None) -> _Pending[bool]:
+    def wait_ended(self, timeout: Optional[Union[float, timedelta]] = None) -> _Pending[bool]:
         """Waits until the term ends or the loop is stopped (`True`), or
         `timeout` seconds pass (`False`; `None`: no limit)."""
 
@@ -474,7 +480,7 @@ class _Observer:
     """A watch of one or more roles (`Client.observe`), behind the package's
     `Observer` and `AsyncObserver`."""
 
-    def next(self, timeout: Optional[float] = None) -> _Pending[Optional[RoleView]]:
+    def next(self, timeout: Optional[Union[float, timedelta]] = None) -> _Pending[Optional[RoleView]]:
         """The next view, or `None` once the observer is closed or ended (an
         error ends it: raised once, then `None`), or when `timeout` seconds
         (`None`: no limit) pass first. Losing the wait (a timeout, Ctrl-C, a
@@ -676,9 +682,10 @@ class LeadershipStatus:
         """The newest token the coordinator minted for the role (`NO_EPOCH` when
         no member has taken it)."""
 
-    def authoritative(self, token: FencingToken) -> bool:
+    def authoritative(self, token: Union[FencingToken, str]) -> bool:
         """True when `token` is the role's current token: its holder is
-        authoritative. `NO_EPOCH` never is."""
+        authoritative. `NO_EPOCH` never is. `token` is a `FencingToken` or
+        its wire form (`"4001/7"`, as `FencingToken.parse` reads it)."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...

@@ -15,7 +15,8 @@ writes count. Nothing else happens here.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import List, Literal, Optional, Type
+from datetime import timedelta
+from typing import List, Literal, Optional, Type, Union
 
 from . import _native
 from ._native import RoleView
@@ -76,7 +77,7 @@ class Observer(_ObserverBase):
             raise StopIteration
         return view
 
-    def next(self, timeout: Optional[float] = None) -> Optional[RoleView]:
+    def next(self, timeout: Optional[Union[float, timedelta]] = None) -> Optional[RoleView]:
         """The next view, waiting at most ``timeout`` seconds (``None``: no
         limit); ``None`` when the time runs out first, or once the observer
         is closed (:attr:`closed` tells which). A view that comes after the
@@ -112,7 +113,7 @@ class AsyncObserver(_ObserverBase):
             raise StopAsyncIteration
         return view
 
-    async def next(self, timeout: Optional[float] = None) -> Optional[RoleView]:
+    async def next(self, timeout: Optional[Union[float, timedelta]] = None) -> Optional[RoleView]:
         """The next view, waiting at most ``timeout`` seconds (see
         :meth:`Observer.next`)."""
         return await self._native.next(timeout)

@@ -284,6 +284,16 @@ fun golden(dir: File) {
         expect(noEpoch() == FencingToken(-1L, (-1).toShort()) && isNoEpoch(noEpoch())) { "NO_EPOCH is (-1, -1)" }
         println("tokens.json: $checked of ${cases.size} cases checked")
     }
+    check("a token's text is its wire form, parsed back by FencingToken.parse; Kotlin compares tokens") {
+        val t = FencingToken(4001L, 7.toShort())
+        expect(t.toString() == "4001/7" && FencingToken.NO_EPOCH.toString() == "NoEpoch") { "$t ${FencingToken.NO_EPOCH}" }
+        expect(FencingToken.parse("4001/7") == t && FencingToken.parse("NoEpoch") == noEpoch()) { "parse" }
+        expect(t < FencingToken(4002L, 0.toShort()) && FencingToken.NO_EPOCH < t && maxOf(t, FencingToken.NO_EPOCH) == t) { "order" }
+        val (id, epoch) = t
+        expect(id == 4001L && epoch == 7.toShort() && t.copy(producerEpoch = 8.toShort()) > t) { "destructuring, copy" }
+        val e = throws<KrabkaException.InvalidArgument> { FencingToken.parse("4001:7") }
+        expect(e.detail.startsWith("\"4001:7\" is not a fencing token")) { e.detail }
+    }
 }
 
 // ---- refused arguments ----
@@ -369,7 +379,7 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                 expect(a.partition() == rolePartition(role, client.partitions())) { "partition ${a.partition()}" }
                 expect(a.leaseLeft() > 0.0 && a.ended() == null) { "lease left ${a.leaseLeft()}" }
                 val status = client.describeLeadership(role)
-                expect(status.authoritative(token)) { "describe ${status.token()} vs $token" }
+                expect(status.authoritative(token) && status.authoritative(token.toString())) { "describe ${status.token()} vs $token" }
                 val state = client.describeRoleState(role)
                 expect(state.lease?.member == "member-a" && state.lease?.token == token) { "$state" }
                 expect(state.roster.any { it.member == "member-a" }) { "roster ${state.roster}" }
@@ -395,7 +405,7 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                     val stream = a.events()
                     val events = async { drain(stream) }
                     a.resign()
-                    val end = withTimeout(10_000) { a.wait() }
+                    val end = withTimeout(10_000) { a.awaitEnd() }
                     expect(end.kind == ErrorKind.RESIGNED && end.error is KrabkaException.Resigned) { "ended: $end" }
                     expect(!a.isHeld()) { "still held after resign" }
                     val kinds = withTimeout(10_000) { events.await() }.map { it.kind }
@@ -457,8 +467,8 @@ suspend fun inRoster(client: Client, role: String, member: String) = withTimeout
 }
 
 // Every event of a stream, to its end (the term's end).
-suspend fun drain(stream: EventStream): List<LeadershipEvent> {
-    val out = mutableListOf<LeadershipEvent>()
+suspend fun drain(stream: EventStream): List<EventRecord> {
+    val out = mutableListOf<EventRecord>()
     while (true) out.add(stream.next() ?: return out)
 }
 
@@ -494,7 +504,7 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
                     runBlocking { a.write(listOf(OutRecord(topic = topic, value = "after".toByteArray()))) }
                 }
                 expect(errorKind(e) == ErrorKind.FENCED && !isRetryable(ErrorKind.FENCED)) { "kind ${errorKind(e)}" }
-                val end = withTimeout(10_000) { a.wait() }
+                val end = withTimeout(10_000) { a.awaitEnd() }
                 expect(end.kind == ErrorKind.FENCED && end.error is KrabkaException.Fenced) { "ended: $end" }
                 expect(!a.isHeld()) { "still held after the fence" }
                 val seen = withTimeout(10_000) { events.await() }
@@ -916,10 +926,10 @@ fun metricsAfterElection(bootstrap: String) = runBlocking {
             expect(elections().isEmpty()) { "a series before any election: ${elections()}" }
             runBlocking { client.acquire(role, "m", SHORT).use { it.resign() } }
             val after = elections()
-            expect(after.size == 1 && after[0].kind == MetricKind.COUNTER && after[0].count == 1uL && after[0].value == 1.0) { "$after" }
+            expect(after.size == 1 && after[0].kind == MetricKind.COUNTER && after[0].count == 1L && after[0].value == 1.0) { "$after" }
             val acquire = metrics().single { it.name == "krabka_acquire_seconds" && it.labels == mapOf("role" to role) }
-            expect(acquire.kind == MetricKind.HISTOGRAM && acquire.count == 1uL && acquire.value > 0.0) { "$acquire" }
-            expect(acquire.buckets.isNotEmpty() && acquire.buckets.last().count <= 1uL &&
+            expect(acquire.kind == MetricKind.HISTOGRAM && acquire.count == 1L && acquire.value > 0.0) { "$acquire" }
+            expect(acquire.buckets.isNotEmpty() && acquire.buckets.last().count <= 1L &&
                 acquire.buckets.zipWithNext().all { (a, b) -> a.le < b.le && a.count <= b.count }) { "${acquire.buckets}" }
             val text = metricsText()
             expect(text.contains("krabka_elections_total{role=\"$role\",member=\"m\"} 1\n")) { text }
@@ -1035,14 +1045,14 @@ fun idioms(bootstrap: String) = runBlocking {
         } }
     }
     check("a kind newer than the binding is Unknown with its name") {
-        val r = LeadershipEvent("brand_new", "r", "m", 1_000L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        val r = EventRecord("brand_new", "r", "m", 1_000L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
         val e = r.toEvent()
         expect(e is krabka.coordination.events.LeadershipEvent.Unknown && e.kind == "brand_new" && e.at == java.time.Instant.ofEpochMilli(1_000)) { "$e" }
-        val partial = LeadershipEvent("elected", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
+        val partial = EventRecord("elected", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null)
         expect(partial.toEvent() is krabka.coordination.events.LeadershipEvent.Unknown) { "an elected without a token: ${partial.toEvent()}" }
     }
     check("write_resolved carries committed") {
-        fun resolved(committed: Boolean?) = LeadershipEvent("write_resolved", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, committed)
+        fun resolved(committed: Boolean?) = EventRecord("write_resolved", "r", "m", 0L, null, null, null, null, null, null, null, null, null, null, null, null, null, null, committed)
         val yes = resolved(true).toEvent()
         expect(yes is krabka.coordination.events.LeadershipEvent.WriteResolved && yes.committed) { "$yes" }
         val no = resolved(false).toEvent()
@@ -1087,7 +1097,7 @@ fun logs(bootstrap: String) = runBlocking {
             val (r, thread) = c.await(warnings, warnings.size).first()
             expect(r.level == LogLevel.WARN) { "level ${r.level}" }
             expect(r.target == "krabka_coordination::transport::kafka::topic") { "target ${r.target}" }
-            expect(r.text == r.message && r.file?.endsWith("topic.rs") == true && (r.line ?: 0u) > 0u) { "$r" }
+            expect(r.text == r.message && r.file?.endsWith("topic.rs") == true && (r.line ?: 0) > 0) { "$r" }
             // JNA attaches the library's thread to the JVM under a name of
             // its own (Thread-N); the native name is the library's.
             expect(thread == "krabka-log") { "delivered on the native thread $thread" }

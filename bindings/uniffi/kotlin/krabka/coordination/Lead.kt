@@ -37,6 +37,14 @@ suspend fun Client.lead(
     member: String,
     options: AcquireOptions? = null,
     work: suspend (Leadership) -> Unit,
+) = leadTerms(role, member, options) { leadership, _ -> work(leadership) }
+
+/** [lead], the work also given the [Term] (its number and end), open while the work runs. */
+internal suspend fun Client.leadTerms(
+    role: String,
+    member: String,
+    options: AcquireOptions?,
+    work: suspend (Leadership, Term) -> Unit,
 ) {
     val loop = leaderLoop(role, member, options)
     try {
@@ -46,7 +54,7 @@ suspend fun Client.lead(
             var failure: Throwable? = null
             try {
                 coroutineScope {
-                    val working = async { work(leadership) }
+                    val working = async { work(leadership, term) }
                     val watching = launch {
                         term.ended()
                         working.cancel(TermEndedException("the term ended: ${leadership.ended()?.kind ?: "the loop was stopped"}"))

@@ -1,23 +1,22 @@
 // Hand-written Kotlin shipped with the generated bindings: the member's
-// events as a sealed class and as Flows. It is in a package of its own,
-// krabka.coordination.events, because the generated record it maps is
-// krabka.coordination.LeadershipEvent: import
-// krabka.coordination.events.LeadershipEvent by name (an explicit import
-// wins over `import krabka.coordination.*`). The mapping only renames and
-// retypes the record's fields (epoch milliseconds as Instant, seconds as
-// Duration); every kind and field is the core's.
+// events as a sealed class and as Flows, in the package
+// krabka.coordination.events. It is the one LeadershipEvent type: the
+// generated record it maps is krabka.coordination.EventRecord (renamed for
+// Kotlin in uniffi.toml). The mapping only renames and retypes the record's
+// fields (epoch milliseconds as Instant, seconds as Duration); every kind and
+// field is the core's.
 package krabka.coordination.events
 
 import java.time.Duration
 import java.time.Instant
 import krabka.coordination.AcquireEvents
+import krabka.coordination.EventRecord
 import krabka.coordination.EventStream
 import krabka.coordination.FencingToken
 import krabka.coordination.KrabkaException
 import krabka.coordination.Leadership
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
-import krabka.coordination.LeadershipEvent as EventRecord
 
 /**
  * One event of a member, one subclass per kind (the record's `kind`:
@@ -103,7 +102,7 @@ sealed class LeadershipEvent {
             val unknown = Unknown(r.role, r.member, at, r.kind, r)
             return when (r.kind) {
                 "registered" -> Registered(r.role, r.member, at, r.partition ?: return unknown, r.offset ?: return unknown)
-                "waiting" -> Waiting(r.role, r.member, at, (r.rank ?: return unknown).toLong(), ms(r.challengeAt) ?: return unknown,
+                "waiting" -> Waiting(r.role, r.member, at, r.rank ?: return unknown, ms(r.challengeAt) ?: return unknown,
                     r.holder, r.token)
                 "held_back" -> HeldBack(r.role, r.member, at)
                 "challenging" -> Challenging(r.role, r.member, at)
@@ -111,14 +110,14 @@ sealed class LeadershipEvent {
                 "elected" -> Elected(r.role, r.member, at, r.token ?: return unknown, ms(r.grantedAt) ?: return unknown,
                     ms(r.deadline) ?: return unknown)
                 "renewed" -> Renewed(r.role, r.member, at, ms(r.deadline) ?: return unknown)
-                "renewal_failing" -> RenewalFailing(r.role, r.member, at, (r.failures ?: return unknown).toInt(), r.error)
+                "renewal_failing" -> RenewalFailing(r.role, r.member, at, r.failures ?: return unknown, r.error)
                 "write_resolved" -> WriteResolved(r.role, r.member, at, r.committed ?: return unknown)
                 "fenced" -> Fenced(r.role, r.member, at, r.error)
                 "lease_expired" -> LeaseExpired(r.role, r.member, at)
                 "ended" -> Ended(r.role, r.member, at, r.error)
                 "resigned" -> Resigned(r.role, r.member, at, r.cleared ?: return unknown)
                 "deregistered" -> Deregistered(r.role, r.member, at)
-                "retrying" -> Retrying(r.role, r.member, at, r.what ?: return unknown, (r.attempt ?: return unknown).toInt(),
+                "retrying" -> Retrying(r.role, r.member, at, r.what ?: return unknown, r.attempt ?: return unknown,
                     Duration.ofNanos(((r.retryIn ?: return unknown) * 1e9).toLong()), r.error)
                 else -> unknown
             }

@@ -3,29 +3,51 @@
 // ci/uniffi.sh against a real Kafka (KRABKA_BOOTSTRAP): acquire (blocking
 // and as a CompletableFuture), describe agrees with the token, a guarded
 // write, resign and a standby taking over, the observer as a blocking
-// iterator, and a bad argument thrown as the binding's exception type.
+// iterator, and a bad argument thrown as the binding's exception type; the
+// API's Java shape: no method colliding with Object's, no mangled name,
+// CompletableFuture<Void>, read-only returned records, one LeadershipEvent,
+// the token's wire form and FencingToken.parse, the blocking acquire with a
+// timeout, and the leader loop (KrabkaJava.lead / leadAsync).
 //
 // Usage: java ... krabka.coordination.javatest.JavaMain TOPIC
 // Ends with "N passed, N failed"; exits 1 on any failure.
 package krabka.coordination.javatest;
 
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
+import krabka.coordination.AcquireEvents;
 import krabka.coordination.AcquireOptions;
 import krabka.coordination.BlockingObserver;
 import krabka.coordination.Change;
 import krabka.coordination.Client;
+import krabka.coordination.EventRecord;
+import krabka.coordination.EventStream;
 import krabka.coordination.FencingToken;
 import krabka.coordination.KrabkaException;
 import krabka.coordination.KrabkaJava;
+import krabka.coordination.LeaderLoop;
+import krabka.coordination.LeaderWork;
+import krabka.coordination.Lease;
 import krabka.coordination.Leadership;
 import krabka.coordination.LeadershipStatus;
+import krabka.coordination.Observer;
+import krabka.coordination.RoleState;
 import krabka.coordination.RoleView;
+import krabka.coordination.Term;
+import krabka.coordination.TermEnd;
+import krabka.coordination.TermSignal;
 import krabka.coordination.TopicOptions;
+import krabka.coordination.events.LeadershipEvent;
 
 public final class JavaMain {
     static int passed = 0;
@@ -50,6 +72,102 @@ public final class JavaMain {
         if (!cond) throw new AssertionError(what);
     }
 
+    /**
+     * Every public class of the bindings (krabka.coordination and its
+     * subpackages, read from where FencingToken was loaded), uniffi's
+     * plumbing left out (FfiConverter*, [Uu]niffi*, RustBuffer*, ForeignBytes*:
+     * public in the bytecode, never called by an application).
+     */
+    static List<Class<?>> apiClasses() throws Exception {
+        List<String> names = new ArrayList<>();
+        java.net.URL where = FencingToken.class.getProtectionDomain().getCodeSource().getLocation();
+        java.nio.file.Path root = java.nio.file.Paths.get(where.toURI());
+        if (java.nio.file.Files.isDirectory(root)) {
+            try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.walk(root.resolve("krabka/coordination"))) {
+                files.forEach(f -> names.add(root.relativize(f).toString().replace(java.io.File.separatorChar, '/')));
+            }
+        } else {
+            try (java.util.jar.JarFile jar = new java.util.jar.JarFile(root.toFile())) {
+                jar.stream().forEach(e -> names.add(e.getName()));
+            }
+        }
+        List<Class<?>> out = new ArrayList<>();
+        for (String n : names) {
+            // The tests' and the example's classes (compiled beside the bindings here) are not the API.
+            if (!n.startsWith("krabka/coordination/") || !n.endsWith(".class") || n.startsWith("krabka/coordination/javatest/")
+                || n.startsWith("krabka/coordination/test/") || n.startsWith("krabka/coordination/example/")) continue;
+            String name = n.substring(0, n.length() - ".class".length()).replace('/', '.');
+            String simple = name.substring(name.lastIndexOf('.') + 1);
+            if (simple.startsWith("FfiConverter") || simple.toLowerCase(java.util.Locale.ROOT).startsWith("uniffi") || simple.startsWith("RustBuffer")
+                || simple.startsWith("ForeignBytes")) continue;
+            Class<?> c = Class.forName(name, false, JavaMain.class.getClassLoader());
+            if (Modifier.isPublic(c.getModifiers()) && !c.isSynthetic()) out.add(c);
+        }
+        expect(out.size() > 40, "found " + out.size() + " classes under " + root);
+        return out;
+    }
+
+    /** The records a caller fills in for a call: the only ones with setters. */
+    static final List<String> FILLED_IN = List.of("AcquireOptions", "ClientOptions", "TopicOptions", "OutRecord", "Header");
+
+    /** The token's wire form and the Java shape of the API; needs no Kafka. */
+    static void shapes() {
+        check("the token's toString is its wire form; FencingToken.parse reads it back and refuses malformed text", () -> {
+            FencingToken t = new FencingToken(4001L, (short) 7);
+            expect(t.toString().equals("4001/7"), t.toString());
+            expect(FencingToken.parse("4001/7").equals(t), "parse");
+            expect(FencingToken.parse("NoEpoch").equals(FencingToken.NO_EPOCH) && FencingToken.NO_EPOCH.toString().equals("NoEpoch"), "NoEpoch");
+            expect(FencingToken.parse("-9223372036854775808/-32768").getProducerId() == Long.MIN_VALUE, "the extremes");
+            expect(FencingToken.parse("4002/0").compareTo(t) > 0 && t.compareTo(FencingToken.NO_EPOCH) > 0, "the core's order");
+            for (String bad : new String[] {"", "4001", "4001/7 ", "4001:7", "4001/40000", "noepoch", "+1/2"}) {
+                try {
+                    FencingToken.parse(bad);
+                    throw new AssertionError("parsed \"" + bad + "\"");
+                } catch (KrabkaException.InvalidArgument e) {
+                    expect(e.getDetail().contains("is not a fencing token") && e.getDetail().contains("PRODUCER_ID/EPOCH"), e.getDetail());
+                }
+            }
+        });
+        check("no method collides with Object's, and no Java-visible name is mangled", () -> {
+            List<String> bad = new ArrayList<>();
+            for (Class<?> c : apiClasses()) {
+                for (Method m : c.getMethods()) {
+                    // Kotlin's internal members carry a `$module` suffix.
+                    if (m.getDeclaringClass() == Object.class || m.isSynthetic() || m.isBridge() || m.getName().contains("$")) continue;
+                    boolean objects = false;
+                    for (Method o : Object.class.getMethods()) objects |= o.getName().equals(m.getName()) && !m.getName().equals("equals")
+                        && !m.getName().equals("hashCode") && !m.getName().equals("toString");
+                    if (objects || m.getName().contains("-")) bad.add(c.getName() + "." + m.getName());
+                }
+            }
+            expect(bad.isEmpty(), "methods: " + bad);
+        });
+        check("returned records are read-only; one LeadershipEvent type", () -> {
+            List<String> writable = new ArrayList<>();
+            for (Class<?> c : apiClasses()) {
+                if (FILLED_IN.contains(c.getSimpleName()) || c.isInterface()) continue;
+                for (Method m : c.getDeclaredMethods()) {
+                    if (Modifier.isPublic(m.getModifiers()) && m.getName().startsWith("set") && m.getParameterCount() == 1
+                        && !m.getName().contains("$")) {
+                        writable.add(c.getName() + "." + m.getName());
+                    }
+                }
+            }
+            expect(writable.isEmpty(), "setters on returned values: " + writable);
+            for (Class<?> c : new Class<?>[] {TermEnd.class, Lease.class, EventRecord.class, RoleView.class, FencingToken.class}) {
+                for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                    expect(Modifier.isStatic(f.getModifiers()) || Modifier.isFinal(f.getModifiers()), c.getSimpleName() + "." + f.getName());
+                }
+            }
+            try {
+                Class.forName("krabka.coordination.LeadershipEvent");
+                throw new AssertionError("a second LeadershipEvent type");
+            } catch (ClassNotFoundException expected) {
+                // The record is EventRecord; LeadershipEvent is the sealed class.
+            }
+        });
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = System.getenv("KRABKA_BOOTSTRAP");
         String topic = args.length > 0 ? args[0] : "krabka-uniffi-results";
@@ -57,6 +175,7 @@ public final class JavaMain {
         AcquireOptions timings = new AcquireOptions(3.0, 1.0, 0.5);
         Map<String, String> settings = Map.of("bootstrap.servers", bootstrap == null ? "127.0.0.1:1" : bootstrap);
 
+        shapes();
         check("a bad argument throws the binding's exception type, blocking and as the future's cause", () -> {
             try (Client c = KrabkaJava.client(Map.of("bootstrap.servers", "127.0.0.1:1"))) {
                 try {
@@ -93,6 +212,7 @@ public final class JavaMain {
                     expect(a.isHeld() && a.member().equals("java-a"), "held by " + a.member());
                     LeadershipStatus status = KrabkaJava.describeLeadership(client, role);
                     expect(status.authoritative(token), "describe " + status.token() + " vs " + token);
+                    expect(status.authoritative(FencingToken.parse(token.toString())), "the token's text names it");
                     expect(KrabkaJava.describeLeadershipAsync(client, role).get(20, TimeUnit.SECONDS).authoritative(token), "describe async");
                     KrabkaJava.write(a, List.of(KrabkaJava.record(topic, ("from java-a " + token).getBytes())));
                 });
@@ -107,7 +227,20 @@ public final class JavaMain {
                         // The standby registers, then waits for a's lease: not done while a holds it.
                         expect(KrabkaJava.describeRoleState(client, role).getLease().getMember().equals("java-a"), "a's lease");
                         expect(!b.isDone(), "b acquired while a holds the role");
-                        KrabkaJava.resign(a);
+                        // A blocking acquire with a timeout gives up, deregistered.
+                        long t0 = System.nanoTime();
+                        try (Client third = KrabkaJava.client(settings)) {
+                            KrabkaJava.acquire(third, role, "java-c", timings, 1, TimeUnit.SECONDS);
+                            throw new AssertionError("java-c acquired while java-a holds the role");
+                        } catch (TimeoutException e) {
+                            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                            expect(ms >= 900 && ms < 10_000, "gave up after " + ms + " ms");
+                            expect(e.getMessage().contains("java-c"), e.getMessage());
+                        }
+                        expect(KrabkaJava.describeRoleState(client, role).getRoster().stream().noneMatch(r -> r.getMember().equals("java-c")),
+                            "java-c still in the roster");
+                        CompletableFuture<Void> resigned = KrabkaJava.resignAsync(a);
+                        expect(resigned.get(20, TimeUnit.SECONDS) == null, "resignAsync completes with null");
                         expect(!a.isHeld(), "a still held after resign");
                         Leadership bl = b.get(20, TimeUnit.SECONDS);
                         held[1] = bl;
@@ -122,9 +255,58 @@ public final class JavaMain {
                         }
                         expect(sawB, "the observer saw no ELECTED of java-b");
                     }
-                    KrabkaJava.resignAsync(held[1]).get(20, TimeUnit.SECONDS);
-                    expect(!held[1].isHeld(), "b still held after resignAsync");
-                    expect(KrabkaJava.awaitEnd(held[1]).getKind().name().equals("RESIGNED"), "b's end");
+                    CompletableFuture<Void> written = KrabkaJava.writeAsync(held[1], List.of(KrabkaJava.record(topic, "from java-b".getBytes())));
+                    expect(written.get(20, TimeUnit.SECONDS) == null, "writeAsync completes with null");
+                    KrabkaJava.resign(held[1]);
+                    expect(!held[1].isHeld(), "b still held after resign");
+                    TermEnd end = KrabkaJava.awaitEnd(held[1]);
+                    expect(end.getKind().name().equals("RESIGNED") && end.getError() instanceof KrabkaException.Resigned, "b's end " + end);
+                });
+                check("the leader loop from Java: a term per win, the work's return hands over, cancel stops and resigns", () -> {
+                    String loopRole = role + "-loop";
+                    List<Long> terms = Collections.synchronizedList(new ArrayList<>());
+                    CountDownLatch second = new CountDownLatch(2);
+                    boolean[] sawEnd = new boolean[1];
+                    LeaderWork work = (leadership, term) -> {
+                        terms.add(term.number());
+                        KrabkaJava.write(leadership, List.of(KrabkaJava.record(topic, ("term " + term.number()).getBytes())));
+                        if (term.number() == 1) {
+                            second.countDown();
+                            return; // returning hands the role over
+                        }
+                        expect(leadership.isHeld() && !term.isEnded(), "held while not ended");
+                        second.countDown();
+                        try {
+                            while (!term.awaitEnd(100, TimeUnit.MILLISECONDS)) {
+                                // a unit of work per pass
+                            }
+                        } catch (InterruptedException e) {
+                            // The loop stopping interrupts the work's thread.
+                        }
+                        sawEnd[0] = true;
+                    };
+                    CompletableFuture<Void> loop = KrabkaJava.leadAsync(client, loopRole, "java-lead", timings, work);
+                    expect(second.await(30, TimeUnit.SECONDS), "terms " + terms);
+                    expect(terms.equals(List.of(1L, 2L)), "terms " + terms);
+                    expect(loop.cancel(true) && loop.isCancelled(), "cancel");
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                    RoleState state = KrabkaJava.describeRoleState(client, loopRole);
+                    while ((state.getLease() != null || !state.getRoster().isEmpty()) && System.nanoTime() < deadline) {
+                        Thread.sleep(100);
+                        state = KrabkaJava.describeRoleState(client, loopRole);
+                    }
+                    expect(state.getLease() == null && state.getRoster().isEmpty(), "after cancel: " + state);
+                    expect(sawEnd[0], "the running work did not see its term end");
+                    // A work that throws ends the blocking loop with it, after a resign.
+                    try {
+                        KrabkaJava.lead(client, loopRole, "java-lead", timings, (leadership, term) -> {
+                            throw new IllegalStateException("work failed in term " + term.number());
+                        });
+                        throw new AssertionError("lead returned");
+                    } catch (ExecutionException e) {
+                        expect(e.getCause() instanceof IllegalStateException && e.getCause().getMessage().equals("work failed in term 1"), "cause " + e.getCause());
+                    }
+                    expect(KrabkaJava.describeRoleState(client, loopRole).getLease() == null, "resigned after the work threw");
                 });
                 for (Leadership l : held) if (l != null) l.close();
             }
