@@ -39,6 +39,8 @@ pub struct MetricBucket {
 pub struct MetricSample {
     /// The metric, e.g. `krabka_elections_total`.
     pub name: String,
+    /// What the metric counts (its `# HELP` text).
+    pub help: String,
     /// The series' labels, e.g. `role` and `member`.
     pub labels: HashMap<String, String>,
     /// Counter, gauge or histogram.
@@ -48,8 +50,9 @@ pub struct MetricSample {
     /// A counter's count (exact); a histogram's number of observations
     /// (its `+Inf` bucket); 0 for a gauge.
     pub count: u64,
-    /// A histogram's buckets, cumulative, in order of their bounds (empty
-    /// for a counter or a gauge).
+    /// A histogram's buckets, cumulative, in order of their bounds, the
+    /// last with `le` infinite (its count is `count`); empty for a counter
+    /// or a gauge.
     pub buckets: Vec<MetricBucket>,
 }
 
@@ -94,6 +97,7 @@ pub fn metrics() -> Vec<MetricSample> {
             };
             MetricSample {
                 name: s.name,
+                help: s.help,
                 labels,
                 kind,
                 value,
