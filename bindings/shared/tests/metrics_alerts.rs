@@ -1,10 +1,14 @@
 //! The alerts of docs/metrics.md fire on the first event: the shared
 //! recorder, installed as this process's recorder, is scraped (its
 //! Prometheus text, parsed back) before and after a member's first fence,
-//! renewal failure, lost lease and lost challenge on the in-memory
-//! transport, and each alert's expression is evaluated over the two scrapes
-//! as Prometheus would: `increase(x[w])` exists only for a series present
-//! in both scrapes, `a + b` and `a and on (...) b` join series by labels.
+//! renewal failure, lost lease, lost challenge and slow renewal on the
+//! in-memory transport, and each alert's expression is evaluated over the
+//! two scrapes as Prometheus would: `increase(x[w])` exists only for a
+//! series present in both scrapes, `a + b` and `a and on (...) b` join
+//! series by labels, `sum by (role)` adds the series of a role, and
+//! `histogram_quantile` interpolates within the bucket the rank falls in.
+//! The tests of a role-wide alert use a role of their own: the recorder is
+//! the process's, shared by the tests running beside them.
 //! A counter that appeared only with its first increment would be missing
 //! from the first scrape, and the alert would stay silent.
 
@@ -14,7 +18,8 @@ mod world;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use krabka_coordination::transport::{Coordinator, LeaseWriter};
+use krabka_coordination::leadership::acquire_leadership;
+use krabka_coordination::transport::{Coordinator, LeaseWriter, Transport};
 use krabka_coordination::FencingToken;
 use krabka_coordination_bindings::metrics::{install_global, Registry};
 use world::hooked::Hooked;
@@ -121,6 +126,63 @@ fn not_renewing(before: &Scrape, after: &Scrape, member: &str) -> Vector {
         .into_iter()
         .filter(|(l, _)| renewals.contains_key(l))
         .collect()
+}
+
+/// `name{role="..."}` in one scrape.
+fn by_role(s: &Scrape, name: &str, role: &str) -> Vector {
+    s.iter()
+        .filter(|((n, l), _)| n == name && l.iter().any(|(k, v)| k == "role" && v == role))
+        .map(|((_, l), v)| (l.clone(), *v))
+        .collect()
+}
+
+/// `sum by (role) (krabka_role_held) == 0`, for `role`: the sum when it
+/// fires.
+fn role_without_leader(s: &Scrape, role: &str) -> Option<f64> {
+    let held = by_role(s, "krabka_role_held", role);
+    assert!(!held.is_empty(), "no krabka_role_held of {role}");
+    let sum: f64 = held.values().sum();
+    (sum == 0.0).then_some(sum)
+}
+
+/// `histogram_quantile(q, sum by (role, le) (rate(name_bucket[w])))` for
+/// `role` over two scrapes, as Prometheus computes it: the rank `q * count`
+/// falls in the first bucket whose cumulative increase reaches it, and the
+/// value is interpolated linearly within that bucket (from 0 for the
+/// first); the upper bound of the last finite bucket when it falls in
+/// `+Inf`; `None` (NaN) without observations.
+fn quantile(before: &Scrape, after: &Scrape, q: f64, name: &str, role: &str) -> Option<f64> {
+    let bucket = format!("{name}_bucket");
+    let mut rates: Vec<(f64, f64)> = by_role(after, &bucket, role)
+        .into_iter()
+        .filter_map(|(l, v)| {
+            let was = before.get(&(bucket.clone(), l.clone()))?;
+            let le = l.iter().find(|(k, _)| k == "le")?.1.as_str();
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
+            Some((le, v - was))
+        })
+        .collect();
+    rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = rates.last().filter(|(le, _)| le.is_infinite())?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = q * total;
+    let (mut lower, mut below) = (0.0, 0.0);
+    for &(le, n) in &rates {
+        if n >= rank {
+            if le.is_infinite() {
+                return Some(lower);
+            }
+            return Some(lower + (le - lower) * (rank - below) / (n - below));
+        }
+        (lower, below) = (le, n);
+    }
+    None
 }
 
 /// The value of `name` for `member` in one scrape.
@@ -233,4 +295,72 @@ async fn a_lost_challenge_counts_from_zero() {
         1
     );
     b.abort();
+}
+
+/// `member` acquires `role` on `transport` with the world's options, in a task.
+fn spawn_role(
+    w: &World,
+    transport: Arc<dyn Transport>,
+    role: &'static str,
+    member: &'static str,
+) -> tokio::task::JoinHandle<krabka_coordination::Result<krabka_coordination::leadership::Leadership>>
+{
+    let options = w.options();
+    tokio::spawn(async move { acquire_leadership(transport, role, member, options).await })
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn role_without_leader_fires_when_the_only_holder_is_fenced() {
+    const ROLE_ALONE: &str = "alerts-role-without-leader";
+    registry();
+    let w = World::new();
+    let a = spawn_role(&w, w.transport(), ROLE_ALONE, "alone");
+    w.run_until(T0).await;
+    let _a = leader(a).await;
+    let before = scrape();
+    assert_eq!(value(&before, "krabka_role_held", "alone"), Some(1.0));
+    assert_eq!(role_without_leader(&before, ROLE_ALONE), None);
+    let _newer = w
+        .transport()
+        .acquire_epoch(ROLE_ALONE, LEASE)
+        .await
+        .unwrap();
+    w.run_until(T0 + ms(RENEW)).await;
+    let after = scrape();
+    assert_eq!(value(&after, "krabka_fences_total", "alone"), Some(1.0));
+    // The fenced holder's series stays, at 0: the sum is 0, not absent.
+    assert_eq!(role_without_leader(&after, ROLE_ALONE), Some(0.0));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn renewals_slow_fires_on_the_first_slow_renewal() {
+    const ROLE_SLOW: &str = "alerts-renewals-slow";
+    registry();
+    let w = World::new();
+    let hooked = Arc::new(Hooked::new(w.cluster.transport()));
+    let a = spawn_role(&w, hooked.clone(), ROLE_SLOW, "slow");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let before = scrape();
+    // The role's buckets are there, empty, from the registration.
+    let inf = by_role(&before, "krabka_renewal_seconds_bucket", ROLE_SLOW);
+    assert_eq!(inf.len(), 16, "{inf:?}");
+    assert!(inf.values().all(|&n| n == 0.0), "{inf:?}");
+    // The first renewal (at RENEW) takes 7 s, within the lease.
+    hooked.set_overrunning(true);
+    w.run_until(T0 + ms(RENEW) + 7_000).await;
+    hooked.set_overrunning(false);
+    let mut after = scrape();
+    for _ in 0..100 {
+        if value(&after, "krabka_renewals_total", "slow") == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        settle().await;
+        after = scrape();
+    }
+    assert!(a.is_held());
+    assert_eq!(value(&after, "krabka_renewals_total", "slow"), Some(1.0));
+    let p99 = quantile(&before, &after, 0.99, "krabka_renewal_seconds", ROLE_SLOW);
+    assert!(p99.is_some_and(|q| q > 5.0), "{p99:?}");
 }
