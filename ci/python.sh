@@ -63,8 +63,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY="$VENV/bin/python"
 "$PY" -m pip install --quiet --upgrade pip
-"$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10"
-"$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy) '
+"$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10" "prometheus-client>=0.17"
+"$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy|prometheus[-_]client) '
 
 step "clippy (binding crates) and the shared binding crate's tests"
 if [ -n "${KRABKA_CI_UMBRELLA:-}" ]; then
@@ -167,7 +167,7 @@ if [ "${#extra[@]}" -gt 0 ]; then
         (
             "$other" -m venv --clear "$VENV/extra-$ver"
             "$VENV/extra-$ver/bin/python" -m pip install --quiet --upgrade pip
-            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis
+            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis "prometheus-client>=0.17"
             cd "$PKG" && "$VENV/extra-$ver/bin/python" -m pytest -q -p no:cacheprovider
         ) >"$log" 2>&1 &
         pids+=("$!") logs+=("$log") names+=("CPython $ver ($other)")

@@ -182,12 +182,13 @@ mapfile -t KT < <(find "$JVM/kotlin" -name '*.kt' | sort)
 # With the hand-written Kotlin shipped next to it (observeFlow).
 mapfile -t -O "${#KT[@]}" KT < <(find bindings/uniffi/kotlin -name '*.kt' | sort)
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler -no-stdlib -no-reflect -nowarn \
-    -jvm-target 17 -cp "$RUN_CP" -d "$JVM/classes" "${KT[@]}"
+    -jvm-target 17 -cp "$RUN_CP:$OPT_CP" -d "$JVM/classes" "${KT[@]}"
 cp "$LIB" "$JVM/classes/linux-x86-64/"
 dep_version() { echo "$JAR_LIST" | awk -v a=":$1:" 'index($1, a) { split($1, p, ":"); print p[3] }'; }
 STDLIB_V="$(dep_version kotlin-stdlib)"
 COROUTINES_V="$(dep_version kotlinx-coroutines-core-jvm)"
 JNA_V="$(dep_version jna)"
+MICROMETER_V="$(JAR_LIST="$OPT_LIST" dep_version micrometer-core)"
 cat >"$JVM/MANIFEST.MF" <<EOF
 Implementation-Title: krabka-coordination-jvm
 Implementation-Version: $V
@@ -207,6 +208,7 @@ cat >"$DIST/krabka-coordination-jvm-$V.pom" <<EOF
     <dependency><groupId>org.jetbrains.kotlin</groupId><artifactId>kotlin-stdlib</artifactId><version>$STDLIB_V</version></dependency>
     <dependency><groupId>org.jetbrains.kotlinx</groupId><artifactId>kotlinx-coroutines-core-jvm</artifactId><version>$COROUTINES_V</version></dependency>
     <dependency><groupId>net.java.dev.jna</groupId><artifactId>jna</artifactId><version>$JNA_V</version></dependency>
+    <dependency><groupId>io.micrometer</groupId><artifactId>micrometer-core</artifactId><version>$MICROMETER_V</version><optional>true</optional></dependency>
   </dependencies>
 </project>
 EOF

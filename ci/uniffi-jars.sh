@@ -5,7 +5,9 @@
 # here; downloaded only when missing, and a failed download (offline) stops
 # the caller with the URL. After `uniffi_jars`: COMPILER_CP (kotlinc's
 # classpath), RUN_CP (what the bindings need at run time: kotlin-stdlib,
-# kotlinx-coroutines, JNA), JAR_COUNT.
+# kotlinx-coroutines, JNA), OPT_CP (the optional dependencies, which only
+# their own classes use: Micrometer for krabka.coordination.micrometer, with
+# what it needs to run), JAR_COUNT.
 # Needs ROOT (the repository).
 JARS="$ROOT/ci/.cache/uniffi-jars"
 MAVEN="${KRABKA_MAVEN_URL:-https://repo1.maven.org/maven2}"
@@ -22,6 +24,17 @@ org.jetbrains.kotlin:kotlin-build-tools-api:2.4.21 c5cd6a49bd072b529ae10809111c1
 org.jetbrains.kotlinx:kotlinx-coroutines-core-jvm:1.11.0 d1d75aa01dffbb4d1c520e67e4c4e7f5f6174718e7cb4632412503f2f0e604fa
 org.jetbrains:annotations:23.0.0 7b0f19724082cbfcbc66e5abea2b9bc92cf08a1ea11e191933ed43801eb3cd05
 net.java.dev.jna:jna:5.19.1 4fb141dd8ef6b0585ffceea4bc49602fbc6312fa977e2c488794ea3e6aafecae
+"
+
+# The optional dependencies (OPT_CP): micrometer-core first (ci/release.sh
+# names it in the POM as optional), then what it needs at compile and run
+# time (its POM's compile and runtime dependencies that are not optional).
+OPT_LIST="
+io.micrometer:micrometer-core:1.17.2 e28ddecbd27477cc7020defd1c2061a3d8b6b2e543d90856186711fe7f346532
+io.micrometer:micrometer-commons:1.17.2 af8c85e879025ce30c381e6810e14c4f52b4150894e36c815860d14763271348
+io.micrometer:micrometer-observation:1.17.2 d3ff53cfa0532dc1af0de349073f9aeb985e01f4b88c1d904350178805859695
+org.jspecify:jspecify:1.0.1 070d75f261fe4c5b8202508366715f7f2d4660f88c8ef7e6d3575e48c9683b66
+org.hdrhistogram:HdrHistogram:2.2.2 22d1d4316c4ec13a68b559e98c8256d69071593731da96136640f864fa14fad8
 "
 
 # The path of a jar of JAR_LIST, fetched and verified when missing.
@@ -62,5 +75,11 @@ uniffi_jars() {
         esac
     done <<<"$JAR_LIST"
     RUN_CP="$STDLIB:$COROUTINES:$JNA"
-    JAR_COUNT="$(echo "$JAR_LIST" | grep -c .)"
+    OPT_CP=""
+    while read -r spec sha; do
+        [ -n "$spec" ] || continue
+        path="$(uniffi_jar "$spec" "$sha")"
+        OPT_CP="$OPT_CP${OPT_CP:+:}$path"
+    done <<<"$OPT_LIST"
+    JAR_COUNT="$(echo "$JAR_LIST$OPT_LIST" | grep -c .)"
 }

@@ -2,7 +2,8 @@
 # CI of the uniffi bindings (bindings/uniffi: Kotlin tested on the JVM, Swift
 # generated only), from a fresh clone:
 #
-#   1. the Kotlin compiler, kotlin-stdlib, kotlinx-coroutines and JNA from
+#   1. the Kotlin compiler, kotlin-stdlib, kotlinx-coroutines, JNA and the
+#      optional Micrometer from
 #      Maven Central into ci/.cache/uniffi-jars (gitignored), each checked
 #      against the sha256 pinned below; downloaded only when missing, and a
 #      failed download (offline) stops the script with the URL;
@@ -18,7 +19,9 @@
 #      cluster of `ci/kafka.sh start 1` (started, or reused when running);
 #   5. the tests on the JVM: every golden vector (counted), every malformed
 #      entry with its part, refused arguments, leadership on the Kafka (a
-#      second member taking over; a deposed leader fenced);
+#      second member taking over; a deposed leader fenced), without the
+#      optional Micrometer jars; then the Micrometer binder
+#      (krabka.coordination.micrometer, compiled against them) with them;
 #   5b. the Java tests (bindings/uniffi/tests/java), compiled with javac
 #      against the compiled bindings: KrabkaJava's blocking and
 #      CompletableFuture API from plain Java on the same Kafka (the acquire
@@ -82,10 +85,11 @@ rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     -no-stdlib -no-reflect -nowarn -jvm-target 17 \
-    -cp "$RUN_CP" -d "$OUT/classes" \
+    -cp "$RUN_CP:$OPT_CP" -d "$OUT/classes" \
     "$(find "$OUT/kotlin" -name '*.kt')" \
     $(find "$ROOT/bindings/uniffi/kotlin" -name '*.kt' | sort) \
     "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
+    "$ROOT/bindings/uniffi/tests/kotlin/Micrometer.kt" \
     "$ROOT/examples/kotlin/Worker.kt" \
     "$OUT"/snippets-src/*.kt
 
@@ -99,10 +103,15 @@ TOPIC=krabka-uniffi-results
 bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
     --create --if-not-exists --topic "$TOPIC" --partitions 1 --replication-factor 1 >/dev/null
 
+# Without the optional Micrometer jars (OPT_CP): the bindings run without
+# them; only krabka.coordination.micrometer needs them.
 JAVA_RUN=(java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP")
 
 step "Kotlin tests on the JVM (bindings/uniffi/tests/kotlin/Main.kt)"
 KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
+
+step "Micrometer binder (bindings/uniffi/tests/kotlin/Micrometer.kt, with the optional jars)"
+java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP:$OPT_CP" krabka.coordination.test.MicrometerMain
 
 step "Java tests (bindings/uniffi/tests/java: javac against the compiled bindings, on the JVM)"
 rm -rf "$OUT/java-classes"

@@ -62,6 +62,7 @@ const { Leadership, LeadershipEvents } = require('./lib/leadership')
 const { Observer } = require('./lib/observer')
 const Client = require('./lib/client').makeClient(native)
 const { logger, setLogLevel, getLogLevel } = require('./lib/logger').makeLogger(native)
+const { registerMetrics } = require('./lib/prometheus').makePrometheus(native)
 
 module.exports = {
   // The conformance surface.
@@ -93,6 +94,7 @@ module.exports = {
   // Metrics.
   metrics: native.metrics,
   metricsText: native.metricsText,
+  registerMetrics,
   // Errors.
   errorKinds: native.errorKinds,
   KrabkaError: errors.KrabkaError,

@@ -30,6 +30,7 @@ export const {
   getLogLevel,
   metrics,
   metricsText,
+  registerMetrics,
   errorKinds,
   KrabkaError,
   FormatError,

@@ -801,6 +801,16 @@ fn metrics_follow_a_failover() {
         "{m:?}"
     );
     assert!(series(&m, "krabka_lease_left_seconds", "a") > 0.0, "{m:?}");
+    // KrabkaTermLost of docs/metrics.md, `increase(krabka_fences_total[15m])
+    // + increase(krabka_lease_expirations_total[15m]) > 0`, fires at a's
+    // first end only if both series are in a scrape before it: at 0.
+    let ends = |m: &std::collections::HashMap<String, f64>, member: &str| {
+        ["krabka_fences_total", "krabka_lease_expirations_total"].map(|name| {
+            m.get(&format!("{name}{{role=\"{role}\",member=\"{member}\"}}"))
+                .copied()
+        })
+    };
+    assert_eq!(ends(&m, "a"), [Some(0.0), Some(0.0)], "{m:?}");
 
     // a is paused past its lease; b takes over; a, resumed, counts the end.
     let b = Runner::start_with(&role, "b", &log, "sleep 600", &metrics[..2]);
@@ -811,6 +821,21 @@ fn metrics_follow_a_failover() {
         "b waits: not ready"
     );
     assert_eq!(probe(&b, "/healthz"), "HTTP/1.1 200 OK");
+    // The standby's series are there from its registration: not holding,
+    // its counters at 0 (KrabkaRoleWithoutLeader sums the 0).
+    let standby = |name: &str| format!("{name}{{role=\"{role}\",member=\"b\"}}");
+    let waited = Instant::now();
+    let m = loop {
+        let m = scrape(&b);
+        if m.contains_key(&standby("krabka_role_held"))
+            || waited.elapsed() > Duration::from_secs(10)
+        {
+            break m;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(m.get(&standby("krabka_role_held")), Some(&0.0), "{m:?}");
+    assert_eq!(ends(&m, "b"), [Some(0.0), Some(0.0)], "{m:?}");
     a.signal(libc::SIGSTOP);
     until_lines(&log, 2, Duration::from_secs(30));
     a.signal(libc::SIGCONT);
@@ -820,6 +845,9 @@ fn metrics_follow_a_failover() {
         let ended = series(&m, "krabka_lease_expirations_total", "a")
             + series(&m, "krabka_fences_total", "a");
         if series(&m, "krabka_role_held", "a") == 0.0 && ended >= 1.0 {
+            // The alert over the scrape before and this one: it fires.
+            let [fences, expired] = ends(&m, "a").map(|v| v.expect("a's series stay"));
+            assert!(fences + expired > 0.0, "{m:?}");
             break;
         }
         assert!(started.elapsed() < Duration::from_secs(15), "{m:?}");

@@ -5,21 +5,13 @@
 //! --metrics-addr` serves them in the Prometheus text format). Without a
 //! recorder every call below is a no-op.
 //!
-//! | name | kind | labels | what |
-//! |---|---|---|---|
-//! | `krabka_role_held` | gauge | role, member | 1 while this member holds the role, 0 after |
-//! | `krabka_elections_total` | counter | role, member | terms won |
-//! | `krabka_challenges_lost_total` | counter | role, member | challenges lost to a newer epoch |
-//! | `krabka_renewals_total` | counter | role, member | lease renewals committed |
-//! | `krabka_renewal_failures_total` | counter | role, member | renewal attempts that failed (retried) |
-//! | `krabka_fences_total` | counter | role, member | terms ended by a newer epoch |
-//! | `krabka_lease_expirations_total` | counter | role, member | terms ended because no renewal committed within the lease |
-//! | `krabka_resigns_total` | counter | role, member | terms resigned |
-//! | `krabka_lease_left_seconds` | gauge | role, member | lease time left at the last election or renewal (wall clock) |
-//! | `krabka_acquire_seconds` | histogram | role | from the start of an acquire to the election |
-//! | `krabka_handover_seconds` | histogram | role | from the moment the member saw the role free (lease expired or resigned) to its first lease committed |
-//! | `krabka_renewal_seconds` | histogram | role | each committed renewal, from its send to its commit |
-//! | `krabka_describe_seconds` | histogram | (none) | each `describe_leadership` |
+//! [`ALL`] lists every metric with its kind, labels and help text (the
+//! table of docs/metrics.md). From a member's registration on, every series
+//! of its role and member exists: the counters at zero, the gauges at their
+//! value (0 until it leads) and the histograms empty, so an alert on
+//! `increase(...) > 0` fires at the first event rather than at the series'
+//! first appearance, and every metric's description is given to the
+//! recorder (`describe_*`) for its `# HELP` line.
 //!
 //! Roles are labels: keep their number bounded, as with any label.
 
@@ -54,6 +46,111 @@ pub const RENEWAL_SECONDS: &str = "krabka_renewal_seconds";
 /// `krabka_describe_seconds`.
 pub const DESCRIBE_SECONDS: &str = "krabka_describe_seconds";
 
+/// What a metric is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetricKind {
+    /// A count that only goes up.
+    Counter,
+    /// A value that goes up and down.
+    Gauge,
+    /// Observed durations, in seconds.
+    Histogram,
+}
+
+/// One metric the core records: its name, kind, the labels of its series
+/// (in the order recorded) and its help text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricInfo {
+    /// The metric's name, e.g. `krabka_fences_total`.
+    pub name: &'static str,
+    /// Counter, gauge or histogram.
+    pub kind: MetricKind,
+    /// The labels of each series: `role` and `member`, `role`, or none.
+    pub labels: &'static [&'static str],
+    /// What the metric counts (one line, the `# HELP` text).
+    pub help: &'static str,
+}
+
+const MEMBER: &[&str] = &["role", "member"];
+const ROLE: &[&str] = &["role"];
+
+const fn info(
+    name: &'static str,
+    kind: MetricKind,
+    labels: &'static [&'static str],
+    help: &'static str,
+) -> MetricInfo {
+    MetricInfo {
+        name,
+        kind,
+        labels,
+        help,
+    }
+}
+
+/// Every metric the core records, in order of name.
+pub const ALL: [MetricInfo; 13] = {
+    use MetricKind::{Counter, Gauge, Histogram};
+    [
+        info(ACQUIRE_SECONDS, Histogram, ROLE, "Seconds from the start of an acquire to the election."),
+        info(CHALLENGES_LOST, Counter, MEMBER, "Challenges lost to a newer epoch."),
+        info(DESCRIBE_SECONDS, Histogram, &[], "Seconds each describe_leadership took."),
+        info(ELECTIONS, Counter, MEMBER, "Terms won."),
+        info(FENCES, Counter, MEMBER, "Terms ended by a newer epoch."),
+        info(HANDOVER_SECONDS, Histogram, ROLE, "Seconds from the moment the member saw the role free (lease expired or resigned) to its first lease committed."),
+        info(LEASE_EXPIRATIONS, Counter, MEMBER, "Terms ended because no renewal committed within the lease."),
+        info(LEASE_LEFT, Gauge, MEMBER, "Lease seconds left at the last election or renewal (wall clock); 0 when not held."),
+        info(RENEWAL_FAILURES, Counter, MEMBER, "Renewal attempts that failed (and were retried)."),
+        info(RENEWAL_SECONDS, Histogram, ROLE, "Seconds each committed renewal took, from its send to its commit."),
+        info(RENEWALS, Counter, MEMBER, "Lease renewals committed."),
+        info(RESIGNS, Counter, MEMBER, "Terms resigned."),
+        info(ROLE_HELD, Gauge, MEMBER, "1 while this member holds the role, 0 otherwise."),
+    ]
+};
+
+/// The entry of [`ALL`] named `name`, if the core records it.
+pub fn info_of(name: &str) -> Option<&'static MetricInfo> {
+    ALL.iter().find(|m| m.name == name)
+}
+
+/// Gives the current recorder the description of every metric of [`ALL`]
+/// (its `# HELP` text; durations in seconds). Idempotent; a no-op without
+/// a recorder. Called at every member's registration.
+pub fn describe_all() {
+    for m in &ALL {
+        match m.kind {
+            MetricKind::Counter => metrics::describe_counter!(m.name, m.help),
+            MetricKind::Gauge if m.name == LEASE_LEFT => {
+                metrics::describe_gauge!(m.name, metrics::Unit::Seconds, m.help)
+            }
+            MetricKind::Gauge => metrics::describe_gauge!(m.name, m.help),
+            MetricKind::Histogram => {
+                metrics::describe_histogram!(m.name, metrics::Unit::Seconds, m.help)
+            }
+        }
+    }
+}
+
+/// Makes every series of `role`/`member` exist without changing a value:
+/// the counters at zero (or their count), the gauges at their value (zero
+/// when new), the role's histograms (empty when new).
+fn register_series(role: &str, member: &str) {
+    describe_all();
+    for m in &ALL {
+        let labels: Vec<(&'static str, String)> = m
+            .labels
+            .iter()
+            .map(|&k| (k, if k == "role" { role } else { member }.to_owned()))
+            .collect();
+        let labels = labels.as_slice();
+        match m.kind {
+            MetricKind::Counter => metrics::counter!(m.name, labels).increment(0),
+            MetricKind::Gauge => metrics::gauge!(m.name, labels).increment(0.0),
+            MetricKind::Histogram => drop(metrics::histogram!(m.name, labels)),
+        }
+    }
+}
+
 /// Timings of one member that an event alone does not carry (milliseconds
 /// of the member's boot clock, [`crate::Clock::boot_millis`]).
 #[derive(Debug, Default)]
@@ -78,6 +175,7 @@ pub(crate) fn on_event(
     let labels = [("role", role.to_owned()), ("member", member.to_owned())];
     let seconds = |ms: i64| Duration::from_millis(ms.max(0) as u64).as_secs_f64();
     match kind {
+        EventKind::Registered { .. } => register_series(role, member),
         EventKind::Challenging => {
             *timings
                 .challenging

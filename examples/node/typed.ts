@@ -26,9 +26,12 @@ import {
   setLogLevel,
   metrics,
   metricsText,
+  registerMetrics,
+  type KrabkaPromMetric,
   type MetricSample,
   type OAuthToken,
 } from 'krabka-coordination'
+import * as promClient from 'prom-client'
 
 export async function serve(bootstrap: string, signal: AbortSignal): Promise<FencingToken> {
   const client = new Client({ 'bootstrap.servers': bootstrap, 'socket.timeout.ms': 10_000 }, { connectTimeout: 5 })
@@ -135,6 +138,16 @@ for (const s of samples) {
 }
 const prometheus: string = metricsText()
 export { prometheus }
+
+// The core's metrics in the application's own prom-client registry: the
+// real module and Registry type-check against the declared parameters.
+const registry = new promClient.Registry()
+const registered: KrabkaPromMetric[] = registerMetrics(promClient, registry)
+registerMetrics(promClient)
+export async function scrape(): Promise<string> {
+  void registered.map((m) => [m.name, m.help, m.type, m.labelNames])
+  return registry.metrics()
+}
 
 export function securedClient(bootstrap: string, fetchToken: () => Promise<string>): Client {
   return new Client(

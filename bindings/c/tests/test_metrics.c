@@ -1,7 +1,9 @@
 /*
  * krabka_metrics_prometheus on the real local Kafka: before an election
  * the role has no series; after one, its elections counter is 1 in the
- * Prometheus text, and after the resign its resigns counter is 1 too. The
+ * Prometheus text, its resigns and fences counters are there at 0 (from the
+ * member's registration, for the alerts), every metric has its # HELP line,
+ * and after the resign its resigns counter is 1. The
  * buffer rules: the size needed (NUL included) even when it does not fit,
  * NULL with length 0 to ask it, NULL refused otherwise.
  *
@@ -101,8 +103,12 @@ int main(void) {
     REQUIRE(text, "the metrics text");
     CHECK(series(text, "krabka_elections_total", role) == 1, "the role's elections counter moved to 1 (%lld)",
           series(text, "krabka_elections_total", role));
-    CHECK(strstr(text, "# TYPE krabka_elections_total counter") != NULL, "the text declares the counter");
-    CHECK(series(text, "krabka_resigns_total", role) <= 0, "no resign yet");
+    CHECK(strstr(text, "# HELP krabka_elections_total Terms won.\n# TYPE krabka_elections_total counter\n") != NULL,
+          "the text describes and declares the counter");
+    CHECK(series(text, "krabka_resigns_total", role) == 0, "the resigns counter is there at 0 (%lld)",
+          series(text, "krabka_resigns_total", role));
+    CHECK(series(text, "krabka_fences_total", role) == 0, "the fences counter is there at 0 (%lld)",
+          series(text, "krabka_fences_total", role));
     /* Too small: nothing written, the size needed. */
     memset(small, 'x', sizeof small);
     CHECK_RESULT(krabka_metrics_prometheus(small, sizeof small, &needed, error_init(&e)),

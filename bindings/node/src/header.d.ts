@@ -796,6 +796,8 @@ export declare function getLogLevel(): LogLevel
 export interface MetricSeries {
   /** The metric's name. */
   name: string
+  /** What the metric counts (its `# HELP` text). */
+  help: string
   /** The series' labels. */
   labels: Record<string, string>
 }
@@ -821,7 +823,8 @@ export interface HistogramSample extends MetricSeries {
   count: number
   /** Their sum, in seconds. */
   sum: number
-  /** `[upper bound in seconds, durations at or below it]` per bucket, cumulative. */
+  /** `[upper bound in seconds, durations at or below it]` per bucket,
+   * cumulative; the last is `[Infinity, count]`. */
   buckets: Array<[number, number]>
 }
 /** One series of {@link metrics}; `kind` tells which. */
@@ -834,6 +837,46 @@ export declare function metrics(): MetricSample[]
 /** The same series in the Prometheus text format (version 0.0.4), for a
  * `/metrics` endpoint of the application's own web server. */
 export declare function metricsText(): string
+
+/** The parts of the `prom-client` module {@link registerMetrics} uses. */
+export interface PromClientModule {
+  /** prom-client's `Registry` class. */
+  Registry: new (...args: any[]) => PromRegistry
+  /** prom-client's global registry. */
+  register: PromRegistry
+}
+/** The part of a `prom-client` `Registry` {@link registerMetrics} uses. */
+export interface PromRegistry {
+  /** Adds a metric to the registry; throws when the name is taken. */
+  registerMetric(metric: any): void
+}
+/** One metric of the core in a `prom-client` registry: what the registry
+ * reads at each scrape. */
+export interface KrabkaPromMetric {
+  /** The metric's name (e.g. `'krabka_fences_total'`). */
+  readonly name: string
+  /** What the metric counts. */
+  readonly help: string
+  /** prom-client's metric type. */
+  readonly type: 'counter' | 'gauge' | 'histogram'
+  /** The labels of its series (`role`, `member`). */
+  readonly labelNames: string[]
+  /** How prom-client's cluster mode aggregates it. */
+  readonly aggregator: 'sum'
+  /** Its series now, as prom-client's `MetricObjectWithValues`. */
+  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }> }>
+  /** Nothing: the core's counts are not the registry's to reset. */
+  reset(): void
+}
+/** Registers every metric of the core with a `prom-client` registry
+ * (`registry`, default `promClient.register`): counters, gauges and
+ * histograms (every bucket, `+Inf`, `_sum`, `_count`), each with its help
+ * text, read from {@link metrics} at each scrape. `promClient` is the
+ * caller's `require('prom-client')` (an optional peer dependency). Returns
+ * the metrics registered. Throws a `TypeError` (`code`
+ * `'INVALID_ARGUMENT'`) for an argument of the wrong kind, and the
+ * registry's error when a metric of the same name is registered already. */
+export declare function registerMetrics(promClient: PromClientModule, registry?: PromRegistry): KrabkaPromMetric[]
 
 /** Internal: throws the error the mapping makes of a core error of `variant`. */
 export declare function _throwCoreError(variant: string, message: string): never

@@ -30,6 +30,7 @@ pub fn metrics(env: &Env) -> napi::Result<Array<'_>> {
     for (i, s) in samples.into_iter().enumerate() {
         let mut o = Object::new(env)?;
         o.set("name", &s.name)?;
+        o.set("help", &s.help)?;
         let mut labels = Object::new(env)?;
         for (k, v) in &s.labels {
             labels.set(k, v)?;
@@ -53,6 +54,7 @@ pub fn metrics(env: &Env) -> napi::Result<Array<'_>> {
                 o.set("kind", "histogram")?;
                 o.set("count", count as f64)?;
                 o.set("sum", sum)?;
+                // The last pair is `[Infinity, count]`.
                 let pairs: Vec<Vec<f64>> = buckets
                     .into_iter()
                     .map(|(le, n)| vec![le, n as f64])
@@ -60,6 +62,30 @@ pub fn metrics(env: &Env) -> napi::Result<Array<'_>> {
                 o.set("buckets", pairs)?;
             }
         }
+        out.set(i as u32, o)?;
+    }
+    Ok(out)
+}
+
+/// Every metric the core records (`krabka_coordination::metrics::ALL`), as
+/// `{ name, kind, help, labels }` objects in order of name: what the
+/// package's `registerMetrics` registers with a `prom-client` registry
+/// before any series exists.
+#[napi(js_name = "_metricInfo", skip_typescript)]
+pub fn metric_info(env: &Env) -> napi::Result<Array<'_>> {
+    use krabka_coordination::metrics::{MetricKind, ALL};
+    let mut out = env.create_array(ALL.len() as u32)?;
+    for (i, m) in ALL.iter().enumerate() {
+        let mut o = Object::new(env)?;
+        o.set("name", m.name)?;
+        let kind = match m.kind {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram => "histogram",
+        };
+        o.set("kind", kind)?;
+        o.set("help", m.help)?;
+        o.set("labels", m.labels.to_vec())?;
         out.set(i as u32, o)?;
     }
     Ok(out)

@@ -24,7 +24,7 @@ test('an election moves the role counters of metrics() and metricsText()', async
     assert.equal(sample('krabka_elections_total', role), undefined, 'a new role has no series yet')
     const l = await client.acquireLeadership(role, 'a', FAST)
     const elections = sample('krabka_elections_total', role, 'a')
-    assert.deepEqual(elections, { name: 'krabka_elections_total', labels: { role, member: 'a' }, kind: 'counter', value: 1 })
+    assert.deepEqual(elections, { name: 'krabka_elections_total', help: 'Terms won.', labels: { role, member: 'a' }, kind: 'counter', value: 1 })
     const held = sample('krabka_role_held', role, 'a')
     assert.equal(held.kind, 'gauge')
     assert.equal(held.value, 1)
@@ -32,11 +32,12 @@ test('an election moves the role counters of metrics() and metricsText()', async
     assert.ok(acquire, `no histogram of role ${role}: ${JSON.stringify(kc.metrics().map((s) => s.name))}`)
     assert.equal(acquire.count, 1)
     assert.ok(acquire.sum > 0)
-    assert.equal(acquire.buckets.at(-1)[0], 60)
+    assert.deepEqual(acquire.buckets.slice(-2).map(([le]) => le), [60, Infinity])
+    assert.equal(acquire.buckets.at(-1)[1], acquire.count)
     assert.ok(acquire.buckets.every(([le, n], i, all) => typeof le === 'number' && n <= acquire.count && (i === 0 || n >= all[i - 1][1])))
 
     const text = kc.metricsText()
-    assert.match(text, /^# TYPE krabka_elections_total counter$/m)
+    assert.match(text, /^# HELP krabka_elections_total Terms won\.\n# TYPE krabka_elections_total counter$/m)
     assert.ok(text.includes(`krabka_elections_total{role="${role}",member="a"} 1\n`), text)
 
     await l.resign()
@@ -57,7 +58,8 @@ test('metrics() is ordered by name, then labels, and every kind has its fields',
   for (let i = 1; i < keys.length; i++) assert.ok(keys[i - 1][0] <= keys[i][0], `${keys[i - 1][0]} before ${keys[i][0]}`)
   for (const s of all) {
     assert.ok(['counter', 'gauge', 'histogram'].includes(s.kind))
-    if (s.kind === 'histogram') assert.deepEqual(Object.keys(s).sort(), ['buckets', 'count', 'kind', 'labels', 'name', 'sum'])
-    else assert.deepEqual(Object.keys(s).sort(), ['kind', 'labels', 'name', 'value'])
+    if (s.kind === 'histogram') assert.deepEqual(Object.keys(s).sort(), ['buckets', 'count', 'help', 'kind', 'labels', 'name', 'sum'])
+    else assert.deepEqual(Object.keys(s).sort(), ['help', 'kind', 'labels', 'name', 'value'])
+    assert.ok(s.help.endsWith('.'), s.name)
   }
 })

@@ -18,12 +18,13 @@ pub fn install() {
 }
 
 /// Every series the core has recorded in this process, ordered by name,
-/// then labels: a list of dicts with `name` (`str`), `labels` (a `dict` of
-/// `str`), `kind` (`"counter"`, `"gauge"` or `"histogram"`), and `value`
-/// (an `int` for a counter, a `float` for a gauge) or, for a histogram (a
-/// duration, in seconds), `count` (`int`), `sum` (`float`) and `buckets` (a
-/// list of `(upper bound in seconds, count at or below it)` pairs, the
-/// `+Inf` bucket being `count`).
+/// then labels: a list of dicts with `name` (`str`), `help` (`str`, the
+/// metric's description), `labels` (a `dict` of `str`), `kind`
+/// (`"counter"`, `"gauge"` or `"histogram"`), and `value` (an `int` for a
+/// counter, a `float` for a gauge) or, for a histogram (a duration, in
+/// seconds), `count` (`int`), `sum` (`float`) and `buckets` (a list of
+/// `(upper bound in seconds, count at or below it)` pairs, the last one
+/// `(math.inf, count)`).
 #[pyfunction]
 pub fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let samples = install_global().map(|r| r.snapshot()).unwrap_or_default();
@@ -31,6 +32,7 @@ pub fn metrics(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     for s in samples {
         let d = PyDict::new(py);
         d.set_item("name", &s.name)?;
+        d.set_item("help", &s.help)?;
         let labels = PyDict::new(py);
         for (k, v) in &s.labels {
             labels.set_item(k, v)?;

@@ -5,6 +5,7 @@ and the standby's election. The numbers are the ones ``krabka run
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -34,13 +35,14 @@ def test_metrics_follow_a_hand_over(kafka: Dict[str, str], role: str) -> None:
         acquire = _series("krabka_acquire_seconds", role=role)
         assert acquire is not None and acquire["kind"] == "histogram"
         assert acquire["count"] >= 1 and acquire["sum"] > 0
-        # Cumulative buckets, the last bound a minute: an acquire of a free
-        # role is in every bucket from its duration up.
+        # Cumulative buckets, the last finite bound a minute, then +Inf (the
+        # count): an acquire of a free role is in every bucket from its
+        # duration up.
         bounds = [le for le, _ in acquire["buckets"]]
         counts = [n for _, n in acquire["buckets"]]
-        assert bounds == sorted(bounds) and bounds[-1] == 60.0, acquire
-        assert counts == sorted(counts) and counts[-1] <= acquire["count"], acquire
-        assert counts[-1] >= 1, acquire
+        assert bounds == sorted(bounds) and bounds[-2:] == [60.0, math.inf], acquire
+        assert counts == sorted(counts) and counts[-1] == acquire["count"], acquire
+        assert counts[-2] >= 1, acquire
         wait_until(lambda: (_value("krabka_renewals_total", role=role, member="a") or 0) >= 1, 10, "a renewal counted")
         left = _value("krabka_lease_left_seconds", role=role, member="a")
         assert left is not None and 0 < left <= FAST["lease_duration"]
@@ -64,6 +66,7 @@ def test_metrics_follow_a_hand_over(kafka: Dict[str, str], role: str) -> None:
 
         text = kc.metrics_text()
         assert f'krabka_elections_total{{role="{role}",member="b"}} 1\n' in text, text
+        assert "# HELP krabka_elections_total Terms won.\n# TYPE krabka_elections_total counter\n" in text, text
         assert "# TYPE krabka_handover_seconds histogram\n" in text
         assert f'krabka_handover_seconds_bucket{{role="{role}",le="+Inf"}} ' in text, text
         b.resign()
@@ -79,11 +82,13 @@ def test_every_series_has_a_kind_and_its_fields() -> None:
     # Whatever earlier tests recorded: the shape is the documented one.
     kinds = {"counter": ("value",), "gauge": ("value",), "histogram": ("count", "sum", "buckets")}
     for s in kc.metrics():
-        assert set(s) == {"name", "labels", "kind", *kinds[s["kind"]]}, s
+        assert set(s) == {"name", "help", "labels", "kind", *kinds[s["kind"]]}, s
         assert s["name"].startswith("krabka_"), s
+        assert isinstance(s["help"], str) and s["help"].endswith("."), s
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in s["labels"].items()), s
         if s["kind"] == "counter":
             assert isinstance(s["value"], int) and s["value"] >= 0
         elif s["kind"] == "histogram":
             assert isinstance(s["count"], int) and isinstance(s["sum"], float)
             assert all(isinstance(le, float) and isinstance(n, int) for le, n in s["buckets"]), s
+            assert s["buckets"][-1] == (math.inf, s["count"]), s

@@ -106,14 +106,40 @@ type SeriesKey = (String, Vec<(String, String)>);
 /// Every series, with its kind and value.
 type Series = BTreeMap<SeriesKey, (Kind, Arc<Value>)>;
 
-/// The recorder: every series by (name, labels).
-#[derive(Debug, Default, Clone)]
+/// The recorder: every series by (name, labels), and each metric's help
+/// text (the core's, [`krabka_coordination::metrics::ALL`], from the start;
+/// any other metric's once described).
+#[derive(Debug, Clone)]
 pub struct Registry {
     series: Arc<Mutex<Series>>,
     help: Arc<Mutex<BTreeMap<String, String>>>,
 }
 
+impl Default for Registry {
+    fn default() -> Self {
+        let help = krabka_coordination::metrics::ALL
+            .iter()
+            .map(|m| (m.name.to_owned(), m.help.to_owned()))
+            .collect();
+        Registry {
+            series: Arc::default(),
+            help: Arc::new(Mutex::new(help)),
+        }
+    }
+}
+
 impl Registry {
+    /// The help text of metric `name`: its description, or empty when
+    /// nothing described it.
+    pub fn help(&self, name: &str) -> String {
+        self.help
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn series(&self, key: &Key, kind: Kind) -> Arc<Value> {
         let labels = key
             .labels()
@@ -127,7 +153,9 @@ impl Registry {
         )
     }
 
-    /// Every series in the Prometheus text format.
+    /// Every series in the Prometheus text format: each metric with its
+    /// `# HELP` (empty for a metric nothing described) and `# TYPE` lines,
+    /// each histogram with its `+Inf` bucket.
     pub fn render(&self) -> String {
         let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
         let help = self.help.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,9 +163,9 @@ impl Registry {
         let mut last_name = "";
         for ((name, labels), (kind, value)) in all.iter() {
             if name != last_name {
-                if let Some(h) = help.get(name) {
-                    let _ = writeln!(out, "# HELP {name} {h}");
-                }
+                let h = help.get(name).map_or("", String::as_str);
+                let h = h.replace('\\', "\\\\").replace('\n', "\\n");
+                let _ = writeln!(out, "# HELP {name} {h}");
                 let t = match kind {
                     Kind::Counter => "counter",
                     Kind::Gauge => "gauge",
@@ -231,22 +259,27 @@ pub enum SampleValue {
     /// A gauge's value.
     Gauge(f64),
     /// A histogram's number of observations, their sum, and the cumulative
-    /// count of each bucket of [`BUCKETS`].
+    /// count of each bucket of [`BUCKETS`] and of `+Inf`.
     Histogram {
         /// How many values were recorded (the `+Inf` bucket).
         count: u64,
         /// Their sum.
         sum: f64,
-        /// `(upper bound, values at or below it)` for each of [`BUCKETS`].
+        /// `(upper bound, values at or below it)` for each of [`BUCKETS`],
+        /// then `(f64::INFINITY, count)`.
         buckets: Vec<(f64, u64)>,
     },
 }
 
-/// One series: its name, labels (in the order recorded) and value.
+/// One series: its name, help text, labels (in the order recorded) and
+/// value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// The metric's name, e.g. `krabka_elections_total`.
     pub name: String,
+    /// The metric's help text (the `# HELP` line's), empty when nothing
+    /// described it.
+    pub help: String,
     /// The series' labels, e.g. `[("role", "orders"), ("member", "a")]`.
     pub labels: Vec<(String, String)>,
     /// Its value now.
@@ -257,9 +290,11 @@ impl Registry {
     /// Every series' current value, ordered by name, then labels.
     pub fn snapshot(&self) -> Vec<Sample> {
         let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        let help = self.help.lock().unwrap_or_else(|e| e.into_inner());
         all.iter()
             .map(|((name, labels), (kind, value))| Sample {
                 name: name.clone(),
+                help: help.get(name).cloned().unwrap_or_default(),
                 labels: labels.clone(),
                 value: match kind {
                     Kind::Counter => SampleValue::Counter(value.bits.load(Ordering::Relaxed)),
@@ -276,6 +311,7 @@ impl Registry {
                                 below += n;
                                 (le, below)
                             })
+                            .chain([(f64::INFINITY, o.count)])
                             .collect();
                         SampleValue::Histogram {
                             count: o.count,
@@ -320,7 +356,12 @@ mod tests {
             metrics::histogram!("h_seconds").record(0.5);
         });
         let text = r.render();
-        assert!(text.contains("# TYPE c_total counter\n"), "{text}");
+        // An undescribed metric's help is empty; a core metric's is its
+        // description from the start.
+        assert!(
+            text.contains("# HELP c_total \n# TYPE c_total counter\n"),
+            "{text}"
+        );
         assert!(text.contains("c_total{role=\"a\\\"b\"} 2\n"), "{text}");
         assert!(text.contains("c_total{role=\"x\"} 1\n"), "{text}");
         assert!(text.contains("g{role=\"x\"} 1.5\n"), "{text}");
@@ -336,6 +377,29 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("# TYPE c_total").count(), 1);
+        assert_eq!(text.matches("# HELP ").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn every_metric_has_its_help_line_before_its_type_line() {
+        let r = Registry::default();
+        metrics::with_local_recorder(&r, || {
+            metrics::counter!(krabka_coordination::metrics::FENCES, "role" => "x").increment(0);
+            metrics::describe_gauge!("g", "a gauge\nof two lines");
+            metrics::gauge!("g").set(1.0);
+        });
+        let text = r.render();
+        assert!(
+            text.starts_with(
+                "# HELP g a gauge\\nof two lines\n# TYPE g gauge\ng 1\n\
+                 # HELP krabka_fences_total Terms ended by a newer epoch.\n\
+                 # TYPE krabka_fences_total counter\n\
+                 krabka_fences_total{role=\"x\"} 0\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(r.snapshot()[1].help, "Terms ended by a newer epoch.");
+        assert_eq!(r.help("g"), "a gauge\nof two lines");
     }
 
     #[test]
@@ -359,16 +423,19 @@ mod tests {
             vec![
                 Sample {
                     name: "c_total".into(),
+                    help: String::new(),
                     labels: labels(&[("role", "x"), ("member", "m")]),
                     value: SampleValue::Counter(3),
                 },
                 Sample {
                     name: "g".into(),
+                    help: String::new(),
                     labels: vec![],
                     value: SampleValue::Gauge(-2.5),
                 },
                 Sample {
                     name: "h_seconds".into(),
+                    help: String::new(),
                     labels: vec![],
                     value: SampleValue::Histogram {
                         count: 3,
@@ -376,6 +443,7 @@ mod tests {
                         buckets: BUCKETS
                             .iter()
                             .map(|&le| (le, u64::from(le >= 0.25) + u64::from(le >= 1.0)))
+                            .chain([(f64::INFINITY, 3)])
                             .collect(),
                     },
                 },

@@ -40,6 +40,8 @@ pub struct MetricBucket {
 pub struct MetricSample {
     /// The metric, e.g. `krabka_elections_total`.
     pub name: String,
+    /// What the metric counts (its `# HELP` text).
+    pub help: String,
     /// The series' labels, e.g. `role` and `member`.
     pub labels: HashMap<String, String>,
     /// Counter, gauge or histogram.
@@ -50,8 +52,9 @@ pub struct MetricSample {
     /// (its `+Inf` bucket); 0 for a gauge. Signed, as Java counts
     /// (saturating at `Long.MAX_VALUE`).
     pub count: i64,
-    /// A histogram's buckets, cumulative, in order of their bounds (empty
-    /// for a counter or a gauge).
+    /// A histogram's buckets, cumulative, in order of their bounds, the
+    /// last with `le` infinite (its count is `count`); empty for a counter
+    /// or a gauge.
     pub buckets: Vec<MetricBucket>,
 }
 
@@ -105,6 +108,7 @@ pub fn metrics() -> Vec<MetricSample> {
             };
             MetricSample {
                 name: s.name,
+                help: s.help,
                 labels,
                 kind,
                 value,

@@ -3710,6 +3710,10 @@ public struct MetricSample: Equatable, Hashable {
      */
     public var name: String
     /**
+     * What the metric counts (its `# HELP` text).
+     */
+    public var help: String
+    /**
      * The series' labels, e.g. `role` and `member`.
      */
     public var labels: [String: String]
@@ -3728,8 +3732,9 @@ public struct MetricSample: Equatable, Hashable {
      */
     public var count: Int64
     /**
-     * A histogram's buckets, cumulative, in order of their bounds (empty
-     * for a counter or a gauge).
+     * A histogram's buckets, cumulative, in order of their bounds, the
+     * last with `le` infinite (its count is `count`); empty for a counter
+     * or a gauge.
      */
     public var buckets: [MetricBucket]
 
@@ -3739,6 +3744,9 @@ public struct MetricSample: Equatable, Hashable {
         /**
          * The metric, e.g. `krabka_elections_total`.
          */name: String, 
+        /**
+         * What the metric counts (its `# HELP` text).
+         */help: String, 
         /**
          * The series' labels, e.g. `role` and `member`.
          */labels: [String: String], 
@@ -3754,10 +3762,12 @@ public struct MetricSample: Equatable, Hashable {
          * (saturating at `Long.MAX_VALUE`).
          */count: Int64, 
         /**
-         * A histogram's buckets, cumulative, in order of their bounds (empty
-         * for a counter or a gauge).
+         * A histogram's buckets, cumulative, in order of their bounds, the
+         * last with `le` infinite (its count is `count`); empty for a counter
+         * or a gauge.
          */buckets: [MetricBucket]) {
         self.name = name
+        self.help = help
         self.labels = labels
         self.kind = kind
         self.value = value
@@ -3782,6 +3792,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
         return
             try MetricSample(
                 name: FfiConverterString.read(from: &buf), 
+                help: FfiConverterString.read(from: &buf), 
                 labels: FfiConverterDictionaryStringString.read(from: &buf), 
                 kind: FfiConverterTypeMetricKind.read(from: &buf), 
                 value: FfiConverterDouble.read(from: &buf), 
@@ -3792,6 +3803,7 @@ public struct FfiConverterTypeMetricSample: FfiConverterRustBuffer {
 
     public static func write(_ value: MetricSample, into buf: inout [UInt8]) {
         FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.help, into: &buf)
         FfiConverterDictionaryStringString.write(value.labels, into: &buf)
         FfiConverterTypeMetricKind.write(value.kind, into: &buf)
         FfiConverterDouble.write(value.value, into: &buf)

@@ -234,12 +234,13 @@ def murmur2(data: _BytesLike) -> int:
 
 def metrics() -> list[dict[str, Any]]:
     """Every series the core has recorded in this process, ordered by name,
-    then labels: a list of dicts with `name` (`str`), `labels` (a `dict` of
-    `str`), `kind` (`"counter"`, `"gauge"` or `"histogram"`), and `value`
-    (an `int` for a counter, a `float` for a gauge) or, for a histogram (a
-    duration, in seconds), `count` (`int`), `sum` (`float`) and `buckets` (a
-    list of `(upper bound in seconds, count at or below it)` pairs, the
-    `+Inf` bucket being `count`)."""
+    then labels: a list of dicts with `name` (`str`), `help` (`str`, the
+    metric's description), `labels` (a `dict` of `str`), `kind`
+    (`"counter"`, `"gauge"` or `"histogram"`), and `value` (an `int` for a
+    counter, a `float` for a gauge) or, for a histogram (a duration, in
+    seconds), `count` (`int`), `sum` (`float`) and `buckets` (a list of
+    `(upper bound in seconds, count at or below it)` pairs, the last one
+    `(math.inf, count)`)."""
 
 def _before_exit() -> None:
     """Closes the gate of the package's own threads into Python and waits

@@ -929,6 +929,8 @@ fun metricsAfterElection(bootstrap: String) = runBlocking {
             expect(after.size == 1 && after[0].kind == MetricKind.COUNTER && after[0].count == 1L && after[0].value == 1.0) { "$after" }
             val acquire = metrics().single { it.name == "krabka_acquire_seconds" && it.labels == mapOf("role" to role) }
             expect(acquire.kind == MetricKind.HISTOGRAM && acquire.count == 1L && acquire.value > 0.0) { "$acquire" }
+            expect(acquire.buckets.last().le == Double.POSITIVE_INFINITY && acquire.buckets.last().count == acquire.count) { "${acquire.buckets}" }
+            expect(acquire.help.isNotEmpty() && metricsText().contains("# HELP krabka_acquire_seconds ${acquire.help}\n")) { acquire.help }
             expect(acquire.buckets.isNotEmpty() && acquire.buckets.last().count <= 1L &&
                 acquire.buckets.zipWithNext().all { (a, b) -> a.le < b.le && a.count <= b.count }) { "${acquire.buckets}" }
             val text = metricsText()
