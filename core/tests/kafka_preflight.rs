@@ -360,3 +360,59 @@ async fn one_broker_gets_no_broker_loss_warning() {
         r.warnings
     );
 }
+
+/// `ensure_state_topic` on an existing topic of another shape than asked
+/// says so in its report, naming both values; and each piece of advice
+/// about the topic is logged once per client, whether it comes from
+/// `ensure_state_topic`, `check_state_topic` or a member's check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_advice_names_what_differs_and_is_logged_once_per_client() {
+    use krabka_coordination::transport::kafka::TopicSpec;
+    use tracing::instrument::WithSubscriber;
+    let cfg = own_topic("krabka-test-pre-advice");
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    let client = Client::new(cfg).unwrap().with_partitions(1).unwrap();
+    let asked = TopicSpec::default().with_partitions(1);
+    let (created, again) = async {
+        let created = client
+            .ensure_state_topic(TopicSpec::development().with_partitions(1))
+            .await
+            .unwrap();
+        let again = client.ensure_state_topic(asked).await.unwrap();
+        client.check_state_topic(asked).await.unwrap();
+        let options = client
+            .leadership_options()
+            .with_lease_duration(LEASE)
+            .with_renew_interval(RENEW);
+        let l = tokio::time::timeout(PATIENCE, client.acquire("r", "m", options))
+            .await
+            .unwrap()
+            .unwrap();
+        l.resign().await.unwrap();
+        (created, again)
+    }
+    .with_subscriber(subscriber)
+    .await;
+    assert!(created.created && created.replication_factor == 1);
+    assert!(!again.created);
+    let named = |part: &str| again.warnings.iter().any(|w| w.contains(part));
+    assert!(
+        named("replication factor 1, not the 3 asked for"),
+        "{:?}",
+        again.warnings
+    );
+    assert!(
+        named("min.insync.replicas=1, not the 2 asked for"),
+        "{:?}",
+        again.warnings
+    );
+    // The generic advice (min.insync.replicas below 2): reported by each
+    // call that met it, logged once.
+    assert_eq!(captured.lines_with("has min.insync.replicas=1;"), 1);
+    assert_eq!(captured.lines_with("not the 3 asked for"), 1);
+}

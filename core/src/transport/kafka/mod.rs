@@ -343,6 +343,37 @@ impl KafkaTransport {
             .await
     }
 
+    /// [`ensure_state_topic`] with this transport's configuration and
+    /// `spec`, its warnings logged once per transport: advice already
+    /// logged for this transport (by an earlier call or a member's check
+    /// before registering) is not logged again. Returns the same report and
+    /// errors.
+    pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        let report = topic::ensure_unlogged(
+            &self.config,
+            spec.partitions,
+            spec.replication_factor,
+            spec.min_insync_replicas,
+        )
+        .await?;
+        for w in &report.warnings {
+            self.preflight.warn_once(w);
+        }
+        Ok(report)
+    }
+
+    /// [`check_state_topic`] with this transport's configuration, its
+    /// warnings logged once per transport (see
+    /// [`KafkaTransport::ensure_state_topic`]). Returns the same report
+    /// and errors.
+    pub async fn check_state_topic(&self, expected_partitions: i32) -> Result<TopicReport> {
+        let report = topic::check_unlogged(&self.config, expected_partitions).await?;
+        for w in &report.warnings {
+            self.preflight.warn_once(w);
+        }
+        Ok(report)
+    }
+
     /// Mints the epoch of `role` (InitProducerId with `transactional.id =
     /// role` and the lease as the transaction timeout) and returns it as a
     /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is

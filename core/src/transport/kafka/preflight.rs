@@ -230,14 +230,22 @@ impl Preflight {
         options: &ElectionOptions,
     ) -> Result<()> {
         let report = self.report(config, describe, role, options).await?;
-        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
-        for w in report.warnings {
-            if !warned.contains(&w) {
-                tracing::warn!("{w}");
-                warned.insert(w);
-            }
+        for w in &report.warnings {
+            self.warn_once(w);
         }
         Ok(())
+    }
+
+    /// Logs `warning` unless this transport logged it before: each piece of
+    /// advice about the cluster (a state topic's `min.insync.replicas`, a
+    /// lease too short for it) comes once per client, whether from its
+    /// members' checks or from its `ensure_state_topic` and
+    /// `check_state_topic`.
+    pub(super) fn warn_once(&self, warning: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        if warned.insert(warning.to_owned()) {
+            tracing::warn!("{warning}");
+        }
     }
 
     fn cached(&self) -> Option<Arc<Facts>> {
