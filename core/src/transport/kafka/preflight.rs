@@ -320,8 +320,13 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
     Ok(())
 }
 
+/// Where the lease sizing rule is explained, named by the warning that a
+/// lease is below it.
+pub(super) const LEASE_SIZING_DOC: &str = "docs/operations.md#lease-sizing";
+
 /// The warning for options whose lease cannot ride out the loss of one
-/// broker, or none.
+/// broker, naming the lease, renew interval, detection time and the lease
+/// needed, and [`LEASE_SIZING_DOC`]; or none.
 fn broker_loss_warning(
     options: &ElectionOptions,
     detect_ms: u64,
@@ -338,7 +343,7 @@ fn broker_loss_warning(
             "a lease of {:?} renewed every {:?} cannot ride out the loss of one broker: the cluster moves a dead \
              broker's partitions and transaction coordinators only after {key} ({detect_ms} ms, broker {broker}), \
              so a standby may take over from a healthy leader; use a lease of at least {needed:?} (renew interval \
-             + {key} + {BROKER_LOSS_MARGIN:?})",
+             + {key} + {BROKER_LOSS_MARGIN:?}; {LEASE_SIZING_DOC})",
             options.lease_duration, options.renew_interval
         )
     })
@@ -532,6 +537,7 @@ mod tests {
             "9000 ms",
             "broker 2",
             "19s",
+            "docs/operations.md#lease-sizing",
         ] {
             assert!(w.contains(part), "{part}: {w}");
         }
