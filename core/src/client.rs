@@ -268,7 +268,7 @@ impl Client {
 
     /// Creates the state topic with `spec` unless it exists, then checks it
     /// (see [`crate::transport::kafka::ensure_state_topic`]); each warning is
-    /// logged once per client, however many calls and members meet it.
+    /// logged, and this client's members do not log it again at acquire.
     #[cfg(feature = "kafka")]
     pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
         self.kafka("ensure_state_topic")?
@@ -278,7 +278,7 @@ impl Client {
 
     /// Checks that the state topic has `spec.partitions` partitions and is
     /// compacted (see [`crate::transport::kafka::check_state_topic`]); each
-    /// warning is logged once per client.
+    /// warning is logged, and this client's members do not log it again.
     #[cfg(feature = "kafka")]
     pub async fn check_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
         self.kafka("check_state_topic")?

@@ -134,7 +134,8 @@ impl KafkaClient {
     /// Creates the state topic (this client's partition count, the shape of
     /// `args`) unless it exists, then checks it. The shape is checked now.
     /// Each warning (an existing topic of another shape than asked, a
-    /// `min.insync.replicas` below 2) is logged once per client.
+    /// `min.insync.replicas` below 2) is logged, and this client's members
+    /// do not log it again at acquire.
     pub fn ensure_state_topic(
         &self,
         args: &TopicArgs,
@@ -145,8 +146,8 @@ impl KafkaClient {
     }
 
     /// Checks that the state topic exists, is compacted and has this
-    /// client's partition count. Each warning is logged once per client, as
-    /// for [`KafkaClient::ensure_state_topic`] and the members' checks.
+    /// client's partition count. Each warning is logged as by
+    /// [`KafkaClient::ensure_state_topic`].
     pub fn check_state_topic(&self) -> impl Future<Output = Result<TopicReport>> + Send + 'static {
         let transport = Arc::clone(&self.transport);
         let partitions = self.partitions();

@@ -344,12 +344,11 @@ impl KafkaTransport {
     }
 
     /// [`ensure_state_topic`] with this transport's configuration and
-    /// `spec`, its warnings logged once per transport: advice already
-    /// logged for this transport (by an earlier call or a member's check
-    /// before registering) is not logged again. Returns the same report and
-    /// errors.
+    /// `spec`: its warnings are logged (the caller asked for the check),
+    /// and a member's check of this transport does not log them again.
+    /// Returns the same report and errors.
     pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
-        let report = topic::ensure_unlogged(
+        let report = ensure_state_topic(
             &self.config,
             spec.partitions,
             spec.replication_factor,
@@ -357,19 +356,18 @@ impl KafkaTransport {
         )
         .await?;
         for w in &report.warnings {
-            self.preflight.warn_once(w);
+            self.preflight.logged(w);
         }
         Ok(report)
     }
 
     /// [`check_state_topic`] with this transport's configuration, its
-    /// warnings logged once per transport (see
-    /// [`KafkaTransport::ensure_state_topic`]). Returns the same report
-    /// and errors.
+    /// warnings logged as by [`KafkaTransport::ensure_state_topic`].
+    /// Returns the same report and errors.
     pub async fn check_state_topic(&self, expected_partitions: i32) -> Result<TopicReport> {
-        let report = topic::check_unlogged(&self.config, expected_partitions).await?;
+        let report = check_state_topic(&self.config, expected_partitions).await?;
         for w in &report.warnings {
-            self.preflight.warn_once(w);
+            self.preflight.logged(w);
         }
         Ok(report)
     }

@@ -238,14 +238,20 @@ impl Preflight {
 
     /// Logs `warning` unless this transport logged it before: each piece of
     /// advice about the cluster (a state topic's `min.insync.replicas`, a
-    /// lease too short for it) comes once per client, whether from its
-    /// members' checks or from its `ensure_state_topic` and
-    /// `check_state_topic`.
-    pub(super) fn warn_once(&self, warning: &str) {
-        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
-        if warned.insert(warning.to_owned()) {
+    /// lease too short for it) comes once per client from its members'
+    /// checks, and not at all when the client's own `ensure_state_topic`
+    /// or `check_state_topic` logged it ([`Preflight::logged`]).
+    fn warn_once(&self, warning: &str) {
+        if self.logged(warning) {
             tracing::warn!("{warning}");
         }
+    }
+
+    /// Records that `warning` was logged for this transport; true when it
+    /// had not been before.
+    pub(super) fn logged(&self, warning: &str) -> bool {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        warned.insert(warning.to_owned())
     }
 
     fn cached(&self) -> Option<Arc<Facts>> {

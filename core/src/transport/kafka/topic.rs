@@ -133,25 +133,8 @@ pub(super) fn admin_options(config: &KafkaConfig) -> AdminOptions {
 /// [`TopicReport::warnings`], and logged): it may be the operator's
 /// deliberate choice, and refusing it would stop every member's start.
 ///
-/// Each warning is logged (`tracing::warn!`) at every call;
-/// [`super::KafkaTransport::ensure_state_topic`] logs each once per
-/// transport.
+/// Each warning is logged (`tracing::warn!`) at every call.
 pub async fn ensure_state_topic(
-    config: &KafkaConfig,
-    partitions: i32,
-    replication_factor: i32,
-    min_insync_replicas: i32,
-) -> Result<TopicReport> {
-    let report =
-        ensure_unlogged(config, partitions, replication_factor, min_insync_replicas).await?;
-    for w in &report.warnings {
-        tracing::warn!("{w}");
-    }
-    Ok(report)
-}
-
-/// [`ensure_state_topic`] without logging the report's warnings.
-pub(super) async fn ensure_unlogged(
     config: &KafkaConfig,
     partitions: i32,
     replication_factor: i32,
@@ -193,6 +176,9 @@ pub(super) async fn ensure_unlogged(
     let asked = (!created).then_some((replication_factor, min_insync_replicas));
     let mut report = facts.report_against(asked);
     report.created = created;
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
     Ok(report)
 }
 
@@ -280,9 +266,7 @@ async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<To
 /// Checks that the state topic of `config` exists, has `expected_partitions`
 /// partitions and `cleanup.policy=compact`; refuses it otherwise with
 /// [`Error::Fatal`] naming the topic and the values found. Warns (and
-/// reports) when `min.insync.replicas` is below 2: at every call
-/// ([`super::KafkaTransport::check_state_topic`] logs it once per
-/// transport).
+/// reports) when `min.insync.replicas` is below 2, at every call.
 ///
 /// The metadata request is bounded by the connect timeout
 /// ([`KafkaConfig::with_connect_timeout`]): a cluster that does not answer
@@ -290,18 +274,6 @@ async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<To
 /// authorization (DESCRIBE or DESCRIBE_CONFIGS on the topic) is
 /// [`Error::Fatal`] naming the topic.
 pub async fn check_state_topic(
-    config: &KafkaConfig,
-    expected_partitions: i32,
-) -> Result<TopicReport> {
-    let report = check_unlogged(config, expected_partitions).await?;
-    for w in &report.warnings {
-        tracing::warn!("{w}");
-    }
-    Ok(report)
-}
-
-/// [`check_state_topic`] without logging the report's warnings.
-pub(super) async fn check_unlogged(
     config: &KafkaConfig,
     expected_partitions: i32,
 ) -> Result<TopicReport> {
@@ -319,7 +291,11 @@ pub(super) async fn check_unlogged(
     drop_off_thread(admin);
     let (facts, _) = result?;
     facts.check(expected_partitions)?;
-    Ok(facts.report())
+    let report = facts.report();
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(report)
 }
 
 /// The shape of the state topic as the cluster reports it.
