@@ -622,6 +622,7 @@ fn run_help_prints_every_default() {
         ("--renew", "[default: 10s]"),
         ("--stagger", "[default: 5s]"),
         ("--partitions", "[default: 16]"),
+        ("--state-topic", "[default: __coordination_state]"),
     ] {
         let line = help
             .lines()

@@ -61,7 +61,12 @@ impl rdkafka::ClientContext for TransportContext {
         if eof {
             tracing::trace!(target: "librdkafka", "{reason}");
         } else {
-            tracing::warn!(target: "librdkafka", "{error}: {reason}");
+            // The error's code as a field, librdkafka's reason as the
+            // message (which the error's own text repeated in part).
+            match error.rdkafka_error_code() {
+                Some(code) => tracing::warn!(target: "librdkafka", error = ?code, "{reason}"),
+                None => tracing::warn!(target: "librdkafka", error = %error, "{reason}"),
+            }
         }
     }
 
@@ -369,6 +374,10 @@ mod log_tests {
                 "Configuration property x is a consumer property",
             );
             ctx.log(RDKafkaLogLevel::Critical, "BUG", "assertion");
+            ctx.error(
+                KafkaError::Global(RDKafkaErrorCode::AllBrokersDown),
+                "1/1 brokers are down",
+            );
         });
         let text = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -379,6 +388,7 @@ mod log_tests {
                  Connection refused facility=\"FAIL\"",
                 " WARN librdkafka: Configuration property x is a consumer property facility=\"CONFWARN\"",
                 "ERROR librdkafka: assertion facility=\"BUG\"",
+                " WARN librdkafka: 1/1 brokers are down error=AllBrokersDown",
             ],
             "{text}"
         );
