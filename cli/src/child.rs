@@ -20,6 +20,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -262,6 +264,64 @@ unsafe fn guard_main(read: libc::c_int, group: libc::pid_t) -> ! {
     }
 }
 
+/// Checks that `program` names a file this process may execute, found as
+/// `execvp` finds it: a name with a `/` as a path, any other name in the
+/// directories of `$PATH`. Returns the reason otherwise, naming the
+/// program (and `$PATH` when it was searched).
+pub fn check_command(program: &str) -> Result<(), String> {
+    if program.contains('/') {
+        return executable(Path::new(program))
+            .map_err(|why| format!("cannot run {program:?}: {why}"));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut found = None;
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        match executable(&dir.join(program)) {
+            Ok(()) => return Ok(()),
+            Err(why) if why != NOT_FOUND => found = found.or(Some((dir, why))),
+            Err(_) => {}
+        }
+    }
+    Err(match found {
+        Some((dir, why)) => format!(
+            "cannot run {program:?}: {} {why}",
+            dir.join(program).display()
+        ),
+        None => format!(
+            "cannot run {program:?}: no such command in $PATH ({})",
+            path.to_string_lossy()
+        ),
+    })
+}
+
+/// [`executable`]'s reason for a path that does not exist.
+const NOT_FOUND: &str = "does not exist";
+
+/// Ok when `path` is a file this process may execute, or why not.
+fn executable(path: &Path) -> Result<(), &'static str> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(NOT_FOUND),
+        Err(_) => return Err("cannot be read"),
+    };
+    if meta.is_dir() {
+        return Err("is a directory");
+    }
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return Err(NOT_FOUND);
+    };
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+        return Err("is not executable");
+    }
+    Ok(())
+}
+
 /// The shell's exit code of a status: the code, or 128 + the signal.
 pub fn exit_code(status: ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
@@ -282,5 +342,22 @@ mod tests {
         assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
         assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
         assert_eq!(exit_code(ExitStatus::from_raw(libc::SIGTERM)), 143);
+    }
+
+    #[test]
+    fn a_command_that_cannot_run_is_named_with_why() {
+        assert_eq!(check_command("sh"), Ok(()));
+        assert_eq!(check_command("/bin/sh"), Ok(()));
+        let e = check_command("/no/such/binary").unwrap_err();
+        assert!(e.contains("\"/no/such/binary\": does not exist"), "{e}");
+        let e = check_command("no-such-command-krabka").unwrap_err();
+        assert!(e.contains("no such command in $PATH"), "{e}");
+        let e = check_command("/").unwrap_err();
+        assert!(e.contains("is a directory"), "{e}");
+        let file = std::env::temp_dir().join(format!("krabka-not-exec-{}", std::process::id()));
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let e = check_command(file.to_str().unwrap()).unwrap_err();
+        std::fs::remove_file(&file).unwrap();
+        assert!(e.contains("is not executable"), "{e}");
     }
 }

@@ -62,8 +62,9 @@ enum Command {
     State(read::StateArgs),
     /// Every role in the state topic with its holder, token and time left.
     Roles(read::RolesArgs),
-    /// Watch ROLE without joining it: print its leader, lease and roster
-    /// at each change (a new leader, a cleared or lapsed lease, the roster).
+    /// Watch ROLE without joining it: print one line per change (a new
+    /// leader, a cleared or lapsed lease, the roster) with its time, leader,
+    /// lease and roster.
     Watch(read::WatchArgs),
     /// Run COMMAND only while this process leads ROLE.
     Run(run::RunArgs),

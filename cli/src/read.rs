@@ -8,9 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use krabka_coordination::client::Client;
 use krabka_coordination::leadership::RoleStateReport;
-use krabka_coordination::observe::ObserveOptions;
+use krabka_coordination::observe::{ObserveOptions, RoleView};
 use krabka_coordination::transport::kafka::{TopicReport, TopicSpec};
-use krabka_coordination::{FencingToken, Lease, NO_EPOCH};
+use krabka_coordination::{rfc3339, FencingToken, Lease, Rfc3339, NO_EPOCH};
 use serde_json::{json, Value};
 
 use crate::settings::KafkaArgs;
@@ -115,21 +115,64 @@ fn lease_json(l: &Lease, now: i64) -> Value {
         "member": l.member,
         "token": token_json(&l.token),
         "granted_at": l.granted_at,
+        "granted_at_rfc3339": rfc3339(l.granted_at),
         "deadline": l.deadline,
+        "deadline_rfc3339": rfc3339(l.deadline),
         "left_ms": (l.deadline - now).max(0),
     })
 }
 
-fn lease_line(l: &Lease, now: i64) -> String {
+/// The time left on a lease at `now`, or the time since it expired.
+fn time_left(l: &Lease, now: i64) -> String {
     let left = l.deadline - now;
-    let left = if left > 0 {
+    if left > 0 {
         format!("{:.1} s left", left as f64 / 1000.0)
     } else {
         format!("expired {:.1} s ago", -left as f64 / 1000.0)
+    }
+}
+
+fn lease_line(l: &Lease, now: i64) -> String {
+    format!(
+        "lease: {} holds token {} (granted at {}, deadline {}, {})",
+        l.member,
+        l.token,
+        Rfc3339(l.granted_at),
+        Rfc3339(l.deadline),
+        time_left(l, now)
+    )
+}
+
+/// One line of `watch` for `v`, taken at `now`: the view's time, the
+/// change, the leader (or the lapsed lease) and the roster in rank order.
+fn watch_line(v: &RoleView, now: i64) -> String {
+    let lease = match (&v.leader, &v.lapsed) {
+        (Some(l), _) => format!(
+            "{} leads with token {} until {} ({})",
+            l.member,
+            l.token,
+            Rfc3339(l.deadline),
+            time_left(l, now)
+        ),
+        (None, Some(l)) => format!(
+            "no leader: the lease of {} (token {}) lapsed at {}",
+            l.member,
+            l.token,
+            Rfc3339(l.deadline)
+        ),
+        (None, None) => "no leader".to_owned(),
+    };
+    let roster: Vec<&str> = v.roster.iter().map(|e| e.member.as_str()).collect();
+    let roster = if roster.is_empty() {
+        "empty".to_owned()
+    } else {
+        roster.join(", ")
     };
     format!(
-        "lease: {} holds token {} (granted at {}, deadline {}, {left})",
-        l.member, l.token, l.granted_at, l.deadline
+        "{} {} {}: {lease}; roster: {roster}",
+        Rfc3339(v.at),
+        v.change.name(),
+        v.role
     )
 }
 
@@ -142,6 +185,7 @@ fn report_json(r: &RoleStateReport, now: i64) -> Value {
             "member": e.member,
             "offset": e.offset,
             "registered_at": e.registered_at,
+            "registered_at_rfc3339": rfc3339(e.registered_at),
         })).collect::<Vec<_>>(),
         "lease": r.lease.as_ref().map(|l| lease_json(l, now)),
     })
@@ -155,7 +199,9 @@ fn print_report(r: &RoleStateReport, now: i64) {
     for (rank, e) in r.roster.iter().enumerate() {
         println!(
             "  {rank}. {} (registered at offset {}, time {})",
-            e.member, e.offset, e.registered_at
+            e.member,
+            e.offset,
+            Rfc3339(e.registered_at)
         );
     }
     match &r.lease {
@@ -349,8 +395,9 @@ pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
 
 /// `watch`: prints the role once caught up, then each change the core's
 /// observer reports ([`krabka_coordination::observe`]), until SIGINT or
-/// SIGTERM. A lapsed lease is printed as the lease it was, with `change`
-/// saying it lapsed.
+/// SIGTERM: one line per view ([`watch_line`]) beginning with its time, or
+/// one JSON object per view. A lapsed lease is printed as the lease it was,
+/// with `change` saying it lapsed.
 pub async fn watch(kafka: &KafkaArgs, a: WatchArgs) -> Result<u8, Failure> {
     let client = kafka.client()?;
     let options = ObserveOptions::default().with_renewals(a.renewals);
@@ -363,20 +410,21 @@ pub async fn watch(kafka: &KafkaArgs, a: WatchArgs) -> Result<u8, Failure> {
     };
     loop {
         let Some(v) = view else { return Ok(0) };
-        let report = RoleStateReport {
-            role: v.role.to_string(),
-            partition: v.partition,
-            roster: v.roster,
-            lease: v.leader.or(v.lapsed),
-        };
         let now = now_ms();
         if a.json {
+            let report = RoleStateReport {
+                role: v.role.to_string(),
+                partition: v.partition,
+                roster: v.roster,
+                lease: v.leader.or(v.lapsed),
+            };
             let mut line = report_json(&report, now);
             line["change"] = json!(v.change.name());
+            line["at"] = json!(v.at);
+            line["at_rfc3339"] = json!(rfc3339(v.at));
             print_json(&line)?;
         } else {
-            println!("-- {}", v.change.name());
-            print_report(&report, now);
+            println!("{}", watch_line(&v, now));
         }
         view = tokio::select! {
             v = observer.next() => v?,
@@ -464,5 +512,60 @@ mod tests {
         assert!(lease_line(&l, 6_000).contains("5.0 s left"));
         assert!(lease_line(&l, 13_500).contains("expired 2.5 s ago"));
         assert_eq!(lease_json(&l, 13_500)["left_ms"], 0);
+        assert!(
+            lease_line(&l, 6_000).contains("deadline 1970-01-01T00:00:11.000Z"),
+            "{}",
+            lease_line(&l, 6_000)
+        );
+        assert_eq!(lease_json(&l, 0)["deadline"], 11_000);
+        assert_eq!(
+            lease_json(&l, 0)["deadline_rfc3339"],
+            "1970-01-01T00:00:11.000Z"
+        );
+    }
+
+    #[test]
+    fn a_watch_line_is_one_line_with_the_time_leader_and_roster() {
+        use krabka_coordination::observe::Change;
+        let lease = Lease {
+            member: "a".into(),
+            token: FencingToken::new(1, 2),
+            granted_at: 1_000,
+            deadline: 11_000,
+        };
+        let roster = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| krabka_coordination::RosterEntry {
+                member: (*m).into(),
+                offset: i as i64,
+                registered_at: 0,
+            })
+            .collect();
+        let mut v = RoleView {
+            role: "r".into(),
+            partition: 0,
+            change: Change::Elected,
+            leader: Some(lease.clone()),
+            lapsed: None,
+            roster,
+            position: 2,
+            at: 1_500,
+        };
+        assert_eq!(
+            watch_line(&v, 6_000),
+            "1970-01-01T00:00:01.500Z elected r: a leads with token 1/2 until \
+             1970-01-01T00:00:11.000Z (5.0 s left); roster: a, b"
+        );
+        v.change = Change::Lapsed;
+        v.leader = None;
+        v.lapsed = Some(lease);
+        v.roster.clear();
+        let line = watch_line(&v, 12_000);
+        assert!(!line.contains('\n'));
+        assert!(
+            line.ends_with("lapsed r: no leader: the lease of a (token 1/2) lapsed at 1970-01-01T00:00:11.000Z; roster: empty"),
+            "{line}"
+        );
     }
 }

@@ -38,7 +38,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use krabka_coordination::events::{self, EventKind, EventReceiver};
 use krabka_coordination::leadership::Leadership;
+use krabka_coordination::{ElectionOptions, FencingToken, Rfc3339};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
@@ -57,14 +59,16 @@ pub struct RunArgs {
     /// restarts of this process).
     #[arg(long)]
     pub member: String,
-    /// The lease duration, e.g. 15s (default: the library's).
-    #[arg(long, value_parser = parse_duration)]
+    // The help of the three timings names the library's default, which
+    // applies when the option is not given.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION",
+          help = with_default("The lease duration, e.g. 15s", ElectionOptions::DEFAULT_LEASE_DURATION))]
     pub lease: Option<Duration>,
-    /// The renew interval, e.g. 3s (default: the library's).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION",
+          help = with_default("The renew interval, e.g. 3s", ElectionOptions::DEFAULT_RENEW_INTERVAL))]
     pub renew: Option<Duration>,
-    /// The challenge stagger per rank, e.g. 1s (default: the library's).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION",
+          help = with_default("The challenge stagger per rank, e.g. 1s", ElectionOptions::DEFAULT_CHALLENGE_STAGGER))]
     pub stagger: Option<Duration>,
     /// How long the child gets between SIGTERM and SIGKILL (default: a
     /// third of the lease, at most 10 s, and at most half the time from a
@@ -86,6 +90,21 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `text` followed by clap's `[default: ...]` with `d` as `--lease` takes it.
+fn with_default(text: &str, d: Duration) -> String {
+    format!("{text} [default: {}]", show_duration(d))
+}
+
+/// `d` in the form [`parse_duration`] reads: whole seconds as `30s`,
+/// anything else in milliseconds (`1500ms`).
+pub fn show_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
 }
 
 /// A duration: a number with `ms`, `s`, `m` or `h` (`1.5s`, `500ms`); a bare
@@ -258,11 +277,71 @@ async fn serve_metrics(addr: &str, readiness: Readiness) -> Result<(), Failure> 
     Ok(())
 }
 
+/// Prints a line on stderr each time this member's wait changes in a way a
+/// person watching wants to know: another holder (or none), or another
+/// rank; not at each of the holder's renewals. Ends with the member's
+/// events (when its term ends or it stops waiting).
+async fn say_who_leads(member: String, role: String, mut events: EventReceiver) {
+    let mut last: Option<(usize, Option<FencingToken>)> = None;
+    while let Some(e) = events.recv().await {
+        let EventKind::Waiting {
+            rank,
+            challenge_at,
+            holder,
+            holder_token,
+        } = e.kind
+        else {
+            continue;
+        };
+        if last == Some((rank, holder_token)) {
+            continue;
+        }
+        last = Some((rank, holder_token));
+        eprintln!(
+            "krabka: {}",
+            waiting_line(
+                &member,
+                &role,
+                rank,
+                challenge_at,
+                holder.as_deref(),
+                holder_token
+            )
+        );
+    }
+}
+
+/// The line [`say_who_leads`] prints for a wait.
+fn waiting_line(
+    member: &str,
+    role: &str,
+    rank: usize,
+    challenge_at: i64,
+    holder: Option<&str>,
+    holder_token: Option<FencingToken>,
+) -> String {
+    let at = Rfc3339(challenge_at);
+    match (holder, holder_token) {
+        (Some(h), Some(t)) => format!(
+            "{h} leads {role} with token {t}; {member} waits at rank {rank} and challenges at {at} \
+             unless {h} renews"
+        ),
+        (Some(h), None) => format!(
+            "{h} leads {role}; {member} waits at rank {rank} and challenges at {at} unless {h} renews"
+        ),
+        (None, _) => {
+            format!("nobody leads {role}; {member} waits at rank {rank} and challenges at {at}")
+        }
+    }
+}
+
 /// `run`.
 pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
     if a.command.is_empty() || a.command[0].is_empty() {
         return Err(Failure::usage("no COMMAND after --"));
     }
+    // A command that cannot start must not cost the role an epoch.
+    crate::child::check_command(&a.command[0]).map_err(Failure::usage)?;
     let client = kafka.client()?;
     let mut options = client.leadership_options();
     if let Some(d) = a.lease {
@@ -293,10 +372,15 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
     loop {
         // 1. Wait for the turn.
         let cancel = CancellationToken::new();
+        let (events, waits) = events::channel();
+        tokio::spawn(say_who_leads(a.member.clone(), a.role.clone(), waits));
         let acquire = client.acquire(
             &a.role,
             &a.member,
-            options.clone().with_cancel(cancel.clone()),
+            options
+                .clone()
+                .with_cancel(cancel.clone())
+                .with_events(events),
         );
         tokio::pin!(acquire);
         let leadership = tokio::select! {
@@ -323,6 +407,7 @@ pub async fn run(kafka: &KafkaArgs, a: RunArgs) -> Result<u8, Failure> {
             Err(e) => {
                 let _ = leadership.resign().await;
                 return Err(Failure {
+                    // Checked before contending: it went between then and now.
                     code: 4,
                     message: format!("cannot start {:?}: {e}", a.command[0]),
                 });
@@ -448,6 +533,26 @@ fn report(status: Option<std::process::ExitStatus>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_names_the_holder_rank_and_challenge_time() {
+        let t = FencingToken::new(1004, 9);
+        assert_eq!(
+            waiting_line("b", "r", 1, 1_000, Some("a"), Some(t)),
+            "a leads r with token 1004/9; b waits at rank 1 and challenges at \
+             1970-01-01T00:00:01.000Z unless a renews"
+        );
+        assert_eq!(
+            waiting_line("b", "r", 0, 0, None, None),
+            "nobody leads r; b waits at rank 0 and challenges at 1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(show_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(show_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(
+            parse_duration(&show_duration(Duration::from_millis(1500))),
+            Ok(Duration::from_millis(1500))
+        );
+    }
 
     #[test]
     fn durations_take_a_unit_or_seconds() {

@@ -30,8 +30,9 @@ pub struct KafkaArgs {
     #[arg(long = "config", value_name = "FILE", global = true)]
     pub config_file: Option<PathBuf>,
 
-    /// The state topic.
-    #[arg(long, value_name = "TOPIC", global = true)]
+    // The help names the library's state topic, used when not given.
+    #[arg(long, value_name = "TOPIC", global = true,
+          help = format!("The state topic [default: {}]", krabka_coordination::STATE_TOPIC))]
     pub state_topic: Option<String>,
 
     /// The partition count of the state topic (every member must use the

@@ -269,6 +269,11 @@ fn run_starts_the_child_only_on_the_leader_and_hands_over_when_it_exits() {
     assert_eq!(fields[0], "a");
     let token = fields[1];
     assert_eq!(token, format!("{}/{}", fields[2], fields[3]));
+    // b said who leads, once: not again at each of a's renewals (every 1 s).
+    let said = b.stderr.lock().unwrap().clone();
+    let waiting =
+        format!("a leads {role} with token {token}; b waits at rank 0 and challenges at ");
+    assert_eq!(said.matches(&waiting).count(), 1, "{said}");
 
     // The token the child got is the role's, by describe's exit code.
     let out = krabka(&["describe", &role, "--token", token]);
@@ -577,6 +582,63 @@ fn a_cut_off_krabka_kills_a_stubborn_child_before_its_successor_starts() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+/// A command that cannot run is refused before `run` contends: no
+/// registration, no epoch minted.
+#[test]
+fn run_checks_its_command_before_contending() {
+    ensure_topic();
+    let role = unique("cli-no-binary");
+    let out = krabka(&[
+        "run",
+        "--role",
+        &role,
+        "--member",
+        "m",
+        "--",
+        "/no/such/binary",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"/no/such/binary\": does not exist") && err.lines().count() == 1,
+        "{err}"
+    );
+    let v = stdout_json(&krabka(&["describe", &role, "--json"]));
+    assert!(v["token"].is_null(), "no epoch was minted: {v}");
+    let v = stdout_json(&krabka(&["state", &role, "--json"]));
+    assert!(v["roster"].as_array().unwrap().is_empty(), "{v}");
+}
+
+/// `--help` names the default of every option that has one.
+#[test]
+fn run_help_prints_every_default() {
+    let out = Command::new(KRABKA)
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for (option, default) in [
+        ("--lease", "[default: 30s]"),
+        ("--renew", "[default: 10s]"),
+        ("--stagger", "[default: 5s]"),
+        ("--partitions", "[default: 16]"),
+        ("--state-topic", "[default: __coordination_state]"),
+    ] {
+        let line = help
+            .lines()
+            .position(|l| l.trim_start().starts_with(option))
+            .unwrap_or_else(|| panic!("{option} in {help}"));
+        // clap prints the help beside the option or on the lines below.
+        let text = help
+            .lines()
+            .skip(line)
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(text.contains(default), "{option}: {text}");
+    }
+}
+
 #[test]
 fn watch_prints_each_change_of_the_role() {
     ensure_topic();
@@ -603,9 +665,22 @@ fn watch_prints_each_change_of_the_role() {
         rx.recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("no line for {what}"))
     };
+    // The same watch for people: one line per change, beginning with its
+    // time.
+    let mut text = Command::new(KRABKA)
+        .arg("-b")
+        .arg(bootstrap())
+        .args(["watch", &role])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
     let v = next("the empty role");
     assert!(v["roster"].as_array().unwrap().is_empty(), "{v}");
     assert_eq!(v["change"], "initial", "{v}");
+    assert!(v["at"].as_i64().unwrap() > 0, "{v}");
+    assert!(v["at_rfc3339"].as_str().unwrap().ends_with('Z'), "{v}");
     let log = temp_log("watch");
     let a = Runner::start(&role, "a", &log, "sleep 600");
     // Registered, then leading: one line each, in that order.
@@ -636,6 +711,33 @@ fn watch_prints_each_change_of_the_role() {
     }
     let status = watch.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+    // The text watch saw the same five changes.
+    let text_lines = BufReader::new(text.stdout.take().unwrap());
+    let out: Vec<String> = text_lines.lines().take(5).map(Result::unwrap).collect();
+    let _ = text.kill();
+    let _ = text.wait();
+    let out = out.join("\n");
+    let changes: Vec<&str> = out
+        .lines()
+        .map(|l| {
+            let (time, rest) = l.split_once(' ').unwrap();
+            // 2026-12-07T12:50:00.123Z
+            assert!(
+                time.len() == 24 && time.as_bytes()[10] == b'T' && time.ends_with('Z'),
+                "{l}"
+            );
+            rest.split(' ').next().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        ["initial", "roster", "elected", "cleared", "roster"],
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("elected {role}: a leads with token ")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -53,9 +53,7 @@ use crate::leadership::{
     LeadershipOptions, LeadershipStatus, RoleListing, RoleStateReport,
 };
 #[cfg(feature = "kafka")]
-use crate::transport::kafka::{
-    check_state_topic, ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport, TopicSpec,
-};
+use crate::transport::kafka::{KafkaConfig, KafkaTransport, TopicReport, TopicSpec};
 use crate::transport::Transport;
 
 /// A handle on a coordination cluster, shared by every role of a process.
@@ -66,8 +64,10 @@ pub struct Client {
 
 struct Inner {
     transport: Arc<dyn Transport>,
+    /// The Kafka transport of a client built by [`Client::new`], for the
+    /// state topic's helpers (whose warnings it logs once).
     #[cfg(feature = "kafka")]
-    kafka: Option<KafkaConfig>,
+    kafka: Option<Arc<KafkaTransport>>,
     partitions: i32,
     /// Roles acquiring or held through this client.
     claimed: Arc<Mutex<HashSet<String>>>,
@@ -106,11 +106,11 @@ impl Client {
     /// ([`Error::InvalidArgument`] naming it). Connects lazily.
     #[cfg(feature = "kafka")]
     pub fn new(config: KafkaConfig) -> Result<Client> {
-        let transport = Arc::new(KafkaTransport::new(config.clone(), None)?);
-        let mut client = Client::from_transport(transport);
+        let transport = Arc::new(KafkaTransport::new(config, None)?);
+        let mut client = Client::from_transport(transport.clone());
         Arc::get_mut(&mut client.inner)
             .expect("a new client is not shared yet")
-            .kafka = Some(config);
+            .kafka = Some(transport);
         Ok(client)
     }
 
@@ -267,30 +267,28 @@ impl Client {
     }
 
     /// Creates the state topic with `spec` unless it exists, then checks it
-    /// (see [`crate::transport::kafka::ensure_state_topic`]).
+    /// (see [`crate::transport::kafka::ensure_state_topic`]); each warning is
+    /// logged, and this client's members do not log it again at acquire.
     #[cfg(feature = "kafka")]
     pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
-        let config = self.kafka_config("ensure_state_topic")?;
-        ensure_state_topic(
-            config,
-            spec.partitions,
-            spec.replication_factor,
-            spec.min_insync_replicas,
-        )
-        .await
+        self.kafka("ensure_state_topic")?
+            .ensure_state_topic(spec)
+            .await
     }
 
     /// Checks that the state topic has `spec.partitions` partitions and is
-    /// compacted (see [`crate::transport::kafka::check_state_topic`]).
+    /// compacted (see [`crate::transport::kafka::check_state_topic`]); each
+    /// warning is logged, and this client's members do not log it again.
     #[cfg(feature = "kafka")]
     pub async fn check_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
-        let config = self.kafka_config("check_state_topic")?;
-        check_state_topic(config, spec.partitions).await
+        self.kafka("check_state_topic")?
+            .check_state_topic(spec.partitions)
+            .await
     }
 
     #[cfg(feature = "kafka")]
-    fn kafka_config(&self, what: &str) -> Result<&KafkaConfig> {
-        self.inner.kafka.as_ref().ok_or_else(|| {
+    fn kafka(&self, what: &str) -> Result<&KafkaTransport> {
+        self.inner.kafka.as_deref().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{what} needs a client built on Kafka (Client::new), not on another transport"
             ))

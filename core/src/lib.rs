@@ -56,6 +56,7 @@ pub mod leadership;
 pub mod metrics;
 pub mod observe;
 pub mod partition;
+pub mod rfc3339;
 pub mod state;
 pub mod token;
 pub mod transport;
@@ -69,6 +70,7 @@ pub use codec::{
 pub use election::{challenger_rank, evaluate, ElectionOptions, Step};
 pub use error::{EncodeError, Error, ErrorKind, FormatError, Part, Result, SharedError};
 pub use partition::{murmur2, role_partition};
+pub use rfc3339::{rfc3339, Rfc3339};
 pub use state::{RoleState, RosterEntry};
 pub use token::{FencingToken, TokenParseError, NO_EPOCH};
 pub use transport::Record;

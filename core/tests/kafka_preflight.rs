@@ -360,3 +360,62 @@ async fn one_broker_gets_no_broker_loss_warning() {
         r.warnings
     );
 }
+
+/// `ensure_state_topic` on an existing topic of another shape than asked
+/// says so in its report, naming both values; a warning the client's own
+/// `ensure_state_topic` logged is not logged again by its members' checks
+/// at acquire (one line per process for the usual ensure-then-acquire).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_advice_names_what_differs_and_is_not_repeated_at_acquire() {
+    use krabka_coordination::transport::kafka::TopicSpec;
+    use tracing::instrument::WithSubscriber;
+    let cfg = own_topic("krabka-test-pre-advice");
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    let client = Client::new(cfg).unwrap().with_partitions(1).unwrap();
+    let asked = TopicSpec::default().with_partitions(1);
+    let (created, logged_before_acquire, again) = async {
+        let created = client
+            .ensure_state_topic(TopicSpec::development().with_partitions(1))
+            .await
+            .unwrap();
+        let logged = captured.lines_with("has min.insync.replicas=1;");
+        let options = client
+            .leadership_options()
+            .with_lease_duration(LEASE)
+            .with_renew_interval(RENEW);
+        for member in ["m1", "m2"] {
+            let l = tokio::time::timeout(PATIENCE, client.acquire("r", member, options.clone()))
+                .await
+                .unwrap()
+                .unwrap();
+            l.resign().await.unwrap();
+        }
+        let again = client.ensure_state_topic(asked).await.unwrap();
+        (created, logged, again)
+    }
+    .with_subscriber(subscriber)
+    .await;
+    assert!(created.created && created.replication_factor == 1);
+    assert!(!again.created);
+    let named = |part: &str| again.warnings.iter().any(|w| w.contains(part));
+    assert!(
+        named("replication factor 1, not the 3 asked for"),
+        "{:?}",
+        again.warnings
+    );
+    assert!(
+        named("min.insync.replicas=1, not the 2 asked for"),
+        "{:?}",
+        again.warnings
+    );
+    // The generic advice (min.insync.replicas below 2): logged by the
+    // ensure, not again by the two acquires' checks.
+    assert_eq!(logged_before_acquire, 1);
+    assert_eq!(captured.lines_with("has min.insync.replicas=1;"), 1);
+    assert_eq!(captured.lines_with("not the 3 asked for"), 1);
+}

@@ -6,11 +6,13 @@
 //! Every claim about Kafka's own behaviour is tested against a real broker
 //! in the `kafka_*` and `e2e_*` tests; these test our rules.
 
+mod captured;
 mod world;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use captured::Captured;
 use krabka_coordination::codec::{encode_key, Key};
 use krabka_coordination::leadership::{acquire_leadership, describe_leadership};
 use krabka_coordination::transport::{Coordinator, OutRecord, StateRecord, Transport};
@@ -94,6 +96,46 @@ async fn a_live_holder_renews_and_keeps_the_role() {
         .await
         .unwrap();
     assert_eq!(status.token, a.token());
+}
+
+/// A standby behind a live holder logs its wait once, with the challenge
+/// time in RFC 3339, not again at each of the holder's renewals; it logs
+/// again when the holder changes.
+#[tokio::test(flavor = "current_thread")]
+async fn a_standby_logs_its_wait_once_per_holder_not_per_renewal() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .finish();
+    // The current-thread runtime runs the members' tasks on this thread.
+    let _log = tracing::subscriber::set_default(subscriber);
+    let w = World::new();
+    let a = w.spawn("a");
+    w.run_until(T0).await;
+    let a = leader(a).await;
+    let b = w.spawn("b");
+    // Ten lease durations: thirty renewals of a.
+    w.run_until(T0 + 10 * 30_000).await;
+    assert!(a.is_held() && !b.is_finished());
+    assert_eq!(captured.lines_with(" waiting "), 1, "one line for holder a");
+    assert_eq!(captured.lines_with("holder=\"a\""), 1);
+    // The first turn: a's first deadline, T0 + 30 s.
+    assert_eq!(
+        captured.lines_with("challenge_at=2023-11-14T22:13:50.000Z"),
+        1
+    );
+
+    // a freezes; b takes over; c waits behind b: a line for the new holder.
+    drop(a);
+    w.run_until(T0 + 11 * 30_000).await;
+    let b = leader(b).await;
+    let c = w.spawn("c");
+    w.run_until(T0 + 15 * 30_000).await;
+    assert!(b.is_held() && !c.is_finished());
+    assert_eq!(captured.lines_with("holder=\"b\""), 1);
+    assert_eq!(captured.lines_with(" waiting "), 2);
 }
 
 #[tokio::test(flavor = "current_thread")]

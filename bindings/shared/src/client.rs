@@ -12,9 +12,7 @@ use std::sync::Arc;
 use krabka_coordination::client::Client;
 use krabka_coordination::events::EventSender;
 use krabka_coordination::leadership::{Leadership, LeadershipStatus, RoleStateReport};
-use krabka_coordination::transport::kafka::{
-    check_state_topic, ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport, TopicSpec,
-};
+use krabka_coordination::transport::kafka::{KafkaConfig, KafkaTransport, TopicReport, TopicSpec};
 use krabka_coordination::{Error, Result};
 use tokio_util::sync::CancellationToken;
 
@@ -135,29 +133,25 @@ impl KafkaClient {
 
     /// Creates the state topic (this client's partition count, the shape of
     /// `args`) unless it exists, then checks it. The shape is checked now.
+    /// Each warning (an existing topic of another shape than asked, a
+    /// `min.insync.replicas` below 2) is logged, and this client's members
+    /// do not log it again at acquire.
     pub fn ensure_state_topic(
         &self,
         args: &TopicArgs,
     ) -> Result<impl Future<Output = Result<TopicReport>> + Send + 'static> {
         let spec: TopicSpec = args.spec(self.partitions()).map_err(Error::from)?;
-        let config = self.config.clone();
-        Ok(async move {
-            ensure_state_topic(
-                &config,
-                spec.partitions,
-                spec.replication_factor,
-                spec.min_insync_replicas,
-            )
-            .await
-        })
+        let transport = Arc::clone(&self.transport);
+        Ok(async move { transport.ensure_state_topic(spec).await })
     }
 
     /// Checks that the state topic exists, is compacted and has this
-    /// client's partition count.
+    /// client's partition count. Each warning is logged as by
+    /// [`KafkaClient::ensure_state_topic`].
     pub fn check_state_topic(&self) -> impl Future<Output = Result<TopicReport>> + Send + 'static {
-        let config = self.config.clone();
+        let transport = Arc::clone(&self.transport);
         let partitions = self.partitions();
-        async move { check_state_topic(&config, partitions).await }
+        async move { transport.check_state_topic(partitions).await }
     }
 }
 

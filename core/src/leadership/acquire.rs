@@ -13,6 +13,7 @@ use crate::codec::{encode_key, Key, Lease};
 use crate::election::{evaluate, Step};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
+use crate::rfc3339::Rfc3339;
 use crate::state::RoleState;
 use crate::token::FencingToken;
 use crate::transport::{Backlog, LeaseWriter, StateRecord, Transport};
@@ -371,7 +372,7 @@ fn step_for(
             let stagger = millis(m.options.election.challenge_stagger);
             let capped = cap.saturating_add(stagger.saturating_mul(rank as i64));
             if capped < at {
-                tracing::warn!(deadline = l.deadline, capped, "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
+                tracing::warn!(deadline = %Rfc3339(l.deadline), capped = %Rfc3339(capped), "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
                 step = if now >= capped {
                     Step::Challenge
                 } else {
@@ -393,26 +394,49 @@ fn step_for(
     step
 }
 
+/// A wait as it was last reported: its turn, rank and the holder's token.
+type Reported = Option<(i64, usize, Option<FencingToken>)>;
+
+/// True when a wait at `at` with `rank` behind `holder` is worth a log line
+/// after the wait `last` reported: the first wait, another rank or holder,
+/// or a turn that moved for another reason than the same holder renewing
+/// (which only moves it later). A standby behind a healthy leader logs
+/// one line per leader, not one per renewal; its events still report each.
+fn wait_is_news(last: Reported, at: i64, rank: usize, holder: Option<FencingToken>) -> bool {
+    match last {
+        None => true,
+        Some((last_at, last_rank, last_holder)) => {
+            last_rank != rank
+                || last_holder != holder
+                || at < last_at
+                || (holder.is_none() && at != last_at)
+        }
+    }
+}
+
 /// One wait of a member whose turn is at `at` with `rank`, behind the
-/// lease `holder` of the view it decided from: reports it (once per turn
-/// and holder), then follows the partition until the turn comes or a
-/// poll brings news (the caller evaluates again).
+/// lease `holder` of the view it decided from: reports it (an event once
+/// per turn and holder, a log line when [`wait_is_news`]), then follows
+/// the partition until the turn comes or a poll brings news (the caller
+/// evaluates again).
 async fn wait_until(
     m: &Member,
     follower: &mut Follower,
     (at, rank, holder): (i64, usize, Option<&Lease>),
-    last_wait: &mut Option<(i64, usize, Option<FencingToken>)>,
+    last_wait: &mut Reported,
     cancel: &CancellationToken,
     backoff: &mut Backoff,
 ) -> Result<()> {
     let holder_token = holder.map(|l| l.token);
     if *last_wait != Some((at, rank, holder_token)) {
-        tracing::info!(
-            rank,
-            challenge_at = at,
-            holder = holder.map(|l| l.member.as_str()),
-            "waiting"
-        );
+        if wait_is_news(*last_wait, at, rank, holder_token) {
+            tracing::info!(
+                rank,
+                challenge_at = %Rfc3339(at),
+                holder = holder.map(|l| l.member.as_str()),
+                "waiting"
+            );
+        }
         m.emit(EventKind::Waiting {
             rank,
             challenge_at: at,
@@ -479,7 +503,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
         .filter(|l| l.member == m.member)
         .map(|l| (l.token, l.granted_at));
     let mut minted: Vec<FencingToken> = Vec::new();
-    let mut last_wait: Option<(i64, usize, Option<FencingToken>)> = None;
+    let mut last_wait: Reported = None;
     let mut backoff = Backoff::new(m.options.initial_backoff, m.options.max_backoff);
     // After a lost challenge: the token that beat ours is newer than `lost`;
     // hold off until its lease shows up or until `until` passes (its holder
@@ -649,7 +673,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                         if minted.last() != Some(&token) {
                             minted.push(token);
                         }
-                        tracing::info!(%token, deadline = lease.deadline, "elected");
+                        tracing::info!(%token, deadline = %Rfc3339(lease.deadline), "elected");
                         m.emit(EventKind::Elected {
                             token,
                             granted_at: lease.granted_at,

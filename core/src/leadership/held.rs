@@ -810,7 +810,7 @@ async fn renew_loop(held: Arc<Held>) {
         held.report_resolved();
         match written {
             Ok(()) => {
-                tracing::debug!(deadline = lease.deadline, "renewed");
+                tracing::debug!(deadline = %crate::rfc3339::Rfc3339(lease.deadline), "renewed");
                 let deadline = lease.deadline;
                 *held.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
                 *held.sent.lock().unwrap_or_else(|e| e.into_inner()) = sent;

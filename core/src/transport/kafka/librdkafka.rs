@@ -3,8 +3,10 @@
 //! tokio's blocking pool, and the mapping of librdkafka's errors to the
 //! crate's.
 
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::FutureProducer;
+use tracing::Level;
 
 use super::config::KafkaConfig;
 use super::oauth::ClientToken;
@@ -12,8 +14,10 @@ use crate::error::{Error, Result};
 
 /// The rdkafka context of every client the transport builds (one per
 /// client: [`TransportContext::new`]). It routes librdkafka's error
-/// callbacks to `tracing` at fitting levels (an end-of-partition event, one
-/// per caught-up read, is not an error), and gives the client OAUTHBEARER
+/// callbacks and log lines to `tracing` (target `librdkafka`, so each
+/// binding's logger gets them) at fitting levels (an end-of-partition
+/// event, one per caught-up read, is not an error; see [`log_level`] for
+/// the log lines), and gives the client OAUTHBEARER
 /// tokens from the configuration's token provider when librdkafka asks for
 /// one (see the `oauth` module).
 #[derive(Debug, Default)]
@@ -39,13 +43,30 @@ impl rdkafka::ClientContext for TransportContext {
     // Without OAUTHBEARER librdkafka never asks.
     const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
 
+    /// librdkafka's own log line: its facility as a field, its text as the
+    /// message (without rdkafka's `librdkafka: FACILITY` prefix, which
+    /// repeated the target and the field), at [`log_level`].
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        match log_level(level, fac) {
+            Level::ERROR => tracing::error!(target: "librdkafka", facility = fac, "{log_message}"),
+            Level::WARN => tracing::warn!(target: "librdkafka", facility = fac, "{log_message}"),
+            Level::INFO => tracing::info!(target: "librdkafka", facility = fac, "{log_message}"),
+            _ => tracing::debug!(target: "librdkafka", facility = fac, "{log_message}"),
+        }
+    }
+
     fn error(&self, error: KafkaError, reason: &str) {
         let eof = matches!(error, KafkaError::PartitionEOF(_))
             || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF);
         if eof {
             tracing::trace!(target: "librdkafka", "{reason}");
         } else {
-            tracing::warn!(target: "librdkafka", "{error}: {reason}");
+            // The error's code as a field, librdkafka's reason as the
+            // message (which the error's own text repeated in part).
+            match error.rdkafka_error_code() {
+                Some(code) => tracing::warn!(target: "librdkafka", error = ?code, "{reason}"),
+                None => tracing::warn!(target: "librdkafka", error = %error, "{reason}"),
+            }
         }
     }
 
@@ -77,6 +98,24 @@ impl rdkafka::ClientContext for TransportContext {
 }
 
 impl rdkafka::consumer::ConsumerContext for TransportContext {}
+
+/// The `tracing` level of a librdkafka log line of `level` from
+/// `facility`. Emergencies to critical lines are errors; librdkafka's
+/// errors and warnings are warnings (what fails a call reaches the caller
+/// as the call's error; these are diagnostics beside it); notices and
+/// informational lines are info, debug lines debug. A failed broker
+/// connection (facility `FAIL`) is debug: librdkafka reports the same
+/// failure to the error callback, logged once as a warning, and the call
+/// it fails names the address in its error.
+fn log_level(level: RDKafkaLogLevel, facility: &str) -> Level {
+    match level {
+        _ if facility == "FAIL" => Level::DEBUG,
+        RDKafkaLogLevel::Emerg | RDKafkaLogLevel::Alert | RDKafkaLogLevel::Critical => Level::ERROR,
+        RDKafkaLogLevel::Error | RDKafkaLogLevel::Warning => Level::WARN,
+        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => Level::INFO,
+        RDKafkaLogLevel::Debug => Level::DEBUG,
+    }
+}
 
 /// A producer of the transport.
 pub(crate) type Producer = FutureProducer<TransportContext>;
@@ -289,5 +328,69 @@ mod tests {
                 assert!(msg.contains("topic t"), "the context stays: {msg}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+    use rdkafka::ClientContext;
+    use std::sync::{Arc, Mutex};
+
+    /// A writer that keeps what a `fmt` subscriber writes.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Kept {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn librdkafka_log_lines_go_to_tracing_with_their_facility_once() {
+        let kept = Kept::default();
+        let writer = kept.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(Level::DEBUG)
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let ctx = TransportContext::default();
+            ctx.log(
+                RDKafkaLogLevel::Error,
+                "FAIL",
+                "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused",
+            );
+            ctx.log(
+                RDKafkaLogLevel::Warning,
+                "CONFWARN",
+                "Configuration property x is a consumer property",
+            );
+            ctx.log(RDKafkaLogLevel::Critical, "BUG", "assertion");
+            ctx.error(
+                KafkaError::Global(RDKafkaErrorCode::AllBrokersDown),
+                "1/1 brokers are down",
+            );
+        });
+        let text = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "DEBUG librdkafka: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: \
+                 Connection refused facility=\"FAIL\"",
+                " WARN librdkafka: Configuration property x is a consumer property facility=\"CONFWARN\"",
+                "ERROR librdkafka: assertion facility=\"BUG\"",
+                " WARN librdkafka: 1/1 brokers are down error=AllBrokersDown",
+            ],
+            "{text}"
+        );
     }
 }

@@ -343,6 +343,35 @@ impl KafkaTransport {
             .await
     }
 
+    /// [`ensure_state_topic`] with this transport's configuration and
+    /// `spec`: its warnings are logged (the caller asked for the check),
+    /// and a member's check of this transport does not log them again.
+    /// Returns the same report and errors.
+    pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        let report = ensure_state_topic(
+            &self.config,
+            spec.partitions,
+            spec.replication_factor,
+            spec.min_insync_replicas,
+        )
+        .await?;
+        for w in &report.warnings {
+            self.preflight.logged(w);
+        }
+        Ok(report)
+    }
+
+    /// [`check_state_topic`] with this transport's configuration, its
+    /// warnings logged as by [`KafkaTransport::ensure_state_topic`].
+    /// Returns the same report and errors.
+    pub async fn check_state_topic(&self, expected_partitions: i32) -> Result<TopicReport> {
+        let report = check_state_topic(&self.config, expected_partitions).await?;
+        for w in &report.warnings {
+            self.preflight.logged(w);
+        }
+        Ok(report)
+    }
+
     /// Mints the epoch of `role` (InitProducerId with `transactional.id =
     /// role` and the lease as the transaction timeout) and returns it as a
     /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is

@@ -230,14 +230,28 @@ impl Preflight {
         options: &ElectionOptions,
     ) -> Result<()> {
         let report = self.report(config, describe, role, options).await?;
-        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
-        for w in report.warnings {
-            if !warned.contains(&w) {
-                tracing::warn!("{w}");
-                warned.insert(w);
-            }
+        for w in &report.warnings {
+            self.warn_once(w);
         }
         Ok(())
+    }
+
+    /// Logs `warning` unless this transport logged it before: each piece of
+    /// advice about the cluster (a state topic's `min.insync.replicas`, a
+    /// lease too short for it) comes once per client from its members'
+    /// checks, and not at all when the client's own `ensure_state_topic`
+    /// or `check_state_topic` logged it ([`Preflight::logged`]).
+    fn warn_once(&self, warning: &str) {
+        if self.logged(warning) {
+            tracing::warn!("{warning}");
+        }
+    }
+
+    /// Records that `warning` was logged for this transport; true when it
+    /// had not been before.
+    pub(super) fn logged(&self, warning: &str) -> bool {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        warned.insert(warning.to_owned())
     }
 
     fn cached(&self) -> Option<Arc<Facts>> {
@@ -312,8 +326,13 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
     Ok(())
 }
 
+/// Where the lease sizing rule is explained, named by the warning that a
+/// lease is below it.
+pub(super) const LEASE_SIZING_DOC: &str = "docs/operations.md#lease-sizing";
+
 /// The warning for options whose lease cannot ride out the loss of one
-/// broker, or none.
+/// broker, naming the lease, renew interval, detection time and the lease
+/// needed, and [`LEASE_SIZING_DOC`]; or none.
 fn broker_loss_warning(
     options: &ElectionOptions,
     detect_ms: u64,
@@ -330,7 +349,7 @@ fn broker_loss_warning(
             "a lease of {:?} renewed every {:?} cannot ride out the loss of one broker: the cluster moves a dead \
              broker's partitions and transaction coordinators only after {key} ({detect_ms} ms, broker {broker}), \
              so a standby may take over from a healthy leader; use a lease of at least {needed:?} (renew interval \
-             + {key} + {BROKER_LOSS_MARGIN:?})",
+             + {key} + {BROKER_LOSS_MARGIN:?}; {LEASE_SIZING_DOC})",
             options.lease_duration, options.renew_interval
         )
     })
@@ -524,6 +543,7 @@ mod tests {
             "9000 ms",
             "broker 2",
             "19s",
+            "docs/operations.md#lease-sizing",
         ] {
             assert!(w.contains(part), "{part}: {w}");
         }

@@ -126,7 +126,14 @@ pub(super) fn admin_options(config: &KafkaConfig) -> AdminOptions {
 /// checks it like [`check_state_topic`].
 ///
 /// Idempotent: an existing topic is left alone (its settings are not
-/// changed) and checked; a topic of another shape is refused.
+/// changed) and checked; a topic of another partition count or not
+/// compacted is refused. An existing topic whose replication factor or
+/// `min.insync.replicas` is not what was asked is accepted with a warning
+/// naming both values and how to change the topic (in
+/// [`TopicReport::warnings`], and logged): it may be the operator's
+/// deliberate choice, and refusing it would stop every member's start.
+///
+/// Each warning is logged (`tracing::warn!`) at every call.
 pub async fn ensure_state_topic(
     config: &KafkaConfig,
     partitions: i32,
@@ -165,8 +172,13 @@ pub async fn ensure_state_topic(
     .await;
     drop_off_thread(admin);
     let created = result?;
-    let mut report = check_until_visible(config, partitions).await?;
+    let facts = check_until_visible(config, partitions).await?;
+    let asked = (!created).then_some((replication_factor, min_insync_replicas));
+    let mut report = facts.report_against(asked);
     report.created = created;
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
     Ok(report)
 }
 
@@ -225,7 +237,7 @@ async fn create(
 /// broker, and a broker that has the new topic's metadata may not have its
 /// configuration yet (it answers `cleanup.policy` empty; seen on the
 /// three-node cluster right after another test restarted a broker).
-async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicReport> {
+async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<TopicFacts> {
     let deadline = super::deadline_in(config.operation_timeout());
     loop {
         let admin = admin(config)?;
@@ -238,11 +250,7 @@ async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<To
             }
             Ok((facts, _)) => {
                 facts.check(partitions)?;
-                let report = facts.report();
-                for w in &report.warnings {
-                    tracing::warn!("{w}");
-                }
-                return Ok(report);
+                return Ok(facts);
             }
             Err(Error::Fatal { context, source })
                 if waiting && context.contains("does not exist") =>
@@ -258,7 +266,7 @@ async fn check_until_visible(config: &KafkaConfig, partitions: i32) -> Result<To
 /// Checks that the state topic of `config` exists, has `expected_partitions`
 /// partitions and `cleanup.policy=compact`; refuses it otherwise with
 /// [`Error::Fatal`] naming the topic and the values found. Warns (and
-/// reports) when `min.insync.replicas` is below 2.
+/// reports) when `min.insync.replicas` is below 2, at every call.
 ///
 /// The metadata request is bounded by the connect timeout
 /// ([`KafkaConfig::with_connect_timeout`]): a cluster that does not answer
@@ -332,11 +340,43 @@ impl TopicFacts {
     /// The report of a checked topic, with its warnings (for the caller to
     /// log).
     pub(super) fn report(&self) -> TopicReport {
+        self.report_against(None)
+    }
+
+    /// [`TopicFacts::report`], with a warning for each of the replication
+    /// factor and `min.insync.replicas` of `asked` (the shape
+    /// [`ensure_state_topic`] was asked for a topic that already existed)
+    /// that the topic does not have, naming both values.
+    pub(super) fn report_against(&self, asked: Option<(i32, i32)>) -> TopicReport {
         let topic = &self.topic;
         let mut warnings = Vec::new();
-        match self.min_insync_replicas {
-            Some(n) if n >= 2 => {}
-            other => {
+        if let Some((rf, _)) = asked {
+            if rf != self.replication_factor {
+                warnings.push(format!(
+                    "state topic {topic} exists with replication factor {}, not the {rf} asked for: an existing \
+                     topic is left as it is (kafka-reassign-partitions.sh changes its replicas)",
+                    self.replication_factor
+                ));
+            }
+        }
+        let isr_asked = asked
+            .map(|(_, isr)| isr)
+            .filter(|isr| self.min_insync_replicas.is_some_and(|n| n != *isr));
+        match (self.min_insync_replicas, isr_asked) {
+            (Some(n), Some(isr)) => {
+                let durable = if n < 2 {
+                    "; with acks=all a lease is durable in a quorum only with min.insync.replicas >= 2"
+                } else {
+                    ""
+                };
+                warnings.push(format!(
+                    "state topic {topic} exists with min.insync.replicas={n}, not the {isr} asked for: an existing \
+                     topic is left as it is (kafka-configs.sh --alter --entity-type topics --entity-name {topic} \
+                     --add-config min.insync.replicas={isr} changes it){durable}"
+                ));
+            }
+            (Some(n), None) if n >= 2 => {}
+            (other, _) => {
                 let shown = other
                     .map(|n| n.to_string())
                     .unwrap_or_else(|| "unknown".into());
@@ -517,4 +557,56 @@ fn missing(topic: &str, partitions: i32) -> Error {
              kafka-topics.sh --create --topic {topic} --partitions {partitions} --config cleanup.policy=compact"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(rf: i32, min_isr: Option<i32>) -> TopicFacts {
+        TopicFacts {
+            topic: "t".into(),
+            partitions: 16,
+            replication_factor: rf,
+            cleanup_policy: "compact".into(),
+            min_insync_replicas: min_isr,
+        }
+    }
+
+    #[test]
+    fn an_existing_topic_of_another_shape_than_asked_is_named_with_both_values() {
+        let w = facts(1, Some(1)).report_against(Some((3, 2))).warnings;
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("replication factor 1, not the 3 asked for"),
+            "{w:?}"
+        );
+        assert!(
+            w[1].contains("min.insync.replicas=1, not the 2 asked for")
+                && w[1].contains("--add-config min.insync.replicas=2")
+                && w[1].contains("durable in a quorum"),
+            "{w:?}"
+        );
+        // What was asked, or nothing asked: the generic advice only.
+        assert!(facts(3, Some(2))
+            .report_against(Some((3, 2)))
+            .warnings
+            .is_empty());
+        assert!(facts(3, Some(2)).report().warnings.is_empty());
+        let w = facts(1, Some(1)).report().warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("min.insync.replicas=1;"), "{w:?}");
+        // A higher min ISR than asked is named, without the durability note.
+        let w = facts(3, Some(3)).report_against(Some((3, 2))).warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("min.insync.replicas=3, not the 2 asked for")
+                && !w[0].contains("durable"),
+            "{w:?}"
+        );
+        // An unknown min ISR cannot be compared: the generic advice.
+        let w = facts(3, None).report_against(Some((3, 2))).warnings;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("min.insync.replicas=unknown"), "{w:?}");
+    }
 }
