@@ -712,8 +712,24 @@ fn watch_prints_each_change_of_the_role() {
     let status = watch.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     // The text watch saw the same five changes.
-    let text_lines = BufReader::new(text.stdout.take().unwrap());
-    let out: Vec<String> = text_lines.lines().take(5).map(Result::unwrap).collect();
+    // Read on a thread, each line bounded, so that a missing line fails the
+    // test instead of hanging it.
+    let (text_tx, text_rx) = std::sync::mpsc::channel::<String>();
+    let text_out = text.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(text_out).lines().map_while(Result::ok) {
+            if text_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let out: Vec<String> = (0..5)
+        .map(|i| {
+            text_rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("the text watch printed {i} lines, not 5"))
+        })
+        .collect();
     let _ = text.kill();
     let _ = text.wait();
     let out = out.join("\n");
