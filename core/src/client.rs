@@ -335,6 +335,13 @@ impl Client {
         open.finished();
     }
 
+    /// `Err` with the error every operation of a closed client returns
+    /// ([`Error::InvalidArgument`], "the client is closed"), `Ok` while
+    /// it is open: for a binding that starts something on its behalf.
+    pub fn check_open(&self) -> Result<()> {
+        self.inner.open.check()
+    }
+
     /// True once [`Client::close`] was called (on any clone).
     pub fn is_closed(&self) -> bool {
         self.inner.open.is_closing()
