@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -19,7 +19,24 @@ from kafka_support import members, unique_role, wait_until
 
 # A lease long enough that a standby which took over did not wait it out.
 LEASE_S = 20.0
-TIMINGS: Dict[str, float] = {"lease_duration": LEASE_S, "renew_interval": 2.0, "challenge_stagger": 1.0}
+RENEW_S = 2.0
+STAGGER_S = 1.0
+
+
+def acquire(client: kc.Client, role: str, member: str, timeout: Optional[float] = None) -> kc.Leadership:
+    """Acquires ``role`` with the test's timings."""
+    return client.acquire_leadership(
+        role, member, timeout=timeout, lease_duration=LEASE_S, renew_interval=RENEW_S, challenge_stagger=STAGGER_S
+    )
+
+
+async def aacquire(
+    client: kc.AsyncClient, role: str, member: str, timeout: Optional[float] = None
+) -> kc.AsyncLeadership:
+    """Acquires ``role`` with the test's timings, from a coroutine."""
+    return await client.acquire_leadership(
+        role, member, timeout=timeout, lease_duration=LEASE_S, renew_interval=RENEW_S, challenge_stagger=STAGGER_S
+    )
 
 
 def in_thread(results: List[Any], call: Any) -> threading.Thread:
@@ -41,19 +58,24 @@ def test_leaving_with_resigns_cancels_and_stops_what_the_client_started(
 ) -> None:
     held_role, waited_role, looped_role = (unique_role(f"{request.node.name}-{n}") for n in "hwl")
     with kc.Client(kafka) as other:
-        x = other.acquire_leadership(waited_role, "x", **TIMINGS)
+        x = acquire(other, waited_role, "x")
         with kc.Client(kafka) as holder:
-            a = holder.acquire_leadership(held_role, "a", **TIMINGS)
+            a = acquire(holder, held_role, "a")
             standby: List[Any] = []
-            b_thread = in_thread(
-                standby,
-                lambda: other.acquire_leadership(held_role, "b", timeout=LEASE_S / 2, **TIMINGS),
-            )
+            b_thread = in_thread(standby, lambda: acquire(other, held_role, "b", timeout=LEASE_S / 2))
             pending: List[Any] = []
-            p_thread = in_thread(pending, lambda: holder.acquire_leadership(waited_role, "a", **TIMINGS))
+            p_thread = in_thread(pending, lambda: acquire(holder, waited_role, "a"))
             looped: List[Any] = []
             lead_thread = in_thread(
-                looped, lambda: holder.lead(looped_role, "a", lambda _l, ended: ended.wait(), **TIMINGS)
+                looped,
+                lambda: holder.lead(
+                    looped_role,
+                    "a",
+                    lambda _l, ended: ended.wait(),
+                    lease_duration=LEASE_S,
+                    renew_interval=RENEW_S,
+                    challenge_stagger=STAGGER_S,
+                ),
             )
             observer = holder.observe(held_role)
             views: List[Any] = []
@@ -100,13 +122,11 @@ def test_leaving_async_with_resigns_and_cancels(kafka: Dict[str, str], request: 
 
     async def main() -> None:
         async with kc.AsyncClient(kafka) as other:
-            x = await other.acquire_leadership(waited_role, "x", **TIMINGS)
+            x = await aacquire(other, waited_role, "x")
             async with kc.AsyncClient(kafka) as holder:
-                a = await holder.acquire_leadership(held_role, "a", **TIMINGS)
-                standby = asyncio.ensure_future(
-                    other.acquire_leadership(held_role, "b", timeout=LEASE_S / 2, **TIMINGS)
-                )
-                pending = asyncio.ensure_future(holder.acquire_leadership(waited_role, "a", **TIMINGS))
+                a = await aacquire(holder, held_role, "a")
+                standby = asyncio.ensure_future(aacquire(other, held_role, "b", timeout=LEASE_S / 2))
+                pending = asyncio.ensure_future(aacquire(holder, waited_role, "a"))
                 while (await other.describe_role_state(held_role)).members != ["a", "b"] or (
                     await other.describe_role_state(waited_role)
                 ).members != ["x", "a"]:
