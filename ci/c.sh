@@ -107,7 +107,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth member)
+TESTS=(test_golden test_args test_kafka test_close test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -137,6 +137,7 @@ step "C tests"
 run golden "$BUILD/test_golden" golden
 run args "$BUILD/test_args"
 run kafka "$BUILD/test_kafka"
+run close "$BUILD/test_close"
 run failover "$BUILD/test_failover" "$BUILD/member"
 run observe "$BUILD/test_observe" "$BUILD/member"
 run lead "$BUILD/test_lead" "$BUILD/member"
@@ -154,6 +155,7 @@ export LSAN_OPTIONS="suppressions=$ROOT/bindings/c/tests/lsan.supp:print_suppres
 run golden.asan "$BUILD/test_golden.asan" golden
 run args.asan "$BUILD/test_args.asan"
 run kafka.asan "$BUILD/test_kafka.asan"
+run close.asan "$BUILD/test_close.asan"
 run failover.asan "$BUILD/test_failover.asan" "$BUILD/member.asan"
 run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
 run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"

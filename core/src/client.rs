@@ -43,6 +43,20 @@
 //!
 //! [`Client::describe_leadership`] refuses the same roles, and fails within
 //! the connect timeout too when no broker was ever reached.
+//!
+//! # Closing
+//!
+//! [`Client::close`] ends everything the client started: it resigns every
+//! term it holds (all at once, each bounded by its lease as
+//! [`Leadership::resign`] is), cancels the acquires under way (they fail
+//! with [`Error::Cancelled`]; one that won in that instant resigns), ends
+//! its observers (their `next` yields `None`) and stops its leader loops
+//! ([`LeaderLoop::next_term`](crate::leadership::LeaderLoop::next_term)
+//! yields `None`). Every clone shares the close: from then on every
+//! operation of the client is refused with [`Error::InvalidArgument`]
+//! ("the client is closed").
+
+mod open;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -55,6 +69,8 @@ use crate::leadership::{
 #[cfg(feature = "kafka")]
 use crate::transport::kafka::{KafkaConfig, KafkaTransport, TopicReport, TopicSpec};
 use crate::transport::Transport;
+use open::Open;
+use tokio_util::sync::CancellationToken;
 
 /// A handle on a coordination cluster, shared by every role of a process.
 #[derive(Clone)]
@@ -71,6 +87,8 @@ struct Inner {
     partitions: i32,
     /// Roles acquiring or held through this client.
     claimed: Arc<Mutex<HashSet<String>>>,
+    /// What the client has open, for [`Client::close`].
+    open: Open,
 }
 
 impl std::fmt::Debug for Client {
@@ -124,6 +142,7 @@ impl Client {
                 kafka: None,
                 partitions: crate::ElectionOptions::DEFAULT_PARTITIONS,
                 claimed: Arc::default(),
+                open: Open::default(),
             }),
         }
     }
@@ -180,7 +199,10 @@ impl Client {
     /// Acquires `role` as `member` (see [`crate::leadership::acquire_leadership`]
     /// for what a member does, cancellation and errors).
     ///
-    /// Refused with [`Error::InvalidArgument`] before any I/O when `role` or
+    /// Refused with [`Error::InvalidArgument`] ("the client is closed") once
+    /// the client is closed. A close while it waits cancels it
+    /// ([`Error::Cancelled`]). Refused with [`Error::InvalidArgument`]
+    /// before any I/O when `role` or
     /// `member` cannot be held by the record layout (see the module docs),
     /// when this client is already acquiring or holding `role`, or when the
     /// options' partition count is not the client's. Then the transport
@@ -193,6 +215,7 @@ impl Client {
         member: &str,
         options: LeadershipOptions,
     ) -> Result<Leadership> {
+        self.inner.open.check()?;
         crate::codec::check_role(role)?;
         crate::codec::check_member_id(member)?;
         if options.election.partitions != self.inner.partitions {
@@ -214,14 +237,24 @@ impl Client {
                 claimed: Arc::clone(&self.inner.claimed),
             }
         };
-        acquire_with(
+        // The caller's token still cancels; so does the close.
+        let cancel = options.cancel.child_token();
+        let lease = options.election.lease_duration;
+        let _entry = self.inner.open.acquire(cancel.clone(), lease)?;
+        let leadership = acquire_with(
             Arc::clone(&self.inner.transport),
             role,
             member,
-            options,
+            options.with_cancel(cancel),
             Some(Box::new(claim)),
         )
-        .await
+        .await?;
+        if self.inner.open.hold(leadership.weak()).is_err() {
+            // Closed after the win was checked against the cancel.
+            let _ = leadership.resign().await;
+            return Err(Error::Cancelled);
+        }
+        Ok(leadership)
     }
 
     /// The role's current token at its transaction coordinator: one
@@ -232,6 +265,7 @@ impl Client {
     /// answered, the call fails within the connect timeout with an error
     /// naming the bootstrap address.
     pub async fn describe_leadership(&self, role: &str) -> Result<LeadershipStatus> {
+        self.inner.open.check()?;
         crate::codec::check_role(role)?;
         describe_leadership(self.inner.transport.as_ref(), role).await
     }
@@ -239,6 +273,7 @@ impl Client {
     /// The roster (in rank order) and the lease of `role`, read from its
     /// state partition.
     pub async fn describe_role_state(&self, role: &str) -> Result<RoleStateReport> {
+        self.inner.open.check()?;
         crate::codec::check_role(role)?;
         describe_role_state(self.inner.transport.as_ref(), role, self.inner.partitions).await
     }
@@ -246,6 +281,7 @@ impl Client {
     /// Every role in the state topic with a roster or a lease: each
     /// partition read once, all at the same time (see [`describe_roles`]).
     pub async fn describe_roles(&self) -> Result<RoleListing> {
+        self.inner.open.check()?;
         describe_roles(self.inner.transport.as_ref(), self.inner.partitions).await
     }
 
@@ -257,13 +293,64 @@ impl Client {
         roles: &[&str],
         options: crate::observe::ObserveOptions,
     ) -> Result<crate::observe::Observer> {
-        crate::observe::observe(
+        self.inner.open.check()?;
+        let observer = crate::observe::observe(
             Arc::clone(&self.inner.transport),
             roles,
             self.inner.partitions,
             options,
         )
-        .await
+        .await?;
+        self.inner.open.observe(observer.closer())?;
+        Ok(observer)
+    }
+
+    /// Closes the client (see the module documentation, "Closing"): cancels
+    /// its acquires and waits for them to let go of their roles (at most
+    /// their longest lease), ends its observers and leader loops, and
+    /// resigns every term it holds, all at once, each bounded by its lease
+    /// ([`Leadership::resign`]). Returns once that is done; a resign that
+    /// failed is logged and its term ends all the same. Idempotent: a later
+    /// or concurrent call waits for the first one to finish.
+    pub async fn close(&self) {
+        let open = &self.inner.open;
+        let Some(drained) = open.shut() else {
+            open.wait_closed().await;
+            return;
+        };
+        for cancel in drained.acquires.iter().chain(&drained.observers) {
+            cancel.cancel();
+        }
+        let resigns = drained.held.iter().map(|h| h.resign()).collect();
+        let (resigned, acquires) = tokio::join!(
+            crate::join::join_all(resigns),
+            tokio::time::timeout(drained.acquire_lease, open.acquires_ended()),
+        );
+        for e in resigned.into_iter().filter_map(Result::err) {
+            tracing::warn!(error = %e, "closing the client: a resign failed");
+        }
+        if acquires.is_err() {
+            tracing::warn!("closing the client: an acquire did not end within its lease");
+        }
+        open.finished();
+    }
+
+    /// `Err` with the error every operation of a closed client returns
+    /// ([`Error::InvalidArgument`], "the client is closed"), `Ok` while
+    /// it is open: for a binding that starts something on its behalf.
+    pub fn check_open(&self) -> Result<()> {
+        self.inner.open.check()
+    }
+
+    /// True once [`Client::close`] was called (on any clone).
+    pub fn is_closed(&self) -> bool {
+        self.inner.open.is_closing()
+    }
+
+    /// A token cancelled when [`Client::close`] starts: what the client
+    /// started, and what a binding starts on its behalf, stops with it.
+    pub fn closing(&self) -> CancellationToken {
+        self.inner.open.closing().clone()
     }
 
     /// Creates the state topic with `spec` unless it exists, then checks it
@@ -271,6 +358,7 @@ impl Client {
     /// logged, and this client's members do not log it again at acquire.
     #[cfg(feature = "kafka")]
     pub async fn ensure_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        self.inner.open.check()?;
         self.kafka("ensure_state_topic")?
             .ensure_state_topic(spec)
             .await
@@ -281,6 +369,7 @@ impl Client {
     /// warning is logged, and this client's members do not log it again.
     #[cfg(feature = "kafka")]
     pub async fn check_state_topic(&self, spec: TopicSpec) -> Result<TopicReport> {
+        self.inner.open.check()?;
         self.kafka("check_state_topic")?
             .check_state_topic(spec.partitions)
             .await

@@ -67,7 +67,7 @@ export async function serve(bootstrap: string, signal: AbortSignal): Promise<Fen
   await leadership.resign()
   const reason: KrabkaError = await leadership.done
   void reason
-  client.close()
+  await client.close()
   return leadership.token
 }
 
@@ -111,7 +111,8 @@ export async function leadForever(bootstrap: string, signal: AbortSignal): Promi
   const options: LeadOptions = { leaseDuration: 3, renewInterval: 1, signal, onEvent: (e) => void e.kind }
   const done: Promise<void> = client.lead('billing', 'host-c', work, options)
   await done
-  client.close()
+  const closing: Promise<void> = client.close() // ends whatever the client still runs
+  await closing
 }
 
 const token = new FencingToken(4001n, 7)

@@ -864,11 +864,26 @@ krabka_result krabka_topic_options_init(krabka_topic_options *o, size_t caller_s
 // client of a process starts the library's runtime threads (`krabka-rt`).
 krabka_result krabka_client_new(const char *const *keys, const char *const *values, size_t count, const krabka_client_options *options, krabka_client **out, krabka_error *err);
 
-// Frees a client; NULL is a no-op. Held leaderships keep what they need and
-// go on. Blocks the calling thread while the librdkafka clients it alone
-// holds close (they are closed here, not left to a background thread, so a
-// program that frees its handles before it exits leaves nothing running);
-// must not race with another call on the client.
+// Closes a client and ends everything it started: resigns every leadership
+// acquired through it that is still held (all at once, each bounded by its
+// lease, so the standbys take over at once), makes its acquires under way
+// return `KRABKA_RESULT_CANCELLED`, stops its leader loops and ends its
+// observers. Blocks the calling thread until that is done (at most the
+// longest lease). Every later call on the client fails with
+// `KRABKA_RESULT_INVALID_ARGUMENT` ("the client is closed"); the
+// leadership handles it made stay valid (their term has ended) and must
+// still be freed. NULL is a no-op; idempotent; any thread, also while other
+// threads wait in calls on the client (that is how to stop them). In a
+// forked child it closes nothing of the parent's.
+void krabka_client_close(const krabka_client *client);
+
+// Closes a client as `krabka_client_close` does (ending what it started),
+// then frees it; NULL is a no-op. Blocks the calling thread until the close
+// is done and while the librdkafka clients it alone holds close (they are
+// closed here, not left to a background thread, so a program that frees its
+// handles before it exits leaves nothing running); must not race with
+// another call on the client (call `krabka_client_close` first to stop the
+// calls of other threads, then free once they returned).
 void krabka_client_free(krabka_client *client);
 
 // Makes a cancellation, not fired; `*out` is the caller's to free with

@@ -387,14 +387,49 @@ pub unsafe extern "C" fn krabka_client_new(
     })
 }
 
-/// Frees a client; NULL is a no-op. Held leaderships keep what they need and
-/// go on. Blocks the calling thread while the librdkafka clients it alone
-/// holds close (they are closed here, not left to a background thread, so a
-/// program that frees its handles before it exits leaves nothing running);
-/// must not race with another call on the client.
+/// Closes a client and ends everything it started: resigns every leadership
+/// acquired through it that is still held (all at once, each bounded by its
+/// lease, so the standbys take over at once), makes its acquires under way
+/// return `KRABKA_RESULT_CANCELLED`, stops its leader loops and ends its
+/// observers. Blocks the calling thread until that is done (at most the
+/// longest lease). Every later call on the client fails with
+/// `KRABKA_RESULT_INVALID_ARGUMENT` ("the client is closed"); the
+/// leadership handles it made stay valid (their term has ended) and must
+/// still be freed. NULL is a no-op; idempotent; any thread, also while other
+/// threads wait in calls on the client (that is how to stop them). In a
+/// forked child it closes nothing of the parent's.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_client_close(client: *const krabka_client) {
+    guard_value((), || {
+        // SAFETY: NULL or a live handle (the documented contract).
+        let Some(client) = (unsafe { client.as_ref() }) else {
+            return;
+        };
+        let Ok(core) = client.get() else {
+            return;
+        };
+        // The close itself cannot fail; a runtime that cannot start has
+        // nothing of this client's to end.
+        let _ = block(async move {
+            core.close().await;
+            Ok(())
+        });
+    })
+}
+
+/// Closes a client as `krabka_client_close` does (ending what it started),
+/// then frees it; NULL is a no-op. Blocks the calling thread until the close
+/// is done and while the librdkafka clients it alone holds close (they are
+/// closed here, not left to a background thread, so a program that frees its
+/// handles before it exits leaves nothing running); must not race with
+/// another call on the client (call `krabka_client_close` first to stop the
+/// calls of other threads, then free once they returned).
 #[no_mangle]
 pub unsafe extern "C" fn krabka_client_free(client: *mut krabka_client) {
-    guard_value((), || unsafe { free_handle(client) })
+    guard_value((), || unsafe {
+        krabka_client_close(client);
+        free_handle(client)
+    })
 }
 
 /// A cancellation (opaque): fire it to stop the acquires it was given, from

@@ -205,11 +205,11 @@ function makeClient(native) {
     }
 
     close() {
-      this.#native.close()
+      return this.#native.close()
     }
 
     async [asyncDispose]() {
-      this.close()
+      await this.close()
     }
 
     _describeRequests() {

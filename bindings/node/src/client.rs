@@ -393,12 +393,29 @@ impl NativeClient {
         Ok(self.client(&env)?.describe_requests() as f64)
     }
 
-    /// Lets go of the shared Kafka clients. Held leaderships keep what they
-    /// need and go on; further operations throw. Idempotent.
-    #[napi]
-    pub fn close(&self) {
+    /// Closes the client: every later operation throws
+    /// `InvalidArgumentError` ("the client is closed") at once; the promise
+    /// resolves once the shared crate's `KafkaClient::close` has resigned
+    /// every leadership the client holds (all at once, each bounded by its
+    /// lease), cancelled its acquires (they reject with `CancelledError`),
+    /// stopped its leader loops and ended its observers. Nothing of the
+    /// client then keeps the event loop alive. Idempotent: a later call
+    /// resolves at once (in a forked child too).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let client = taken.as_ref().and_then(|bound| bound.get().ok().cloned());
         drop(taken);
+        promise(
+            env,
+            async move {
+                if let Some(client) = client {
+                    client.close().await;
+                }
+                Ok(())
+            },
+            |env, ()| js(env, ()),
+        )
     }
 
     /// True once closed.

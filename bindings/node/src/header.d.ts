@@ -385,9 +385,15 @@ export declare class Client {
    * partition count. An abort of `options.signal` rejects at once; the read
    * in flight ends in the background and is dropped. */
   checkStateTopic(options?: SignalOptions): Promise<TopicReport>
-  /** Lets go of the shared Kafka clients. Held leaderships keep what they need
-   * and go on; further operations reject. Idempotent. */
-  close(): void
+  /** Closes the client and ends everything it started: resigns every
+   * leadership it holds (all at once, each bounded by its lease, so the
+   * standbys take over at once), rejects its pending acquires with a
+   * {@link CancelledError}, stops its leader loops (their promises resolve)
+   * and ends its observers; then nothing of the client keeps the process
+   * alive. Every later operation rejects (or throws) an
+   * {@link InvalidArgumentError} "the client is closed". Resolves once that
+   * is done. Idempotent. */
+  close(): Promise<void>
   /** Closes the client (`await using`). */
   [Symbol.asyncDispose](): Promise<void>
   /** DescribeTransactions requests sent so far (for tests of the request cost). */

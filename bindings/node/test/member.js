@@ -10,7 +10,10 @@
 // loop empty: the process must then exit by itself. With --lead it runs
 // client.lead instead: each term's work emits term (token, number), waits
 // for the term's signal and emits term_ended; SIGTERM stops the loop and
-// the process emits lead_done.
+// the process emits lead_done. With --close-on-stdin a `close` line on
+// stdin closes the client, whatever it is doing (acquiring, holding): the
+// process emits acquire_cancelled if its acquire was cancelled, closed once
+// close() resolved, exited at exit, and must then exit by itself.
 
 const kc = require('..')
 const { parseArgs } = require('node:util')
@@ -28,6 +31,7 @@ const { values: a } = parseArgs({
     'write-every': { type: 'string', default: '0.2' },
     'exit-after-resign': { type: 'boolean', default: false },
     lead: { type: 'boolean', default: false },
+    'close-on-stdin': { type: 'boolean', default: false },
   },
 })
 
@@ -56,8 +60,35 @@ async function lead() {
   client.close()
 }
 
+async function closeOnStdin() {
+  const client = new kc.Client({ 'bootstrap.servers': a.bootstrap })
+  const lines = readline.createInterface({ input: process.stdin })
+  lines.on('line', async (line) => {
+    if (line !== 'close') return
+    // Let go of stdin, which would keep the process alive on its own.
+    lines.close()
+    process.stdin.destroy()
+    await client.close()
+    emit('closed')
+    process.on('exit', () => emit('exited'))
+  })
+  emit('start')
+  try {
+    const leadership = await client.acquireLeadership(a.role, a.member, {
+      leaseDuration: Number(a.lease),
+      renewInterval: Number(a.renew),
+      challengeStagger: Number(a.stagger),
+    })
+    emit('elected', { token: tokenOf(leadership.token) })
+  } catch (e) {
+    if (!(e instanceof kc.CancelledError)) throw e
+    emit('acquire_cancelled', { code: e.code })
+  }
+}
+
 async function main() {
   if (a.lead) return lead()
+  if (a['close-on-stdin']) return closeOnStdin()
   const client = new kc.Client({ 'bootstrap.servers': a.bootstrap })
   emit('start')
   const leadership = await client.acquireLeadership(a.role, a.member, {

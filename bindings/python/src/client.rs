@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::convert::{int_value, kafka_config, seconds_arg, seconds_value, str_field};
 use crate::error::{error_to_py, IntoPyResult};
 use crate::lead::PyLeaderLoop;
-use crate::leadership::{Acquired, MaybeAcquired};
+use crate::leadership::{Acquired, MaybeAcquired, FINISH_GRACE};
 use crate::observe::PyObserver;
 use crate::pending::{Outcome, PyPending};
 use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyTopicReport};
@@ -306,12 +306,28 @@ impl PyClient {
         Ok(self.client(py)?.describe_requests())
     }
 
-    /// Lets go of the shared Kafka clients. Held leaderships keep what they
-    /// need and go on; further operations on this client raise
-    /// `InvalidArgumentError`. Idempotent.
-    fn close(&self) {
+    /// Closes the client: every later operation raises
+    /// `InvalidArgumentError` ("the client is closed") at once; the pending
+    /// operation resigns every leadership the client holds (all at once,
+    /// each bounded by its lease), cancels its acquires (they raise
+    /// `Cancelled`), stops its leader loops and ends its observers
+    /// (the shared crate's `KafkaClient::close`), then lets go of the
+    /// shared Kafka clients. An interrupted wait lets the close finish
+    /// within a grace period. Idempotent: a later call settles at once
+    /// (in a forked child too: the child closes nothing of its parent's).
+    fn close(&self) -> PyPending {
         let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let client = taken.as_ref().and_then(|bound| bound.get().ok().cloned());
         drop(taken);
+        PyPending::plain(
+            async move {
+                if let Some(client) = client {
+                    client.close().await;
+                }
+                Ok(())
+            },
+            OnInterrupt::Finish(FINISH_GRACE),
+        )
     }
 
     /// True once closed.

@@ -113,6 +113,21 @@ impl KafkaClient {
         })
     }
 
+    /// Closes the core client (see [`Client::close`]): resigns every role
+    /// it holds (all at once, each bounded by its lease), cancels its
+    /// acquires, ends its observers and leader loops; every later operation
+    /// fails with "the client is closed". Idempotent; the future resolves
+    /// once it is done.
+    pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
+        let client = self.client.clone();
+        async move { client.close().await }
+    }
+
+    /// True once [`KafkaClient::close`] was called (on any clone).
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
     /// The role's current token at its transaction coordinator.
     pub fn describe_leadership(
         &self,
@@ -140,6 +155,7 @@ impl KafkaClient {
         &self,
         args: &TopicArgs,
     ) -> Result<impl Future<Output = Result<TopicReport>> + Send + 'static> {
+        self.client.check_open()?;
         let spec: TopicSpec = args.spec(self.partitions()).map_err(Error::from)?;
         let transport = Arc::clone(&self.transport);
         Ok(async move { transport.ensure_state_topic(spec).await })
@@ -151,7 +167,11 @@ impl KafkaClient {
     pub fn check_state_topic(&self) -> impl Future<Output = Result<TopicReport>> + Send + 'static {
         let transport = Arc::clone(&self.transport);
         let partitions = self.partitions();
-        async move { transport.check_state_topic(partitions).await }
+        let open = self.client.check_open();
+        async move {
+            open?;
+            transport.check_state_topic(partitions).await
+        }
     }
 }
 

@@ -109,7 +109,9 @@ impl KafkaClient {
         args: &LeadershipArgs,
         events: Option<krabka_coordination::events::EventSender>,
     ) -> Result<LeadHandle> {
-        let cancel = CancellationToken::new();
+        self.client().check_open()?;
+        // Closing the client stops the loop.
+        let cancel = self.client().closing().child_token();
         let mut options = args
             .apply(self.client().leadership_options())?
             .with_cancel(cancel.clone());
@@ -191,6 +193,33 @@ mod tests {
             .unwrap();
         assert!(r.unwrap().is_none());
         assert!(l.is_stopped());
+    }
+
+    #[tokio::test]
+    async fn closing_the_client_ends_a_waiting_next_term_and_refuses_later_use() {
+        let c = unreachable_client();
+        let l = c
+            .leader_loop("r", "m", &LeadershipArgs::default(), None)
+            .unwrap();
+        let waiting = tokio::spawn(l.next_term());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished());
+        tokio::time::timeout(Duration::from_secs(5), c.close())
+            .await
+            .expect("the close ends the acquire at once");
+        let r = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the close ends the wait")
+            .unwrap();
+        assert!(r.unwrap().is_none());
+        assert!(l.is_stopped() && c.is_closed());
+        let e = c
+            .leader_loop("r", "m", &LeadershipArgs::default(), None)
+            .unwrap_err();
+        assert!(e.to_string().contains("the client is closed"), "{e}");
+        let e = c.check_state_topic().await.unwrap_err();
+        assert!(e.to_string().contains("the client is closed"), "{e}");
+        c.close().await;
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -447,56 +447,90 @@ impl Leadership {
     /// waiting (a dropped future, a cancelled task) leaves no half-state.
     /// Idempotent: a second call waits for the first and returns `Ok(())`.
     pub async fn resign(&self) -> Result<()> {
-        let first = !self.held.resign_started.swap(true, Ordering::SeqCst);
-        let mut outcome = self.held.resigned.subscribe();
-        if first {
-            let held = Arc::clone(&self.held);
-            let span = held.member.span.clone();
-            // A resign that cannot finish (cut off, frozen) must not keep the
-            // term alive past the local deadline (found by the model): the
-            // term ends there with LEASE_EXPIRED, the resign goes on.
-            let watch = Arc::clone(&held);
-            let expiry = tokio::spawn(async move {
-                let left = watch.left();
-                watch.member.options.clock.sleep(left).await;
-                if !watch.is_ended() {
-                    watch.expire();
-                }
-            });
-            let task = tokio::spawn(
-                async move {
-                    let r = resign_task(&held).await.map_err(Arc::new);
-                    expiry.abort();
-                    r
-                }
-                .instrument(span),
-            );
-            let held = Arc::clone(&self.held);
-            tokio::spawn(async move {
-                let r = match task.await {
-                    Ok(r) => r,
-                    // A panic in the resign: the term ends all the same.
-                    Err(e) => {
-                        held.end(Error::Resigned);
-                        Err(Arc::new(Error::fatal("the resign task", e)))
-                    }
-                };
-                held.resigned.send_replace(Some(r));
-            });
-        }
-        // The sender lives in `held`, which this handle keeps alive.
-        let result = match outcome.wait_for(Option::is_some).await {
-            Ok(r) => r.clone().unwrap_or(Ok(())),
-            Err(_) => Ok(()),
-        };
-        if !first {
-            return Ok(());
-        }
-        result.map_err(|e| match Arc::try_unwrap(e) {
-            Ok(e) => e,
-            Err(shared) => same_kind("resigning", shared),
-        })
+        resign_held(&self.held).await
     }
+
+    /// A handle on this term that does not keep it alive, for the client
+    /// that closes whatever it still holds ([`HeldRef::resign`]).
+    pub(crate) fn weak(&self) -> HeldRef {
+        HeldRef(Arc::downgrade(&self.held))
+    }
+}
+
+/// A term a client may have to resign when it closes: a weak reference,
+/// so it keeps neither the term nor its producer alive.
+pub(crate) struct HeldRef(Weak<Held>);
+
+impl HeldRef {
+    /// False once the term ended or nothing refers to it any more.
+    pub(crate) fn is_live(&self) -> bool {
+        self.0.upgrade().is_some_and(|h| !h.is_ended())
+    }
+
+    /// Resigns the term if it still runs, as [`Leadership::resign`] does
+    /// (bounded the same way); a resign already under way is waited for.
+    /// Returns the resign's error, `Ok` when there was nothing to resign.
+    pub(crate) async fn resign(&self) -> Result<()> {
+        match self.0.upgrade() {
+            Some(held) if !held.is_ended() || held.resign_started.load(Ordering::SeqCst) => {
+                resign_held(&held).await
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// [`Leadership::resign`] on the shared state of a term.
+async fn resign_held(this: &Arc<Held>) -> Result<()> {
+    let first = !this.resign_started.swap(true, Ordering::SeqCst);
+    let mut outcome = this.resigned.subscribe();
+    if first {
+        let held = Arc::clone(this);
+        let span = held.member.span.clone();
+        // A resign that cannot finish (cut off, frozen) must not keep the
+        // term alive past the local deadline (found by the model): the
+        // term ends there with LEASE_EXPIRED, the resign goes on.
+        let watch = Arc::clone(&held);
+        let expiry = tokio::spawn(async move {
+            let left = watch.left();
+            watch.member.options.clock.sleep(left).await;
+            if !watch.is_ended() {
+                watch.expire();
+            }
+        });
+        let task = tokio::spawn(
+            async move {
+                let r = resign_task(&held).await.map_err(Arc::new);
+                expiry.abort();
+                r
+            }
+            .instrument(span),
+        );
+        let held = Arc::clone(this);
+        tokio::spawn(async move {
+            let r = match task.await {
+                Ok(r) => r,
+                // A panic in the resign: the term ends all the same.
+                Err(e) => {
+                    held.end(Error::Resigned);
+                    Err(Arc::new(Error::fatal("the resign task", e)))
+                }
+            };
+            held.resigned.send_replace(Some(r));
+        });
+    }
+    // The sender lives in `held`, which this handle keeps alive.
+    let result = match outcome.wait_for(Option::is_some).await {
+        Ok(r) => r.clone().unwrap_or(Ok(())),
+        Err(_) => Ok(()),
+    };
+    if !first {
+        return Ok(());
+    }
+    result.map_err(|e| match Arc::try_unwrap(e) {
+        Ok(e) => e,
+        Err(shared) => same_kind("resigning", shared),
+    })
 }
 
 /// An error of the same kind as `shared`, with `shared` as its cause: a

@@ -148,20 +148,22 @@ impl LeaderLoop {
 
     /// Pauses for the backoff a previous term left owed, then contends
     /// until this member leads: the next term, or `None` once the loop is
-    /// cancelled (a waiting acquire deregisters). A failure a retry may
-    /// mend is retried after a pause; any other is returned. The term's
-    /// [`Term::ended`] fires when it ends or the loop is cancelled. Must
-    /// run on a tokio runtime.
+    /// cancelled or its client closed (a waiting acquire deregisters). A
+    /// failure a retry may mend is retried after a pause; any other is
+    /// returned. The term's [`Term::ended`] fires when it ends (a close
+    /// resigns it) or the loop is cancelled. Must run on a tokio runtime.
     pub async fn next_term(&mut self) -> Result<Option<Term>> {
         let cancel = self.options.cancel.clone();
+        let closing = self.client.closing();
         loop {
             if let Some(d) = self.pause.take() {
                 tokio::select! {
                     _ = cancel.cancelled() => return Ok(None),
+                    _ = closing.cancelled() => return Ok(None),
                     _ = self.options.clock.sleep(d) => {}
                 }
             }
-            if cancel.is_cancelled() {
+            if cancel.is_cancelled() || closing.is_cancelled() {
                 return Ok(None);
             }
             let leadership = match self
@@ -171,6 +173,8 @@ impl LeaderLoop {
             {
                 Ok(l) => Arc::new(l),
                 Err(Error::Cancelled) => return Ok(None),
+                // Closed between the check above and the acquire.
+                Err(_) if closing.is_cancelled() => return Ok(None),
                 Err(e) if e.is_transient() => {
                     let d = self.backoff.take();
                     tracing::warn!(role = %self.role, member = %self.member, error = %e, retry_in = ?d, "acquiring failed; contending again");

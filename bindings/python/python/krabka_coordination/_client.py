@@ -146,10 +146,16 @@ class _ClientBase:
         return self._native.closed
 
     def close(self) -> None:
-        """Lets go of the shared Kafka clients. Leaderships already held go
-        on; further calls on this client raise :class:`InvalidArgumentError`.
-        Idempotent."""
-        self._native.close()
+        """Closes the client and ends everything it started: resigns every
+        leadership it holds (all at once, each within its lease, so the
+        standbys take over at once), cancels its pending acquires (they raise
+        :class:`Cancelled`), stops its leader loops and ends its
+        observers, then lets go of the shared Kafka clients. Returns once
+        that is done. Further calls on this client raise
+        :class:`InvalidArgumentError` ("the client is closed"). Idempotent.
+        Blocks, also on an :class:`AsyncClient` (use its :meth:`aclose` in
+        a coroutine)."""
+        self._native.close().wait()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"partitions={self.partitions}"
@@ -400,9 +406,10 @@ class AsyncClient(_ClientBase):
         return await self._native.check_state_topic()
 
     async def aclose(self) -> None:
-        """Lets go of the shared Kafka clients (see :meth:`close`), for code
-        that closes asyncio resources with ``await x.aclose()``."""
-        self.close()
+        """Closes the client without blocking the event loop (see
+        :meth:`close`: resigns what it holds, cancels its acquires, stops
+        its loops and observers); ``async with`` calls it."""
+        await self._native.close()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -413,7 +420,7 @@ class AsyncClient(_ClientBase):
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        self.close()
+        await self.aclose()
 
 
 class AsyncAcquire:

@@ -354,10 +354,16 @@ class _Client:
         """DescribeTransactions requests sent so far by this client (for tests
         of the request cost)."""
 
-    def close(self) -> None:
-        """Lets go of the shared Kafka clients. Held leaderships keep what they
-        need and go on; further operations on this client raise
-        `InvalidArgumentError`. Idempotent."""
+    def close(self) -> _Pending[None]:
+        """Closes the client: every later operation raises
+        `InvalidArgumentError` ("the client is closed") at once; the pending
+        operation resigns every leadership the client holds (all at once,
+        each bounded by its lease), cancels its acquires (they raise
+        `Cancelled`), stops its leader loops and ends its observers
+        (the shared crate's `KafkaClient::close`), then lets go of the
+        shared Kafka clients. An interrupted wait lets the close finish
+        within a grace period. Idempotent: a later call settles at once
+        (in a forked child too: the child closes nothing of its parent's)."""
 
 @final
 class _Leadership:
