@@ -202,8 +202,9 @@ impl ObserveOptions {
         }
         if self.initial_backoff.is_zero() || self.initial_backoff > self.max_backoff {
             return Err(Error::InvalidArgument(format!(
-                "the observer's backoff must start above zero and at most its maximum: initial {:?}, max {:?}",
-                self.initial_backoff, self.max_backoff
+                "the observer's backoff must start above zero and at most its maximum: initial {}, max {}",
+                crate::human::duration(self.initial_backoff),
+                crate::human::duration(self.max_backoff)
             )));
         }
         Ok(())

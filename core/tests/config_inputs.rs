@@ -192,7 +192,7 @@ async fn producer_timeouts_longer_than_the_lease_are_refused_before_registering(
             .await
             .expect("refused at once")
             .unwrap_err();
-        assert_invalid(&e, &[&format!("{key}={value}"), "30s"]);
+        assert_invalid(&e, &[&format!("{key}={value}"), "30 s"]);
         assert!(!names(&mut rx).contains(&"registered"), "{key}");
     }
     // At most the lease is fine as far as the settings go (the cluster is

@@ -207,8 +207,9 @@ impl KafkaEpoch {
             return Err(Error::transient(
                 format!("{what} for role {}", crate::error::quote(&self.role)),
                 format!(
-                    "an earlier write of this epoch was still being completed after {within:?}; \
-                     nothing of this one was sent"
+                    "an earlier write of this epoch was still being completed after {}; \
+                     nothing of this one was sent",
+                    crate::human::duration(within)
                 ),
             ));
         };
@@ -371,8 +372,14 @@ impl LeaseWriter for KafkaEpoch {
         // none starts before the bump is answered.
         let Ok(mut guard) = tokio::time::timeout_at(deadline, self.slot.lock()).await else {
             return Err(Error::transient(
-                format!("superseding the epoch of role {}", crate::error::quote(&self.role)),
-                format!("a write of this epoch was still being completed after {within:?}; nothing was sent"),
+                format!(
+                    "superseding the epoch of role {}",
+                    crate::error::quote(&self.role)
+                ),
+                format!(
+                    "a write of this epoch was still being completed after {}; nothing was sent",
+                    crate::human::duration(within)
+                ),
             ));
         };
         // Nothing is opened ahead after this (the bump ends the term).

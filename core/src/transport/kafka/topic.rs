@@ -16,6 +16,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use super::config::KafkaConfig;
 use super::{drop_off_thread, kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
+use crate::remedy::{Remedied, Remedy};
 
 /// What [`ensure_state_topic`] or [`check_state_topic`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -483,18 +484,22 @@ pub(super) fn unreachable_or(
     context: &str,
     e: rdkafka::error::KafkaError,
 ) -> Error {
-    let mapped = kafka_error(context, e);
+    let mapped = kafka_error(context, e.clone());
     if !mapped.is_transient() {
         return mapped;
     }
-    Error::transient(
-        context.to_owned(),
-        format!(
-            "no broker of the bootstrap address {} answered within {:?} (the connect timeout): \
-             {mapped}",
-            config.bootstrap(),
-            config.connect_timeout()
-        ),
+    // librdkafka's own words follow, not the mapped error's text: that
+    // would say the context a second time.
+    Error::transient(context.to_owned(), unanswered(config, e))
+}
+
+/// Why a first request found no broker: the bootstrap address and the
+/// connect timeout, then librdkafka's error (the context is the caller's).
+fn unanswered(config: &KafkaConfig, e: rdkafka::error::KafkaError) -> String {
+    format!(
+        "no broker of the bootstrap address {} answered within {} (the connect timeout): {e}",
+        config.bootstrap(),
+        crate::human::duration(config.connect_timeout())
     )
 }
 
@@ -511,10 +516,34 @@ fn not_authorized(topic: &str, operation: &str, doing: &str) -> Error {
 fn missing(topic: &str, partitions: i32) -> Error {
     Error::fatal(
         format!("state topic {topic} does not exist"),
-        format!(
-            "create it before members join, with Client::ensure_state_topic(TopicSpec::default()\
-             .with_partitions({partitions})) (TopicSpec::development() on a single broker), or with \
-             kafka-topics.sh --create --topic {topic} --partitions {partitions} --config cleanup.policy=compact"
-        ),
+        Remedied(Remedy::EnsureStateTopic {
+            topic: topic.to_owned(),
+            partitions,
+        }),
     )
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+    use rdkafka::error::KafkaError;
+
+    #[test]
+    fn an_unreached_cluster_says_its_context_once() {
+        let config = KafkaConfig::new("127.0.0.1:1");
+        let context = "reading the metadata of topic t";
+        let e = unreachable_or(
+            &config,
+            context,
+            KafkaError::MetadataFetch(RDKafkaErrorCode::BrokerTransportFailure),
+        );
+        assert!(e.is_transient(), "{e}");
+        let m = e.to_string();
+        assert_eq!(m.matches(context).count(), 1, "{m}");
+        assert_eq!(m.matches("transient").count(), 1, "{m}");
+        assert!(
+            m.contains("127.0.0.1:1") && m.contains("(the connect timeout)"),
+            "{m}"
+        );
+    }
 }
