@@ -87,6 +87,7 @@ mod pool;
 mod producer_id;
 mod producers;
 mod request;
+mod resolve;
 pub mod retry;
 mod routes;
 mod txn;

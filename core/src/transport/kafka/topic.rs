@@ -149,12 +149,7 @@ pub async fn ensure_state_topic(
             "min.insync.replicas must be between 1 and the replication factor {replication_factor}, got {min_insync_replicas}"
         )));
     }
-    // On a secured cluster, a refused password or an untrusted certificate
-    // fails here at once, named, instead of as librdkafka's timeout.
-    super::DescribeClient::new(config)?
-        .kafka()
-        .check_access()
-        .await?;
+    reach(config).await?;
     let admin = admin(config)?;
     let result = create(
         config,
@@ -169,6 +164,20 @@ pub async fn ensure_state_topic(
     let mut report = check_until_visible(config, partitions).await?;
     report.created = created;
     Ok(report)
+}
+
+/// Connects to the cluster once with the protocol client, within the
+/// connect timeout, before an admin call of librdkafka (which waits the
+/// whole operation timeout on a cluster it cannot reach and then names no
+/// address): an unreachable cluster is [`Error::Transient`] naming the
+/// bootstrap address and the connect timeout, a host that does not resolve
+/// or a refused password or certificate fails at once, named.
+async fn reach(config: &KafkaConfig) -> Result<()> {
+    let client = super::DescribeClient::new(config)?;
+    let kafka = client.kafka();
+    kafka.check_access().await?;
+    kafka.ensure_reached().await?;
+    Ok(())
 }
 
 async fn create(
@@ -275,10 +284,7 @@ pub async fn check_state_topic(
             "expected partitions must be at least 1, got {expected_partitions}"
         )));
     }
-    super::DescribeClient::new(config)?
-        .kafka()
-        .check_access()
-        .await?;
+    reach(config).await?;
     let admin = admin(config)?;
     let result = read_topic(config, &admin, expected_partitions).await;
     drop_off_thread(admin);
