@@ -18,18 +18,20 @@ pub enum Remedy {
     EnsureStateTopic {
         /// The state topic's name.
         topic: String,
-        /// The partition count every member uses.
-        partitions: i32,
+        /// The partition count every member uses, when the error knows it
+        /// (a reader of one partition does not).
+        partitions: Option<i32>,
     },
 }
 
 /// How a caller's language spells the calls a [`Remedy`] names.
 pub trait Spelling {
     /// The call that creates the state topic with the production defaults,
-    /// on a client of `partitions` partitions.
-    fn ensure_state_topic(&self, partitions: i32) -> String;
+    /// on a client of `partitions` partitions (`None`: the client's count,
+    /// not known where the error arose).
+    fn ensure_state_topic(&self, partitions: Option<i32>) -> String;
     /// The same call for a single-broker development cluster.
-    fn ensure_state_topic_development(&self, partitions: i32) -> String;
+    fn ensure_state_topic_development(&self, partitions: Option<i32>) -> String;
 }
 
 /// Rust's calls (the core's API).
@@ -37,11 +39,19 @@ pub trait Spelling {
 pub struct RustSpelling;
 
 impl Spelling for RustSpelling {
-    fn ensure_state_topic(&self, partitions: i32) -> String {
-        format!("Client::ensure_state_topic(TopicSpec::default().with_partitions({partitions}))")
+    fn ensure_state_topic(&self, partitions: Option<i32>) -> String {
+        match partitions {
+            Some(n) => {
+                format!("Client::ensure_state_topic(TopicSpec::default().with_partitions({n}))")
+            }
+            None => "Client::ensure_state_topic(TopicSpec::default())".into(),
+        }
     }
-    fn ensure_state_topic_development(&self, partitions: i32) -> String {
-        format!("TopicSpec::development().with_partitions({partitions})")
+    fn ensure_state_topic_development(&self, partitions: Option<i32>) -> String {
+        match partitions {
+            Some(n) => format!("TopicSpec::development().with_partitions({n})"),
+            None => "TopicSpec::development()".into(),
+        }
     }
 }
 
@@ -51,10 +61,12 @@ impl Remedy {
         match self {
             Remedy::EnsureStateTopic { topic, partitions } => format!(
                 "create it before members join, with {} ({} on a single broker), or with \
-                 kafka-topics.sh --create --topic {topic} --partitions {partitions} --config \
+                 kafka-topics.sh --create --topic {topic} --partitions {} --config \
                  cleanup.policy=compact",
                 spelling.ensure_state_topic(*partitions),
                 spelling.ensure_state_topic_development(*partitions),
+                partitions.map_or("<the client's partition count>".to_owned(), |n| n
+                    .to_string()),
             ),
         }
     }
@@ -99,10 +111,10 @@ mod tests {
 
     struct Python;
     impl Spelling for Python {
-        fn ensure_state_topic(&self, _: i32) -> String {
+        fn ensure_state_topic(&self, _: Option<i32>) -> String {
             "client.ensure_state_topic()".into()
         }
-        fn ensure_state_topic_development(&self, _: i32) -> String {
+        fn ensure_state_topic_development(&self, _: Option<i32>) -> String {
             "client.ensure_state_topic(development=True)".into()
         }
     }
@@ -112,7 +124,7 @@ mod tests {
             "state topic t does not exist",
             Remedied(Remedy::EnsureStateTopic {
                 topic: "t".into(),
-                partitions: 16,
+                partitions: Some(16),
             }),
         )
     }
@@ -146,7 +158,7 @@ mod tests {
             remedy_of(&outer),
             Some(&Remedy::EnsureStateTopic {
                 topic: "t".into(),
-                partitions: 16
+                partitions: Some(16)
             })
         );
         let python = render(&outer, &Python);

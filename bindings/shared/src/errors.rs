@@ -181,16 +181,16 @@ pub enum Caller {
 }
 
 impl Spelling for Caller {
-    fn ensure_state_topic(&self, partitions: i32) -> String {
+    fn ensure_state_topic(&self, partitions: Option<i32>) -> String {
         match self {
             Caller::Python => "client.ensure_state_topic()".into(),
             Caller::Node | Caller::Jvm => "client.ensureStateTopic()".into(),
             Caller::C => "krabka_client_ensure_state_topic()".into(),
-            Caller::Cli => format!("krabka topic ensure --partitions {partitions}"),
+            Caller::Cli => format!("krabka topic ensure{}", cli_partitions(partitions)),
         }
     }
 
-    fn ensure_state_topic_development(&self, partitions: i32) -> String {
+    fn ensure_state_topic_development(&self, partitions: Option<i32>) -> String {
         match self {
             Caller::Python => "client.ensure_state_topic(development=True)".into(),
             Caller::Node => "client.ensureStateTopic({ development: true })".into(),
@@ -199,11 +199,16 @@ impl Spelling for Caller {
                 "krabka_client_ensure_state_topic() with options.development = true".into()
             }
             Caller::Cli => format!(
-                "krabka topic ensure --partitions {partitions} --replication-factor 1 \
-                 --min-insync-replicas 1"
+                "krabka topic ensure{} --replication-factor 1 --min-insync-replicas 1",
+                cli_partitions(partitions)
             ),
         }
     }
+}
+
+/// ` --partitions N` when the count is known.
+fn cli_partitions(partitions: Option<i32>) -> String {
+    partitions.map_or(String::new(), |n| format!(" --partitions {n}"))
 }
 
 /// The text of `e` for `caller`: its message with its causes, every call it
@@ -308,7 +313,7 @@ mod tests {
             "state topic t does not exist",
             krabka_coordination::Remedied(krabka_coordination::Remedy::EnsureStateTopic {
                 topic: "t".into(),
-                partitions: 16,
+                partitions: Some(16),
             }),
         )
     }

@@ -520,6 +520,12 @@ fn not_authorized(topic: &str, operation: &str, doing: &str) -> Error {
 }
 
 fn missing(topic: &str, partitions: i32) -> Error {
+    missing_state_topic(topic, Some(partitions))
+}
+
+/// [`Error::Fatal`]: the state topic `topic` does not exist, with the
+/// remedy (`partitions`: the client's count, when known).
+pub(super) fn missing_state_topic(topic: &str, partitions: Option<i32>) -> Error {
     Error::fatal(
         format!("state topic {topic} does not exist"),
         Remedied(Remedy::EnsureStateTopic {
