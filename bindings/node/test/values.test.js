@@ -82,7 +82,7 @@ test('acquire arguments are refused by the promise, before any I/O', async () =>
     await rejects(client.acquireLeadership('', 'm'), kc.InvalidArgumentError, /role/)
     await rejects(client.acquireLeadership(7, 'm'), TypeError, /^role must be a string, got number$/)
     await rejects(client.acquireLeadership('r', 'm', { leaseDuration: -1 }), kc.InvalidArgumentError, /lease_duration must be a positive number of seconds, got -1/)
-    await rejects(client.acquireLeadership('r', 'm', { leaseDuration: 3 }), kc.InvalidArgumentError, /lease duration \(3s\) must exceed the renew interval \(10s\)/)
+    await rejects(client.acquireLeadership('r', 'm', { leaseDuration: 3 }), kc.InvalidArgumentError, /lease duration \(3 s\) must exceed the renew interval \(10 s\)/)
     await rejects(client.acquireLeadership('r', 'm', { renewInterval: '1' }), TypeError, /renew_interval must be a number of seconds, got string/)
     await rejects(client.acquireLeadership('r', 'm', { signal: 'stop' }), TypeError, /signal must be an AbortSignal, got string/)
     await rejects(client.acquireLeadership('r', 'm', 'fast'), TypeError, /options must be an object, got string/)
