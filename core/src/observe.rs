@@ -330,6 +330,7 @@ pub async fn observe(
             transport: Arc::clone(&transport),
             role: Arc::from(role.as_str()),
             partition,
+            partitions,
             options: options.clone(),
             tx: tx.clone(),
         };
@@ -343,6 +344,8 @@ pub async fn observe(
                     r = watch.run() => r,
                 };
                 if let Err(e) = ended {
+                    // A missing state topic's remedy names the client's count.
+                    let e = crate::remedy::with_partitions(e, watch.partitions);
                     let _ = watch.tx.send(Err(e));
                 }
             }
@@ -362,6 +365,8 @@ struct RoleWatch {
     transport: Arc<dyn Transport>,
     role: Arc<str>,
     partition: i32,
+    /// The client's partition count (for the advice of a missing topic).
+    partitions: i32,
     options: ObserveOptions,
     tx: mpsc::UnboundedSender<Result<RoleView>>,
 }

@@ -85,6 +85,32 @@ impl fmt::Display for Remedied {
 
 impl StdError for Remedied {}
 
+/// `e` with the partition count filled into its state-topic remedy when the
+/// error did not know it (a reader of one partition): the caller that knows
+/// the client's count (an observer) gives it. Any other error is returned as
+/// it is.
+pub fn with_partitions(e: crate::Error, partitions: i32) -> crate::Error {
+    match e {
+        crate::Error::Fatal { context, source } => {
+            let source = match source.downcast::<Remedied>() {
+                Ok(r) => match *r {
+                    Remedied(Remedy::EnsureStateTopic {
+                        topic,
+                        partitions: None,
+                    }) => Box::new(Remedied(Remedy::EnsureStateTopic {
+                        topic,
+                        partitions: Some(partitions),
+                    })),
+                    other => Box::new(other),
+                },
+                Err(other) => other,
+            };
+            crate::Error::Fatal { context, source }
+        }
+        other => other,
+    }
+}
+
 /// The first [`Remedy`] in the cause chain of `e` (`e` included), if any.
 pub fn remedy_of<'a>(e: &'a (dyn StdError + 'static)) -> Option<&'a Remedy> {
     std::iter::successors(Some(e), |c: &&(dyn StdError + 'static)| (*c).source())
@@ -148,6 +174,34 @@ mod tests {
             "{python}"
         );
         assert!(python.contains("--partitions 16"), "{python}");
+    }
+
+    #[test]
+    fn a_reader_s_remedy_gets_the_client_s_partition_count() {
+        let e = Error::fatal(
+            "state topic t does not exist",
+            Remedied(Remedy::EnsureStateTopic {
+                topic: "t".into(),
+                partitions: None,
+            }),
+        );
+        assert!(
+            e.to_string().contains("<the client's partition count>"),
+            "{e}"
+        );
+        let e = with_partitions(e, 4);
+        assert_eq!(
+            remedy_of(&e),
+            Some(&Remedy::EnsureStateTopic {
+                topic: "t".into(),
+                partitions: Some(4)
+            })
+        );
+        assert!(e.to_string().contains("--partitions 4 "), "{e}");
+        assert_eq!(
+            with_partitions(Error::Cancelled, 4).kind(),
+            crate::ErrorKind::Cancelled
+        );
     }
 
     #[test]

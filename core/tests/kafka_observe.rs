@@ -222,4 +222,8 @@ async fn an_observer_on_a_missing_state_topic_fails_as_the_acquire_does() {
     let m = e.to_string();
     assert!(m.contains(&topic) && m.contains("does not exist"), "{m}");
     assert!(m.contains("ensure_state_topic"), "names the remedy: {m}");
+    assert!(
+        m.contains(&format!("--partitions {STATE_PARTITIONS} ")),
+        "with the client's partition count: {m}"
+    );
 }

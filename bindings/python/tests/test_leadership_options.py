@@ -237,3 +237,16 @@ def test_wait_timeout_names_the_argument(client: kc.Client, role: str) -> None:
             leadership.write_records(5)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="^a record must be an OutRecord, got bytes$"):
             leadership.write_records([b"x"])  # type: ignore[list-item]
+
+
+def test_an_observer_on_a_missing_state_topic_fails_as_the_acquire_does(kafka: Dict[str, str], request: pytest.FixtureRequest) -> None:
+    client = kc.Client(kafka, partitions=2, state_topic=unique_role(request.node.name))
+    try:
+        with pytest.raises(kc.FatalError) as info:
+            for _ in client.observe("billing"):
+                pytest.fail("a view of a state topic that does not exist")
+        message = str(info.value)
+        assert "does not exist" in message and "client.ensure_state_topic()" in message, message
+        assert "--partitions 2 " in message, message
+    finally:
+        client.close()
