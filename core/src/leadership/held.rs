@@ -377,7 +377,7 @@ impl Leadership {
         if within.is_zero() {
             return Err(Error::transient(
                 format!(
-                    "write_guarded for role {}",
+                    "a guarded write for role {}",
                     crate::error::quote(&held.member.role)
                 ),
                 format!(
@@ -402,7 +402,7 @@ impl Leadership {
                 }
                 return Err(Error::OutcomeUnknown {
                     context: format!(
-                        "write_guarded for role {}",
+                        "a guarded write for role {}",
                         crate::error::quote(&held.member.role)
                     ),
                     source: "the lease ran out while the write was in flight, and the term has ended \

@@ -420,7 +420,7 @@ impl LeaseWriter for MemoryEpoch {
         if let Some(committed) = unknown {
             *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             return Err(Error::OutcomeUnknown {
-                context: format!("write_guarded for role {:?}: commit", self.role),
+                context: format!("a guarded write for role {:?}: commit", self.role),
                 source: "the commit was sent but not confirmed".into(),
             });
         }

@@ -353,7 +353,7 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, Write::Guarded, within)
+        self.transact("a guarded write", records, Write::Guarded, within)
             .await
     }
 
