@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use krabka_coordination::{Error, ErrorKind};
+use krabka_coordination_bindings::errors::Caller;
 
 mod child;
 mod prometheus;
@@ -102,7 +103,7 @@ impl From<Error> for Failure {
         };
         Failure {
             code,
-            message: e.to_string(),
+            message: krabka_coordination_bindings::errors::message(&e, Caller::Cli),
         }
     }
 }

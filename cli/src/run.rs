@@ -181,14 +181,20 @@ impl StopTimes {
     pub fn new(lease: Duration, renew: Duration, grace: Option<Duration>) -> Result<Self, String> {
         let margin = (lease / 20).clamp(Duration::from_millis(100), Duration::from_secs(1));
         let room = lease.saturating_sub(renew).saturating_sub(margin);
+        let h = krabka_coordination::human::duration;
         let grace = match grace {
             Some(g) if g >= room => {
                 return Err(format!(
-                    "--grace {g:?} is too long for a lease of {lease:?} renewed every {renew:?}: \
-                     the child's stop begins when the lease is down to the grace plus {margin:?}, \
-                     which must be less than the {:?} a healthy renewal leaves; use a grace \
-                     under {room:?}, a longer --lease or a shorter --renew",
-                    lease.saturating_sub(renew)
+                    "--grace {} is too long for a lease of {} renewed every {}: \
+                     the child's stop begins when the lease is down to the grace plus {}, \
+                     which must be less than the {} a healthy renewal leaves; use a grace \
+                     under {}, a longer --lease or a shorter --renew",
+                    h(g),
+                    h(lease),
+                    h(renew),
+                    h(margin),
+                    h(lease.saturating_sub(renew)),
+                    h(room)
                 ))
             }
             Some(g) => g,
@@ -196,8 +202,10 @@ impl StopTimes {
         };
         if room.is_zero() {
             return Err(format!(
-                "a lease of {lease:?} renewed every {renew:?} leaves no time to stop the child \
-                 before the lease runs out; use a shorter --renew"
+                "a lease of {} renewed every {} leaves no time to stop the child \
+                 before the lease runs out; use a shorter --renew",
+                h(lease),
+                h(renew)
             ));
         }
         Ok(StopTimes { grace, margin })
@@ -228,14 +236,14 @@ async fn stop_child(
         tokio::select! {
             _ = tokio::time::sleep_until(grace_end) => {
                 eprintln!(
-                    "krabka: the child did not stop within {:?} of SIGTERM; sending SIGKILL",
-                    times.grace
+                    "krabka: the child did not stop within {} of SIGTERM; sending SIGKILL",
+                    krabka_coordination::human::duration(times.grace)
                 );
             }
             _ = lease_down_to(leadership, times.margin) => {
                 eprintln!(
-                    "krabka: the lease is down to {:?} and the child has not stopped; sending SIGKILL",
-                    leadership.lease_left()
+                    "krabka: the lease is down to {} and the child has not stopped; sending SIGKILL",
+                    krabka_coordination::human::duration(leadership.lease_left())
                 );
             }
         }

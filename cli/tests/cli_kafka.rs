@@ -819,6 +819,11 @@ fn bad_arguments_and_an_unreachable_cluster_get_one_line_and_their_code() {
             err.contains(&missing) && err.lines().count() == 1,
             "{args:?}: {err}"
         );
+        // The remedy is the CLI's own command, not the Rust call.
+        assert!(
+            err.contains("with krabka topic ensure") && !err.contains("::"),
+            "{args:?}: {err}"
+        );
     }
     // A --partitions that is not the topic's: refused, not a read of the
     // wrong partitions.

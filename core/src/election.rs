@@ -124,20 +124,21 @@ impl ElectionOptions {
         }
         if self.lease_duration.is_zero() {
             return Err(Error::InvalidArgument(format!(
-                "lease duration must be above zero, got {:?}",
-                self.lease_duration
+                "lease duration must be above zero, got {}",
+                crate::human::duration(self.lease_duration)
             )));
         }
         if self.renew_interval.is_zero() {
             return Err(Error::InvalidArgument(format!(
-                "renew interval must be above zero, got {:?}",
-                self.renew_interval
+                "renew interval must be above zero, got {}",
+                crate::human::duration(self.renew_interval)
             )));
         }
         if self.lease_duration <= self.renew_interval {
             return Err(Error::InvalidArgument(format!(
-                "lease duration ({:?}) must exceed the renew interval ({:?})",
-                self.lease_duration, self.renew_interval
+                "lease duration ({}) must exceed the renew interval ({})",
+                crate::human::duration(self.lease_duration),
+                crate::human::duration(self.renew_interval)
             )));
         }
         Ok(())

@@ -202,8 +202,9 @@ impl ObserveOptions {
         }
         if self.initial_backoff.is_zero() || self.initial_backoff > self.max_backoff {
             return Err(Error::InvalidArgument(format!(
-                "the observer's backoff must start above zero and at most its maximum: initial {:?}, max {:?}",
-                self.initial_backoff, self.max_backoff
+                "the observer's backoff must start above zero and at most its maximum: initial {}, max {}",
+                crate::human::duration(self.initial_backoff),
+                crate::human::duration(self.max_backoff)
             )));
         }
         Ok(())
@@ -329,6 +330,7 @@ pub async fn observe(
             transport: Arc::clone(&transport),
             role: Arc::from(role.as_str()),
             partition,
+            partitions,
             options: options.clone(),
             tx: tx.clone(),
         };
@@ -342,6 +344,8 @@ pub async fn observe(
                     r = watch.run() => r,
                 };
                 if let Err(e) = ended {
+                    // A missing state topic's remedy names the client's count.
+                    let e = crate::remedy::with_partitions(e, watch.partitions);
                     let _ = watch.tx.send(Err(e));
                 }
             }
@@ -361,6 +365,8 @@ struct RoleWatch {
     transport: Arc<dyn Transport>,
     role: Arc<str>,
     partition: i32,
+    /// The client's partition count (for the advice of a missing topic).
+    partitions: i32,
     options: ObserveOptions,
     tx: mpsc::UnboundedSender<Result<RoleView>>,
 }

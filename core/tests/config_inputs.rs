@@ -164,6 +164,60 @@ async fn no_broker_reachable_fails_describe_within_the_connect_timeout() {
     assert!(e.to_string().contains(NOWHERE), "{e}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensure_state_topic_is_bounded_by_the_connect_timeout() {
+    // The operation timeout (librdkafka's admin call) is far longer: the
+    // call must end with the connect timeout, naming the address.
+    let config = KafkaConfig::new(NOWHERE)
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_operation_timeout(Duration::from_secs(30));
+    let client = Client::new(config).unwrap();
+    let started = std::time::Instant::now();
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.ensure_state_topic(krabka_coordination::transport::kafka::TopicSpec::default()),
+    )
+    .await
+    .expect("ensure_state_topic must end within the connect timeout, not the operation timeout")
+    .unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Transient, "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(NOWHERE) && msg.contains("500 ms (the connect timeout)"),
+        "{msg}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bootstrap_host_that_does_not_resolve_fails_at_once_naming_it() {
+    let config = KafkaConfig::new("no-such-broker.invalid:9092")
+        .with_connect_timeout(Duration::from_secs(30));
+    let client = Client::new(config).unwrap();
+    for e in [
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            client.describe_leadership("billing"),
+        )
+        .await
+        .expect("at once, not after the connect timeout")
+        .unwrap_err(),
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            client.ensure_state_topic(krabka_coordination::transport::kafka::TopicSpec::default()),
+        )
+        .await
+        .expect("at once, not after the connect timeout")
+        .unwrap_err(),
+    ] {
+        let msg = e.to_string();
+        assert!(
+            msg.contains("\"no-such-broker.invalid\"") && msg.contains("does not resolve"),
+            "{msg}"
+        );
+    }
+}
+
 #[test]
 fn a_transactional_id_in_the_settings_is_refused_by_name() {
     let e = Client::new(KafkaConfig::new(NOWHERE).set("transactional.id", "mine")).unwrap_err();
@@ -192,7 +246,7 @@ async fn producer_timeouts_longer_than_the_lease_are_refused_before_registering(
             .await
             .expect("refused at once")
             .unwrap_err();
-        assert_invalid(&e, &[&format!("{key}={value}"), "30s"]);
+        assert_invalid(&e, &[&format!("{key}={value}"), "30 s"]);
         assert!(!names(&mut rx).contains(&"registered"), "{key}");
     }
     // At most the lease is fine as far as the settings go (the cluster is

@@ -776,21 +776,21 @@ fn validate_names_the_values() {
     assert!(m.contains("-4"), "{m}");
 
     let m = invalid(d().with_lease_duration(Duration::ZERO));
-    assert!(m.contains("lease duration") && m.contains("0ns"), "{m}");
+    assert!(m.contains("lease duration") && m.contains("0 ms"), "{m}");
     let m = invalid(d().with_renew_interval(Duration::ZERO));
-    assert!(m.contains("renew interval") && m.contains("0ns"), "{m}");
+    assert!(m.contains("renew interval") && m.contains("0 ms"), "{m}");
 
     let m = invalid(
         d().with_lease_duration(Duration::from_secs(10))
             .with_renew_interval(Duration::from_secs(10)),
     );
     assert!(m.contains("must exceed"), "{m}");
-    assert!(m.contains("10s"), "{m}");
+    assert!(m.contains("10 s"), "{m}");
     let m = invalid(
         d().with_lease_duration(Duration::from_secs(4))
             .with_renew_interval(Duration::from_millis(4_500)),
     );
-    assert!(m.contains("4s") && m.contains("4.5s"), "{m}");
+    assert!(m.contains("4 s") && m.contains("4.5 s"), "{m}");
 
     // Zero stagger and one partition are fine.
     d().with_challenge_stagger(Duration::ZERO)

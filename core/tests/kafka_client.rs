@@ -287,3 +287,36 @@ async fn a_deposed_leaders_resign_leaves_the_successor_in_place() {
     .await
     .expect("the successor renews");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_to_a_data_topic_that_does_not_exist_fails_for_good_naming_it() {
+    let client = client().await;
+    let role = unique("krabka-test-missing-data");
+    let held = tokio::time::timeout(PATIENCE, client.acquire(&role, "a", options(&client)))
+        .await
+        .expect("elected in time")
+        .expect("elected");
+    let topic = unique("krabka-test-no-such-data-topic");
+    let started = std::time::Instant::now();
+    let e = tokio::time::timeout(
+        PATIENCE,
+        held.write(vec![krabka_coordination::transport::OutRecord {
+            topic: topic.clone(),
+            partition: Some(0),
+            key: None,
+            value: Some(b"v".to_vec()),
+            headers: vec![],
+        }]),
+    )
+    .await
+    .expect("the write ends on its own")
+    .unwrap_err();
+    // A retry creates no topic: not TRANSIENT, which callers retry.
+    assert_eq!(e.kind(), ErrorKind::Fatal, "{e}");
+    let m = e.to_string();
+    assert!(m.contains(&topic) && m.contains("does not exist"), "{m}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{e}");
+    // The term goes on: the write failed before anything was sent.
+    assert!(held.is_held(), "{e}");
+    held.resign().await.unwrap();
+}

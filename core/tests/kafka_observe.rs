@@ -200,3 +200,30 @@ async fn expect_roster(o: &mut Observer, members: &[&str]) -> RoleView {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_on_a_missing_state_topic_fails_as_the_acquire_does() {
+    let topic = unique("krabka-test-observe-missing");
+    let c = Client::new(config(&bootstrap()).with_state_topic(&topic))
+        .unwrap()
+        .with_partitions(STATE_PARTITIONS)
+        .unwrap();
+    let mut o = c
+        .observe(&["billing"], ObserveOptions::default())
+        .await
+        .unwrap();
+    let e = match tokio::time::timeout(Duration::from_secs(15), o.next()).await {
+        Ok(Err(e)) => e,
+        Ok(Ok(v)) => panic!("a view of a topic that does not exist: {v:?}"),
+        Err(_) => panic!("the observer stayed silent on a missing state topic"),
+    };
+    let acquired = c.acquire("billing", "a", options(&c)).await.unwrap_err();
+    assert_eq!(e.kind(), acquired.kind(), "{e} / {acquired}");
+    let m = e.to_string();
+    assert!(m.contains(&topic) && m.contains("does not exist"), "{m}");
+    assert!(m.contains("ensure_state_topic"), "names the remedy: {m}");
+    assert!(
+        m.contains(&format!("--partitions {STATE_PARTITIONS} ")),
+        "with the client's partition count: {m}"
+    );
+}

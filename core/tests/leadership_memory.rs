@@ -336,7 +336,7 @@ async fn options_are_validated_up_front_with_the_values_named() {
         .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
-    assert!(msg.contains("5s") && msg.contains("10s"), "{msg}");
+    assert!(msg.contains("5 s") && msg.contains("10 s"), "{msg}");
     let err = acquire_leadership(t.clone(), ROLE, "a", w.options().with_partitions(0))
         .await
         .unwrap_err();
@@ -373,7 +373,7 @@ async fn options_the_transport_cannot_honour_are_refused_before_registering() {
     let err = acquire_leadership(t, ROLE, "a", opts).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("500ms") && msg.contains("1s"), "{msg}");
+    assert!(msg.contains("500 ms") && msg.contains("1 s"), "{msg}");
     assert!(w.state_log().is_empty(), "nothing was written");
 }
 

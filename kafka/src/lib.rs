@@ -24,6 +24,7 @@ pub mod client;
 pub mod codes;
 pub mod error;
 pub mod frame_check;
+pub mod human;
 #[cfg(feature = "client")]
 pub mod oauth;
 pub mod records;

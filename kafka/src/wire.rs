@@ -548,6 +548,31 @@ fn close_pending(pending: &StdMutex<Pending>, why: String) {
     p.waiters.clear();
 }
 
+/// Why a reply whose first four bytes are no Kafka frame size closed the
+/// connection: a server that answers in another protocol (an HTTP server,
+/// a TLS listener reached without TLS) is named as such.
+fn bad_frame(size: i32) -> String {
+    let bytes = size.to_be_bytes();
+    let other = |what: &str| {
+        format!(
+            "the server answered in another protocol than Kafka's ({what}): check that the \
+             address is a Kafka listener (a reply frame size of {size} is not Kafka's)"
+        )
+    };
+    if bytes.starts_with(b"HTTP") {
+        other("its reply begins with \"HTTP\", an HTTP server")
+    } else if bytes[0] == 0x15 && bytes[1] == 0x03 {
+        other("a TLS alert: a TLS listener; set security.protocol to SSL or SASL_SSL")
+    } else if bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        other(&format!(
+            "its reply begins with the text {:?}",
+            String::from_utf8_lossy(&bytes)
+        ))
+    } else {
+        format!("bad response frame size {size}")
+    }
+}
+
 /// Reads response frames and hands each to the request waiting for it.
 async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pending>>) {
     let why = loop {
@@ -556,7 +581,7 @@ async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pendin
             Err(e) => break format!("read failed: {e}"),
         };
         if size < 4 || size as usize > MAX_FRAME {
-            break format!("bad response frame size {size}");
+            break bad_frame(size);
         }
         let mut buf = vec![0u8; size as usize];
         if let Err(e) = read.read_exact(&mut buf).await {

@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use krabka_coordination::{Error, ErrorKind, Part};
 use krabka_coordination_bindings::args::ArgError;
-use krabka_coordination_bindings::errors::details;
+use krabka_coordination_bindings::errors::{details, Caller};
 
 /// The result of every fallible function: `KRABKA_RESULT_OK` (0), one of the
 /// core's error kinds (1 to 10, the values of the core's `ErrorKind`), or one
@@ -236,7 +236,7 @@ impl Failure {
                 .part
                 .and_then(Part::from_name)
                 .map_or(krabka_part::None, krabka_part::of),
-            message: e.to_string(),
+            message: krabka_coordination_bindings::errors::message(e, Caller::C),
         }
     }
 }

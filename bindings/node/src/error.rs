@@ -37,7 +37,7 @@ use std::cell::RefCell;
 use std::error::Error as StdError;
 
 use krabka_coordination::{Error, ErrorKind, SharedError};
-use krabka_coordination_bindings::errors::details;
+use krabka_coordination_bindings::errors::{details, message, Caller};
 use krabka_coordination_bindings::{ArgError, ArgErrorKind};
 use napi::bindgen_prelude::{Function, FunctionRef, Object, ToNapiValue, Unknown};
 use napi::{sys, Env, JsValue};
@@ -154,7 +154,7 @@ pub fn error_value(env: &Env, e: &Error) -> napi::Result<sys::napi_value> {
         ErrorSpec {
             code: kind_code(d.kind),
             class: "kind",
-            message: e.to_string(),
+            message: message(e, Caller::Node),
             part: d.part,
             field: d.field.map(str::to_owned),
             cause,
@@ -184,7 +184,7 @@ fn cause_value(env: &Env, cause: &(dyn StdError + 'static)) -> napi::Result<sys:
         ErrorSpec {
             code: "",
             class: "plain",
-            message: cause.to_string(),
+            message: message(cause, Caller::Node),
             part: None,
             field: None,
             cause: next,
@@ -211,7 +211,7 @@ pub fn arg_value(env: &Env, e: ArgError) -> napi::Result<sys::napi_value> {
     };
     let message = match e.kind {
         // Worded like every other core refusal.
-        ArgErrorKind::Value => Error::from(e.clone()).to_string(),
+        ArgErrorKind::Value => message(&Error::from(e.clone()), Caller::Node),
         _ => e.message.clone(),
     };
     build(

@@ -140,7 +140,8 @@ pub fn token_provider(
         match rx.recv_timeout(timeout) {
             Ok(answer) => answer,
             Err(RecvTimeoutError::Timeout) => Err(format!(
-                "the oauth_token function did not settle within {timeout:?} (the connect timeout)"
+                "the oauth_token function did not settle within {} (the connect timeout)",
+                krabka_coordination::human::duration(timeout)
             )
             .into()),
             Err(RecvTimeoutError::Disconnected) => Err(

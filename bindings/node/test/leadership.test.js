@@ -22,6 +22,22 @@ test('the test cluster is reachable (KRABKA_BOOTSTRAP)', async () => {
   assert.equal(report.partitions, 16)
 })
 
+test('a missing state topic names the Node call that creates it', async () => {
+  const { settings } = await kafka()
+  const client = new kc.Client(settings, { partitions: 2, stateTopic: uniqueRole('missing-state') })
+  try {
+    const e = await client.checkStateTopic().then(
+      () => assert.fail('a state topic that does not exist passed the check'),
+      (e) => e,
+    )
+    assert.ok(e instanceof kc.KrabkaError, String(e))
+    assert.match(e.message, /with client\.ensureStateTopic\(\) \(client\.ensureStateTopic\(\{ development: true \}\) on a single broker\)/)
+    assert.doesNotMatch(e.message, /::|TopicSpec|ensure_state_topic/)
+  } finally {
+    client.close()
+  }
+})
+
 test('acquire, describe, events and resign, without blocking the event loop', async () => {
   const { settings, client } = await kafka()
   const role = uniqueRole('one-process')

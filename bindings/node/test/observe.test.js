@@ -298,3 +298,23 @@ test('observe refuses bad arguments at the call, naming the problem', async () =
   closed.close()
   assert.throws(() => closed.observe('r'), (e) => e instanceof kc.InvalidArgumentError && /closed/.test(e.message))
 })
+
+test('an observer on a missing state topic rejects as the acquire does, naming the Node call', async () => {
+  const { settings } = await kafka()
+  const client = new kc.Client(settings, { partitions: 4, stateTopic: uniqueRole('observe-missing') })
+  try {
+    const observer = client.observe(['billing'])
+    const e = await (async () => {
+      for await (const view of observer) assert.fail(`a view of a state topic that does not exist: ${view}`)
+    })().then(
+      () => assert.fail('the observer ended without an error'),
+      (e) => e,
+    )
+    assert.ok(e instanceof kc.FatalError, String(e))
+    assert.match(e.message, /does not exist/)
+    assert.match(e.message, /with client\.ensureStateTopic\(\) /)
+    assert.match(e.message, /--partitions 4 /)
+  } finally {
+    client.close()
+  }
+})

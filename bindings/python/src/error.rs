@@ -43,7 +43,7 @@ use krabka_coordination::transport::kafka::TokenProviderError;
 use krabka_coordination::{
     EncodeError as CoreEncodeError, Error, ErrorKind, FormatError as CoreFormatError, SharedError,
 };
-use krabka_coordination_bindings::errors::{self, details};
+use krabka_coordination_bindings::errors::{self, details, message, Caller};
 use krabka_coordination_bindings::{ArgError, ArgErrorKind};
 use pyo3::exceptions::{PyException, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -225,7 +225,7 @@ fn with_attr(py: Python<'_>, err: PyErr, name: &str, value: &str) -> PyErr {
 /// and field of a format or encode error, and the cause chain.
 pub fn error_to_py(py: Python<'_>, e: &Error) -> PyErr {
     let d = details(e);
-    let mut err = Exc::of_kind(d.kind).new_err(py, e.to_string());
+    let mut err = Exc::of_kind(d.kind).new_err(py, message(e, Caller::Python));
     if let Some(part) = d.part {
         err = with_attr(py, err, "part", part);
     }
@@ -260,7 +260,7 @@ fn cause_to_py(py: Python<'_>, cause: &(dyn StdError + 'static)) -> PyErr {
     if let Some(provided) = cause.downcast_ref::<TokenProviderError>() {
         return cause_to_py(py, provided.get_ref());
     }
-    let err = Exc::Krabka.new_err(py, cause.to_string());
+    let err = Exc::Krabka.new_err(py, message(cause, Caller::Python));
     if let Some(next) = cause.source() {
         err.set_cause(py, Some(cause_to_py(py, next)));
     }
@@ -268,8 +268,8 @@ fn cause_to_py(py: Python<'_>, cause: &(dyn StdError + 'static)) -> PyErr {
 }
 
 /// The Python exception of an argument refusal of the shared crate: a
-/// value refusal is the core's `INVALID_ARGUMENT` (worded like every other,
-/// `invalid argument: ...`).
+/// value refusal is the core's `INVALID_ARGUMENT` (worded like every other:
+/// the message names the argument and the value, the class says the kind).
 pub fn arg_error(py: Python<'_>, e: ArgError) -> PyErr {
     match e.kind {
         ArgErrorKind::Type => PyTypeError::new_err(e.message),

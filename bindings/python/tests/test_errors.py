@@ -97,7 +97,7 @@ def test_role_partition_refusals_are_invalid_argument_errors() -> None:
 MAPPING = [
     ("format", kc.FormatError, "FORMAT", "malformed lease value: m"),
     ("encode", kc.EncodeError, "ENCODE", "cannot encode key: role m"),
-    ("invalid_argument", kc.InvalidArgumentError, "INVALID_ARGUMENT", "invalid argument: m"),
+    ("invalid_argument", kc.InvalidArgumentError, "INVALID_ARGUMENT", "m"),
     ("fenced", kc.Fenced, "FENCED", "fenced: m"),
     ("resigned", kc.Resigned, "RESIGNED", "the leadership was resigned"),
     ("cancelled", kc.Cancelled, "CANCELLED", "cancelled"),

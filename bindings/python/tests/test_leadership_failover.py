@@ -140,7 +140,7 @@ def test_the_broker_refuses_the_guarded_write_of_a_superseded_epoch(
 
         with pytest.raises(kc.Fenced) as info:
             leadership.write(data_topic, b"deposed", key=b"k")
-        assert "write_guarded" in str(info.value), str(info.value)
+        assert "a guarded write for role" in str(info.value), str(info.value)
         assert not isinstance(info.value, ValueError)
         # The fence ended the leadership.
         assert not leadership.is_held

@@ -36,8 +36,8 @@ def offline() -> kc.Client:
         ({"challenge_stagger": -0.1}, "challenge_stagger must be a non-negative number of seconds, got -0.1"),
         ({"challenge_stagger": math.inf}, "challenge_stagger must be at most 31536000 seconds (a year), got inf"),
         ({"lease_duration": 10**30}, "lease_duration must be at most 31536000 seconds (a year), got"),
-        ({"lease_duration": 3.0, "renew_interval": 10.0}, "lease duration (3s)"),
-        ({"lease_duration": 5.0, "renew_interval": 5.0}, "renew interval (5s)"),
+        ({"lease_duration": 3.0, "renew_interval": 10.0}, "lease duration (3 s)"),
+        ({"lease_duration": 5.0, "renew_interval": 5.0}, "renew interval (5 s)"),
     ],
 )
 def test_invalid_timings_raise_at_the_call_naming_the_argument(
@@ -113,34 +113,34 @@ def test_an_observers_next_takes_a_timedelta(client: kc.Client, role: str) -> No
 def test_a_zero_stagger_is_allowed(offline: kc.Client) -> None:
     # Zero stagger passes the checks; the call then fails on the empty
     # member, which the core checks before any I/O.
-    with pytest.raises(kc.InvalidArgumentError, match=r"^invalid argument: member\b.* must not be empty"):
+    with pytest.raises(kc.InvalidArgumentError, match=r"^member\b.* must not be empty"):
         offline.acquire_leadership("r", "", challenge_stagger=0)
 
 
 def test_empty_role_or_member_is_refused_by_the_core(offline: kc.Client) -> None:
-    with pytest.raises(kc.InvalidArgumentError, match=r"^invalid argument: role\b.* must not be empty"):
+    with pytest.raises(kc.InvalidArgumentError, match=r"^role\b.* must not be empty"):
         offline.acquire_leadership("", "m")
 
     async def main() -> None:
         async with kc.AsyncClient(BOOT) as client:
             await client.acquire_leadership("r", "")
 
-    with pytest.raises(kc.InvalidArgumentError, match=r"^invalid argument: member\b.* must not be empty"):
+    with pytest.raises(kc.InvalidArgumentError, match=r"^member\b.* must not be empty"):
         asyncio.run(main())
 
 
 def test_integer_ranges_name_the_argument(offline: kc.Client) -> None:
-    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: partitions must be an integer from 1 to 2147483647, got 0$"):
+    with pytest.raises(kc.InvalidArgumentError, match="^partitions must be an integer from 1 to 2147483647, got 0$"):
         kc.Client(BOOT, partitions=0)
-    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: partitions must be an integer from 1 to 2147483647, got 1099511627776$"):
+    with pytest.raises(kc.InvalidArgumentError, match="^partitions must be an integer from 1 to 2147483647, got 1099511627776$"):
         kc.Client(BOOT, partitions=2**40)
     with pytest.raises(kc.InvalidArgumentError, match=f"got {2**70}$"):
         kc.Client(BOOT, partitions=2**70)
-    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: replication_factor must be an integer from 1 to 32767, got 0$"):
+    with pytest.raises(kc.InvalidArgumentError, match="^replication_factor must be an integer from 1 to 32767, got 0$"):
         offline.ensure_state_topic(replication_factor=0)
-    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: min_insync_replicas must be an integer from 1 to 3, got 4$"):
+    with pytest.raises(kc.InvalidArgumentError, match="^min_insync_replicas must be an integer from 1 to 3, got 4$"):
         offline.ensure_state_topic(min_insync_replicas=4)
-    with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: min_insync_replicas must be an integer from 1 to 1, got 2$"):
+    with pytest.raises(kc.InvalidArgumentError, match="^min_insync_replicas must be an integer from 1 to 1, got 2$"):
         offline.ensure_state_topic(development=True, min_insync_replicas=2)
 
 
@@ -215,7 +215,7 @@ def test_a_lease_kafka_cannot_use_fails_before_registering(client: kc.Client, ro
     # 0.5 s passes the election's checks, but Kafka's transaction timeout
     # (the lease) is at least 1 s: the transport refuses it before the
     # member registers.
-    with pytest.raises(kc.InvalidArgumentError, match="lease duration 500ms is outside 1 s"):
+    with pytest.raises(kc.InvalidArgumentError, match=r"^the lease duration must be from 1 s to 2147483647 ms \(24\.8 days; it is the transaction timeout\), got 500 ms$"):
         client.acquire_leadership(role, "m", lease_duration=0.5, renew_interval=0.1)
     assert members(role) == []
 
@@ -246,6 +246,15 @@ def test_the_state_topic_is_created_for_production_unless_development_is_asked(
     assert "2" in str(info.value) and "3" in str(info.value), str(info.value)
 
 
+def test_a_missing_state_topic_names_the_python_call(kafka: Dict[str, str], request: pytest.FixtureRequest) -> None:
+    client = kc.Client(kafka, partitions=2, state_topic=unique_role(request.node.name))
+    with pytest.raises(kc.FatalError) as info:
+        client.check_state_topic()
+    message = str(info.value)
+    assert "with client.ensure_state_topic() (client.ensure_state_topic(development=True) on a single broker)" in message, message
+    assert "::" not in message and "TopicSpec" not in message, message
+
+
 @pytest.mark.skipif(not os.environ.get("KRABKA_BOOTSTRAP_3"), reason="needs KRABKA_BOOTSTRAP_3 (a three-node cluster)")
 def test_the_production_defaults_on_a_three_node_cluster(request: pytest.FixtureRequest) -> None:
     topic = unique_role(request.node.name)
@@ -273,7 +282,7 @@ def test_out_record() -> None:
 
 def test_wait_timeout_names_the_argument(client: kc.Client, role: str) -> None:
     with client.acquire_leadership(role, "m", lease_duration=3.0, renew_interval=1.0) as leadership:
-        with pytest.raises(kc.InvalidArgumentError, match="^invalid argument: timeout must be a non-negative number of seconds, got -1$"):
+        with pytest.raises(kc.InvalidArgumentError, match="^timeout must be a non-negative number of seconds, got -1$"):
             leadership.wait(-1)
         with pytest.raises(TypeError, match="^timeout must be a number of seconds, got str$"):
             leadership.wait("1")  # type: ignore[arg-type]
@@ -281,3 +290,16 @@ def test_wait_timeout_names_the_argument(client: kc.Client, role: str) -> None:
             leadership.write_records(5)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="^a record must be an OutRecord, got bytes$"):
             leadership.write_records([b"x"])  # type: ignore[list-item]
+
+
+def test_an_observer_on_a_missing_state_topic_fails_as_the_acquire_does(kafka: Dict[str, str], request: pytest.FixtureRequest) -> None:
+    client = kc.Client(kafka, partitions=2, state_topic=unique_role(request.node.name))
+    try:
+        with pytest.raises(kc.FatalError) as info:
+            for _ in client.observe("billing"):
+                pytest.fail("a view of a state topic that does not exist")
+        message = str(info.value)
+        assert "does not exist" in message and "client.ensure_state_topic()" in message, message
+        assert "--partitions 2 " in message, message
+    finally:
+        client.close()

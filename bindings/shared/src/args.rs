@@ -9,7 +9,7 @@
 //! lease_duration must be a positive number of seconds, got -1
 //! partitions must be an integer from 1 to 2147483647, got 0
 //! lease_duration must be a number of seconds, got str
-//! producer_epoch does not fit the layout's i16 (-32768..=32767): got 40000
+//! producer_epoch does not fit the layout's i16 (from -32768 to 32767): got 40000
 //! ```
 //!
 //! Field names are the spec's snake_case names ([`Field`]); a binding whose
@@ -168,7 +168,7 @@ impl ArgError {
         )
     }
 
-    /// `{field} does not fit the layout's {width} ({min}..={max}): got {got}`:
+    /// `{field} does not fit the layout's {width} (from {min} to {max}): got {got}`:
     /// an integer too wide for a record field.
     pub fn does_not_fit(
         field: &str,
@@ -180,7 +180,7 @@ impl ArgError {
         Self::new(
             ArgErrorKind::Overflow,
             field,
-            format!("{field} does not fit the layout's {width} ({min}..={max}): got {got}"),
+            format!("{field} does not fit the layout's {width} (from {min} to {max}): got {got}"),
         )
     }
 }
@@ -404,7 +404,7 @@ mod tests {
         let e = ArgError::does_not_fit("producer_epoch", "i16", -32768, 32767, 40000);
         assert_eq!(
             e.message,
-            "producer_epoch does not fit the layout's i16 (-32768..=32767): got 40000"
+            "producer_epoch does not fit the layout's i16 (from -32768 to 32767): got 40000"
         );
         assert_eq!(e.kind, ArgErrorKind::Overflow);
         let core: krabka_coordination::Error = e.into();

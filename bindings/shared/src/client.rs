@@ -33,7 +33,9 @@ impl KafkaClient {
     /// or a bootstrap address it cannot parse ([`Error::InvalidArgument`]
     /// naming it); nothing connects yet.
     pub fn new(config: KafkaConfig, partitions: i32) -> Result<KafkaClient> {
-        let transport = Arc::new(KafkaTransport::new(config.clone(), None)?);
+        let transport = Arc::new(
+            KafkaTransport::new(config.clone(), None).map_err(|e| unknown_setting(&config, e))?,
+        );
         let client = Client::from_transport(transport.clone()).with_partitions(partitions)?;
         Ok(KafkaClient {
             client,
@@ -175,10 +177,137 @@ impl KafkaClient {
     }
 }
 
+/// librdkafka settings a misspelt key is most likely meant to be: what a
+/// client of this library sets (the connection, security and timeouts).
+const COMMON_SETTINGS: &[&str] = &[
+    "bootstrap.servers",
+    "client.id",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.mechanisms",
+    "sasl.username",
+    "sasl.password",
+    "sasl.oauthbearer.config",
+    "sasl.oauthbearer.method",
+    "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.scope",
+    "sasl.kerberos.service.name",
+    "sasl.kerberos.principal",
+    "sasl.kerberos.keytab",
+    "ssl.ca.location",
+    "ssl.ca.pem",
+    "ssl.certificate.location",
+    "ssl.certificate.pem",
+    "ssl.key.location",
+    "ssl.key.pem",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "enable.ssl.certificate.verification",
+    "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "socket.keepalive.enable",
+    "request.timeout.ms",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "transaction.timeout.ms",
+    "metadata.max.age.ms",
+    "topic.metadata.refresh.interval.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "retry.backoff.ms",
+    "client.dns.lookup",
+    "client.rack",
+    "broker.address.family",
+    "debug",
+    "log_level",
+    "statistics.interval.ms",
+    "fetch.wait.max.ms",
+    "queue.buffering.max.ms",
+    "linger.ms",
+    "compression.type",
+    "acks",
+];
+
+/// `e` with the nearest known key named when it comes from a setting
+/// librdkafka does not know (or from an empty bootstrap address when a
+/// misspelt `bootstrap.servers` was given): `unknown setting
+/// "bootstrap.server"; did you mean "bootstrap.servers"?`. Other errors
+/// are returned as they are.
+fn unknown_setting(config: &KafkaConfig, e: Error) -> Error {
+    let Error::InvalidArgument(m) = &e else {
+        return e;
+    };
+    let suggest = |key: &str| {
+        crate::suggest::nearest(key, COMMON_SETTINGS)
+            .filter(|k| *k != key)
+            .map(|k| format!("; did you mean {k:?}?"))
+    };
+    if config.bootstrap().trim().is_empty() {
+        let near = config
+            .settings()
+            .find_map(|(k, _)| crate::suggest::nearest(k, &["bootstrap.servers"]).map(|_| k));
+        return match near {
+            Some(k) => Error::InvalidArgument(format!(
+                "the bootstrap address is empty: unknown setting {k:?}; did you mean \
+                 \"bootstrap.servers\"?"
+            )),
+            None => Error::InvalidArgument(format!(
+                "{m}: set \"bootstrap.servers\" to the brokers' host:port list"
+            )),
+        };
+    }
+    // A key librdkafka does not know, or a security key the protocol
+    // client does not (each says so in its words).
+    let unknown = config.settings().map(|(k, _)| k).find(|k| {
+        (m.contains("No such configuration property")
+            && m.contains(&format!("refused the setting {k}=")))
+            || m.contains(&format!("{k} is not supported"))
+    });
+    match unknown.and_then(|k| suggest(k).map(|hint| (k, hint))) {
+        Some((k, hint)) => Error::InvalidArgument(format!("unknown setting {k:?}{hint} ({m})")),
+        None => e,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::options::kafka_config;
+
+    #[test]
+    fn an_unknown_setting_is_named_with_the_nearest_known_one() {
+        let e = KafkaClient::new(kafka_config([("bootstrap.server", "h:1")]), 16).unwrap_err();
+        assert_eq!(e.kind(), krabka_coordination::ErrorKind::InvalidArgument);
+        let m = e.to_string();
+        assert!(
+            m.contains("unknown setting \"bootstrap.server\"; did you mean \"bootstrap.servers\"?"),
+            "{m}"
+        );
+        let e = KafkaClient::new(
+            kafka_config([("bootstrap.servers", "h:1"), ("sasl.usernme", "u")]),
+            16,
+        )
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("unknown setting \"sasl.usernme\"; did you mean \"sasl.username\"?"),
+            "{m}"
+        );
+        let e = KafkaClient::new(
+            kafka_config([("bootstrap.servers", "h:1"), ("socket.timeout", "5000")]),
+            16,
+        )
+        .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("unknown setting \"socket.timeout\"; did you mean \"socket.timeout.ms\"?"),
+            "{m}"
+        );
+        let e = KafkaClient::new(kafka_config([("client.id", "c")]), 16).unwrap_err();
+        assert!(e.to_string().contains("set \"bootstrap.servers\""), "{e}");
+    }
 
     #[test]
     fn settings_are_checked_when_the_client_is_built() {

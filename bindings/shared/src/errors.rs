@@ -10,7 +10,13 @@
 //! * [`PARTS`]: the record parts, as every binding spells them.
 //! * [`causes`]: the `source()` chain of an error, for bindings that rebuild
 //!   it (Python's `__cause__`).
+//! * [`message`]: an error's text in the caller's terms: the calls it names
+//!   spelt in the binding's language ([`Caller`]), no kind word that the
+//!   binding's class already says.
 
+use std::error::Error as StdError;
+
+use krabka_coordination::remedy::{render, Spelling};
 use krabka_coordination::{Error, ErrorKind, Part};
 
 /// What every binding says about one [`ErrorKind`].
@@ -155,7 +161,64 @@ pub fn details(e: &Error) -> Details {
 pub fn causes<'a>(
     e: &'a (dyn std::error::Error + 'static),
 ) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
-    std::iter::successors(e.source(), |c| c.source())
+    std::iter::successors(e.source(), |c| (*c).source())
+}
+
+/// The language a binding's caller writes: how a message spells the calls
+/// it names (a [`krabka_coordination::Remedy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The Python binding.
+    Python,
+    /// The Node binding (JavaScript and TypeScript).
+    Node,
+    /// The C ABI.
+    C,
+    /// The Kotlin and Java API (bindings/uniffi).
+    Jvm,
+    /// The `krabka` command line.
+    Cli,
+}
+
+impl Spelling for Caller {
+    fn ensure_state_topic(&self, partitions: Option<i32>) -> String {
+        match self {
+            Caller::Python => "client.ensure_state_topic()".into(),
+            Caller::Node | Caller::Jvm => "client.ensureStateTopic()".into(),
+            Caller::C => "krabka_client_ensure_state_topic()".into(),
+            Caller::Cli => format!("krabka topic ensure{}", cli_partitions(partitions)),
+        }
+    }
+
+    fn ensure_state_topic_development(&self, partitions: Option<i32>) -> String {
+        match self {
+            Caller::Python => "client.ensure_state_topic(development=True)".into(),
+            Caller::Node => "client.ensureStateTopic({ development: true })".into(),
+            Caller::Jvm => "client.ensureStateTopic(TopicOptions(development = true))".into(),
+            Caller::C => {
+                "krabka_client_ensure_state_topic() with options.development = true".into()
+            }
+            Caller::Cli => format!(
+                "krabka topic ensure{} --replication-factor 1 --min-insync-replicas 1",
+                cli_partitions(partitions)
+            ),
+        }
+    }
+}
+
+/// ` --partitions N` when the count is known.
+fn cli_partitions(partitions: Option<i32>) -> String {
+    partitions.map_or(String::new(), |n| format!(" --partitions {n}"))
+}
+
+/// The text of `e` for `caller`: its message with its causes, every call it
+/// names in the caller's language, and without the `invalid argument: `
+/// that the binding's class (`InvalidArgumentError`) already says.
+pub fn message(e: &(dyn StdError + 'static), caller: Caller) -> String {
+    if let Some(Error::InvalidArgument(m)) = e.downcast_ref::<Error>() {
+        return m.clone();
+    }
+    render(e, &caller)
 }
 
 #[cfg(test)]
@@ -243,5 +306,45 @@ mod tests {
             ]
         );
         assert_eq!(causes(&Error::Cancelled).count(), 0);
+    }
+
+    fn missing_state_topic() -> Error {
+        krabka_coordination::Error::fatal(
+            "state topic t does not exist",
+            krabka_coordination::Remedied(krabka_coordination::Remedy::EnsureStateTopic {
+                topic: "t".into(),
+                partitions: Some(16),
+            }),
+        )
+    }
+
+    #[test]
+    fn each_caller_reads_its_own_call() {
+        let e = missing_state_topic();
+        for (caller, call) in [
+            (Caller::Python, "client.ensure_state_topic()"),
+            (Caller::Node, "client.ensureStateTopic()"),
+            (Caller::Jvm, "client.ensureStateTopic()"),
+            (Caller::C, "krabka_client_ensure_state_topic()"),
+            (Caller::Cli, "krabka topic ensure --partitions 16"),
+        ] {
+            let m = message(&e, caller);
+            assert!(m.contains(&format!("with {call} (")), "{caller:?}: {m}");
+            assert!(
+                !m.contains("::") && !m.contains("TopicSpec") && !m.contains("with_"),
+                "{caller:?}: {m}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_invalid_argument_is_not_prefixed_with_its_kind() {
+        let e = Error::InvalidArgument("role must not be empty".into());
+        assert_eq!(message(&e, Caller::Python), "role must not be empty");
+        let wrapped = Error::fatal("starting", e);
+        assert_eq!(
+            message(&wrapped, Caller::Node),
+            "fatal starting: invalid argument: role must not be empty"
+        );
     }
 }

@@ -229,7 +229,7 @@ mod tests {
         .unwrap_err();
         let m = e.to_string();
         assert!(
-            m.contains("lease duration (3s)") && m.contains("renew interval (10s)"),
+            m.contains("lease duration (3 s)") && m.contains("renew interval (10 s)"),
             "{m}"
         );
     }

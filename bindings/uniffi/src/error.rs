@@ -8,7 +8,7 @@
 //! case carries the core's message in `detail`.
 
 use krabka_coordination::{Error, Part};
-use krabka_coordination_bindings::errors;
+use krabka_coordination_bindings::errors::{self, Caller};
 
 /// Every error of the bindings (see the module documentation). The
 /// descriptions are the shared table's ([`errors::KINDS`]).
@@ -153,9 +153,9 @@ impl ErrorKind {
 /// The core's message of `e` with its causes (`transient renewing:
 /// connection refused`), as every binding shows it.
 fn message(e: &Error) -> String {
-    let mut out = e.to_string();
+    let mut out = errors::message(e, Caller::Jvm);
     for cause in errors::causes(e) {
-        let c = cause.to_string();
+        let c = errors::message(cause, Caller::Jvm);
         if !out.contains(&c) {
             out.push_str(": ");
             out.push_str(&c);

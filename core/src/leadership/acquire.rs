@@ -181,7 +181,10 @@ async fn first_lease(
         let stop = if out_of_time {
             Some(Error::transient(
                 "writing the first lease",
-                format!("no write succeeded within the lease duration ({lease_duration:?}): {e}"),
+                format!(
+                    "no write succeeded within the lease duration ({}): {e}",
+                    crate::human::duration(lease_duration)
+                ),
             ))
         } else {
             tracing::warn!(error = %e, retry_in = ?d, "writing the first lease failed; retrying");

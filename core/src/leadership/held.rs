@@ -124,7 +124,8 @@ impl Held {
                 "the lease ran out before the resign finished; the term ends"
             );
             self.end(Error::LeaseExpired(format!(
-                "the lease of role {role} ({lease:?}) ran out before its resign finished; a standby may take over"
+                "the lease of role {role} ({}) ran out before its resign finished; a standby may take over",
+                crate::human::duration(lease)
             )));
             return;
         }
@@ -141,7 +142,8 @@ impl Held {
             "no renewal committed within the lease{last}; the term ends"
         );
         self.end(Error::LeaseExpired(format!(
-            "no renewal of role {role} committed within the lease ({lease:?}){last}; a standby may have taken over"
+            "no renewal of role {role} committed within the lease ({}){last}; a standby may have taken over",
+            crate::human::duration(lease)
         )));
     }
 
@@ -375,14 +377,14 @@ impl Leadership {
         if within.is_zero() {
             return Err(Error::transient(
                 format!(
-                    "write_guarded for role {}",
+                    "a guarded write for role {}",
                     crate::error::quote(&held.member.role)
                 ),
                 format!(
-                    "the lease has {:?} left, within the {:?} kept for its renewal (renewals are \
+                    "the lease has {} left, within the {} kept for its renewal (renewals are \
                      failing); nothing was sent",
-                    held.left(),
-                    held.renewal_reserve()
+                    crate::human::duration(held.left()),
+                    crate::human::duration(held.renewal_reserve())
                 ),
             ));
         }
@@ -400,7 +402,7 @@ impl Leadership {
                 }
                 return Err(Error::OutcomeUnknown {
                     context: format!(
-                        "write_guarded for role {}",
+                        "a guarded write for role {}",
                         crate::error::quote(&held.member.role)
                     ),
                     source: "the lease ran out while the write was in flight, and the term has ended \
@@ -765,7 +767,7 @@ async fn deregister_within(m: &Member, bound: Duration) -> Result<()> {
             );
             Err(Error::transient(
                 "deregistering",
-                format!("not done within {bound:?}"),
+                format!("not done within {}", crate::human::duration(bound)),
             ))
         }
     }

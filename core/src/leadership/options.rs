@@ -124,13 +124,14 @@ impl LeadershipOptions {
         self.election.validate()?;
         if self.poll_wait.is_zero() {
             return Err(Error::InvalidArgument(
-                "poll wait must be above zero, got 0s".into(),
+                "poll wait must be above zero, got 0 ms".into(),
             ));
         }
         if self.initial_backoff.is_zero() || self.max_backoff < self.initial_backoff {
             return Err(Error::InvalidArgument(format!(
-                "backoff must be above zero with max ({:?}) at least the initial ({:?})",
-                self.max_backoff, self.initial_backoff
+                "backoff must be above zero with max ({}) at least the initial ({})",
+                crate::human::duration(self.max_backoff),
+                crate::human::duration(self.initial_backoff)
             )));
         }
         Ok(())

@@ -420,7 +420,7 @@ impl LeaseWriter for MemoryEpoch {
         if let Some(committed) = unknown {
             *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
             return Err(Error::OutcomeUnknown {
-                context: format!("write_guarded for role {:?}: commit", self.role),
+                context: format!("a guarded write for role {:?}: commit", self.role),
                 source: "the commit was sent but not confirmed".into(),
             });
         }
@@ -530,8 +530,9 @@ impl Coordinator for MemoryTransport {
         drop(self.cluster.enter("check_member")?);
         match self.cluster.lock().min_lease_duration {
             Some(min) if options.lease_duration < min => Err(Error::InvalidArgument(format!(
-                "lease duration {:?} is below this transport's minimum {min:?}",
-                options.lease_duration
+                "lease duration {} is below this transport's minimum {}",
+                crate::human::duration(options.lease_duration),
+                crate::human::duration(min)
             ))),
             _ => Ok(()),
         }

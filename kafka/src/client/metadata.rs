@@ -67,6 +67,11 @@ pub const LEADER_MAX_AGE: Duration = Duration::from_secs(5);
 /// before the request goes to the cached leader all the same.
 const RELOOK_BOUND: Duration = Duration::from_secs(1);
 
+/// How long a topic that Metadata says does not exist is asked about again
+/// before it is taken as missing: long enough for a topic created a moment
+/// ago to reach every broker's metadata.
+pub const MISSING_TOPIC_GRACE: Duration = Duration::from_millis(500);
+
 /// A partition's leader as Metadata named it.
 #[derive(Debug, Clone)]
 pub(super) struct Leader {
@@ -160,8 +165,8 @@ impl Client {
     }
 
     /// The number of partitions of `topic`, cached or from Metadata;
-    /// [`Error::Fatal`] for a topic the principal may not describe. A topic
-    /// that does not exist is asked for again (it may be new).
+    /// [`Error::Fatal`] for a topic the principal may not describe, or one
+    /// that does not exist past [`MISSING_TOPIC_GRACE`].
     pub(super) async fn partition_count(
         &self,
         topic: &str,
@@ -186,6 +191,47 @@ impl Client {
                 "not authorized to describe the topic (an ACL allowing DESCRIBE or WRITE on it \
                  is needed)",
             ))),
+        }
+    }
+
+    /// What to do about a topic Metadata says does not exist: a topic
+    /// created a moment ago may not be known to every broker yet, so it is
+    /// asked about again for [`MISSING_TOPIC_GRACE`] from the first such
+    /// answer; after that the topic is taken as missing, [`Error::Fatal`]
+    /// naming it (no retry creates it).
+    fn topic_missing(&self, topic: &str, broker: &str) -> Attempt {
+        let mut since = self
+            .inner
+            .missing_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let first = since.entry(topic.to_owned()).or_insert(now);
+        // An answer from long ago says nothing of a topic made since.
+        if now.duration_since(*first) > 10 * MISSING_TOPIC_GRACE {
+            *first = now;
+        }
+        if now.duration_since(*first) < MISSING_TOPIC_GRACE {
+            return Attempt::Again(format!(
+                "topic {} does not exist (Metadata at {broker})",
+                crate::error::quote(topic)
+            ));
+        }
+        Attempt::Fail(Error::fatal(
+            format!("topic {}", crate::error::quote(topic)),
+            format!("it does not exist (Metadata at {broker}): create it, or correct its name"),
+        ))
+    }
+
+    /// Forgets that `topic` was missing.
+    fn topic_found(&self, topic: &str) {
+        let mut since = self
+            .inner
+            .missing_since
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if !since.is_empty() {
+            since.remove(topic);
         }
     }
 
@@ -223,16 +269,9 @@ impl Client {
                 )));
             };
             match codes::meaning(ApiKey::Metadata, t.error_code) {
-                Meaning::Ok => {}
+                Meaning::Ok => self.topic_found(topic),
                 Meaning::Denied(Resource::Topic) => return Ok((Layout::Denied, broker.clone())),
-                // A topic created a moment ago may not be known everywhere
-                // yet: ask again until the deadline.
-                Meaning::Missing(Resource::Topic) => {
-                    return Err(Attempt::Again(format!(
-                        "topic {} does not exist (Metadata at {broker})",
-                        crate::error::quote(topic)
-                    )));
-                }
+                Meaning::Missing(Resource::Topic) => return Err(self.topic_missing(topic, broker)),
                 // Whatever else a broker says of one topic, another may
                 // answer better.
                 _ => {
@@ -352,7 +391,10 @@ impl Client {
             super::retry::Tried::Failed(e) => Err(e),
             super::retry::Tried::OutOfTime(reason) => Err(Error::transient(
                 context(),
-                format!("gave up after {:?}: {reason}", started.elapsed()),
+                format!(
+                    "gave up after {}: {reason}",
+                    crate::human::duration(started.elapsed())
+                ),
             )),
         }
     }

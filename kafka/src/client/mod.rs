@@ -87,6 +87,7 @@ mod pool;
 mod producer_id;
 mod producers;
 mod request;
+mod resolve;
 pub mod retry;
 mod routes;
 mod txn;
@@ -201,6 +202,9 @@ struct Inner {
     /// Topic → its partition count (guarded writes that leave the
     /// partition open).
     partition_counts: StdMutex<HashMap<String, i32>>,
+    /// Topic → when Metadata first said it does not exist (the `metadata`
+    /// module's grace for a topic created a moment ago).
+    missing_since: StdMutex<HashMap<String, Instant>>,
     /// Topic → when its `min.insync.replicas` was asked, and the answer
     /// (the `writable` module).
     min_insync: StdMutex<HashMap<String, (Instant, Option<usize>)>>,
@@ -268,6 +272,7 @@ impl Client {
                 suspect_leader: StdMutex::new(HashMap::new()),
                 brokers: StdMutex::default(),
                 partition_counts: StdMutex::new(HashMap::new()),
+                missing_since: StdMutex::new(HashMap::new()),
                 min_insync: StdMutex::new(HashMap::new()),
                 warned_min_insync: StdMutex::new(std::collections::HashSet::new()),
                 allowed: StdMutex::new(std::collections::HashSet::new()),
@@ -319,7 +324,8 @@ impl Client {
                     Error::transient(
                         context,
                         format!(
-                            "the provider did not answer within {within:?} (the connect timeout)"
+                            "the provider did not answer within {} (the connect timeout)",
+                            crate::human::duration(within)
                         ),
                     )
                 })?
@@ -397,7 +403,10 @@ impl Client {
     /// address when no broker ever answered.
     fn gave_up(&self, context: String, budget: Duration, reason: String) -> Error {
         if self.inner.reached.load(Ordering::Relaxed) {
-            Error::transient(context, format!("gave up after {budget:?}: {reason}"))
+            Error::transient(
+                context,
+                format!("gave up after {}: {reason}", crate::human::duration(budget)),
+            )
         } else {
             // The budget is the smaller of the operation and the connect
             // timeouts: name the one that ran out.
@@ -409,9 +418,10 @@ impl Client {
             Error::transient(
                 context,
                 format!(
-                    "no broker of the bootstrap address {} answered within {budget:?} (the {which} \
+                    "no broker of the bootstrap address {} answered within {} (the {which} \
                      timeout): {reason}",
-                    self.inner.bootstrap_text
+                    self.inner.bootstrap_text,
+                    crate::human::duration(budget)
                 ),
             )
         }

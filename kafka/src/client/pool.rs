@@ -273,7 +273,8 @@ impl Client {
                 _ = tokio::time::sleep_until(since + STALLED_ATTEMPT), if stalled => {
                     if self.is_stalled(addr) {
                         return Err(Attempt::Moved(format!(
-                            "{addr} is stalled and its connections stayed busy for {STALLED_ATTEMPT:?}"
+                            "{addr} is stalled and its connections stayed busy for {}",
+                            crate::human::duration(STALLED_ATTEMPT)
                         )));
                     }
                 }

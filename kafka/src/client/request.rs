@@ -499,6 +499,7 @@ impl Client {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, Attempt>>,
     {
+        self.check_resolves().await?;
         match retry::retry(deadline, backoff, attempt).await {
             retry::Tried::Done(v) => Ok(v),
             retry::Tried::Failed(e) => Err(e),

@@ -310,3 +310,55 @@ async fn a_refused_password_is_fatal_and_names_mechanism_and_user() {
     assert!(!msg.contains("wrong-pw"), "{msg}");
     drop(broker);
 }
+
+#[test]
+fn a_server_of_another_protocol_is_named() {
+    let http = i32::from_be_bytes(*b"HTTP");
+    assert_eq!(http, 1213486160);
+    let m = bad_frame(http);
+    assert!(
+        m.contains("HTTP server") && m.contains("another protocol"),
+        "{m}"
+    );
+    let tls = i32::from_be_bytes([0x15, 0x03, 0x03, 0x00]);
+    assert!(
+        bad_frame(tls).contains("TLS listener"),
+        "{}",
+        bad_frame(tls)
+    );
+    let smtp = i32::from_be_bytes(*b"220 ");
+    assert!(bad_frame(smtp).contains("\"220 \""), "{}", bad_frame(smtp));
+    assert_eq!(bad_frame(-1), "bad response frame size -1");
+}
+
+/// A server that answers any request with an HTTP error, as a web server
+/// on the bootstrap address would.
+#[tokio::test]
+async fn an_http_server_at_the_address_is_named() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 64];
+        let _ = s.read(&mut buf).await;
+        let _ = s
+            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            .await;
+        s
+    });
+    let e = match Connection::open(
+        &addr,
+        StrBytes::from_static_str("t"),
+        Arc::default(),
+        Instant::now() + Duration::from_secs(5),
+        &Security::plaintext(),
+    )
+    .await
+    {
+        Ok(_) => panic!("an HTTP server passed for a broker"),
+        Err(OpenError::Retry(e)) => e.to_string(),
+        Err(OpenError::Fail(e)) => e.to_string(),
+    };
+    assert!(e.contains("HTTP server"), "{e}");
+    drop(server.await);
+}

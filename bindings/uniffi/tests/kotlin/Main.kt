@@ -327,6 +327,10 @@ fun arguments() {
         expect(e3.detail == "partitions must be an integer from 1 to 2147483647, got 0") { e3.detail }
         val e4 = throws<KrabkaException.InvalidArgument> { Client(mapOf("bootstrap.servers" to "127.0.0.1:1"), ClientOptions(connectTimeout = -1.0)) }
         expect(e4.detail == "connect_timeout must be a positive number of seconds, got -1") { e4.detail }
+        // What a caller prints is the detail itself, not uniffi's `detail=...`.
+        expect(e4.message == e4.detail) { "${e4.message}" }
+        val e5 = throws<KrabkaException.Encode> { encodeKey(Key(KeyKind.REGISTRATION, "", "m")) }
+        expect(e5.message?.startsWith("cannot encode key: role ") == true) { "${e5.message}" }
     }
     check("acquire refuses bad timings before any I/O") {
         Client(mapOf("bootstrap.servers" to "127.0.0.1:1"), ClientOptions(partitions = 4)).use { c ->

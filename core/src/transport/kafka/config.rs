@@ -374,8 +374,8 @@ impl KafkaConfig {
         let wait = self.fetch_wait.as_millis();
         if wait > 300_000 {
             return Err(Error::InvalidArgument(format!(
-                "fetch wait {:?} is over librdkafka's limit of 300 s (fetch.wait.max.ms)",
-                self.fetch_wait
+                "fetch wait {} is over librdkafka's limit of 300 s (fetch.wait.max.ms)",
+                crate::human::duration(self.fetch_wait)
             )));
         }
         for (what, d) in [
@@ -384,8 +384,10 @@ impl KafkaConfig {
         ] {
             if d.is_zero() || d > Self::MAX_TIMEOUT {
                 return Err(Error::InvalidArgument(format!(
-                    "the {what} must be above zero and at most {} ms (librdkafka's limit), got {d:?}",
-                    i32::MAX
+                    "the {what} must be above zero and at most {} ms ({}, librdkafka's limit), got {}",
+                    Self::MAX_TIMEOUT.as_millis(),
+                    crate::human::duration(Self::MAX_TIMEOUT),
+                    crate::human::duration(d)
                 )));
             }
         }

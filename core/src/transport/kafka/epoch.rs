@@ -207,8 +207,9 @@ impl KafkaEpoch {
             return Err(Error::transient(
                 format!("{what} for role {}", crate::error::quote(&self.role)),
                 format!(
-                    "an earlier write of this epoch was still being completed after {within:?}; \
-                     nothing of this one was sent"
+                    "an earlier write of this epoch was still being completed after {}; \
+                     nothing of this one was sent",
+                    crate::human::duration(within)
                 ),
             ));
         };
@@ -352,7 +353,7 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("write_guarded", records, Write::Guarded, within)
+        self.transact("a guarded write", records, Write::Guarded, within)
             .await
     }
 
@@ -371,8 +372,14 @@ impl LeaseWriter for KafkaEpoch {
         // none starts before the bump is answered.
         let Ok(mut guard) = tokio::time::timeout_at(deadline, self.slot.lock()).await else {
             return Err(Error::transient(
-                format!("superseding the epoch of role {}", crate::error::quote(&self.role)),
-                format!("a write of this epoch was still being completed after {within:?}; nothing was sent"),
+                format!(
+                    "superseding the epoch of role {}",
+                    crate::error::quote(&self.role)
+                ),
+                format!(
+                    "a write of this epoch was still being completed after {}; nothing was sent",
+                    crate::human::duration(within)
+                ),
             ));
         };
         // Nothing is opened ahead after this (the bump ends the term).

@@ -543,8 +543,11 @@ fn lease_millis(lease: Duration) -> Result<u64> {
     let ms = lease.as_millis();
     if lease < MIN_LEASE_DURATION || ms > i32::MAX as u128 {
         return Err(Error::InvalidArgument(format!(
-            "lease duration {lease:?} is outside 1 s ..= {} ms (it is the transaction timeout)",
-            i32::MAX
+            "the lease duration must be from {} to {} ms ({}; it is the transaction timeout), got {}",
+            crate::human::duration(MIN_LEASE_DURATION),
+            i32::MAX,
+            crate::human::duration(Duration::from_millis(i32::MAX as u64)),
+            crate::human::duration(lease)
         )));
     }
     Ok(ms as u64)

@@ -175,10 +175,10 @@ impl Preflight {
         if let Some((max, broker)) = facts.broker.transaction_max_timeout {
             if lease_ms > max {
                 return Err(Error::InvalidArgument(format!(
-                    "the lease duration {:?} ({lease_ms} ms) is over the cluster's transaction.max.timeout.ms of {max} \
+                    "the lease duration {} ({lease_ms} ms) is over the cluster's transaction.max.timeout.ms of {max} \
                      ms (broker {broker}): the lease is the transaction timeout, and the coordinator refuses a longer \
                      one; shorten the lease or raise transaction.max.timeout.ms on every broker",
-                    options.lease_duration
+                    crate::human::duration(options.lease_duration)
                 )));
             }
         }
@@ -294,10 +294,11 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
             // 0 is librdkafka's "no timeout".
             if v == 0 || v > lease_ms {
                 return Err(Error::InvalidArgument(format!(
-                    "the setting {key}={v}{} is longer than the lease duration {lease:?}: the lease producer's \
+                    "the setting {key}={v}{} is longer than the lease duration {}: the lease producer's \
                      transaction timeout is the lease ({lease_ms} ms), and librdkafka refuses a {key} above it; \
                      set it to at most {lease_ms} or lengthen the lease",
-                    if v == 0 { " (no timeout)" } else { "" }
+                    if v == 0 { " (no timeout)" } else { "" },
+                    crate::human::duration(lease)
                 )));
             }
         }
@@ -305,8 +306,9 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
     if let Some((key, v)) = millis("socket.timeout.ms") {
         if v > lease_ms.saturating_add(100) {
             return Err(Error::InvalidArgument(format!(
-                "the setting {key}={v} is longer than the lease duration {lease:?}: librdkafka refuses a \
-                 socket.timeout.ms above the transaction timeout (the lease, {lease_ms} ms) + 100 ms"
+                "the setting {key}={v} is longer than the lease duration {}: librdkafka refuses a \
+                 socket.timeout.ms above the transaction timeout (the lease, {lease_ms} ms) + 100 ms",
+                crate::human::duration(lease)
             )));
         }
     }
@@ -318,8 +320,9 @@ fn check_settings(config: &KafkaConfig, lease: Duration, lease_ms: u64) -> Resul
                 None => crate::error::quote(v),
             };
             return Err(Error::InvalidArgument(format!(
-                "the setting transaction.timeout.ms={shown} is not the lease duration {lease:?} ({lease_ms} ms): \
-                 the transport sets each role's transaction timeout to its lease; remove the setting"
+                "the setting transaction.timeout.ms={shown} is not the lease duration {} ({lease_ms} ms): \
+                 the transport sets each role's transaction timeout to its lease; remove the setting",
+                crate::human::duration(lease)
             )));
         }
     }
@@ -346,11 +349,14 @@ fn broker_loss_warning(
         .saturating_add(BROKER_LOSS_MARGIN);
     (options.lease_duration < needed).then(|| {
         format!(
-            "a lease of {:?} renewed every {:?} cannot ride out the loss of one broker: the cluster moves a dead \
+            "a lease of {} renewed every {} cannot ride out the loss of one broker: the cluster moves a dead \
              broker's partitions and transaction coordinators only after {key} ({detect_ms} ms, broker {broker}), \
-             so a standby may take over from a healthy leader; use a lease of at least {needed:?} (renew interval \
-             + {key} + {BROKER_LOSS_MARGIN:?}; {LEASE_SIZING_DOC})",
-            options.lease_duration, options.renew_interval
+             so a standby may take over from a healthy leader; use a lease of at least {} (renew interval \
+             + {key} + {}; {LEASE_SIZING_DOC})",
+            crate::human::duration(options.lease_duration),
+            crate::human::duration(options.renew_interval),
+            crate::human::duration(needed),
+            crate::human::duration(BROKER_LOSS_MARGIN)
         )
     })
 }
@@ -492,7 +498,7 @@ mod tests {
             assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
             let msg = e.to_string();
             assert!(msg.contains(key) && msg.contains(value), "{msg}");
-            assert!(msg.contains("10s"), "names the lease: {msg}");
+            assert!(msg.contains("10 s"), "names the lease: {msg}");
         }
         for (key, value) in [
             ("message.timeout.ms", "10000"),
@@ -537,12 +543,12 @@ mod tests {
         let w =
             broker_loss_warning(&options(18, 3), 9_000, 2, "broker.session.timeout.ms").unwrap();
         for part in [
-            "18s",
-            "3s",
+            "18 s",
+            "3 s",
             "broker.session.timeout.ms",
             "9000 ms",
             "broker 2",
-            "19s",
+            "19 s",
             "docs/operations.md#lease-sizing",
         ] {
             assert!(w.contains(part), "{part}: {w}");

@@ -428,7 +428,10 @@ impl PartitionReader {
                             "reading {}/{} to its last stable offset {high}",
                             self.topic, self.partition
                         ),
-                        format!("not done after {:?} (at offset {next})", self.timeout),
+                        format!(
+                            "not done after {} (at offset {next})",
+                            crate::human::duration(self.timeout)
+                        ),
                     ));
                 }
             };

@@ -16,6 +16,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use super::config::KafkaConfig;
 use super::{drop_off_thread, kafka_error, run_blocking, TransportContext};
 use crate::error::{Error, Result};
+use crate::remedy::{Remedied, Remedy};
 
 /// What [`ensure_state_topic`] or [`check_state_topic`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,12 +156,7 @@ pub async fn ensure_state_topic(
             "min.insync.replicas must be between 1 and the replication factor {replication_factor}, got {min_insync_replicas}"
         )));
     }
-    // On a secured cluster, a refused password or an untrusted certificate
-    // fails here at once, named, instead of as librdkafka's timeout.
-    super::DescribeClient::new(config)?
-        .kafka()
-        .check_access()
-        .await?;
+    reach(config).await?;
     let admin = admin(config)?;
     let result = create(
         config,
@@ -180,6 +176,20 @@ pub async fn ensure_state_topic(
         tracing::warn!("{w}");
     }
     Ok(report)
+}
+
+/// Connects to the cluster once with the protocol client, within the
+/// connect timeout, before an admin call of librdkafka (which waits the
+/// whole operation timeout on a cluster it cannot reach and then names no
+/// address): an unreachable cluster is [`Error::Transient`] naming the
+/// bootstrap address and the connect timeout, a host that does not resolve
+/// or a refused password or certificate fails at once, named.
+async fn reach(config: &KafkaConfig) -> Result<()> {
+    let client = super::DescribeClient::new(config)?;
+    let kafka = client.kafka();
+    kafka.check_access().await?;
+    kafka.ensure_reached().await?;
+    Ok(())
 }
 
 async fn create(
@@ -282,10 +292,7 @@ pub async fn check_state_topic(
             "expected partitions must be at least 1, got {expected_partitions}"
         )));
     }
-    super::DescribeClient::new(config)?
-        .kafka()
-        .check_access()
-        .await?;
+    reach(config).await?;
     let admin = admin(config)?;
     let result = read_topic(config, &admin, expected_partitions).await;
     drop_off_thread(admin);
@@ -523,18 +530,22 @@ pub(super) fn unreachable_or(
     context: &str,
     e: rdkafka::error::KafkaError,
 ) -> Error {
-    let mapped = kafka_error(context, e);
+    let mapped = kafka_error(context, e.clone());
     if !mapped.is_transient() {
         return mapped;
     }
-    Error::transient(
-        context.to_owned(),
-        format!(
-            "no broker of the bootstrap address {} answered within {:?} (the connect timeout): \
-             {mapped}",
-            config.bootstrap(),
-            config.connect_timeout()
-        ),
+    // librdkafka's own words follow, not the mapped error's text: that
+    // would say the context a second time.
+    Error::transient(context.to_owned(), unanswered(config, e))
+}
+
+/// Why a first request found no broker: the bootstrap address and the
+/// connect timeout, then librdkafka's error (the context is the caller's).
+fn unanswered(config: &KafkaConfig, e: rdkafka::error::KafkaError) -> String {
+    format!(
+        "no broker of the bootstrap address {} answered within {} (the connect timeout): {e}",
+        config.bootstrap(),
+        crate::human::duration(config.connect_timeout())
     )
 }
 
@@ -549,13 +560,18 @@ fn not_authorized(topic: &str, operation: &str, doing: &str) -> Error {
 }
 
 fn missing(topic: &str, partitions: i32) -> Error {
+    missing_state_topic(topic, Some(partitions))
+}
+
+/// [`Error::Fatal`]: the state topic `topic` does not exist, with the
+/// remedy (`partitions`: the client's count, when known).
+pub(super) fn missing_state_topic(topic: &str, partitions: Option<i32>) -> Error {
     Error::fatal(
         format!("state topic {topic} does not exist"),
-        format!(
-            "create it before members join, with Client::ensure_state_topic(TopicSpec::default()\
-             .with_partitions({partitions})) (TopicSpec::development() on a single broker), or with \
-             kafka-topics.sh --create --topic {topic} --partitions {partitions} --config cleanup.policy=compact"
-        ),
+        Remedied(Remedy::EnsureStateTopic {
+            topic: topic.to_owned(),
+            partitions,
+        }),
     )
 }
 
@@ -608,5 +624,30 @@ mod tests {
         let w = facts(3, None).report_against(Some((3, 2))).warnings;
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("min.insync.replicas=unknown"), "{w:?}");
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+    use rdkafka::error::KafkaError;
+
+    #[test]
+    fn an_unreached_cluster_says_its_context_once() {
+        let config = KafkaConfig::new("127.0.0.1:1");
+        let context = "reading the metadata of topic t";
+        let e = unreachable_or(
+            &config,
+            context,
+            KafkaError::MetadataFetch(RDKafkaErrorCode::BrokerTransportFailure),
+        );
+        assert!(e.is_transient(), "{e}");
+        let m = e.to_string();
+        assert_eq!(m.matches(context).count(), 1, "{m}");
+        assert_eq!(m.matches("transient").count(), 1, "{m}");
+        assert!(
+            m.contains("127.0.0.1:1") && m.contains("(the connect timeout)"),
+            "{m}"
+        );
     }
 }

@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 enum Shown {
     /// The partition exists.
     Present,
-    /// The topic or the partition does not exist.
+    /// The topic does not exist.
+    Missing,
+    /// The topic has no such partition.
     Absent,
     /// The principal may not describe the topic.
     Denied,
@@ -172,6 +174,9 @@ impl PartitionReader {
                     asked = true;
                     match self.partition_metadata().await {
                         Some(Shown::Denied) => return Err(self.denied(&context)),
+                        Some(Shown::Missing) => {
+                            return Err(super::super::topic::missing_state_topic(&self.topic, None))
+                        }
                         Some(Shown::Present) => continue,
                         _ => return Err(self.read_error(context, e)),
                     }
@@ -191,6 +196,9 @@ impl PartitionReader {
             let t = md.topics().first()?;
             Some(match t.error().map(RDKafkaErrorCode::from) {
                 Some(RDKafkaErrorCode::TopicAuthorizationFailed) => Shown::Denied,
+                Some(
+                    RDKafkaErrorCode::UnknownTopicOrPartition | RDKafkaErrorCode::UnknownTopic,
+                ) => Shown::Missing,
                 Some(_) => Shown::Absent,
                 None if t.partitions().iter().any(|p| p.id() == partition) => Shown::Present,
                 None => Shown::Absent,
