@@ -38,7 +38,7 @@ use std::cell::RefCell;
 use std::error::Error as StdError;
 
 use krabka_coordination::{Error, ErrorKind, SharedError};
-use krabka_coordination_bindings::errors::details;
+use krabka_coordination_bindings::errors::{argument_field, details};
 use krabka_coordination_bindings::{ArgError, ArgErrorKind};
 use napi::bindgen_prelude::{Function, FunctionRef, Object, ToNapiValue, Unknown};
 use napi::{sys, Env, JsValue};
@@ -157,7 +157,7 @@ pub fn error_value(env: &Env, e: &Error) -> napi::Result<sys::napi_value> {
             class: "kind",
             message: e.to_string(),
             part: d.part,
-            field: d.field.map(str::to_owned),
+            field: d.field.or_else(|| argument_field(e)).map(str::to_owned),
             cause,
         },
     )

@@ -29,10 +29,14 @@ test('every error has retryable; argument refusals are InvalidArgumentErrors wit
   for (const [variant, retryable] of [['transient', true], ['fenced', false], ['cancelled', false]]) {
     assert.throws(() => kc._throwCoreError(variant, 'why'), (e) => e.retryable === retryable)
   }
-  assert.throws(() => kc.rolePartition('', 16), { code: 'INVALID_ARGUMENT', retryable: false })
+  assert.throws(() => kc.rolePartition('', 16), { code: 'INVALID_ARGUMENT', field: 'role', retryable: false })
+  assert.throws(() => kc.rolePartition('r', 0), { field: 'partitions' })
   const client = offline()
   try {
     await assert.rejects(client.acquireLeadership('r', 'm', { leaseDuration: 0 }), { field: 'lease_duration', retryable: false })
+    await assert.rejects(client.acquireLeadership('', 'm'), { code: 'INVALID_ARGUMENT', field: 'role' })
+    // How two timings relate is no one argument's.
+    await assert.rejects(client.acquireLeadership('r', 'm', { leaseDuration: 3 }), (e) => e.code === 'INVALID_ARGUMENT' && e.field === undefined)
   } finally {
     client.close()
   }
