@@ -58,6 +58,9 @@ test('stacks point at the caller, not at the package', async () => {
     assert.ok(e instanceof kc.InvalidArgumentError, `${e}`)
     assert.deepEqual(ownFrames(e), [], e.stack)
     assert.ok(e.stack.split('\n')[1].includes(here), e.stack)
+    const fromLead = await client.lead('', 'm', async () => {}).catch((x) => x)
+    assert.ok(fromLead instanceof kc.InvalidArgumentError, `${fromLead}`)
+    assert.ok(fromLead.stack.split('\n')[1].includes(here), fromLead.stack)
   } finally {
     client.close()
   }
