@@ -78,7 +78,9 @@ export interface OAuthToken {
 }
 
 /** Options of {@link Client.acquireLeadership}. Durations are in seconds; left
- * out, the core's defaults (30 s lease, 10 s renew interval, 5 s stagger). */
+ * out, the core's defaults (30 s lease, 10 s renew interval, 5 s stagger).
+ * Every options object of the package refuses a key it does not know (an
+ * {@link InvalidArgumentError} naming it and the nearest known one). */
 export interface AcquireOptions {
   /** How long a lease lasts. */
   leaseDuration?: number
@@ -522,6 +524,10 @@ export declare class Leadership extends EventEmitter {
    * {@link CancelledError} and writes nothing; an abort once the write is
    * under way is ignored, and the promise settles with the write's own
    * outcome (the caller must know whether its records committed).
+   *
+   * Call order: a write called after {@link Leadership.resign} (awaited or
+   * not) rejects with a {@link ResignedError} and sends nothing; one called
+   * before it commits or rejects.
    */
   write(topic: string, value: Bytes | null, options?: WriteOptions): Promise<void>
   /** A guarded write of several records in one transaction: all of them
@@ -589,8 +595,16 @@ export declare class FencingToken {
   equals(other: unknown): boolean
   /** True for {@link NO_EPOCH}. */
   get isNoEpoch(): boolean
-  /** `FencingToken(4001n, 7)`. */
+  /** The wire form, the same in every binding and the CLI:
+   * `PRODUCER_ID/EPOCH` in decimal (`'4001/7'`), or `'NoEpoch'` for
+   * {@link NO_EPOCH}. `String(token)` and template strings give it too. */
   toString(): string
+  /** The wire form (a string), for `JSON.stringify`. */
+  toJSON(): string
+  /** The token of a wire form (`'4001/7'`, `'NoEpoch'`), parsed by the core.
+   * Other text throws an {@link InvalidArgumentError} (`field` `'text'`)
+   * quoting it and the expected form. */
+  static parse(text: string): FencingToken
 }
 
 /** The key of a state record: a registration key (role and member) or a
@@ -643,7 +657,7 @@ export declare class Lease {
   readonly deadline: bigint
   /** True when `other` is a lease with the same fields. */
   equals(other: unknown): boolean
-  /** `Lease("host-a", FencingToken(4001n, 7), 1700000000000n, 1700000030000n)`. */
+  /** `Lease("host-a", 4001/7, 1700000000000n, 1700000030000n)`. */
   toString(): string
 }
 
@@ -666,80 +680,138 @@ export declare function encodeLease(lease: Lease): Buffer
  * `index` set to `i`; nothing is returned then. */
 export declare function decodeLeases(values: readonly Uint8Array[]): Lease[]
 
+/** The `Date` of an epoch-millisecond time of the package: the `bigint`
+ * times of records and events (`toDate(lease.deadline)`) or a `number`.
+ * Times stay `bigint`s (a record holds any i64, exactly; a `Date` holds
+ * +-8.64e15 ms); a time outside a `Date`'s range throws an
+ * {@link InvalidArgumentError}. */
+export declare function toDate(epochMs: bigint | number): Date
+
 /** The token of a role no member has taken: `FencingToken(-1n, -1)`; ranks
  * below every minted token, and no status is authoritative for it. */
 export declare const NO_EPOCH: FencingToken
 
-/** Base class of the errors of a core error kind. `code` is the kind's stable
- * name (see {@link errorKinds}); `cause` keeps the core's cause chain. */
-export declare class KrabkaError extends Error {
-  /** The stable name of the core error kind: `'FENCED'`, `'TRANSIENT'`... */
-  code: string
+/** The stable codes of the core's error kinds (see {@link errorKinds}). */
+export type ErrorCode =
+  | 'FORMAT'
+  | 'ENCODE'
+  | 'INVALID_ARGUMENT'
+  | 'FENCED'
+  | 'TRANSIENT'
+  | 'FATAL'
+  | 'RESIGNED'
+  | 'CANCELLED'
+  | 'LEASE_EXPIRED'
+  | 'OUTCOME_UNKNOWN'
+
+/** What every error of the package has: the base of its error classes. */
+declare abstract class KrabkaErrorBase extends Error {
+  /** The stable name of the core error kind. */
+  readonly code: ErrorCode
+  /** True when retrying the operation may succeed (the kind's
+   * `retryable` in {@link errorKinds}: a {@link TransientError}'s). */
+  readonly retryable: boolean
+  /** The refused argument or option (its snake_case name, as every binding
+   * reports it), on an {@link InvalidArgumentError} of an argument check
+   * and on an {@link EncodeError}. */
+  field?: string
+}
+
+/**
+ * Every error the package throws or rejects with, as a union discriminated
+ * by `code`: after `e instanceof KrabkaError`, `switch (e.code)` narrows
+ * `e` to the class of each case (`case 'FORMAT': e.part`). Its stack starts
+ * at the caller's line; `cause` keeps the core's cause chain (for an
+ * aborted operation, the signal's reason).
+ */
+export type KrabkaError =
+  | FormatError
+  | EncodeError
+  | InvalidArgumentError
+  | FencedError
+  | TransientError
+  | FatalError
+  | ResignedError
+  | CancelledError
+  | LeaseExpiredError
+  | OutcomeUnknownError
+/** The base class of every error class of the package, for `instanceof`. */
+export declare const KrabkaError: {
+  /** The class itself (applications throw its subclasses' errors only
+   * through the package). */
+  new (message?: string, options?: ErrorOptions): KrabkaError
+  /** Typed as the union, so `instanceof` narrows to it. */
+  readonly prototype: KrabkaError
 }
 /** FORMAT: malformed record bytes; `part` names the record part. */
-export declare class FormatError extends KrabkaError {
+export declare class FormatError extends KrabkaErrorBase {
   /** Always `'FORMAT'`. */
-  code: 'FORMAT'
+  readonly code: 'FORMAT'
   /** `'key'`, `'registration value'` or `'lease value'`. */
   part: 'key' | 'registration value' | 'lease value'
 }
 /** ENCODE: a value the frozen layout cannot hold (an empty or over-long role
  * or member); `part` and `field` name it. */
-export declare class EncodeError extends KrabkaError {
+export declare class EncodeError extends KrabkaErrorBase {
   /** Always `'ENCODE'`. */
-  code: 'ENCODE'
+  readonly code: 'ENCODE'
   /** The record part. */
   part: 'key' | 'registration value' | 'lease value'
   /** The field (`'role'`, `'member'`). */
   field: string
 }
-/** INVALID_ARGUMENT: an argument, option or setting that is refused. Argument
- * checks set `field` (the snake_case name every binding reports); a wrong
- * type is a `TypeError` and an integer too wide for a layout field a
- * `RangeError`, both with this `code` and `field`. */
-export declare class InvalidArgumentError extends KrabkaError {
+/** INVALID_ARGUMENT: an argument, option or setting that is refused,
+ * whatever was wrong with it: its type (a `number` for a role), its range
+ * (an integer too wide for a layout field), its value, or an unknown
+ * option key. Not a `TypeError` or `RangeError`: every refusal is this one
+ * class. A check of one argument or option sets `field` (its snake_case
+ * name; for an unknown option, the key as given); a check of how several
+ * relate (a lease not longer than its renew interval) leaves it unset. */
+export declare class InvalidArgumentError extends KrabkaErrorBase {
   /** Always `'INVALID_ARGUMENT'`. */
-  code: 'INVALID_ARGUMENT'
-  /** The refused argument, when an argument check refused it. */
-  field?: string
+  readonly code: 'INVALID_ARGUMENT'
 }
 /** FENCED: a newer epoch of the role exists. Stop the work of the role. */
-export declare class FencedError extends KrabkaError {
+export declare class FencedError extends KrabkaErrorBase {
   /** Always `'FENCED'`. */
-  code: 'FENCED'
+  readonly code: 'FENCED'
 }
 /** TRANSIENT: a broker unreachable, a timeout, a coordinator moving; retrying
  * may help. */
-export declare class TransientError extends KrabkaError {
+export declare class TransientError extends KrabkaErrorBase {
   /** Always `'TRANSIENT'`. */
-  code: 'TRANSIENT'
+  readonly code: 'TRANSIENT'
 }
 /** FATAL: retrying will not mend it (authorization, configuration, a topic of
  * the wrong shape). */
-export declare class FatalError extends KrabkaError {
+export declare class FatalError extends KrabkaErrorBase {
   /** Always `'FATAL'`. */
-  code: 'FATAL'
+  readonly code: 'FATAL'
 }
-/** RESIGNED: the leadership was given up by resign. */
-export declare class ResignedError extends KrabkaError {
+/** RESIGNED: the leadership was given up by resign (also a write called
+ * after `resign()` on the same leadership: it sends nothing). */
+export declare class ResignedError extends KrabkaErrorBase {
   /** Always `'RESIGNED'`. */
-  code: 'RESIGNED'
+  readonly code: 'RESIGNED'
 }
-/** CANCELLED: the operation was cancelled (an aborted acquire). */
-export declare class CancelledError extends KrabkaError {
+/** CANCELLED: the operation was cancelled by its `signal`; `cause` is the
+ * signal's reason (`AbortSignal.abort('why')`: `'why'`;
+ * `AbortSignal.timeout(ms)`: a `DOMException` named `'TimeoutError'`, so a
+ * timeout can be told from a shutdown). */
+export declare class CancelledError extends KrabkaErrorBase {
   /** Always `'CANCELLED'`. */
-  code: 'CANCELLED'
+  readonly code: 'CANCELLED'
 }
 /** LEASE_EXPIRED: the leader's own lease ran out; a standby may have taken
  * over. Stop the work of the role, including work outside Kafka. */
-export declare class LeaseExpiredError extends KrabkaError {
+export declare class LeaseExpiredError extends KrabkaErrorBase {
   /** Always `'LEASE_EXPIRED'`. */
-  code: 'LEASE_EXPIRED'
+  readonly code: 'LEASE_EXPIRED'
 }
 /** OUTCOME_UNKNOWN: a write whose commit was sent but not confirmed. */
-export declare class OutcomeUnknownError extends KrabkaError {
+export declare class OutcomeUnknownError extends KrabkaErrorBase {
   /** Always `'OUTCOME_UNKNOWN'`. */
-  code: 'OUTCOME_UNKNOWN'
+  readonly code: 'OUTCOME_UNKNOWN'
 }
 
 /** The level of a log record, most severe first. */
@@ -879,264 +951,14 @@ export interface KrabkaPromMetric {
  * histograms (every bucket, `+Inf`, `_sum`, `_count`), each with its help
  * text, read from {@link metrics} at each scrape. `promClient` is the
  * caller's `require('prom-client')` (an optional peer dependency). Returns
- * the metrics registered. Throws a `TypeError` (`code`
- * `'INVALID_ARGUMENT'`) for an argument of the wrong kind, and the
+ * the metrics registered. Throws an `InvalidArgumentError` for an argument of the wrong
+ * kind, and the
  * registry's error when a metric of the same name is registered already. */
 export declare function registerMetrics(promClient: PromClientModule, registry?: PromRegistry): KrabkaPromMetric[]
 
-/** Internal: throws the error the mapping makes of a core error of `variant`. */
-export declare function _throwCoreError(variant: string, message: string): never
-
-/**
- * The events of one acquire and of the term it wins (see the module
- * documentation). Internal: the package makes one for `onEvent`.
- */
-export declare class _AcquireEvents {
-  /** A stream for one acquire, which takes its senders. */
-  constructor()
-  /**
-   * A promise of the next event, or of `null` once the acquire failed,
-   * or the term it won ended, and the last events were delivered.
-   */
-  next(): Promise<LeadershipEvent | null>
-}
-export type AcquireEvents = _AcquireEvents
-
-/**
- * A cancellation token for one acquire. Internal: the package fires it
- * when the caller's `AbortSignal` aborts.
- */
-export declare class _CancelToken {
-  /** A token not yet fired. */
-  constructor()
-  /** Fires the token (idempotent). */
-  cancel(): void
-  /** True once fired. */
-  get cancelled(): boolean
-}
-export type CancelToken = _CancelToken
-
-/**
- * The core client of one Kafka settings object (see the module
- * documentation).
- */
-export declare class _Client {
-  /**
-   * Builds the shared Kafka clients from `kafka` (librdkafka settings).
-   * `options`: `partitions` (of the state topic, default 16),
-   * `stateTopic` (default `__coordination_state`), `connectTimeout`
-   * (seconds, default 10) and `operationTimeout` (seconds, default 30),
-   * checked by the shared crate, and `oauthToken` (the package's wrapper
-   * of the OAUTHBEARER token function, [`crate::oauth`]). The core
-   * refuses a setting librdkafka rejects; nothing connects yet.
-   */
-  constructor(kafka: KafkaSettings, options?: ClientOptions)
-  /** The partition count of the state topic. */
-  get partitions(): number
-  /** The name of the state topic. */
-  get stateTopic(): string
-  /**
-   * Acquires `role` as `member`: registers, waits for the turn, mints the
-   * epoch, writes the first lease. `options`: `leaseDuration`,
-   * `renewInterval`, `challengeStagger` (seconds; left out: the core's
-   * defaults). Firing `cancel` stops a waiting acquire. `events`, when
-   * given, receives the member's events from its registration on (one
-   * acquire per stream).
-   */
-  acquire(role: string, member: string, options: AcquireOptions | undefined, cancel: _CancelToken, events?: _AcquireEvents): Promise<_Leadership>
-  /**
-   * A leader loop of `member` in `role` (the shared crate's
-   * `LeadHandle`): the role, the member and the timings of `options`
-   * (as for `acquire`) are checked now, before any I/O; nothing starts
-   * until the first `nextTerm`. `events`: the loop keeps every term's
-   * events for `nextEvent`.
-   */
-  _lead(role: string, member: string, options: LeadOptions | undefined, events: boolean): _LeaderLoop
-  /**
-   * Watches `roles` (an array of role names) without joining them;
-   * `renewals` reports each renewal too. The core refuses no role, an
-   * empty role, one with a NUL byte or one too long here, before any
-   * read.
-   */
-  _observe(roles: string[], renewals: boolean | undefined): _Observer
-  /** The role's current token at its transaction coordinator. */
-  describeLeadership(role: string): Promise<LeadershipStatus>
-  /** The roster and the lease of `role`. */
-  describeRoleState(role: string): Promise<RoleStateReport>
-  /**
-   * Creates the state topic unless it exists, then checks it. `options`:
-   * `development` (one broker: replication factor 1, min ISR 1),
-   * `replicationFactor`, `minInsyncReplicas`.
-   */
-  ensureStateTopic(options?: TopicOptions): Promise<TopicReport>
-  /**
-   * Checks the state topic: it exists, is compacted and has this
-   * client's partition count.
-   */
-  checkStateTopic(): Promise<TopicReport>
-  /**
-   * DescribeTransactions requests sent so far by this client (for tests
-   * of the request cost).
-   */
-  _describeRequests(): number
-  /**
-   * Closes the client: every later operation throws
-   * `InvalidArgumentError` ("the client is closed") at once; the promise
-   * resolves once the shared crate's `KafkaClient::close` has resigned
-   * every leadership the client holds (all at once, each bounded by its
-   * lease), cancelled its acquires (they reject with `CancelledError`),
-   * stopped its leader loops and ended its observers. Nothing of the
-   * client then keeps the event loop alive. Idempotent: a later call
-   * resolves at once (in a forked child too).
-   */
-  close(): Promise<void>
-  /** True once closed. */
-  get closed(): boolean
-}
-export type NativeClient = _Client
-
-/** The event stream of one leadership. Internal: the package wraps it. */
-export declare class _EventStream {
-  /**
-   * A promise of the next event, or of `null` once the term ended and
-   * its last events were delivered.
-   */
-  next(): Promise<LeadershipEvent | null>
-}
-export type NativeEventStream = _EventStream
-
-/**
- * A leader loop (see the module documentation). Internal: the package's
- * `client.lead` drives it.
- */
-export declare class _LeaderLoop {
-  /**
-   * A promise of the next term once this member leads (after the backoff
-   * a previous term left owed), or of `null` once stopped; an error the
-   * core does not retry rejects it.
-   */
-  nextTerm(): Promise<_Term | null>
-  /**
-   * Ends `term` once its work returned: resigns the role if still held
-   * and owes the backoff before the next term.
-   */
-  finish(term: NativeTerm): Promise<void>
-  /**
-   * Stops the loop: a waiting `nextTerm` deregisters and resolves with
-   * `null`, a running term's `ended()` resolves. Idempotent.
-   */
-  stop(): void
-  /**
-   * The package's loop is over: stops it and ends its event stream after
-   * the events sent so far. Idempotent.
-   */
-  end(): void
-  /**
-   * A promise of the loop's next event (every term's, in order), or of
-   * `null` once the loop is over and every event was delivered (or when
-   * the loop was made without events).
-   */
-  nextEvent(): Promise<LeadershipEvent | null>
-}
-export type NativeLeaderLoop = _LeaderLoop
-
-/** The held leadership of a role (see the module documentation). */
-export declare class _Leadership {
-  /** The fencing token of this term. */
-  get token(): FencingToken
-  /** The role. */
-  get role(): string
-  /** The member id. */
-  get member(): string
-  /** The partition of `__coordination_state` that holds the role. */
-  get partition(): number
-  /** The last lease this member wrote. */
-  get lease(): Lease
-  /** The lease time left on this member's monotonic clock, in seconds. */
-  get leaseLeft(): number
-  /** How many renewals in a row have failed with a transient error. */
-  get renewalFailures(): number
-  /** True until the role ends. */
-  get isHeld(): boolean
-  /**
-   * Why the role ended, as the error the package throws for it, or
-   * `null` while it is held.
-   */
-  error(): KrabkaError | null
-  /** A promise that resolves when the role ends. */
-  wait(): Promise<void>
-  /**
-   * A guarded write of `records` (an array of `{ topic, value, key?,
-   * partition?, headers? }`) in one transaction of the term's epoch.
-   */
-  write(records: OutRecord[]): Promise<void>
-  /**
-   * Gives the role up: the core stops renewing, supersedes the token,
-   * clears the lease and deregisters. Idempotent.
-   */
-  resign(): Promise<void>
-  /** The member's events from now on, ending with the term. */
-  events(): _EventStream
-}
-export type NativeLeadership = _Leadership
-
-/**
- * The observer of one or more roles (see the module documentation).
- * Internal: the package wraps it.
- */
-export declare class _Observer {
-  /**
-   * A promise of the next view of any watched role, or of `null` once
-   * the observer is closed or ended; rejects with the error that ended
-   * it (later calls resolve `null`).
-   */
-  next(): Promise<RoleView | null>
-  /**
-   * Stops the reads; a pending and every later `next()` resolve `null`.
-   * Idempotent.
-   */
-  close(): void
-  /** The roles watched, sorted, each once. */
-  get roles(): Array<string>
-  /** True once `close()` was called. */
-  get closed(): boolean
-}
-export type NativeObserver = _Observer
-
-/**
- * One term of a leader loop. Internal: the package hands its leadership
- * and an `AbortSignal` of `ended()` to the work.
- */
-export declare class _Term {
-  /** The term's number in its loop, from 1. */
-  get number(): number
-  /** The term's held leadership (a new handle on it each call). */
-  get leadership(): NativeLeadership
-  /**
-   * A promise that resolves when the term ends (fenced, lease expired,
-   * resigned, a fatal error) or the loop is stopped.
-   */
-  ended(): Promise<void>
-}
-export type NativeTerm = _Term
-
-/**
- * One call of the provider, settled on the JavaScript thread. Internal:
- * the package's wrapper of the `oauthToken` function settles it.
- */
-export declare class _TokenRequest {
-  /**
-   * Settles the request with the function's value (checked here).
-   * Only the first settlement counts.
-   */
-  resolve(value: unknown): void
-  /**
-   * Settles the request with the function's rejection: its `message`,
-   * and whether it was the package's `FatalError`.
-   */
-  reject(message: string, fatal: boolean): void
-}
-export type TokenRequest = _TokenRequest
+/** Only the names marked `export` are the package's: the rest of this
+ * file (the errors' base class) is private to it. */
+export {}
 
 /**
  * The authority of a role as its transaction coordinator reports it, from
@@ -1150,9 +972,11 @@ export declare class LeadershipStatus {
   get token(): FencingToken
   /**
    * True when `token` is the role's current token: its holder is
-   * authoritative. `NO_EPOCH` never is.
+   * authoritative. `NO_EPOCH` never is. `token` is a `FencingToken` or
+   * its text (`'4001/7'`, as `String(token)` gives it); malformed text
+   * throws an `InvalidArgumentError` (`field` `'token'`).
    */
-  authoritative(token: FencingToken): boolean
+  authoritative(token: FencingToken | string): boolean
 }
 
 /**

@@ -55,6 +55,8 @@ function load() {
 const native = load()
 const errors = require('./lib/errors')
 native._registerErrorFactory(errors.makeError)
+errors.registerKinds(native.errorKinds())
+require('./lib/options').registerKeyCheck(native._checkOptionKeys)
 // The core's metrics count from here on (src/metrics.rs).
 native._installMetrics()
 const values = require('./lib/values').makeValues(native)
@@ -64,6 +66,21 @@ const Client = require('./lib/client').makeClient(native)
 const { logger, setLogLevel, getLogLevel } = require('./lib/logger').makeLogger(native)
 const { registerMetrics } = require('./lib/prometheus').makePrometheus(native)
 
+// `console.log(status)` and `console.log(report)`: their fields (the
+// native classes' getters live on the prototype, which inspect skips).
+const inspect = Symbol.for('nodejs.util.inspect.custom')
+const inspectFields = (cls, fields) => {
+  Object.defineProperty(cls.prototype, inspect, {
+    value(depth, options, inspectFn) {
+      const shown = {}
+      for (const f of fields) shown[f] = this[f]
+      return `${cls.name} ${inspectFn(shown, { ...options, depth: options.depth === null ? null : options.depth - 1 })}`
+    },
+  })
+}
+inspectFields(native.LeadershipStatus, ['token'])
+inspectFields(native.RoleStateReport, ['role', 'partition', 'roster', 'lease'])
+
 module.exports = {
   // The conformance surface.
   Key: values.Key,
@@ -71,6 +88,7 @@ module.exports = {
   Lease: values.Lease,
   FencingToken: values.FencingToken,
   NO_EPOCH: values.NO_EPOCH,
+  toDate: values.toDate,
   encodeKey: values.encodeKey,
   decodeKey: native.decodeKey,
   encodeRegistration: values.encodeRegistration,

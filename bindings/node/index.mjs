@@ -10,6 +10,7 @@ export const {
   Lease,
   FencingToken,
   NO_EPOCH,
+  toDate,
   encodeKey,
   decodeKey,
   encodeRegistration,

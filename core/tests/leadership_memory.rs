@@ -452,3 +452,73 @@ async fn the_memory_transport_keeps_the_coordinators_semantics() {
     assert_ne!(rotated.producer_id, tb.producer_id);
     assert!(rotated > FencingToken::new(tb.producer_id, 32766));
 }
+
+/// A guarded write called after `resign` on the same leadership never
+/// commits, whatever order the three futures (`w1 = write`, `resign`,
+/// `w2 = write`, called in that order) are first polled in, and with or
+/// without the tasks yielding first: `w2` fails with `Resigned`, `w1` and the
+/// resign settle.
+/// One of the calls of the call-order test, boxed to be polled in any order.
+type BoxedCall = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Error>> + Send>>;
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_called_after_resign_never_commits_whatever_runs_first() {
+    const PERMUTATIONS: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    let mut runs = 0;
+    for (p, poll_order) in PERMUTATIONS.iter().enumerate() {
+        for yields in 0..40usize {
+            let w = World::new();
+            let a = w.spawn("a");
+            w.run_until(T0).await;
+            let a = Arc::new(leader(a).await);
+            let (one, two) = (format!("w1-{p}-{yields}"), format!("w2-{p}-{yields}"));
+            // The calls, in program order; nothing has run yet.
+            let w1 = Box::pin(Arc::clone(&a).write_owned(vec![order(&one)]));
+            let r = Box::pin(Arc::clone(&a).resign_owned());
+            let w2 = Box::pin(Arc::clone(&a).write_owned(vec![order(&two)]));
+            let mut futures: Vec<Option<BoxedCall>> = vec![Some(w1), Some(r), Some(w2)];
+            let mut handles: [Option<tokio::task::JoinHandle<Result<(), Error>>>; 3] =
+                [None, None, None];
+            for (k, &i) in poll_order.iter().enumerate() {
+                let f = futures[i].take().unwrap();
+                // Each task yields a different number of times first, so the
+                // three interleave differently from run to run.
+                let skip = (yields >> k) % 4;
+                handles[i] = Some(tokio::spawn(async move {
+                    for _ in 0..skip {
+                        tokio::task::yield_now().await;
+                    }
+                    f.await
+                }));
+            }
+            settle().await;
+            let [h1, hr, h2] = handles.map(Option::unwrap);
+            for h in [&h1, &hr, &h2] {
+                assert!(h.is_finished(), "every call settles");
+            }
+            let first = h1.await.unwrap();
+            assert!(
+                first.is_ok() || matches!(first, Err(Error::Resigned)),
+                "{first:?}"
+            );
+            hr.await.unwrap().unwrap();
+            let second = h2.await.unwrap();
+            assert!(matches!(second, Err(Error::Resigned)), "{second:?}");
+            let committed = orders(&w);
+            assert!(
+                !committed.contains(&two),
+                "a write called after resign committed: {committed:?} (poll order {poll_order:?}, yields {yields})"
+            );
+            assert_eq!(committed.contains(&one), first.is_ok());
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 240);
+}

@@ -5,18 +5,20 @@
 // and an observer, and driving the core's leader loop (src/lead.rs) with a
 // JavaScript work function.
 
-const { CancelledError, FatalError, argTypeError } = require('./errors')
+const { CancelledError, FatalError, argTypeError, atCaller } = require('./errors')
+const { checkOptions } = require('./options')
 const { Leadership } = require('./leadership')
 const { Observer } = require('./observer')
 const { isSignal, signalOf, abortable } = require('./signal')
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
 
-function checkOptions(options, shape) {
-  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-    throw argTypeError('options', `an object ${shape}`, options)
-  }
-}
+// The option names of each call (lib/options.js refuses any other key).
+const ACQUIRE_OPTIONS = ['leaseDuration', 'renewInterval', 'challengeStagger', 'signal', 'onEvent']
+const CLIENT_OPTIONS = ['partitions', 'stateTopic', 'connectTimeout', 'operationTimeout', 'oauthToken']
+const OBSERVE_OPTIONS = ['renewals', 'signal']
+const SIGNAL_OPTIONS = ['signal']
+const TOPIC_OPTIONS = ['development', 'replicationFactor', 'minInsyncReplicas', 'signal']
 
 // Calls onEvent with each event `next` resolves with, to its end (null). A
 // callback that throws is the process's uncaught error, as an emitter
@@ -80,6 +82,7 @@ function makeClient(native) {
     #native
 
     constructor(kafka, options) {
+      checkOptions(options, 'new Client', CLIENT_OPTIONS)
       if (options !== null && typeof options === 'object' && options.oauthToken != null) {
         const provide = options.oauthToken
         if (typeof provide !== 'function') throw argTypeError('oauth_token', 'a function', provide)
@@ -100,14 +103,19 @@ function makeClient(native) {
       return this.#native.closed
     }
 
-    async acquireLeadership(role, member, options) {
+    acquireLeadership(role, member, options) {
+      return atCaller(this.acquireLeadership, () => this.#acquire(role, member, options))
+    }
+
+    async #acquire(role, member, options) {
+      checkOptions(options, 'acquireLeadership', ACQUIRE_OPTIONS)
       let signal
-      if (options !== null && typeof options === 'object' && options.signal !== undefined) {
+      if (options !== undefined && options.signal !== undefined) {
         signal = options.signal
         if (!isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
       }
       let onEvent
-      if (options !== null && typeof options === 'object' && options.onEvent !== undefined) {
+      if (options !== undefined && options.onEvent !== undefined) {
         onEvent = options.onEvent
         if (typeof onEvent !== 'function') throw argTypeError('onEvent', 'a function', onEvent)
       }
@@ -127,7 +135,18 @@ function makeClient(native) {
             }),
           )
         }
-        const leadership = new Leadership(await acquiring)
+        let won
+        try {
+          won = await acquiring
+        } catch (e) {
+          // Cancelled by the signal: the reason is the cause (a
+          // TimeoutError DOMException for AbortSignal.timeout).
+          if (signal?.aborted && e instanceof CancelledError) {
+            throw new CancelledError('the acquire was aborted; the member was deregistered', { cause: signal.reason })
+          }
+          throw e
+        }
+        const leadership = new Leadership(won)
         if (signal?.aborted) {
           // Won in the instant of the abort: nobody takes it.
           await leadership.resign().catch(() => {})
@@ -143,9 +162,7 @@ function makeClient(native) {
 
     async lead(role, member, work, options) {
       if (typeof work !== 'function') throw argTypeError('work', 'a function', work)
-      if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-        throw argTypeError('options', 'an object { leaseDuration?, renewInterval?, challengeStagger?, onEvent?, signal? }', options)
-      }
+      checkOptions(options, 'lead', ACQUIRE_OPTIONS)
       const signal = options?.signal
       if (signal !== undefined && !isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
       const onEvent = options?.onEvent
@@ -176,32 +193,38 @@ function makeClient(native) {
     observe(roles, options) {
       if (typeof roles === 'string') roles = [roles]
       else if (!Array.isArray(roles)) throw argTypeError('roles', 'a string or an array of strings', roles)
-      if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-        throw argTypeError('options', 'an object { renewals?, signal? }', options)
-      }
+      checkOptions(options, 'observe', OBSERVE_OPTIONS)
       const signal = options?.signal
       if (signal !== undefined && !isSignal(signal)) throw argTypeError('signal', 'an AbortSignal', signal)
       return new Observer(this.#native._observe(roles, options?.renewals), signal)
     }
 
-    async describeLeadership(role, options) {
-      checkOptions(options, '{ signal? }')
-      return abortable(signalOf(options), 'describeLeadership', () => this.#native.describeLeadership(role))
+    describeLeadership(role, options) {
+      return atCaller(this.describeLeadership, () => {
+        checkOptions(options, 'describeLeadership', SIGNAL_OPTIONS)
+        return abortable(signalOf(options), 'describeLeadership', () => this.#native.describeLeadership(role))
+      })
     }
 
-    async describeRoleState(role, options) {
-      checkOptions(options, '{ signal? }')
-      return abortable(signalOf(options), 'describeRoleState', () => this.#native.describeRoleState(role))
+    describeRoleState(role, options) {
+      return atCaller(this.describeRoleState, () => {
+        checkOptions(options, 'describeRoleState', SIGNAL_OPTIONS)
+        return abortable(signalOf(options), 'describeRoleState', () => this.#native.describeRoleState(role))
+      })
     }
 
-    async ensureStateTopic(options) {
-      checkOptions(options, '{ development?, replicationFactor?, minInsyncReplicas?, signal? }')
-      return abortable(signalOf(options), 'ensureStateTopic', () => this.#native.ensureStateTopic(options))
+    ensureStateTopic(options) {
+      return atCaller(this.ensureStateTopic, () => {
+        checkOptions(options, 'ensureStateTopic', TOPIC_OPTIONS)
+        return abortable(signalOf(options), 'ensureStateTopic', () => this.#native.ensureStateTopic(options))
+      })
     }
 
-    async checkStateTopic(options) {
-      checkOptions(options, '{ signal? }')
-      return abortable(signalOf(options), 'checkStateTopic', () => this.#native.checkStateTopic())
+    checkStateTopic(options) {
+      return atCaller(this.checkStateTopic, () => {
+        checkOptions(options, 'checkStateTopic', SIGNAL_OPTIONS)
+        return abortable(signalOf(options), 'checkStateTopic', () => this.#native.checkStateTopic())
+      })
     }
 
     close() {

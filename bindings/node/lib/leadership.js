@@ -3,7 +3,11 @@
 // (src/leadership.rs); every operation is the core's.
 
 const { EventEmitter } = require('node:events')
-const { argTypeError } = require('./errors')
+const { atCaller } = require('./errors')
+const { checkOptions } = require('./options')
+
+const WRITE_OPTIONS = ['key', 'partition', 'headers', 'signal']
+const SIGNAL_OPTIONS = ['signal']
 const { signalOf, aborted, abortable } = require('./signal')
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')
@@ -96,35 +100,37 @@ class Leadership extends EventEmitter {
     return this.#error
   }
 
-  async write(topic, value, options) {
-    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      throw argTypeError('options', 'an object { key?, partition?, headers?, signal? }', options)
-    }
-    const signal = signalOf(options)
-    const record = { topic, value }
-    if (options !== undefined) {
-      record.key = options.key
-      record.partition = options.partition
-      record.headers = options.headers
-    }
-    return guarded(signal, () => this.#native.write([record]))
+  write(topic, value, options) {
+    return atCaller(this.write, () => {
+      checkOptions(options, 'write', WRITE_OPTIONS)
+      const signal = signalOf(options)
+      const record = { topic, value }
+      if (options !== undefined) {
+        record.key = options.key
+        record.partition = options.partition
+        record.headers = options.headers
+      }
+      return guarded(signal, () => this.#native.write([record]))
+    })
   }
 
-  async writeRecords(records, options) {
-    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      throw argTypeError('options', 'an object { signal? }', options)
-    }
-    return guarded(signalOf(options), () => this.#native.write(records))
+  writeRecords(records, options) {
+    return atCaller(this.writeRecords, () => {
+      checkOptions(options, 'writeRecords', SIGNAL_OPTIONS)
+      return guarded(signalOf(options), () => this.#native.write(records))
+    })
   }
 
   // The resign runs to its end in the core once started (the lease cleared,
   // the token superseded, the member deregistered); an abort only stops the
-  // waiting for it, and `done` settles once it ended.
-  async resign(options) {
-    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-      throw argTypeError('options', 'an object { signal? }', options)
-    }
-    return abortable(signalOf(options), 'resign', () => this.#native.resign())
+  // waiting for it, and `done` settles once it ended. From this call on, a
+  // write of this leadership rejects with a ResignedError (the core marks
+  // the resign at the native call, made here synchronously).
+  resign(options) {
+    return atCaller(this.resign, () => {
+      checkOptions(options, 'resign', SIGNAL_OPTIONS)
+      return abortable(signalOf(options), 'resign', () => this.#native.resign())
+    })
   }
 
   // `await using`: resigns a role still held.

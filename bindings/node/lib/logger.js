@@ -8,6 +8,7 @@
 // attached; the delivery never keeps the process alive.
 
 const { EventEmitter } = require('node:events')
+const { InvalidArgumentError } = require('./errors')
 
 const LEVELS = ['error', 'warn', 'info', 'debug', 'trace']
 
@@ -46,8 +47,7 @@ function makeLogger(native) {
 
   function setLogLevel(l) {
     if (!LEVELS.includes(l)) {
-      const error = new TypeError(`level must be one of ${LEVELS.map((x) => `'${x}'`).join(', ')}, got ${typeof l === 'string' ? JSON.stringify(l) : typeof l}`)
-      error.code = 'INVALID_ARGUMENT'
+      const error = new InvalidArgumentError(`level must be one of ${LEVELS.map((x) => `'${x}'`).join(', ')}, got ${typeof l === 'string' ? JSON.stringify(l) : typeof l}`)
       error.field = 'level'
       throw error
     }

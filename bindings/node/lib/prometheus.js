@@ -69,7 +69,7 @@ function makePrometheus(native) {
   /**
    * Registers every metric of the core with `registry` (default:
    * `promClient.register`, the global registry) and returns the metric
-   * objects registered. Throws the package's argument `TypeError` (`code`
+   * objects registered. Throws an `InvalidArgumentError` (`code`
    * `'INVALID_ARGUMENT'`, `field` the argument) when `promClient` is not the
    * prom-client module or `registry` not a registry, and the registry's own
    * error when it already has a metric of one of these names.

@@ -5,10 +5,35 @@
 // the codec (src/values.rs, src/functions.rs). The addon makes decoded values
 // through the factories registered below, without checking them again.
 
-const { argTypeError } = require('./errors')
+const { argTypeError, InvalidArgumentError } = require('./errors')
 
 // Passed by the factories: the fields come from the core, already checked.
 const CHECKED = Symbol('checked')
+
+// The range of a Date: 8.64e15 ms either side of the epoch.
+const DATE_LIMIT = 8_640_000_000_000_000n
+
+/** The Date of an epoch-millisecond time of the package (a `bigint` such as
+ * `lease.deadline`, or a `number`); a time outside a Date's range (a
+ * decoded record can hold any i64) is an InvalidArgumentError. */
+function toDate(epochMs) {
+  if (typeof epochMs === 'bigint') {
+    if (epochMs > DATE_LIMIT || epochMs < -DATE_LIMIT) {
+      const error = new InvalidArgumentError(`epoch_ms must be within a Date's range (+-8.64e15 ms), got ${epochMs}`)
+      error.field = 'epoch_ms'
+      throw error
+    }
+    return new Date(Number(epochMs))
+  }
+  if (typeof epochMs !== 'number') throw argTypeError('epoch_ms', 'a bigint or a number of epoch milliseconds', epochMs)
+  const date = new Date(epochMs)
+  if (Number.isNaN(date.getTime())) {
+    const error = new InvalidArgumentError(`epoch_ms must be within a Date's range (+-8.64e15 ms), got ${epochMs}`)
+    error.field = 'epoch_ms'
+    throw error
+  }
+  return date
+}
 
 function makeValues(native) {
   class FencingToken {
@@ -32,14 +57,27 @@ function makeValues(native) {
       return native._isNoEpoch(this)
     }
 
+    /** The wire form, the core's text: `PRODUCER_ID/EPOCH` (`'4001/7'`), or
+     * `'NoEpoch'` for NO_EPOCH. `FencingToken.parse` reads it back. */
     toString() {
-      return `FencingToken(${this.producerId}n, ${this.producerEpoch})`
+      return native._tokenText(this)
+    }
+
+    /** `JSON.stringify` writes the wire form (a string). */
+    toJSON() {
+      return this.toString()
+    }
+
+    /** The token of a wire form (`'4001/7'`, `'NoEpoch'`), parsed by the
+     * core; other text throws an InvalidArgumentError with its message. */
+    static parse(text) {
+      return native._parseToken(text)
     }
   }
 
   class Key {
     constructor(kind, role, member, checked) {
-      if (checked !== CHECKED) throw new TypeError('use Key.registration(role, member) or Key.lease(role)')
+      if (checked !== CHECKED) throw new InvalidArgumentError('use Key.registration(role, member) or Key.lease(role)')
       this.kind = kind
       this.role = role
       this.member = member
@@ -112,13 +150,18 @@ function makeValues(native) {
     }
   }
 
-  for (const cls of [FencingToken, Key, Registration, Lease]) {
+  for (const cls of [Key, Registration, Lease]) {
     Object.defineProperty(cls.prototype, Symbol.for('nodejs.util.inspect.custom'), {
       value() {
         return this.toString()
       },
     })
   }
+  Object.defineProperty(FencingToken.prototype, Symbol.for('nodejs.util.inspect.custom'), {
+    value() {
+      return `FencingToken(${this.toString()})`
+    },
+  })
 
   native._registerFactories(
     (id, epoch) => new FencingToken(id, epoch, CHECKED),
@@ -186,6 +229,7 @@ function makeValues(native) {
   }
 
   return {
+    toDate,
     FencingToken,
     Key,
     Registration,

@@ -36,4 +36,33 @@ if (done.error) {
   console.error(`krabka-coordination: cannot run the napi-rs CLI: ${done.error.message}`)
   process.exit(1)
 }
+if (done.status === 0) publicOnly(path.join(pkgDir, 'index.d.ts'))
 process.exit(done.status ?? 1)
+
+// Drops the internal native names from the generated index.d.ts: a class,
+// function or type alias whose name (or aliased name) starts with `_` is
+// the package's own plumbing (index.js wraps it), not its API. Each goes
+// with the doc comment right above it.
+function publicOnly(file) {
+  const fs = require('node:fs')
+  const lines = fs.readFileSync(file, 'utf8').split('\n')
+  const out = []
+  const internal = /^export (declare (class|function|const) _|type \w+ = _)/
+  for (let i = 0; i < lines.length; i++) {
+    if (!internal.test(lines[i])) {
+      out.push(lines[i])
+      continue
+    }
+    // The doc comment above it, already copied: take it back.
+    if (out.length > 0 && out[out.length - 1].trim().endsWith('*/')) {
+      while (out.length > 0 && !out[out.length - 1].trimStart().startsWith('/**')) out.pop()
+      out.pop()
+    }
+    // A class runs to its closing brace at the start of a line.
+    if (/^export declare class /.test(lines[i]) && !lines[i].trimEnd().endsWith('}')) {
+      while (i + 1 < lines.length && lines[i + 1] !== '}') i++
+      i++
+    }
+  }
+  fs.writeFileSync(file, out.join('\n').replace(/\n{3,}/g, '\n\n'))
+}

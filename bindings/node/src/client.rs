@@ -16,6 +16,7 @@
 use std::sync::Mutex;
 
 use krabka_coordination::{ElectionOptions, Error};
+use krabka_coordination_bindings::args::SecondsBound;
 use krabka_coordination_bindings::ArgError;
 use krabka_coordination_bindings::{
     options, Field, KafkaClient, LeadershipArgs, ProcessBound, TimeoutArgs, TopicArgs,
@@ -26,8 +27,8 @@ use napi_derive::napi;
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{
-    bool_value, is_nullish, kafka_config, opt_int_value, opt_object, prop, seconds_value, str_arg,
-    type_name,
+    bool_value, is_nullish, kafka_config, opt_int_value, opt_object, prop, seconds_arg,
+    seconds_value, str_arg, type_name,
 };
 use crate::error::{arg_napi, to_napi, OrThrow};
 use crate::events::AcquireEvents;
@@ -70,25 +71,32 @@ impl CancelToken {
 }
 
 /// The timings of an acquire's or a loop's `options` (seconds; left out:
-/// the core's defaults).
+/// the core's defaults). Each is checked on its own here (the shared
+/// crate's rule), so a refusal names its option in `field`; how they relate
+/// is the core's to check when the timings are applied.
 fn leadership_args(env: &Env, options: Option<&Unknown<'_>>) -> napi::Result<LeadershipArgs> {
     let options = opt_object(env, options, "options")?;
     let o = options.as_ref();
+    let checked = |name: &str, field: Field, bound: SecondsBound| -> napi::Result<Option<f64>> {
+        let v = prop(o, name)?;
+        seconds_arg(env, v.as_ref(), field.name(), bound)?;
+        seconds_value(env, v.as_ref(), field.name())
+    };
     Ok(LeadershipArgs {
-        lease_duration: seconds_value(
-            env,
-            prop(o, "leaseDuration")?.as_ref(),
-            Field::LeaseDuration.name(),
+        lease_duration: checked(
+            "leaseDuration",
+            Field::LeaseDuration,
+            SecondsBound::Positive,
         )?,
-        renew_interval: seconds_value(
-            env,
-            prop(o, "renewInterval")?.as_ref(),
-            Field::RenewInterval.name(),
+        renew_interval: checked(
+            "renewInterval",
+            Field::RenewInterval,
+            SecondsBound::Positive,
         )?,
-        challenge_stagger: seconds_value(
-            env,
-            prop(o, "challengeStagger")?.as_ref(),
-            Field::ChallengeStagger.name(),
+        challenge_stagger: checked(
+            "challengeStagger",
+            Field::ChallengeStagger,
+            SecondsBound::NonNegative,
         )?,
     })
 }

@@ -28,16 +28,17 @@
 //! link that is a core error is mapped by its own kind, any other link
 //! becomes a plain `Error` carrying its message.
 //!
-//! Argument refusals of the shared crate ([`arg_error`]) carry the code
-//! `INVALID_ARGUMENT` and the argument's snake_case name as `field`; a wrong
-//! type is a `TypeError`, an integer too wide for a record field a
-//! `RangeError`, any other refusal an `InvalidArgumentError`.
+//! Argument refusals of the shared crate ([`arg_napi`]) carry the code
+//! `INVALID_ARGUMENT` and the argument's snake_case name as `field`; each is
+//! an `InvalidArgumentError` (the spec's `class` still says whether it was
+//! a wrong type, an integer too wide for a record field, or another value,
+//! for the package to word nothing differently: every refusal is one class).
 
 use std::cell::RefCell;
 use std::error::Error as StdError;
 
 use krabka_coordination::{Error, ErrorKind, SharedError};
-use krabka_coordination_bindings::errors::{details, message, Caller};
+use krabka_coordination_bindings::errors::{argument_field, details, message, Caller};
 use krabka_coordination_bindings::{ArgError, ArgErrorKind};
 use napi::bindgen_prelude::{Function, FunctionRef, Object, ToNapiValue, Unknown};
 use napi::{sys, Env, JsValue};
@@ -156,7 +157,7 @@ pub fn error_value(env: &Env, e: &Error) -> napi::Result<sys::napi_value> {
             class: "kind",
             message: message(e, Caller::Node),
             part: d.part,
-            field: d.field.map(str::to_owned),
+            field: d.field.or_else(|| argument_field(e)).map(str::to_owned),
             cause,
         },
     )
@@ -225,6 +226,28 @@ pub fn arg_value(env: &Env, e: ArgError) -> napi::Result<sys::napi_value> {
             cause: None,
         },
     )
+}
+
+/// A `napi::Error` that throws an `InvalidArgumentError` with `message` as
+/// it is and `field` set: a refusal worded by the core (a token's text) or
+/// by this binding (an unknown option).
+pub fn invalid_napi(env: &Env, field: &str, message: String) -> napi::Error {
+    let made = build(
+        env,
+        ErrorSpec {
+            code: kind_code(ErrorKind::InvalidArgument),
+            class: "kind",
+            message,
+            part: None,
+            field: Some(field.to_owned()),
+            cause: None,
+        },
+    );
+    match made {
+        // SAFETY: a value of this env.
+        Ok(v) => napi::Error::from(unsafe { Unknown::from_raw_unchecked(env.raw(), v) }),
+        Err(made) => made,
+    }
 }
 
 /// A `napi::Error` that throws the JavaScript error of an argument refusal.

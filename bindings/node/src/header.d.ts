@@ -78,7 +78,9 @@ export interface OAuthToken {
 }
 
 /** Options of {@link Client.acquireLeadership}. Durations are in seconds; left
- * out, the core's defaults (30 s lease, 10 s renew interval, 5 s stagger). */
+ * out, the core's defaults (30 s lease, 10 s renew interval, 5 s stagger).
+ * Every options object of the package refuses a key it does not know (an
+ * {@link InvalidArgumentError} naming it and the nearest known one). */
 export interface AcquireOptions {
   /** How long a lease lasts. */
   leaseDuration?: number
@@ -522,6 +524,10 @@ export declare class Leadership extends EventEmitter {
    * {@link CancelledError} and writes nothing; an abort once the write is
    * under way is ignored, and the promise settles with the write's own
    * outcome (the caller must know whether its records committed).
+   *
+   * Call order: a write called after {@link Leadership.resign} (awaited or
+   * not) rejects with a {@link ResignedError} and sends nothing; one called
+   * before it commits or rejects.
    */
   write(topic: string, value: Bytes | null, options?: WriteOptions): Promise<void>
   /** A guarded write of several records in one transaction: all of them
@@ -589,8 +595,16 @@ export declare class FencingToken {
   equals(other: unknown): boolean
   /** True for {@link NO_EPOCH}. */
   get isNoEpoch(): boolean
-  /** `FencingToken(4001n, 7)`. */
+  /** The wire form, the same in every binding and the CLI:
+   * `PRODUCER_ID/EPOCH` in decimal (`'4001/7'`), or `'NoEpoch'` for
+   * {@link NO_EPOCH}. `String(token)` and template strings give it too. */
   toString(): string
+  /** The wire form (a string), for `JSON.stringify`. */
+  toJSON(): string
+  /** The token of a wire form (`'4001/7'`, `'NoEpoch'`), parsed by the core.
+   * Other text throws an {@link InvalidArgumentError} (`field` `'text'`)
+   * quoting it and the expected form. */
+  static parse(text: string): FencingToken
 }
 
 /** The key of a state record: a registration key (role and member) or a
@@ -643,7 +657,7 @@ export declare class Lease {
   readonly deadline: bigint
   /** True when `other` is a lease with the same fields. */
   equals(other: unknown): boolean
-  /** `Lease("host-a", FencingToken(4001n, 7), 1700000000000n, 1700000030000n)`. */
+  /** `Lease("host-a", 4001/7, 1700000000000n, 1700000030000n)`. */
   toString(): string
 }
 
@@ -666,80 +680,138 @@ export declare function encodeLease(lease: Lease): Buffer
  * `index` set to `i`; nothing is returned then. */
 export declare function decodeLeases(values: readonly Uint8Array[]): Lease[]
 
+/** The `Date` of an epoch-millisecond time of the package: the `bigint`
+ * times of records and events (`toDate(lease.deadline)`) or a `number`.
+ * Times stay `bigint`s (a record holds any i64, exactly; a `Date` holds
+ * +-8.64e15 ms); a time outside a `Date`'s range throws an
+ * {@link InvalidArgumentError}. */
+export declare function toDate(epochMs: bigint | number): Date
+
 /** The token of a role no member has taken: `FencingToken(-1n, -1)`; ranks
  * below every minted token, and no status is authoritative for it. */
 export declare const NO_EPOCH: FencingToken
 
-/** Base class of the errors of a core error kind. `code` is the kind's stable
- * name (see {@link errorKinds}); `cause` keeps the core's cause chain. */
-export declare class KrabkaError extends Error {
-  /** The stable name of the core error kind: `'FENCED'`, `'TRANSIENT'`... */
-  code: string
+/** The stable codes of the core's error kinds (see {@link errorKinds}). */
+export type ErrorCode =
+  | 'FORMAT'
+  | 'ENCODE'
+  | 'INVALID_ARGUMENT'
+  | 'FENCED'
+  | 'TRANSIENT'
+  | 'FATAL'
+  | 'RESIGNED'
+  | 'CANCELLED'
+  | 'LEASE_EXPIRED'
+  | 'OUTCOME_UNKNOWN'
+
+/** What every error of the package has: the base of its error classes. */
+declare abstract class KrabkaErrorBase extends Error {
+  /** The stable name of the core error kind. */
+  readonly code: ErrorCode
+  /** True when retrying the operation may succeed (the kind's
+   * `retryable` in {@link errorKinds}: a {@link TransientError}'s). */
+  readonly retryable: boolean
+  /** The refused argument or option (its snake_case name, as every binding
+   * reports it), on an {@link InvalidArgumentError} of an argument check
+   * and on an {@link EncodeError}. */
+  field?: string
+}
+
+/**
+ * Every error the package throws or rejects with, as a union discriminated
+ * by `code`: after `e instanceof KrabkaError`, `switch (e.code)` narrows
+ * `e` to the class of each case (`case 'FORMAT': e.part`). Its stack starts
+ * at the caller's line; `cause` keeps the core's cause chain (for an
+ * aborted operation, the signal's reason).
+ */
+export type KrabkaError =
+  | FormatError
+  | EncodeError
+  | InvalidArgumentError
+  | FencedError
+  | TransientError
+  | FatalError
+  | ResignedError
+  | CancelledError
+  | LeaseExpiredError
+  | OutcomeUnknownError
+/** The base class of every error class of the package, for `instanceof`. */
+export declare const KrabkaError: {
+  /** The class itself (applications throw its subclasses' errors only
+   * through the package). */
+  new (message?: string, options?: ErrorOptions): KrabkaError
+  /** Typed as the union, so `instanceof` narrows to it. */
+  readonly prototype: KrabkaError
 }
 /** FORMAT: malformed record bytes; `part` names the record part. */
-export declare class FormatError extends KrabkaError {
+export declare class FormatError extends KrabkaErrorBase {
   /** Always `'FORMAT'`. */
-  code: 'FORMAT'
+  readonly code: 'FORMAT'
   /** `'key'`, `'registration value'` or `'lease value'`. */
   part: 'key' | 'registration value' | 'lease value'
 }
 /** ENCODE: a value the frozen layout cannot hold (an empty or over-long role
  * or member); `part` and `field` name it. */
-export declare class EncodeError extends KrabkaError {
+export declare class EncodeError extends KrabkaErrorBase {
   /** Always `'ENCODE'`. */
-  code: 'ENCODE'
+  readonly code: 'ENCODE'
   /** The record part. */
   part: 'key' | 'registration value' | 'lease value'
   /** The field (`'role'`, `'member'`). */
   field: string
 }
-/** INVALID_ARGUMENT: an argument, option or setting that is refused. Argument
- * checks set `field` (the snake_case name every binding reports); a wrong
- * type is a `TypeError` and an integer too wide for a layout field a
- * `RangeError`, both with this `code` and `field`. */
-export declare class InvalidArgumentError extends KrabkaError {
+/** INVALID_ARGUMENT: an argument, option or setting that is refused,
+ * whatever was wrong with it: its type (a `number` for a role), its range
+ * (an integer too wide for a layout field), its value, or an unknown
+ * option key. Not a `TypeError` or `RangeError`: every refusal is this one
+ * class. A check of one argument or option sets `field` (its snake_case
+ * name; for an unknown option, the key as given); a check of how several
+ * relate (a lease not longer than its renew interval) leaves it unset. */
+export declare class InvalidArgumentError extends KrabkaErrorBase {
   /** Always `'INVALID_ARGUMENT'`. */
-  code: 'INVALID_ARGUMENT'
-  /** The refused argument, when an argument check refused it. */
-  field?: string
+  readonly code: 'INVALID_ARGUMENT'
 }
 /** FENCED: a newer epoch of the role exists. Stop the work of the role. */
-export declare class FencedError extends KrabkaError {
+export declare class FencedError extends KrabkaErrorBase {
   /** Always `'FENCED'`. */
-  code: 'FENCED'
+  readonly code: 'FENCED'
 }
 /** TRANSIENT: a broker unreachable, a timeout, a coordinator moving; retrying
  * may help. */
-export declare class TransientError extends KrabkaError {
+export declare class TransientError extends KrabkaErrorBase {
   /** Always `'TRANSIENT'`. */
-  code: 'TRANSIENT'
+  readonly code: 'TRANSIENT'
 }
 /** FATAL: retrying will not mend it (authorization, configuration, a topic of
  * the wrong shape). */
-export declare class FatalError extends KrabkaError {
+export declare class FatalError extends KrabkaErrorBase {
   /** Always `'FATAL'`. */
-  code: 'FATAL'
+  readonly code: 'FATAL'
 }
-/** RESIGNED: the leadership was given up by resign. */
-export declare class ResignedError extends KrabkaError {
+/** RESIGNED: the leadership was given up by resign (also a write called
+ * after `resign()` on the same leadership: it sends nothing). */
+export declare class ResignedError extends KrabkaErrorBase {
   /** Always `'RESIGNED'`. */
-  code: 'RESIGNED'
+  readonly code: 'RESIGNED'
 }
-/** CANCELLED: the operation was cancelled (an aborted acquire). */
-export declare class CancelledError extends KrabkaError {
+/** CANCELLED: the operation was cancelled by its `signal`; `cause` is the
+ * signal's reason (`AbortSignal.abort('why')`: `'why'`;
+ * `AbortSignal.timeout(ms)`: a `DOMException` named `'TimeoutError'`, so a
+ * timeout can be told from a shutdown). */
+export declare class CancelledError extends KrabkaErrorBase {
   /** Always `'CANCELLED'`. */
-  code: 'CANCELLED'
+  readonly code: 'CANCELLED'
 }
 /** LEASE_EXPIRED: the leader's own lease ran out; a standby may have taken
  * over. Stop the work of the role, including work outside Kafka. */
-export declare class LeaseExpiredError extends KrabkaError {
+export declare class LeaseExpiredError extends KrabkaErrorBase {
   /** Always `'LEASE_EXPIRED'`. */
-  code: 'LEASE_EXPIRED'
+  readonly code: 'LEASE_EXPIRED'
 }
 /** OUTCOME_UNKNOWN: a write whose commit was sent but not confirmed. */
-export declare class OutcomeUnknownError extends KrabkaError {
+export declare class OutcomeUnknownError extends KrabkaErrorBase {
   /** Always `'OUTCOME_UNKNOWN'`. */
-  code: 'OUTCOME_UNKNOWN'
+  readonly code: 'OUTCOME_UNKNOWN'
 }
 
 /** The level of a log record, most severe first. */
@@ -879,10 +951,11 @@ export interface KrabkaPromMetric {
  * histograms (every bucket, `+Inf`, `_sum`, `_count`), each with its help
  * text, read from {@link metrics} at each scrape. `promClient` is the
  * caller's `require('prom-client')` (an optional peer dependency). Returns
- * the metrics registered. Throws a `TypeError` (`code`
- * `'INVALID_ARGUMENT'`) for an argument of the wrong kind, and the
+ * the metrics registered. Throws an `InvalidArgumentError` for an argument of the wrong
+ * kind, and the
  * registry's error when a metric of the same name is registered already. */
 export declare function registerMetrics(promClient: PromClientModule, registry?: PromRegistry): KrabkaPromMetric[]
 
-/** Internal: throws the error the mapping makes of a core error of `variant`. */
-export declare function _throwCoreError(variant: string, message: string): never
+/** Only the names marked `export` are the package's: the rest of this
+ * file (the errors' base class) is private to it. */
+export {}

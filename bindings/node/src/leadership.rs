@@ -252,18 +252,20 @@ impl NativeLeadership {
             })?;
             out.push(out_record(env, &item, "a record")?);
         }
-        let l = Arc::clone(self.core(env)?);
-        promise(env, async move { l.write(out).await }, |env, ()| {
-            js(env, ())
-        })
+        // Called here, on the JavaScript thread: a write called after
+        // `resign()` is refused whatever order the runtime runs them in.
+        let write = Arc::clone(self.core(env)?).write_owned(out);
+        promise(env, write, |env, ()| js(env, ()))
     }
 
     /// Gives the role up: the core stops renewing, supersedes the token,
-    /// clears the lease and deregisters. Idempotent.
+    /// clears the lease and deregisters. Idempotent. From this call on,
+    /// every `write` of this leadership rejects with a `ResignedError`.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn resign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let l = Arc::clone(self.core(env)?);
-        promise(env, async move { l.resign().await }, |env, ()| js(env, ()))
+        // Marked resigning here, before the promise's work runs (see `write`).
+        let resign = Arc::clone(self.core(env)?).resign_owned();
+        promise(env, resign, |env, ()| js(env, ()))
     }
 
     /// The member's events from now on, ending with the term.

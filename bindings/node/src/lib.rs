@@ -34,6 +34,7 @@ pub mod log;
 pub mod metrics;
 pub mod oauth;
 pub mod observe;
+pub mod options;
 pub mod reports;
 pub mod runtime;
 pub mod values;

@@ -9,7 +9,7 @@ use napi::bindgen_prelude::{BigInt, Unknown};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::values::{lease_to_js, token_from_js, token_to_js, Made};
+use crate::values::{lease_to_js, token_arg, token_to_js, Made};
 
 /// The authority of a role as its transaction coordinator reports it, from
 /// `client.describeLeadership(role)`. A read at one instant, not a fence.
@@ -28,10 +28,12 @@ impl LeadershipStatus {
     }
 
     /// True when `token` is the role's current token: its holder is
-    /// authoritative. `NO_EPOCH` never is.
-    #[napi(ts_args_type = "token: FencingToken")]
+    /// authoritative. `NO_EPOCH` never is. `token` is a `FencingToken` or
+    /// its text (`'4001/7'`, as `String(token)` gives it); malformed text
+    /// throws an `InvalidArgumentError` (`field` `'token'`).
+    #[napi(ts_args_type = "token: FencingToken | string")]
     pub fn authoritative(&self, env: Env, token: Unknown<'_>) -> napi::Result<bool> {
-        let token = token_from_js(&env, &token)?;
+        let token = token_arg(&env, &token, "token")?;
         Ok(self.inner.authoritative(&token))
     }
 }

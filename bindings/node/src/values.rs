@@ -28,7 +28,10 @@ use napi::bindgen_prelude::{
 use napi::{sys, Env, JsValue, ValueType};
 use napi_derive::napi;
 
-use crate::convert::{int_arg, str_arg, I16, I64};
+use krabka_coordination_bindings::ArgError;
+
+use crate::convert::{int_arg, str_arg, type_name, I16, I64};
+use crate::error::{arg_napi, invalid_napi};
 
 type TokenArgs = FnArgs<(BigInt, i32)>;
 type KeyArgs = FnArgs<(&'static str, String, String)>;
@@ -148,9 +151,12 @@ fn field<'a>(obj: &Object<'a>, name: &str) -> napi::Result<Unknown<'a>> {
     obj.get_named_property(name)
 }
 
-fn object<'a>(v: &Unknown<'a>) -> napi::Result<Object<'a>> {
+fn object<'a>(env: &Env, v: &Unknown<'a>, field: &str, expected: &str) -> napi::Result<Object<'a>> {
     if v.get_type()? != ValueType::Object {
-        return Err(napi::Error::from_reason("expected a value object"));
+        return Err(arg_napi(
+            env,
+            ArgError::wrong_type(field, expected, &type_name(v)),
+        ));
     }
     // SAFETY: an object value.
     unsafe { v.cast::<Object<'a>>() }
@@ -159,7 +165,7 @@ fn object<'a>(v: &Unknown<'a>) -> napi::Result<Object<'a>> {
 /// The core token of a JavaScript `FencingToken` (its class was checked by
 /// the package; its fields are checked again here).
 pub fn token_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::FencingToken> {
-    let o = object(v)?;
+    let o = object(env, v, "token", "a FencingToken")?;
     Ok(core::FencingToken::new(
         int_arg(env, &field(&o, "producerId")?, "producer_id", I64)?,
         int_arg(env, &field(&o, "producerEpoch")?, "producer_epoch", I16)? as i16,
@@ -168,7 +174,7 @@ pub fn token_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::FencingTo
 
 /// The core key of a JavaScript `Key`.
 pub fn key_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Key> {
-    let o = object(v)?;
+    let o = object(env, v, "key", "a Key")?;
     let role = str_arg(env, &field(&o, "role")?, "role")?;
     let member = str_arg(env, &field(&o, "member")?, "member")?;
     let kind = str_arg(env, &field(&o, "kind")?, "kind")?;
@@ -181,7 +187,7 @@ pub fn key_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Key> {
 
 /// The core registration of a JavaScript `Registration`.
 pub fn registration_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Registration> {
-    let o = object(v)?;
+    let o = object(env, v, "registration", "a Registration")?;
     Ok(core::Registration {
         member: str_arg(env, &field(&o, "member")?, "member")?,
         registered_at: int_arg(env, &field(&o, "registeredAt")?, "registered_at", I64)?,
@@ -190,7 +196,7 @@ pub fn registration_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Re
 
 /// The core lease of a JavaScript `Lease`.
 pub fn lease_from_js(env: &Env, v: &Unknown<'_>) -> napi::Result<core::Lease> {
-    let o = object(v)?;
+    let o = object(env, v, "lease", "a Lease")?;
     Ok(core::Lease {
         member: str_arg(env, &field(&o, "member")?, "member")?,
         token: token_from_js(env, &field(&o, "token")?)?,
@@ -277,4 +283,41 @@ pub fn is_no_epoch(env: Env, token: Unknown<'_>) -> napi::Result<bool> {
 #[napi(js_name = "_noEpoch", skip_typescript)]
 pub fn no_epoch(env: Env) -> napi::Result<Made> {
     token_to_js(&env, core::NO_EPOCH).map(Made)
+}
+
+/// A token argument: a `FencingToken`, or its wire form (`'4001/7'`,
+/// `'NoEpoch'`) parsed by the core. Malformed text is an
+/// `InvalidArgumentError` with the core's message and `field`.
+pub fn token_arg(env: &Env, v: &Unknown<'_>, field: &str) -> napi::Result<core::FencingToken> {
+    match v.get_type()? {
+        ValueType::String => parse_text(env, &str_arg(env, v, field)?, field),
+        ValueType::Object => token_from_js(env, v),
+        _ => Err(arg_napi(
+            env,
+            ArgError::wrong_type(
+                field,
+                "a FencingToken or its text ('4001/7')",
+                &type_name(v),
+            ),
+        )),
+    }
+}
+
+fn parse_text(env: &Env, text: &str, field: &str) -> napi::Result<core::FencingToken> {
+    text.parse::<core::FencingToken>()
+        .map_err(|e| invalid_napi(env, field, e.to_string()))
+}
+
+/// The wire form of a token: the core's text (`4001/7`, `NoEpoch`).
+#[napi(js_name = "_tokenText", skip_typescript)]
+pub fn token_text(env: Env, token: Unknown<'_>) -> napi::Result<String> {
+    Ok(token_from_js(&env, &token)?.to_string())
+}
+
+/// `FencingToken.parse(text)`: the token of a wire form, parsed by the core.
+#[napi(js_name = "_parseToken", skip_typescript)]
+pub fn parse_token(env: Env, text: Unknown<'_>) -> napi::Result<Made> {
+    let text = str_arg(&env, &text, "text")?;
+    let token = parse_text(&env, &text, "text")?;
+    token_to_js(&env, token).map(Made)
 }

@@ -164,7 +164,7 @@ test('lead refuses bad arguments before any I/O', async () => {
   const c = new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' })
   try {
     const work = async () => {}
-    await assert.rejects(c.lead('r', 'm', 'not a function'), (e) => e instanceof TypeError && /work/.test(e.message))
+    await assert.rejects(c.lead('r', 'm', 'not a function'), (e) => e instanceof kc.InvalidArgumentError && /work/.test(e.message))
     await assert.rejects(c.lead('', 'm', work), (e) => e instanceof kc.InvalidArgumentError && /empty/.test(e.message))
     await assert.rejects(c.lead('r', 'm\0', work), (e) => e instanceof kc.InvalidArgumentError && /NUL/.test(e.message))
     await assert.rejects(
@@ -172,8 +172,8 @@ test('lead refuses bad arguments before any I/O', async () => {
       (e) => e instanceof kc.InvalidArgumentError && /must exceed the renew interval/.test(e.message),
     )
     await assert.rejects(c.lead('r', 'm', work, { leaseDuration: -1 }), (e) => e instanceof kc.InvalidArgumentError && /lease/.test(e.message))
-    await assert.rejects(c.lead('r', 'm', work, { signal: 'no' }), (e) => e instanceof TypeError && /signal/.test(e.message))
-    await assert.rejects(c.lead('r', 'm', work, { onEvent: 1 }), (e) => e instanceof TypeError && /onEvent/.test(e.message))
+    await assert.rejects(c.lead('r', 'm', work, { signal: 'no' }), (e) => e instanceof kc.InvalidArgumentError && /signal/.test(e.message))
+    await assert.rejects(c.lead('r', 'm', work, { onEvent: 1 }), (e) => e instanceof kc.InvalidArgumentError && /onEvent/.test(e.message))
     assert.equal(c._describeRequests(), 0, 'nothing was sent')
   } finally {
     c.close()

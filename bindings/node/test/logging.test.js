@@ -44,8 +44,8 @@ function collect() {
 
 test('the default level is warn; setLogLevel refuses an unknown level', () => {
   assert.equal(kc.getLogLevel(), 'warn')
-  assert.throws(() => kc.setLogLevel('verbose'), { name: 'TypeError', code: 'INVALID_ARGUMENT', field: 'level' })
-  assert.throws(() => kc.setLogLevel(30), TypeError)
+  assert.throws(() => kc.setLogLevel('verbose'), { name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT', field: 'level' })
+  assert.throws(() => kc.setLogLevel(30), kc.InvalidArgumentError)
   assert.equal(kc.getLogLevel(), 'warn')
 })
 

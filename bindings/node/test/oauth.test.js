@@ -120,7 +120,7 @@ test('a good token is taken and sent in the SASL handshake', async () => {
 })
 
 test('oauthToken must be a function; OAUTHBEARER needs one', () => {
-  assert.throws(() => oauthClient('a token'), { name: 'TypeError', code: 'INVALID_ARGUMENT', field: 'oauth_token', message: 'oauth_token must be a function, got string' })
+  assert.throws(() => oauthClient('a token'), { name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT', field: 'oauth_token', message: 'oauth_token must be a function, got string' })
   assert.throws(
     () => new kc.Client({ 'bootstrap.servers': bootstrap(), 'security.protocol': 'SASL_PLAINTEXT', 'sasl.mechanism': 'OAUTHBEARER' }),
     (e) => e instanceof kc.InvalidArgumentError && /token provider/.test(e.message),

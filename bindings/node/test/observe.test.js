@@ -285,7 +285,7 @@ test('observe refuses bad arguments at the call, naming the problem', async () =
     assert.throws(
       () => client.observe(roles, options),
       (e) => {
-        assert.ok(e instanceof TypeError, `${e}`)
+        assert.ok(e instanceof kc.InvalidArgumentError, `${e}`)
         assert.equal(e.code, 'INVALID_ARGUMENT')
         assert.equal(e.field, field, e.message)
         return true
@@ -293,7 +293,7 @@ test('observe refuses bad arguments at the call, naming the problem', async () =
       `observe(${JSON.stringify(roles)}, ${JSON.stringify(options)})`,
     )
   }
-  await assert.rejects(client.acquireLeadership('r', 'm', { onEvent: 'no' }), (e) => e instanceof TypeError && e.field === 'onEvent')
+  await assert.rejects(client.acquireLeadership('r', 'm', { onEvent: 'no' }), (e) => e instanceof kc.InvalidArgumentError && e.field === 'onEvent')
   const closed = new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' })
   closed.close()
   assert.throws(() => closed.observe('r'), (e) => e instanceof kc.InvalidArgumentError && /closed/.test(e.message))

@@ -42,8 +42,8 @@ test('registerMetrics registers every metric of the core with its type and help'
   assert.equal(registry.getSingleMetric('krabka_elections_total').help, 'Terms won.')
   // A name registered twice is the registry's error.
   assert.throws(() => kc.registerMetrics(promClient, registry), /already been registered/)
-  assert.throws(() => kc.registerMetrics({}, registry), (e) => e instanceof TypeError && e.code === 'INVALID_ARGUMENT' && e.field === 'promClient')
-  assert.throws(() => kc.registerMetrics(promClient, {}), (e) => e instanceof TypeError && e.field === 'registry')
+  assert.throws(() => kc.registerMetrics({}, registry), (e) => e instanceof kc.InvalidArgumentError && e.code === 'INVALID_ARGUMENT' && e.field === 'promClient')
+  assert.throws(() => kc.registerMetrics(promClient, {}), (e) => e instanceof kc.InvalidArgumentError && e.field === 'registry')
   // The default is prom-client's global registry.
   kc.registerMetrics(promClient)
   try {

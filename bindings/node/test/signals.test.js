@@ -87,8 +87,8 @@ test('a read aborted while it waits on the cluster rejects at once', async () =>
 
 test('a signal must be an AbortSignal', async () => {
   const { client } = await kafka()
-  await assert.rejects(client.describeLeadership('r', { signal: 5 }), { name: 'TypeError', code: 'INVALID_ARGUMENT', field: 'signal' })
-  await assert.rejects(client.checkStateTopic('now'), { name: 'TypeError', field: 'options' })
+  await assert.rejects(client.describeLeadership('r', { signal: 5 }), { name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT', field: 'signal' })
+  await assert.rejects(client.checkStateTopic('now'), { name: 'InvalidArgumentError', field: 'options' })
 })
 
 test('a guarded write is never cut in half by its signal', async () => {

@@ -34,22 +34,22 @@ test('a number that could lose precision is refused, never rounded', () => {
   throwsArg(() => new kc.Registration('m', Number.MAX_SAFE_INTEGER + 1), kc.InvalidArgumentError, /registered_at must be a bigint/, 'registered_at')
   throwsArg(() => new kc.Registration('m', 1.5), kc.InvalidArgumentError, /registered_at must be an integer, got 1\.5/)
   throwsArg(() => new kc.Lease('m', kc.NO_EPOCH, NaN, 1n), kc.InvalidArgumentError, /granted_at must be an integer, got NaN/)
-  throwsArg(() => new kc.FencingToken(2n ** 63n, 0), RangeError, /producer_id does not fit the layout's i64 .*got 9223372036854775808/, 'producer_id')
-  throwsArg(() => new kc.FencingToken(1n, 32768), RangeError, /producer_epoch does not fit the layout's i16 \(from -32768 to 32767\): got 32768/)
-  throwsArg(() => kc.rolePartition('r', 2 ** 31), RangeError, /partitions does not fit the layout's i32/)
+  throwsArg(() => new kc.FencingToken(2n ** 63n, 0), kc.InvalidArgumentError, /producer_id does not fit the layout's i64 .*got 9223372036854775808/, 'producer_id')
+  throwsArg(() => new kc.FencingToken(1n, 32768), kc.InvalidArgumentError, /producer_epoch does not fit the layout's i16 \(from -32768 to 32767\): got 32768/)
+  throwsArg(() => kc.rolePartition('r', 2 ** 31), kc.InvalidArgumentError, /partitions does not fit the layout's i32/)
 })
 
-test('wrong types are TypeErrors naming the argument', () => {
-  throwsArg(() => kc.Key.lease(5), TypeError, /^role must be a string, got number$/, 'role')
-  throwsArg(() => kc.Key.registration('r', null), TypeError, /^member must be a string, got null$/, 'member')
-  throwsArg(() => new kc.FencingToken('1', 0), TypeError, /producer_id must be a bigint .*got string/)
-  throwsArg(() => new kc.Lease('m', { producerId: 1n, producerEpoch: 0 }, 1n, 2n), TypeError, /token must be a FencingToken, got object/)
-  throwsArg(() => kc.decodeLease('00'), TypeError, /data must be a Buffer or Uint8Array, got string/)
-  throwsArg(() => kc.decodeLease([0, 0]), TypeError, /got Array/)
-  throwsArg(() => kc.decodeLease(new Uint16Array(4)), TypeError, /data must be a Buffer or Uint8Array/)
-  throwsArg(() => kc.encodeLease(new kc.Registration('m', 1n)), TypeError, /lease must be a Lease, got object/)
-  throwsArg(() => kc.encodeKey(undefined), TypeError, /key must be a Key, got undefined/)
-  throwsArg(() => kc.rolePartition('r', '16'), TypeError, /partitions must be an integer number, got string/)
+test('wrong types are InvalidArgumentErrors naming the argument', () => {
+  throwsArg(() => kc.Key.lease(5), kc.InvalidArgumentError, /^role must be a string, got number$/, 'role')
+  throwsArg(() => kc.Key.registration('r', null), kc.InvalidArgumentError, /^member must be a string, got null$/, 'member')
+  throwsArg(() => new kc.FencingToken('1', 0), kc.InvalidArgumentError, /producer_id must be a bigint .*got string/)
+  throwsArg(() => new kc.Lease('m', { producerId: 1n, producerEpoch: 0 }, 1n, 2n), kc.InvalidArgumentError, /token must be a FencingToken, got object/)
+  throwsArg(() => kc.decodeLease('00'), kc.InvalidArgumentError, /data must be a Buffer or Uint8Array, got string/)
+  throwsArg(() => kc.decodeLease([0, 0]), kc.InvalidArgumentError, /got Array/)
+  throwsArg(() => kc.decodeLease(new Uint16Array(4)), kc.InvalidArgumentError, /data must be a Buffer or Uint8Array/)
+  throwsArg(() => kc.encodeLease(new kc.Registration('m', 1n)), kc.InvalidArgumentError, /lease must be a Lease, got object/)
+  throwsArg(() => kc.encodeKey(undefined), kc.InvalidArgumentError, /key must be a Key, got undefined/)
+  throwsArg(() => kc.rolePartition('r', '16'), kc.InvalidArgumentError, /partitions must be an integer number, got string/)
 })
 
 test('refused values carry the core kind: an empty role, a count below 1', () => {
@@ -66,12 +66,12 @@ test('refused values carry the core kind: an empty role, a count below 1', () =>
 })
 
 test('a client refuses bad settings and options before any I/O', () => {
-  throwsArg(() => new kc.Client('127.0.0.1:1'), TypeError, /kafka must be an object of librdkafka settings/, 'kafka')
+  throwsArg(() => new kc.Client('127.0.0.1:1'), kc.InvalidArgumentError, /kafka must be an object of librdkafka settings/, 'kafka')
   throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' }, { connectTimeout: 0 }), kc.InvalidArgumentError, /connect_timeout must be a positive number of seconds, got 0/)
-  throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' }, { operationTimeout: 'soon' }), TypeError, /operation_timeout must be a number of seconds, got string/)
+  throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' }, { operationTimeout: 'soon' }), kc.InvalidArgumentError, /operation_timeout must be a number of seconds, got string/)
   throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1' }, { partitions: 0 }), kc.InvalidArgumentError, /partitions must be an integer from 1 to 2147483647, got 0/)
   throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1', 'no.such.setting': 1 }), kc.InvalidArgumentError, /no\.such\.setting/)
-  throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1', 'socket.timeout.ms': {} }), TypeError, /kafka setting "socket.timeout.ms" must be a string, number or boolean/)
+  throwsArg(() => new kc.Client({ 'bootstrap.servers': '127.0.0.1:1', 'socket.timeout.ms': {} }), kc.InvalidArgumentError, /kafka setting "socket.timeout.ms" must be a string, number or boolean/)
 })
 
 test('acquire arguments are refused by the promise, before any I/O', async () => {
@@ -80,14 +80,14 @@ test('acquire arguments are refused by the promise, before any I/O', async () =>
     const rejects = (p, ctor, message) =>
       assert.rejects(p, (e) => e instanceof ctor && e.code === 'INVALID_ARGUMENT' && message.test(e.message))
     await rejects(client.acquireLeadership('', 'm'), kc.InvalidArgumentError, /role/)
-    await rejects(client.acquireLeadership(7, 'm'), TypeError, /^role must be a string, got number$/)
+    await rejects(client.acquireLeadership(7, 'm'), kc.InvalidArgumentError, /^role must be a string, got number$/)
     await rejects(client.acquireLeadership('r', 'm', { leaseDuration: -1 }), kc.InvalidArgumentError, /lease_duration must be a positive number of seconds, got -1/)
     await rejects(client.acquireLeadership('r', 'm', { leaseDuration: 3 }), kc.InvalidArgumentError, /lease duration \(3 s\) must exceed the renew interval \(10 s\)/)
-    await rejects(client.acquireLeadership('r', 'm', { renewInterval: '1' }), TypeError, /renew_interval must be a number of seconds, got string/)
-    await rejects(client.acquireLeadership('r', 'm', { signal: 'stop' }), TypeError, /signal must be an AbortSignal, got string/)
-    await rejects(client.acquireLeadership('r', 'm', 'fast'), TypeError, /options must be an object, got string/)
+    await rejects(client.acquireLeadership('r', 'm', { renewInterval: '1' }), kc.InvalidArgumentError, /renew_interval must be a number of seconds, got string/)
+    await rejects(client.acquireLeadership('r', 'm', { signal: 'stop' }), kc.InvalidArgumentError, /signal must be an AbortSignal, got string/)
+    await rejects(client.acquireLeadership('r', 'm', 'fast'), kc.InvalidArgumentError, /options must be an object .*got string/)
     await rejects(client.ensureStateTopic({ minInsyncReplicas: 4 }), kc.InvalidArgumentError, /min_insync_replicas must be an integer from 1 to 3, got 4/)
-    await rejects(client.describeLeadership(null), TypeError, /role must be a string, got null/)
+    await rejects(client.describeLeadership(null), kc.InvalidArgumentError, /role must be a string, got null/)
     assert.equal(client._describeRequests(), 0)
   } finally {
     client.close()
@@ -151,9 +151,9 @@ test('values: equality, order, strings', () => {
   const b = new kc.FencingToken(4002n, 0)
   assert.equal(a.compare(b), -1)
   assert.deepEqual([b, a, kc.NO_EPOCH].sort((x, y) => x.compare(y)).map(String), [
-    'FencingToken(-1n, -1)',
-    'FencingToken(4001n, 32766)',
-    'FencingToken(4002n, 0)',
+    'NoEpoch',
+    '4001/32766',
+    '4002/0',
   ])
   assert.ok(kc.NO_EPOCH.isNoEpoch)
   assert.equal(a.equals('x'), false)
@@ -206,12 +206,12 @@ test('decodeLeases reports the first bad element as decodeLease would, with its 
     return true
   })
   assert.throws(() => kc.decodeLeases([good, 42]), (e) => {
-    assert.ok(e instanceof TypeError, `${e}`)
+    assert.ok(e instanceof kc.InvalidArgumentError, `${e}`)
     assert.equal(e.index, 1)
     assert.match(e.message, /^values\[1\]: .*Buffer or Uint8Array/)
     return true
   })
-  throwsArg(() => kc.decodeLeases(good), TypeError, /values must be an Array of Buffer or Uint8Array/, 'values')
+  throwsArg(() => kc.decodeLeases(good), kc.InvalidArgumentError, /values must be an Array of Buffer or Uint8Array/, 'values')
 })
 
 test('import works as require does', async () => {

@@ -69,6 +69,28 @@ pub enum Field {
 }
 
 impl Field {
+    /// Every field, in declaration order.
+    pub const ALL: [Field; 18] = [
+        Field::Role,
+        Field::Member,
+        Field::Partitions,
+        Field::LeaseDuration,
+        Field::RenewInterval,
+        Field::ChallengeStagger,
+        Field::Timeout,
+        Field::ReplicationFactor,
+        Field::MinInsyncReplicas,
+        Field::Topic,
+        Field::Partition,
+        Field::Key,
+        Field::Value,
+        Field::Headers,
+        Field::Kafka,
+        Field::ConnectTimeout,
+        Field::OperationTimeout,
+        Field::OAuthToken,
+    ];
+
     /// The field's name in messages: the spec's snake_case spelling.
     pub fn name(self) -> &'static str {
         match self {

@@ -157,6 +157,22 @@ pub fn details(e: &Error) -> Details {
     }
 }
 
+/// The argument an [`Error::InvalidArgument`] refused, when its message is
+/// about one argument: the message starts with a field's name and a space
+/// (`role must not be empty`, `partitions must be at least 1`). A refusal of
+/// how several relate (`lease duration (3 s) must exceed ...`) and any other
+/// kind give `None`.
+pub fn argument_field(e: &Error) -> Option<&'static str> {
+    let Error::InvalidArgument(message) = e else {
+        return None;
+    };
+    let first = message.split(' ').next()?;
+    crate::args::Field::ALL
+        .iter()
+        .map(|f| f.name())
+        .find(|name| *name == first && message.len() > first.len())
+}
+
 /// The `source()` chain below `e` (not `e` itself), outermost first.
 pub fn causes<'a>(
     e: &'a (dyn std::error::Error + 'static),
@@ -247,6 +263,27 @@ mod tests {
             .map(|k| k.name)
             .collect();
         assert_eq!(retryable, ["TRANSIENT"]);
+    }
+
+    #[test]
+    fn an_argument_refusal_names_its_field_when_it_is_about_one() {
+        let invalid = |m: &str| Error::InvalidArgument(m.into());
+        assert_eq!(
+            argument_field(&invalid("role must not be empty")),
+            Some("role")
+        );
+        assert_eq!(
+            argument_field(&invalid("min_insync_replicas must be at most 3")),
+            Some("min_insync_replicas")
+        );
+        assert_eq!(
+            argument_field(&invalid(
+                "lease duration (3s) must exceed the renew interval (10s)"
+            )),
+            None
+        );
+        assert_eq!(argument_field(&invalid("role")), None);
+        assert_eq!(argument_field(&Error::Resigned), None);
     }
 
     #[test]

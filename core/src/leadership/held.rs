@@ -42,6 +42,10 @@ struct Held {
     /// Set once a resign started; the resign runs in its own task and
     /// publishes its result in `resigned`.
     resign_started: AtomicBool,
+    /// Set when [`Leadership::resign`] is called, before its future runs:
+    /// a guarded write called after it is refused at its call, so no write
+    /// issued after a resign can commit, whatever order the futures run in.
+    resign_called: AtomicBool,
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
     renewal_failures: Mutex<u32>,
@@ -227,6 +231,7 @@ impl Leadership {
             ended,
             writes: tokio::sync::Mutex::new(()),
             resign_started: AtomicBool::new(false),
+            resign_called: AtomicBool::new(false),
             resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
@@ -352,7 +357,48 @@ impl Leadership {
     /// still completing the previous transaction; then before the next
     /// write or renewal of the role). A failure after its commit was sent is
     /// [`Error::OutcomeUnknown`]: the records may or may not be visible.
-    pub async fn write(&self, records: Vec<OutRecord>) -> Result<()> {
+    ///
+    /// Call order: a write called after [`Leadership::resign`] was called on
+    /// this leadership fails with [`Error::Resigned`] and sends nothing, even
+    /// when its future runs before the resign's (the check is made at the
+    /// call, not at the first poll). A write called before the resign either
+    /// commits before the resign clears the lease, or fails.
+    pub fn write(&self, records: Vec<OutRecord>) -> impl Future<Output = Result<()>> + Send + '_ {
+        let refused = self.refused_after_resign();
+        async move {
+            match refused {
+                Some(e) => Err(e),
+                None => self.write_now(records).await,
+            }
+        }
+    }
+
+    /// [`Leadership::write`] on a shared handle: the same check at the call,
+    /// a future that owns the handle (for bindings, which run it on a
+    /// runtime while the caller goes on).
+    pub fn write_owned(
+        self: Arc<Self>,
+        records: Vec<OutRecord>,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let refused = self.refused_after_resign();
+        async move {
+            match refused {
+                Some(e) => Err(e),
+                None => self.write_now(records).await,
+            }
+        }
+    }
+
+    /// The error of a write called once a resign was called, else `None`.
+    fn refused_after_resign(&self) -> Option<Error> {
+        if self.held.resign_called.load(Ordering::SeqCst) {
+            tracing::debug!(parent: &self.held.member.span, "a guarded write called after resign was refused; nothing was sent");
+            return Some(Error::Resigned);
+        }
+        None
+    }
+
+    async fn write_now(&self, records: Vec<OutRecord>) -> Result<()> {
         let held = &self.held;
         let _w = tokio::select! {
             biased;
@@ -448,8 +494,20 @@ impl Leadership {
     /// whatever happens. It runs in its own task, so a caller that stops
     /// waiting (a dropped future, a cancelled task) leaves no half-state.
     /// Idempotent: a second call waits for the first and returns `Ok(())`.
-    pub async fn resign(&self) -> Result<()> {
-        resign_held(&self.held).await
+    ///
+    /// Call order: from this call on (before its future runs), every
+    /// [`Leadership::write`] called on this leadership fails with
+    /// [`Error::Resigned`] without sending anything.
+    pub fn resign(&self) -> impl Future<Output = Result<()>> + Send + '_ {
+        self.held.resign_called.store(true, Ordering::SeqCst);
+        resign_held(&self.held)
+    }
+
+    /// [`Leadership::resign`] on a shared handle: the same mark at the call,
+    /// a future that owns the handle (for bindings).
+    pub fn resign_owned(self: Arc<Self>) -> impl Future<Output = Result<()>> + Send + 'static {
+        self.held.resign_called.store(true, Ordering::SeqCst);
+        async move { resign_held(&self.held).await }
     }
 
     /// A handle on this term that does not keep it alive, for the client
@@ -475,6 +533,7 @@ impl HeldRef {
     pub(crate) async fn resign(&self) -> Result<()> {
         match self.0.upgrade() {
             Some(held) if !held.is_ended() || held.resign_started.load(Ordering::SeqCst) => {
+                held.resign_called.store(true, Ordering::SeqCst);
                 resign_held(&held).await
             }
             _ => Ok(()),
