@@ -64,7 +64,7 @@ def test_invalid_timings_raise_at_the_call_naming_the_argument(
     [
         ({"lease_duration": timedelta(seconds=-1)}, "lease_duration must be a positive number of seconds, got -1"),
         ({"renew_interval": timedelta(0)}, "renew_interval must be a positive number of seconds, got 0"),
-        ({"lease_duration": timedelta(seconds=3), "renew_interval": timedelta(seconds=10)}, "lease duration (3s)"),
+        ({"lease_duration": timedelta(seconds=3), "renew_interval": timedelta(seconds=10)}, "lease duration (3 s)"),
         ({"timeout": timedelta(milliseconds=-500)}, "timeout must be a non-negative number of seconds, got -0.5"),
     ],
 )
