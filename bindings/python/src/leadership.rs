@@ -103,11 +103,10 @@ impl PyLeadership {
     }
 
     fn write_pending(&self, py: Python<'_>, records: Vec<OutRecord>) -> PyResult<PyPending> {
-        let l = Arc::clone(self.core(py)?);
-        Ok(PyPending::plain(
-            async move { l.write(records).await },
-            OnInterrupt::Finish(FINISH_GRACE),
-        ))
+        // Checked at this call, not when the runtime first polls: a write
+        // called after `resign()` never commits, whatever runs first.
+        let write = Arc::clone(self.core(py)?).write_owned(records);
+        Ok(PyPending::plain(write, OnInterrupt::Finish(FINISH_GRACE)))
     }
 }
 
@@ -220,13 +219,11 @@ impl PyLeadership {
     }
 
     /// Gives the role up: the core stops renewing, supersedes the token,
-    /// clears the lease and deregisters. Idempotent.
+    /// clears the lease and deregisters. Idempotent. From this call on,
+    /// every write called on this leadership fails with `Resigned`.
     fn resign(&self, py: Python<'_>) -> PyResult<PyPending> {
-        let l = Arc::clone(self.core(py)?);
-        Ok(PyPending::plain(
-            async move { l.resign().await },
-            OnInterrupt::Finish(FINISH_GRACE),
-        ))
+        let resign = Arc::clone(self.core(py)?).resign_owned();
+        Ok(PyPending::plain(resign, OnInterrupt::Finish(FINISH_GRACE)))
     }
 
     /// The member's events from now on, ending with the term.

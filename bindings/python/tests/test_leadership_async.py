@@ -194,3 +194,22 @@ def test_a_leadership_won_as_the_acquire_is_cancelled_is_resigned(
     wait_until(lambda: members(role) == [], 10, "the won leadership to be resigned")
     report = client.describe_role_state(role)
     assert report.lease is None, "the lease was not cleared"
+
+
+def test_a_write_started_after_resign_never_commits(kafka: Dict[str, str], data_topic: str, role: str) -> None:
+    # Tasks run in the order they were created: the second write starts
+    # after the resign did, so it is refused (Resigned) and sends nothing,
+    # whatever the runtime runs first; the first write started before.
+    async def main() -> None:
+        async with kc.AsyncClient(kafka) as client:
+            for i in range(10):
+                lead = await client.acquire_leadership(f"{role}-{i}", "a", **FAST)
+                w1 = asyncio.ensure_future(lead.write(data_topic, b"before"))
+                resign = asyncio.ensure_future(lead.resign())
+                w2 = asyncio.ensure_future(lead.write(data_topic, b"after"))
+                first, resigned, second = await asyncio.gather(w1, resign, w2, return_exceptions=True)
+                assert isinstance(second, kc.Resigned), (i, second)
+                assert resigned is None, (i, resigned)
+                assert first is None or isinstance(first, kc.Resigned), (i, first)
+
+    asyncio.run(main())
