@@ -355,6 +355,29 @@ impl Client {
         }
     }
 
+    /// [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+    /// and `use { }`): waits until it is done (bounded by the leases), except
+    /// on a thread of an async runtime (a coroutine resumed by this
+    /// binding's runtime), where waiting would block that runtime: there it
+    /// starts the close and returns at once. Idempotent; never fails.
+    pub fn close_blocking(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let client = taken.as_ref().and_then(|bound| bound.get().ok().cloned());
+        drop(taken);
+        let (Some(client), Ok(rt)) = (client, runtime()) else {
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            client.close().await;
+            let _ = tx.send(());
+        });
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let _ = rx.recv();
+    }
+
     /// True once closed.
     pub fn is_closed(&self) -> bool {
         self.inner

@@ -839,6 +839,15 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func close() async 
     
     /**
+     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * and `use { }`): waits until it is done (bounded by the leases), except
+     * on a thread of an async runtime (a coroutine resumed by this
+     * binding's runtime), where waiting would block that runtime: there it
+     * starts the close and returns at once. Idempotent; never fails.
+     */
+    func closeBlocking() 
+    
+    /**
      * The role's current token at its transaction coordinator (one
      * DescribeTransactions request once the coordinator is known).
      */
@@ -1031,6 +1040,21 @@ open func close()async   {
             errorHandler: nil
             
         )
+}
+    
+    /**
+     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * and `use { }`): waits until it is done (bounded by the leases), except
+     * on a thread of an async runtime (a coroutine resumed by this
+     * binding's runtime), where waiting would block that runtime: there it
+     * starts the close and returns at once. Idempotent; never fails.
+     */
+open func closeBlocking()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_client_close_blocking(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
 }
     
     /**
@@ -6718,6 +6742,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_close() != 56965) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close_blocking() != 19013) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_describe_leadership() != 58937) {

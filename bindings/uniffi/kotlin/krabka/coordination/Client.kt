@@ -9,8 +9,6 @@
 // error rather than uniffi's "already destroyed".
 package krabka.coordination
 
-import kotlinx.coroutines.runBlocking
-
 /**
  * The core client of one set of librdkafka settings ([kafka]:
  * `bootstrap.servers` at least) and [options]; every operation is
@@ -34,7 +32,9 @@ open class Client @JvmOverloads constructor(
 ) : ClientBase(kafka, options) {
     /**
      * Closes the client (see the class documentation), blocking the calling
-     * thread until its leaderships are resigned (each at most its lease).
+     * thread until its leaderships are resigned (each at most its lease);
+     * on a thread of the binding's runtime (a coroutine it resumed) it
+     * starts the close and returns, as blocking there would stall it.
      * Idempotent; never throws. From a coroutine, the suspend
      * `closeClient()` does the same without blocking a thread.
      */
@@ -47,6 +47,6 @@ open class Client @JvmOverloads constructor(
      * throws the binding's closed error, not uniffi's "already destroyed".
      */
     override fun destroy() {
-        runBlocking { closeClient() }
+        closeBlocking()
     }
 }
