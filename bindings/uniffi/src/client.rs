@@ -123,11 +123,10 @@ impl From<kafka::TopicReport> for TopicReport {
 }
 
 /// The core client of one set of Kafka settings (see the module
-/// documentation). `shutdown` lets go of the shared Kafka clients; held
-/// leaderships keep what they need.
+/// documentation). `close` ends everything it started (see [`Client::close`]).
 #[derive(uniffi::Object)]
 pub struct Client {
-    /// `None` once shut down.
+    /// `None` once closed.
     inner: Mutex<Option<ProcessBound<KafkaClient>>>,
     partitions: i32,
 }
@@ -141,13 +140,13 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// The core client (a cheap clone), or an error once shut down.
+    /// The core client (a cheap clone), or an error once closed.
     fn client(&self) -> Result<KafkaClient, KrabkaError> {
         let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match guard.as_ref() {
             Some(bound) => Ok(bound.get().cloned()?),
             None => Err(KrabkaError::InvalidArgument {
-                detail: "the client is shut down".into(),
+                detail: "the client is closed".into(),
             }),
         }
     }
@@ -332,17 +331,55 @@ impl Client {
         Ok(run(self.client()?.check_state_topic()).await?.into())
     }
 
-    /// Lets go of the shared Kafka clients now (Kotlin's `close()` and
-    /// Swift's last reference also do, once no call is in flight). Held
-    /// leaderships go on; further operations of this client fail.
-    /// Idempotent.
-    pub fn shutdown(&self) {
+    /// Closes the client: resigns every leadership it holds (all at once,
+    /// each bounded by its lease), cancels its pending acquires (they fail
+    /// with the cancelled error), stops its leader loops and observers, then
+    /// lets go of the shared Kafka clients. Every later operation fails at
+    /// once with `InvalidArgument` ("the client is closed"). Idempotent;
+    /// never fails. Kotlin names it `closeClient` (Kotlin's `close()` and
+    /// `use { }` run it, then free the object; garbage collection never
+    /// does); Swift `close()`.
+    pub async fn close(&self) {
         let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let client = taken.as_ref().and_then(|bound| bound.get().ok().cloned());
         drop(taken);
+        if let Some(client) = client {
+            // On the runtime: the close goes on when the caller stops waiting.
+            let closing = run(async move {
+                client.close().await;
+                Ok(())
+            });
+            if let Err(e) = closing.await {
+                tracing::warn!(error = %e, "closing the client");
+            }
+        }
     }
 
-    /// True once shut down.
-    pub fn is_shut_down(&self) -> bool {
+    /// [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+    /// and `use { }`): waits until it is done (bounded by the leases), except
+    /// on a thread of an async runtime (a coroutine resumed by this
+    /// binding's runtime), where waiting would block that runtime: there it
+    /// starts the close and returns at once. Idempotent; never fails.
+    pub fn close_blocking(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let client = taken.as_ref().and_then(|bound| bound.get().ok().cloned());
+        drop(taken);
+        let (Some(client), Ok(rt)) = (client, runtime()) else {
+            return;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            client.close().await;
+            let _ = tx.send(());
+        });
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let _ = rx.recv();
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
         self.inner
             .lock()
             .unwrap_or_else(|e| e.into_inner())

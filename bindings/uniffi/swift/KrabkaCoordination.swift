@@ -802,8 +802,7 @@ public func FfiConverterTypeAcquireEvents_lower(_ value: AcquireEvents) -> UInt6
 
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `shutdown` lets go of the shared Kafka clients; held
- * leaderships keep what they need.
+ * documentation). `close` ends everything it started (see [`Client::close`]).
  */
 public protocol ClientProtocol: AnyObject, Sendable {
     
@@ -828,6 +827,27 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func checkStateTopic() async throws  -> TopicReport
     
     /**
+     * Closes the client: resigns every leadership it holds (all at once,
+     * each bounded by its lease), cancels its pending acquires (they fail
+     * with the cancelled error), stops its leader loops and observers, then
+     * lets go of the shared Kafka clients. Every later operation fails at
+     * once with `InvalidArgument` ("the client is closed"). Idempotent;
+     * never fails. Kotlin names it `closeClient` (Kotlin's `close()` and
+     * `use { }` run it, then free the object; garbage collection never
+     * does); Swift `close()`.
+     */
+    func close() async 
+    
+    /**
+     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * and `use { }`): waits until it is done (bounded by the leases), except
+     * on a thread of an async runtime (a coroutine resumed by this
+     * binding's runtime), where waiting would block that runtime: there it
+     * starts the close and returns at once. Idempotent; never fails.
+     */
+    func closeBlocking() 
+    
+    /**
      * The role's current token at its transaction coordinator (one
      * DescribeTransactions request once the coordinator is known).
      */
@@ -846,9 +866,9 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func ensureStateTopic(options: TopicOptions?) async throws  -> TopicReport
     
     /**
-     * True once shut down.
+     * True once closed.
      */
-    func isShutDown()  -> Bool
+    func isClosed()  -> Bool
     
     /**
      * A leader loop of `member` in `role` (see [`LeaderLoop`]; Kotlin's
@@ -871,14 +891,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func partitions()  -> Int32
     
     /**
-     * Lets go of the shared Kafka clients now (Kotlin's `close()` and
-     * Swift's last reference also do, once no call is in flight). Held
-     * leaderships go on; further operations of this client fail.
-     * Idempotent.
-     */
-    func shutdown() 
-    
-    /**
      * The name of the state topic.
      */
     func stateTopic() throws  -> String
@@ -886,8 +898,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
 }
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `shutdown` lets go of the shared Kafka clients; held
- * leaderships keep what they need.
+ * documentation). `close` ends everything it started (see [`Client::close`]).
  */
 open class Client: ClientProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -1005,6 +1016,48 @@ open func checkStateTopic()async throws  -> TopicReport  {
 }
     
     /**
+     * Closes the client: resigns every leadership it holds (all at once,
+     * each bounded by its lease), cancels its pending acquires (they fail
+     * with the cancelled error), stops its leader loops and observers, then
+     * lets go of the shared Kafka clients. Every later operation fails at
+     * once with `InvalidArgument` ("the client is closed"). Idempotent;
+     * never fails. Kotlin names it `closeClient` (Kotlin's `close()` and
+     * `use { }` run it, then free the object; garbage collection never
+     * does); Swift `close()`.
+     */
+open func close()async   {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_client_close(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: nil
+            
+        )
+}
+    
+    /**
+     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * and `use { }`): waits until it is done (bounded by the leases), except
+     * on a thread of an async runtime (a coroutine resumed by this
+     * binding's runtime), where waiting would block that runtime: there it
+     * starts the close and returns at once. Idempotent; never fails.
+     */
+open func closeBlocking()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_client_close_blocking(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
      * The role's current token at its transaction coordinator (one
      * DescribeTransactions request once the coordinator is known).
      */
@@ -1065,12 +1118,12 @@ open func ensureStateTopic(options: TopicOptions? = nil)async throws  -> TopicRe
 }
     
     /**
-     * True once shut down.
+     * True once closed.
      */
-open func isShutDown() -> Bool  {
+open func isClosed() -> Bool  {
     return try!  FfiConverterBool.lift(try! rustCall() {
         uniffiCallStatus in
-    uniffi_krabka_coordination_uniffi_fn_method_client_is_shut_down(
+    uniffi_krabka_coordination_uniffi_fn_method_client_is_closed(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -1125,20 +1178,6 @@ open func partitions() -> Int32  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
-}
-    
-    /**
-     * Lets go of the shared Kafka clients now (Kotlin's `close()` and
-     * Swift's last reference also do, once no call is in flight). Held
-     * leaderships go on; further operations of this client fail.
-     * Idempotent.
-     */
-open func shutdown()  {try! rustCall() {
-        uniffiCallStatus in
-    uniffi_krabka_coordination_uniffi_fn_method_client_shutdown(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-}
 }
     
     /**
@@ -6702,6 +6741,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_check_state_topic() != 62717) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close() != 56965) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close_blocking() != 19013) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_describe_leadership() != 58937) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6711,7 +6756,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_ensure_state_topic() != 33971) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_shut_down() != 27832) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_is_closed() != 62763) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_leader_loop() != 25497) {
@@ -6721,9 +6766,6 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_partitions() != 33998) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_shutdown() != 63478) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_state_topic() != 36748) {

@@ -347,9 +347,10 @@ fun arguments() {
                 runBlocking { c.ensureStateTopic(TopicOptions(replicationFactor = 1, minInsyncReplicas = 2)) }
             }
             expect(e3.detail == "min_insync_replicas must be an integer from 1 to 1, got 2") { e3.detail }
-            c.shutdown()
-            expect(c.isShutDown()) { "shut down" }
-            throws<KrabkaException.InvalidArgument> { runBlocking { c.describeLeadership("r") } }
+            c.close()
+            expect(c.isClosed()) { "closed" }
+            val e4 = throws<KrabkaException.InvalidArgument> { runBlocking { c.describeLeadership("r") } }
+            expect(e4.detail == "the client is closed") { e4.detail }
         }
     }
 }
@@ -459,6 +460,42 @@ fun kafka(bootstrap: String, topic: String) = runBlocking {
                     println("close() handed over in ${"%.2f".format(took)} s")
                     b.resign()
                     b.close()
+                }
+            }
+        }
+        check("closing a client ends everything it started: a standby takes over at once, a pending acquire is cancelled, a leader loop stops") {
+            runBlocking {
+                val slow = AcquireOptions(leaseDuration = 15.0, renewInterval = 3.0, challengeStagger = 0.5)
+                val (held, pending, looped) = listOf("held", "pending", "loop").map { "$role-client-close-$it" }
+                Client(settings).use { other ->
+                    val blocker = other.acquire(pending, "member-x", slow)
+                    val closing = Client(settings)
+                    closing.acquire(held, "member-a", slow)
+                    val waiting = async { runCatching { closing.acquire(pending, "member-y", slow) } }
+                    val leading = CompletableDeferred<Unit>()
+                    val loop = async(Dispatchers.IO) {
+                        runCatching { closing.lead(looped, "member-l", slow) { leading.complete(Unit); awaitCancellation() } }
+                    }
+                    withTimeout(20_000) { leading.await() }
+                    val standby = async { other.acquire(held, "member-b", slow) }
+                    inRoster(other, held, "member-b")
+                    inRoster(other, pending, "member-y")
+                    val closedAt = System.nanoTime()
+                    withContext(Dispatchers.IO) { closing.use { } }
+                    val b = withTimeout(30_000) { standby.await() }
+                    val took = (System.nanoTime() - closedAt) / 1e9
+                    expect(took < 5.0) { "member-b took over ${"%.1f".format(took)} s after the client's close(), the lease is 15 s" }
+                    println("the client's close() handed over in ${"%.2f".format(took)} s")
+                    val acquired = withTimeout(5_000) { waiting.await() }
+                    expect(acquired.exceptionOrNull() is KrabkaException.Cancelled) { "the pending acquire: $acquired" }
+                    val led = withTimeout(5_000) { loop.await() }
+                    expect(led.isSuccess || led.exceptionOrNull() is KrabkaException) { "the leader loop: $led" }
+                    expect(closing.isClosed()) { "closed" }
+                    val late = throws<KrabkaException.InvalidArgument> { runBlocking { closing.acquire(held, "member-a", slow) } }
+                    expect(late.detail == "the client is closed") { late.detail }
+                    closing.close()
+                    b.resign(); b.close()
+                    blocker.resign(); blocker.close()
                 }
             }
         }

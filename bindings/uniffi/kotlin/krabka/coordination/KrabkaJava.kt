@@ -30,6 +30,7 @@ import kotlinx.coroutines.withTimeoutOrNull
  * `CompletableFuture<Void>` completing with `null`.
  *
  * ```java
+ * // Leaving the try closes the client: its roles resigned, its acquires cancelled.
  * try (Client client = KrabkaJava.client(Map.of("bootstrap.servers", "127.0.0.1:19092"));
  *      Leadership leadership = KrabkaJava.acquire(client, "orders", "node-1")) {
  *     KrabkaJava.write(leadership, List.of(KrabkaJava.record("results", "42".getBytes())));
@@ -72,6 +73,17 @@ object KrabkaJava {
     @JvmStatic @JvmOverloads
     fun acquireAsync(client: Client, role: String, member: String, options: AcquireOptions? = null): CompletableFuture<Leadership> =
         scope.future { client.acquire(role, member, options) }
+
+    /**
+     * Closes [client] as a future (what `client.close()` and
+     * try-with-resources do, blocking): its leaderships are resigned (each
+     * at most its lease), its pending acquires cancelled, its leader loops
+     * and observers stopped; later calls throw
+     * [KrabkaException.InvalidArgument] ("the client is closed"). Never
+     * completes exceptionally.
+     */
+    @JvmStatic
+    fun closeAsync(client: Client): CompletableFuture<Void?> = scope.future { client.closeClient(); null }
 
     /** The role's current token at its transaction coordinator. */
     @JvmStatic @Throws(KrabkaException::class)

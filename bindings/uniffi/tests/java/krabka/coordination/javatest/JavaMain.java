@@ -308,6 +308,49 @@ public final class JavaMain {
                     }
                     expect(KrabkaJava.describeRoleState(client, loopRole).getLease() == null, "resigned after the work threw");
                 });
+                check("try-with-resources closes the client: its role is handed over at once, its pending acquire cancelled, later calls refused", () -> {
+                    String closeRole = role + "-java-close";
+                    String pendingRole = role + "-java-close-pending";
+                    AcquireOptions slow = new AcquireOptions(15.0, 3.0, 0.5);
+                    Leadership blocker = KrabkaJava.acquire(other, pendingRole, "java-x", slow);
+                    CompletableFuture<Leadership> standby;
+                    CompletableFuture<Leadership> pending;
+                    Client closed;
+                    long closedAt;
+                    try (Client holder = KrabkaJava.client(settings)) {
+                        closed = holder;
+                        KrabkaJava.acquire(holder, closeRole, "java-holder", slow);
+                        pending = KrabkaJava.acquireAsync(holder, pendingRole, "java-y", slow);
+                        standby = KrabkaJava.acquireAsync(other, closeRole, "java-standby", slow);
+                        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                        while (System.nanoTime() < deadline
+                            && (KrabkaJava.describeRoleState(other, closeRole).getRoster().size() < 2
+                                || KrabkaJava.describeRoleState(other, pendingRole).getRoster().size() < 2)) {
+                            Thread.sleep(100);
+                        }
+                        expect(!standby.isDone() && !pending.isDone(), "both wait behind their holders");
+                        closedAt = System.nanoTime();
+                    }
+                    Leadership b = standby.get(30, TimeUnit.SECONDS);
+                    double took = (System.nanoTime() - closedAt) / 1e9;
+                    expect(took < 5.0, "the standby took over " + took + " s after the close, the lease is 15 s");
+                    try {
+                        pending.get(5, TimeUnit.SECONDS);
+                        throw new AssertionError("the pending acquire won on a closed client");
+                    } catch (ExecutionException e) {
+                        expect(e.getCause() instanceof KrabkaException.Cancelled, "pending acquire: " + e.getCause());
+                    }
+                    try {
+                        KrabkaJava.describeRoleState(closed, closeRole);
+                        throw new AssertionError("a closed client answered");
+                    } catch (KrabkaException.InvalidArgument e) {
+                        expect(e.getDetail().equals("the client is closed"), e.getDetail());
+                    }
+                    KrabkaJava.resign(b);
+                    b.close();
+                    KrabkaJava.resign(blocker);
+                    blocker.close();
+                });
                 for (Leadership l : held) if (l != null) l.close();
             }
         }
