@@ -34,7 +34,9 @@ fun micrometerBinder(bootstrap: String) = runBlocking {
                 val acquire = registry.find("krabka.acquire").tags("role", role).functionTimer()
                 expect(acquire != null && acquire.count() == 1.0 && acquire.totalTime(TimeUnit.SECONDS) > 0.0) { "${acquire?.id}" }
                 runBlocking { l.resign() }
-                // Read at each look: the resign shows without a refresh.
+                // Read at each look once the binder's 100 ms snapshot is
+                // stale: the resign shows without a refresh.
+                Thread.sleep(150)
                 expect(counter("krabka.resigns")?.count() == 1.0 && held!!.value() == 0.0) { "${counter("krabka.resigns")?.count()}" }
             }
         }
