@@ -619,9 +619,9 @@ mod tests {
     #[test]
     fn a_grace_that_outlasts_the_renewals_room_is_refused_with_the_values() {
         let e = StopTimes::new(s(6.0), s(1.0), Some(s(10.0))).unwrap_err();
-        assert!(e.contains("--grace 10s"), "{e}");
-        assert!(e.contains("6s") && e.contains("1s"), "{e}");
-        assert!(e.contains("under 4.7s"), "{e}");
+        assert!(e.contains("--grace 10 s"), "{e}");
+        assert!(e.contains("6 s") && e.contains("1 s"), "{e}");
+        assert!(e.contains("under 4.7 s"), "{e}");
         let e = StopTimes::new(s(1.0), s(0.95), None).unwrap_err();
         assert!(e.contains("leaves no time"), "{e}");
     }

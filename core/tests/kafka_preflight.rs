@@ -205,7 +205,7 @@ async fn a_lease_over_the_brokers_transaction_max_timeout_is_refused_before_regi
     for part in [
         "transaction.max.timeout.ms".to_owned(),
         format!("{max_ms} ms"),
-        format!("{over:?}"),
+        krabka_coordination::human::duration(over).to_string(),
     ] {
         assert!(msg.contains(&part), "{part:?} missing from: {msg}");
     }
@@ -308,7 +308,7 @@ async fn a_lease_that_cannot_ride_out_a_broker_loss_is_warned_about_once() {
     for part in [
         "broker.session.timeout.ms".to_owned(),
         format!("{} ms", detect.as_millis()),
-        format!("{enough:?}"),
+        krabka_coordination::human::duration(enough).to_string(),
     ] {
         assert!(warning.contains(&part), "{part:?} missing from: {warning}");
     }
