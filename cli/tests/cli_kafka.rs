@@ -981,6 +981,12 @@ fn metrics_follow_a_failover() {
         "HTTP/1.1 503 Service Unavailable",
         "a lost the role: not ready"
     );
+    // b leads (its child started); under load its probe may answer a
+    // moment later than a's end was scraped.
+    let asked = Instant::now();
+    while probe(&b, "/readyz") != "HTTP/1.1 200 OK" && asked.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(probe(&b, "/readyz"), "HTTP/1.1 200 OK", "b leads: ready");
     let m = scrape(&b);
     assert_eq!(series(&m, "krabka_role_held", "b"), 1.0, "{m:?}");

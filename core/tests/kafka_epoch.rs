@@ -830,10 +830,9 @@ async fn a_deposed_bump_leaves_the_successors_open_transaction_alone() {
     assert_eq!(a.describe_epoch(&role).await.unwrap(), new.token());
 }
 
-/// A guarded write that cannot be acknowledged in time (a topic that does
-/// not exist) is aborted, nothing of it is visible, and the epoch re-learns
-/// its token after the abort: unchanged, so the epoch writes on (issue 9,
-/// items 2 and 6).
+/// A guarded write that cannot succeed (a topic that does not exist) fails
+/// FATAL naming the topic, nothing of it is visible, and the epoch keeps
+/// its producer and token, so it writes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unacknowledged_write_is_aborted_and_the_epoch_writes_on() {
     let role = unique("abort-relearn");
@@ -844,12 +843,12 @@ async fn an_unacknowledged_write_is_aborted_and_the_epoch_writes_on() {
         .write_guarded(vec![missing], Duration::from_secs(2))
         .await
         .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Transient, "{e}");
-    // librdkafka sends to a topic it cannot find and aborts; the protocol
-    // path asks Metadata first and sends nothing.
+    // A topic that does not exist is no retry's to mend: FATAL, naming it.
+    // The protocol path asks Metadata first and sends nothing.
+    assert_eq!(e.kind(), ErrorKind::Fatal, "{e}");
     let said = e.to_string();
     assert!(
-        said.contains("aborted") || said.contains("nothing was sent"),
+        said.contains("no-such-topic") && said.contains("does not exist"),
         "{e}"
     );
     assert!(
