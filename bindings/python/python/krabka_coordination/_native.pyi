@@ -429,7 +429,8 @@ class _Leadership:
 
     def resign(self) -> _Pending[None]:
         """Gives the role up: the core stops renewing, supersedes the token,
-        clears the lease and deregisters. Idempotent."""
+        clears the lease and deregisters. Idempotent. From this call on,
+        every write called on this leadership fails with `Resigned`."""
 
     def events(self) -> _EventStream:
         """The member's events from now on, ending with the term."""
