@@ -177,6 +177,8 @@ JVM="$STAGE/jvm"
 LIB="$TARGET/release/libkrabka_coordination_uniffi.so"
 mkdir -p "$JVM/kotlin" "$JVM/classes/linux-x86-64"
 "$TARGET/debug/uniffi-bindgen" generate --no-format --library "$LIB" --language kotlin --out-dir "$JVM/kotlin" >/dev/null
+# The error messages generate.sh gives the tested sources.
+bash bindings/uniffi/kotlin-messages.sh "$JVM/kotlin"
 mapfile -t KT < <(find "$JVM/kotlin" -name '*.kt' | sort)
 [ "${#KT[@]}" -gt 0 ] || { echo "ci/release.sh: uniffi-bindgen generated no Kotlin" >&2; exit 1; }
 # With the hand-written Kotlin shipped next to it (observeFlow).

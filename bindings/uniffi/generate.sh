@@ -34,20 +34,7 @@ mkdir -p "$KOTLIN_OUT" "$SWIFT_OUT"
 # --no-format: the output must not depend on whether ktlint or swift-format
 # happens to be installed.
 (cd "$ROOT" && "$BINDGEN" generate --no-format --library "$LIB" --language kotlin --out-dir "$KOTLIN_OUT" >&2)
-# uniffi writes an error case's Kotlin `message` as its fields in Kotlin's
-# data-class form (`detail=role "" must not be empty`); a caller prints
-# `e.message`, so it is the detail itself (an Encode error reads as the
-# core's: `cannot encode key: role must not be empty`). A uniffi whose
-# template changed fails here rather than shipping the old form.
-KT="$KOTLIN_OUT/krabka/coordination/krabka_coordination.kt"
-sed -i.orig -E \
-    -e 's/get\(\) = "detail=\$\{ `detail` \}"/get() = `detail`/' \
-    -e 's/get\(\) = "part=\$\{ `part` \}, field=\$\{ `field` \}, detail=\$\{ `detail` \}"/get() = "cannot encode ${ `part` }: ${ `field` } ${ `detail` }"/' \
-    "$KT"
-rm -f "$KT.orig"
-if grep -q 'get() = "[a-z]*=\$' "$KT"; then
-    echo "generate.sh: an error message of $KT is still in uniffi's field=value form" >&2
-    exit 1
-fi
+# Error messages: the detail itself, not uniffi's field=value form.
+bash "$ROOT/bindings/uniffi/kotlin-messages.sh" "$KOTLIN_OUT"
 (cd "$ROOT" && "$BINDGEN" generate --no-format --library "$LIB" --language swift --out-dir "$SWIFT_OUT" >&2)
 echo "$LIB"
