@@ -2,7 +2,11 @@
 lease runs out: one :class:`AsyncClient` (the holder) acquires N roles, a
 second one (the standby) queues a member behind each, then the holder is
 closed (``aclose``, what ``async with`` does). Every standby must take over
-well before the holder's lease would have run out (lease ``--lease-s``).
+before the holder's lease of that role runs out: the standby's election
+(its ``elected`` event) comes before the deadline of the holder's last
+committed lease (its last ``elected`` or ``renewed`` event). A role the close
+has not reached yet is still renewed, so its deadline moves on; the time
+from the start of the close is printed beside it.
 
 Usage (with the package installed, e.g. ``ci/python.sh`` leaves it in
 ``bindings/python/.venv``):
@@ -12,8 +16,10 @@ Usage (with the package installed, e.g. ``ci/python.sh`` leaves it in
 
 Each run makes a state topic of its own (replication factor 3,
 ``min.insync.replicas`` 2) unless ``--state-topic`` names one. Prints the
-time the close took and the take-over times (from the start of the close);
-exits 1 when a standby took over only after the lease (or not at all).
+time the close took, the take-over times (from the start of the close) and
+how far each election came before the holder's deadline; exits 1 when a
+standby took over only after that deadline (or not at all), or when a term
+of the holder ended by its lease running out.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import argparse
 import asyncio
 import sys
 import time
-from typing import List
+from typing import Dict, List, Set
 
 import krabka_coordination as kc
 
@@ -42,6 +48,18 @@ async def run(args: argparse.Namespace, topic: str) -> int:
     async with kc.AsyncClient(settings, state_topic=topic) as standby_client:
         await standby_client.ensure_state_topic()  # replication factor 3, min ISR 2
         holder = kc.AsyncClient(settings, state_topic=topic)
+        # The holder's lease deadline of each role, and the roles whose
+        # term ended with the lease run out (epoch ms of this host's clock,
+        # which both clients share).
+        deadline: Dict[str, int] = {}
+        expired: Set[str] = set()
+
+        def on_holder_event(event: kc.Event) -> None:
+            if event.kind in ("elected", "renewed") and event.deadline is not None:
+                deadline[event.role] = event.deadline
+            elif event.kind == "lease_expired":
+                expired.add(event.role)
+
         t0 = time.monotonic()
         # Kept referenced until the close: a dropped leadership object stops
         # renewing on its own, which is not what is measured here.
@@ -53,6 +71,7 @@ async def run(args: argparse.Namespace, topic: str) -> int:
                     lease_duration=timings["lease_duration"],
                     renew_interval=timings["renew_interval"],
                     challenge_stagger=timings["challenge_stagger"],
+                    on_event=on_holder_event,
                 )
                 for r in roles
             )
@@ -62,8 +81,14 @@ async def run(args: argparse.Namespace, topic: str) -> int:
         all_registered = asyncio.Event()
         loop = asyncio.get_running_loop()
 
+        # How long before the holder's deadline each standby was elected
+        # (negative: after it).
+        margin: Dict[str, float] = {}
+
         def on_event(event: kc.Event) -> None:
             nonlocal registered
+            if event.kind == "elected" and event.role in deadline:
+                margin[event.role] = (deadline[event.role] - event.at) / 1000
             if event.kind == "registered":
                 registered += 1
                 if registered == args.roles:
@@ -97,17 +122,22 @@ async def run(args: argparse.Namespace, topic: str) -> int:
         still_held = sum(1 for leadership in held if leadership.is_held)
         outcomes = await asyncio.gather(*standbys, return_exceptions=True)
         failed = [o for o in outcomes if isinstance(o, BaseException)]
-        late = [t for t in took if t >= args.lease_s]
+        late = [r for r, m in margin.items() if m <= 0]
+        after_lease_s = [t for t in took if t >= args.lease_s]
+        margins = list(margin.values())
         print(
             f"roles={args.roles} lease={args.lease_s:g}s close={close_s:.2f}s "
             f"takeover p50={quantile(took, 0.5):.2f}s p99={quantile(took, 0.99):.2f}s max={max(took, default=0):.2f}s "
-            f"after-lease={len(late)} lost-before-close={len(early)} failed={len(failed)} "
-            f"held-after-close={still_held}",
+            f"(after {args.lease_s:g}s from the close: {len(after_lease_s)}) "
+            f"before-deadline min={min(margins, default=float('nan')):.2f}s p50={quantile(margins, 0.5):.2f}s "
+            f"after-deadline={len(late)} holder-lease-expired={len(expired)} "
+            f"lost-before-close={len(early)} failed={len(failed)} held-after-close={still_held}",
             flush=True,
         )
         for e in failed[:5]:
             print(f"  failed: {e!r}", file=sys.stderr)
-        return 0 if not late and not early and not failed and not still_held and len(took) == args.roles else 1
+        whole = len(took) == args.roles and len(margin) == args.roles
+        return 0 if whole and not late and not expired and not early and not failed and not still_held else 1
 
 
 def main() -> int:
