@@ -4,8 +4,9 @@
  * does not), so the check passes and reports its shape (the client's 16
  * partitions, replication factor 1, compacted, min.insync.replicas 1 and
  * the warning about it); a client configured with another partition count
- * is refused with FATAL naming both counts; the report's getters refuse
- * NULLs and an index out of range.
+ * is refused with FATAL naming both counts; a state topic that does not
+ * exist is refused with FATAL naming the C call that creates it (not the
+ * Rust one); the report's getters refuse NULLs and an index out of range.
  *
  * Environment: KRABKA_BOOTSTRAP (required: the test fails when Kafka is
  * unreachable).
@@ -13,13 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
 int main(void) {
     const char *bootstrap = getenv("KRABKA_BOOTSTRAP");
     const char *keys[1] = {"bootstrap.servers"};
-    krabka_client *client = NULL, *four = NULL;
+    krabka_client *client = NULL, *four = NULL, *missing = NULL;
+    char missing_topic[96];
     krabka_client_options o;
     krabka_topic_options dev;
     krabka_topic_report *report = (krabka_topic_report *)&o, *none = (krabka_topic_report *)&o;
@@ -72,12 +76,29 @@ int main(void) {
     CHECK(strstr(e.buf, "16 partitions") && strstr(e.buf, "configured with 4") && strstr(e.buf, "__coordination_state"),
           "the message names the topic and both counts: %s", e.buf);
 
+    /* A state topic that does not exist: FATAL, naming this library's call. */
+    snprintf(missing_topic, sizeof missing_topic, "krabka-c-missing-%ld-%d", (long)time(NULL), (int)getpid());
+    KRABKA_CLIENT_OPTIONS_INIT(&o);
+    o.partitions = 2;
+    o.state_topic = missing_topic;
+    REQUIRE(krabka_client_new(keys, &bootstrap, 1, &o, &missing, error_init(&e)) == KRABKA_RESULT_OK, "client: %s",
+            e.buf);
+    none = (krabka_topic_report *)&o;
+    CHECK_RESULT(krabka_client_check_state_topic(missing, &none, error_init(&e)), KRABKA_RESULT_FATAL, &e.err);
+    CHECK(none == NULL, "no report on failure");
+    CHECK(strstr(e.buf, missing_topic) && strstr(e.buf, "does not exist"), "names the topic: %s", e.buf);
+    CHECK(strstr(e.buf, "with krabka_client_ensure_state_topic() (krabka_client_ensure_state_topic() with "
+                        "options.development = true on a single broker)") != NULL,
+          "names the C call that creates it: %s", e.buf);
+    CHECK(strstr(e.buf, "::") == NULL && strstr(e.buf, "TopicSpec") == NULL, "no Rust in the message: %s", e.buf);
+
     /* NULL arguments. */
     CHECK_RESULT(krabka_client_check_state_topic(NULL, &none, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
     CHECK(strstr(e.buf, "client") != NULL, "names client: %s", e.buf);
     CHECK_RESULT(krabka_client_check_state_topic(client, NULL, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
     CHECK(strstr(e.buf, "out") != NULL, "names out: %s", e.buf);
 
+    krabka_client_free(missing);
     krabka_client_free(four);
     krabka_client_free(client);
     CHECK(krabka_wait_idle(30) == KRABKA_RESULT_OK, "the library is idle after every handle was freed");
