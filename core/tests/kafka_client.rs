@@ -315,6 +315,11 @@ async fn a_write_to_a_data_topic_that_does_not_exist_fails_for_good_naming_it() 
     assert_eq!(e.kind(), ErrorKind::Fatal, "{e}");
     let m = e.to_string();
     assert!(m.contains(&topic) && m.contains("does not exist"), "{m}");
+    // Which of the caller's roles wrote it.
+    assert!(
+        m.contains(&format!("a guarded write for role \"{role}\"")),
+        "{m}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5), "{e}");
     // The term goes on: the write failed before anything was sent.
     assert!(held.is_held(), "{e}");

@@ -476,6 +476,16 @@ impl Leadership {
                 }
                 Err(ended_error(&self.err().expect("ended above")))
             }
+            // What no retry mends (a data topic that does not exist, a
+            // denied write) says which role's write it was: the caller may
+            // hold many.
+            Err(Error::Fatal { context, source }) => Err(Error::Fatal {
+                context: format!(
+                    "a guarded write for role {}: {context}",
+                    crate::error::quote(&held.member.role)
+                ),
+                source,
+            }),
             other => other,
         }
     }
