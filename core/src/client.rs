@@ -61,6 +61,7 @@ mod open;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::leadership::{
     acquire_with, describe_leadership, describe_role_state, describe_roles, Leadership,
@@ -85,6 +86,9 @@ struct Inner {
     #[cfg(feature = "kafka")]
     kafka: Option<Arc<KafkaTransport>>,
     partitions: i32,
+    /// The clock everything the client starts runs on, when not the
+    /// system's ([`Client::with_clock`]).
+    clock: Option<Arc<dyn Clock>>,
     /// Roles acquiring or held through this client.
     claimed: Arc<Mutex<HashSet<String>>>,
     /// What the client has open, for [`Client::close`].
@@ -141,6 +145,7 @@ impl Client {
                 #[cfg(feature = "kafka")]
                 kafka: None,
                 partitions: crate::ElectionOptions::DEFAULT_PARTITIONS,
+                clock: None,
                 claimed: Arc::default(),
                 open: Open::default(),
             }),
@@ -167,6 +172,29 @@ impl Client {
         Ok(self)
     }
 
+    /// The same client with every wait, lease instant and timer of what it
+    /// starts on `clock` (a test's manual clock, see [`crate::testing`]):
+    /// [`Client::leadership_options`] carry it, and [`Client::acquire`],
+    /// [`Client::lead`] and [`Client::observe`] use it whatever clock their
+    /// options name. Call it before the client is cloned or used; refused
+    /// with [`Error::InvalidArgument`] after.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Result<Client> {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.clock = Some(clock),
+            None => {
+                return Err(Error::InvalidArgument(
+                    "with_clock must be called before the client is cloned".into(),
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// The clock of [`Client::with_clock`], if one was set.
+    pub fn clock(&self) -> Option<Arc<dyn Clock>> {
+        self.inner.clock.clone()
+    }
+
     /// The partition count of the state topic this client assumes.
     pub fn partitions(&self) -> i32 {
         self.inner.partitions
@@ -179,7 +207,11 @@ impl Client {
 
     /// Default leadership options carrying this client's partition count.
     pub fn leadership_options(&self) -> LeadershipOptions {
-        LeadershipOptions::default().with_partitions(self.inner.partitions)
+        let options = LeadershipOptions::default().with_partitions(self.inner.partitions);
+        match &self.inner.clock {
+            Some(clock) => options.with_clock(Arc::clone(clock)),
+            None => options,
+        }
     }
 
     /// The roles this client is acquiring or holds.
@@ -237,6 +269,10 @@ impl Client {
                 claimed: Arc::clone(&self.inner.claimed),
             }
         };
+        let options = match &self.inner.clock {
+            Some(clock) => options.with_clock(Arc::clone(clock)),
+            None => options,
+        };
         // The caller's token still cancels; so does the close.
         let cancel = options.cancel.child_token();
         let lease = options.election.lease_duration;
@@ -291,9 +327,12 @@ impl Client {
     pub async fn observe(
         &self,
         roles: &[&str],
-        options: crate::observe::ObserveOptions,
+        mut options: crate::observe::ObserveOptions,
     ) -> Result<crate::observe::Observer> {
         self.inner.open.check()?;
+        if let Some(clock) = &self.inner.clock {
+            options.clock = Arc::clone(clock);
+        }
         let observer = crate::observe::observe(
             Arc::clone(&self.inner.transport),
             roles,

@@ -431,6 +431,12 @@ impl ManualClock {
         self.lock().pending()
     }
 
+    /// How many timers have been set on this clock since it was made (a
+    /// count that moves whenever code under test sets a timer).
+    pub fn timers_set(&self) -> u64 {
+        self.lock().next_id
+    }
+
     /// The earliest deadline of a pending timer, as a wall-clock instant.
     pub fn next_deadline(&self) -> Option<i64> {
         self.lock().next_deadline()

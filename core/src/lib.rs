@@ -44,6 +44,9 @@
 //! * [`observe`]: watching roles without joining them.
 //! * [`transport`]: the four transport traits, the in-memory transport and
 //!   (feature `kafka`) the rdkafka transport.
+//! * [`testing`]: a test cluster in memory, with processes to crash, pause
+//!   and cut off and a clock the test drives, for testing leader code
+//!   without Kafka.
 
 pub mod client;
 pub mod clock;
@@ -60,6 +63,7 @@ pub mod partition;
 pub mod remedy;
 pub mod rfc3339;
 pub mod state;
+pub mod testing;
 pub mod token;
 pub mod transport;
 

@@ -130,6 +130,10 @@ impl LeaderLoop {
         options.validate()?;
         crate::codec::check_role(role)?;
         crate::codec::check_member_id(member)?;
+        let options = match client.clock() {
+            Some(clock) => options.with_clock(clock),
+            None => options,
+        };
         Ok(LeaderLoop {
             client: client.clone(),
             role: role.to_owned(),

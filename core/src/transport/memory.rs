@@ -25,7 +25,13 @@
 //! Failure injection: [`MemoryCluster::set_unavailable`] makes every call fail
 //! with a transient error, to test retries; [`MemoryCluster::set_stalled`]
 //! makes writes to a topic hang (a partition below min ISR, a dead leader)
-//! until their time is up, when they abort.
+//! until their time is up, when they abort. One handle (one process) can be
+//! cut off, paused, crashed or made to fail for a while on its own
+//! ([`MemoryTransport::faults`], see [`faults`]).
+//!
+//! Every record that commits is numbered in commit order, and a record
+//! written through an epoch keeps its token:
+//! [`MemoryCluster::committed_writes`] reads them back.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,6 +43,10 @@ use tokio::sync::Notify;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
+pub mod faults;
+
+pub use faults::{Faults, ProcessClock, ProcessState};
+
 use crate::transport::{
     check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch,
     Record, Registrar, StateReader, StateRecord, Superseded,
@@ -49,6 +59,33 @@ const MAX_EPOCH_BEFORE_ROTATION: i16 = i16::MAX - 1;
 struct Entry {
     record: Record,
     state: EntryState,
+    /// The role and token of the epoch that wrote it, if one did.
+    writer: Option<(String, FencingToken)>,
+    /// Its place in the cluster's commit order, once committed.
+    commit: Option<u64>,
+}
+
+/// A record the in-memory cluster committed, as
+/// [`MemoryCluster::committed_writes`] reads it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedWrite {
+    /// Its place in the cluster's commit order (from 0, over every topic).
+    pub commit: u64,
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset in the partition.
+    pub offset: i64,
+    /// The key (empty when it had none).
+    pub key: Vec<u8>,
+    /// The value; `None` for a tombstone.
+    pub value: Option<Vec<u8>>,
+    /// The role whose epoch wrote it; `None` for a write outside an epoch
+    /// (a registration).
+    pub role: Option<String>,
+    /// The token of that epoch.
+    pub token: Option<FencingToken>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +117,8 @@ struct Inner {
     commit_unknown: Option<bool>,
     requests: u64,
     min_lease_duration: Option<Duration>,
+    /// How many records have committed.
+    commits: u64,
 }
 
 /// The shared state of an in-memory "cluster".
@@ -119,6 +158,7 @@ impl MemoryCluster {
             cluster: self.clone(),
             live: Arc::new(Mutex::new(Vec::new())),
             next_epoch_id: Arc::default(),
+            faults: Arc::default(),
         }
     }
 
@@ -232,7 +272,12 @@ impl MemoryCluster {
         key: Vec<u8>,
         value: Option<Vec<u8>>,
         state: EntryState,
+        writer: Option<(String, FencingToken)>,
     ) -> i64 {
+        let commit = (state == EntryState::Committed).then(|| {
+            inner.commits += 1;
+            inner.commits - 1
+        });
         let log = inner
             .partitions
             .entry((topic.to_owned(), partition))
@@ -241,8 +286,45 @@ impl MemoryCluster {
         log.push(Entry {
             record: Record { offset, key, value },
             state,
+            writer,
+            commit,
         });
         offset
+    }
+
+    /// Every record committed to `topic` (every topic, the state topic
+    /// included, when `None`), in commit order, with the token of the epoch
+    /// that wrote it. A record of a transaction decided later (an
+    /// unconfirmed commit) takes its place when it is decided.
+    pub fn committed_writes(&self, topic: Option<&str>) -> Vec<CommittedWrite> {
+        let inner = self.lock();
+        let mut out: Vec<CommittedWrite> = inner
+            .partitions
+            .iter()
+            .filter(|((t, _), _)| topic.is_none_or(|want| want == t))
+            .flat_map(|((t, p), log)| {
+                log.iter().filter_map(move |e| {
+                    let commit = e.commit?;
+                    Some(CommittedWrite {
+                        commit,
+                        topic: t.clone(),
+                        partition: *p,
+                        offset: e.record.offset,
+                        key: e.record.key.clone(),
+                        value: e.record.value.clone(),
+                        role: e.writer.as_ref().map(|w| w.0.clone()),
+                        token: e.writer.as_ref().map(|w| w.1),
+                    })
+                })
+            })
+            .collect();
+        out.sort_by_key(|w| w.commit);
+        out
+    }
+
+    /// The wall time of the cluster's clock (epoch ms).
+    pub fn now_millis(&self) -> i64 {
+        self.clock.now_millis()
     }
 }
 
@@ -254,12 +336,27 @@ pub struct MemoryTransport {
     /// (epoch id, role, token).
     live: Arc<Mutex<Vec<(u64, String, FencingToken)>>>,
     next_epoch_id: Arc<std::sync::atomic::AtomicU64>,
+    /// What a test does to this process (see [`faults`]).
+    faults: Arc<Faults>,
 }
 
 impl MemoryTransport {
     /// The cluster this handle talks to.
     pub fn cluster(&self) -> &MemoryCluster {
         &self.cluster
+    }
+
+    /// The faults of this handle's process, shared by its clones and its
+    /// epochs: cut it off, pause, crash, fail for a while (see [`faults`]).
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    /// Waits or fails as this handle's process state says (see [`faults`]).
+    async fn gate(&self, what: &str) -> Result<()> {
+        self.faults
+            .gate(what, self.cluster.clock.now_millis())
+            .await
     }
 
     /// The tokens of the epochs of `role` that this handle minted and whose
@@ -319,7 +416,8 @@ impl MemoryEpoch {
             key,
             value,
         } = record;
-        MemoryCluster::append(&mut inner, &topic, partition, key, value, state);
+        let writer = Some((self.role.clone(), self.token));
+        MemoryCluster::append(&mut inner, &topic, partition, key, value, state, writer);
         drop(inner);
         if committed {
             cluster.changed.notify_waiters();
@@ -381,6 +479,7 @@ impl LeaseWriter for MemoryEpoch {
     }
 
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
+        self.transport.gate("write_lease").await?;
         let cluster = &self.transport.cluster;
         cluster
             .wait_unstalled(&[cluster.state_topic.as_str()], within, "write_lease")
@@ -389,6 +488,7 @@ impl LeaseWriter for MemoryEpoch {
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
+        self.transport.gate("write_guarded").await?;
         let cluster = &self.transport.cluster;
         check_guarded(&records, &cluster.state_topic)?;
         let topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
@@ -413,6 +513,7 @@ impl LeaseWriter for MemoryEpoch {
                 r.key.unwrap_or_default(),
                 r.value,
                 state.clone(),
+                Some((self.role.clone(), self.token)),
             );
         }
         drop(inner);
@@ -435,6 +536,7 @@ impl LeaseWriter for MemoryEpoch {
     }
 
     async fn supersede(&self, _within: Duration) -> Result<Superseded> {
+        self.transport.gate("supersede").await?;
         let mut inner = self.transport.cluster.enter("supersede")?;
         if self.check_epoch(&inner).is_err() {
             return Ok(Superseded::AlreadySuperseded);
@@ -450,13 +552,19 @@ impl MemoryCluster {
     /// producer id at epoch 0 once the epoch is exhausted (or for a new id).
     /// Commits or aborts (`to`) every entry a transaction of `role` left open.
     fn decide_open(inner: &mut Inner, role: &str, to: EntryState) {
+        let mut commits = inner.commits;
         for log in inner.partitions.values_mut() {
             for e in log.iter_mut() {
                 if matches!(&e.state, EntryState::Open(r, _) if r == role) {
                     e.state = to.clone();
+                    if to == EntryState::Committed {
+                        e.commit = Some(commits);
+                        commits += 1;
+                    }
                 }
             }
         }
+        inner.commits = commits;
     }
 
     /// The coordinator's mint of `role`: aborts what the previous epoch left
@@ -481,6 +589,7 @@ impl MemoryCluster {
 #[async_trait]
 impl Describer for MemoryTransport {
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
+        self.gate("describe_epoch").await?;
         let inner = self.cluster.enter("describe_epoch")?;
         Ok(inner.epochs.get(role).copied().unwrap_or(NO_EPOCH))
     }
@@ -519,6 +628,7 @@ impl Coordinator for MemoryTransport {
         role: &str,
         _lease_duration: Duration,
     ) -> Result<Box<dyn LeaseWriter>> {
+        self.gate("acquire_epoch").await?;
         Ok(Box::new(self.mint(role)?))
     }
 
@@ -527,6 +637,7 @@ impl Coordinator for MemoryTransport {
         _role: &str,
         options: &crate::election::ElectionOptions,
     ) -> Result<()> {
+        self.gate("check_member").await?;
         drop(self.cluster.enter("check_member")?);
         match self.cluster.lock().min_lease_duration {
             Some(min) if options.lease_duration < min => Err(Error::InvalidArgument(format!(
@@ -542,6 +653,7 @@ impl Coordinator for MemoryTransport {
 #[async_trait]
 impl StateReader for MemoryTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
+        self.gate("read_partition").await?;
         drop(self.cluster.enter("read_partition")?);
         Ok(self.cluster.committed(&self.cluster.state_topic, partition))
     }
@@ -559,6 +671,7 @@ impl StateReader for MemoryTransport {
             let changed = self.cluster.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
+            self.gate("poll_partition").await?;
             {
                 let inner = self.cluster.enter("poll_partition")?;
                 let key = (self.cluster.state_topic.clone(), partition);
@@ -595,6 +708,7 @@ impl StateReader for MemoryTransport {
                 "read position must not be negative, got {position}"
             )));
         }
+        self.gate("read_past_stable").await?;
         let inner = self.cluster.enter("read_past_stable")?;
         let key = (self.cluster.state_topic.clone(), partition);
         let Some(log) = inner.partitions.get(&key) else {
@@ -631,6 +745,7 @@ impl MemoryTransport {
                 "read position must not be negative, got {position}"
             )));
         }
+        self.gate("held_back").await?;
         let inner = self.cluster.enter("held_back")?;
         let key = (self.cluster.state_topic.clone(), partition);
         let (end, stable) = inner
@@ -644,6 +759,7 @@ impl MemoryTransport {
 #[async_trait]
 impl Registrar for MemoryTransport {
     async fn append(&self, record: StateRecord) -> Result<i64> {
+        self.gate("append").await?;
         let mut inner = self.cluster.enter("append")?;
         let topic = self.cluster.state_topic.clone();
         let StateRecord {
@@ -658,6 +774,7 @@ impl Registrar for MemoryTransport {
             key,
             value,
             EntryState::Committed,
+            None,
         );
         drop(inner);
         self.cluster.changed.notify_waiters();

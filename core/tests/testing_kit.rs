@@ -1,0 +1,367 @@
+//! The test kit ([`krabka_coordination::testing`]) as a user's test drives
+//! it: elections, failover after a crash at the deadline plus the stagger,
+//! a paused leader's write fenced on resume, a resign's hand-over, a cut
+//! and a heal, calls that fail for a while, the guarded writes read back
+//! with their tokens, an observer and a leader loop, on a current-thread
+//! and a multi-thread runtime. No test waits on real time for the
+//! cluster's; each runs in milliseconds with 30 s leases.
+
+use std::time::Duration;
+
+use krabka_coordination::events::{channel, Event, EventKind, EventReceiver};
+use krabka_coordination::leadership::Leadership;
+use krabka_coordination::observe::ObserveOptions;
+use krabka_coordination::testing::{TestCluster, TestProcess};
+use krabka_coordination::transport::memory::ProcessState;
+use krabka_coordination::transport::OutRecord;
+use krabka_coordination::{Error, ErrorKind};
+use tokio::task::JoinHandle;
+
+const ROLE: &str = "billing";
+const LEASE_MS: i64 = 30_000;
+const STAGGER_MS: i64 = 5_000;
+
+fn order(value: &str) -> OutRecord {
+    OutRecord {
+        topic: "orders".into(),
+        partition: Some(0),
+        key: None,
+        value: Some(value.as_bytes().to_vec()),
+        headers: vec![],
+    }
+}
+
+/// `p`'s member `member` acquires [`ROLE`] in a task, its events to the
+/// returned receiver.
+fn contend(
+    p: &TestProcess,
+    member: &str,
+) -> (JoinHandle<Result<Leadership, Error>>, EventReceiver) {
+    let (tx, rx) = channel();
+    let client = p.client().clone();
+    let member = member.to_owned();
+    let task = tokio::spawn(async move {
+        client
+            .acquire(ROLE, &member, client.leadership_options().with_events(tx))
+            .await
+    });
+    (task, rx)
+}
+
+fn drain(rx: &mut EventReceiver) -> Vec<Event> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+fn elected_at(events: &[Event]) -> Option<i64> {
+    events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Elected { .. }))
+        .map(|e| e.at)
+}
+
+async fn won(task: JoinHandle<Result<Leadership, Error>>) -> Leadership {
+    assert!(task.is_finished(), "the member should lead by now");
+    task.await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn the_first_member_leads_and_renews_while_time_passes() {
+    let cluster = TestCluster::new();
+    let a = cluster.process("a");
+    let (task, mut events) = contend(&a, "a");
+    cluster.settle().await;
+    let lead = won(task).await;
+    assert!(cluster
+        .describe_leadership(ROLE)
+        .await
+        .unwrap()
+        .authoritative(&lead.token()));
+    cluster.advance(Duration::from_secs(120)).await;
+    assert!(lead.is_held());
+    let renewed = drain(&mut events)
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Renewed { .. }))
+        .count();
+    // A renewal every 10 s over two minutes.
+    assert!((11..=13).contains(&renewed), "{renewed} renewals");
+    assert_eq!(cluster.now_millis(), TestCluster::START_MILLIS + 120_000);
+}
+
+#[tokio::test]
+async fn a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    let (task_b, mut events_b) = contend(&b, "b");
+    cluster.settle().await;
+    let deadline = lead_a.lease().deadline;
+    a.crash();
+    assert_eq!(a.state(), ProcessState::Crashed);
+    cluster.advance(Duration::from_secs(29)).await;
+    assert!(!task_b.is_finished(), "b must wait out the lease");
+    cluster.advance(Duration::from_secs(30)).await;
+    let lead_b = won(task_b).await;
+    assert!(lead_b.token() > lead_a.token());
+    // Rank 0 challenges at the deadline (rank k at the deadline plus k
+    // staggers); the kit moves the clock to exactly that instant.
+    let at = elected_at(&drain(&mut events_b)).expect("b's elected event");
+    assert_eq!(at, deadline);
+    assert!(cluster
+        .describe_leadership(ROLE)
+        .await
+        .unwrap()
+        .authoritative(&lead_b.token()));
+    // A crash is for good.
+    a.resume();
+    assert_eq!(a.state(), ProcessState::Crashed);
+}
+
+#[tokio::test]
+async fn a_paused_leader_wakes_deposed_and_its_write_is_fenced() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    lead_a.write(vec![order("a-1")]).await.unwrap();
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    // The write was on its way when the process stopped.
+    a.pause();
+    let write = tokio::spawn(async move {
+        let r = lead_a.write(vec![order("a-2")]).await;
+        (r, lead_a)
+    });
+    cluster
+        .advance(Duration::from_secs(LEASE_MS as u64 / 1000 + 10))
+        .await;
+    let lead_b = won(task_b).await;
+    lead_b.write(vec![order("b-1")]).await.unwrap();
+    assert!(!write.is_finished(), "a paused process does nothing");
+    a.resume();
+    cluster.settle().await;
+    let (r, lead_a) = write.await.unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Fenced, "{e}");
+    assert!(!lead_a.is_held());
+    // Only what the authoritative token wrote committed, in order.
+    let writes: Vec<_> = cluster
+        .guarded_writes()
+        .into_iter()
+        .map(|w| {
+            (
+                String::from_utf8(w.value.unwrap()).unwrap(),
+                w.token.unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        writes,
+        vec![
+            ("a-1".to_owned(), lead_a.token()),
+            ("b-1".to_owned(), lead_b.token())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_resign_hands_over_without_waiting_for_the_lease() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    let before = cluster.now_millis();
+    lead_a.resign().await.unwrap();
+    // b follows the partition with one-second polls.
+    cluster.advance(Duration::from_secs(2)).await;
+    let lead_b = won(task_b).await;
+    assert!(lead_b.token() > lead_a.token());
+    assert!(cluster.now_millis() - before <= 2_000);
+    assert!(matches!(lead_a.err().as_deref(), Some(Error::Resigned)));
+}
+
+#[tokio::test]
+async fn a_leader_cut_off_loses_its_lease_and_a_standby_takes_over_then_it_heals() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, mut events_a) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    a.cut_off();
+    cluster
+        .advance(Duration::from_millis(
+            (LEASE_MS + STAGGER_MS + 1_000) as u64,
+        ))
+        .await;
+    assert!(!lead_a.is_held());
+    let kinds: Vec<&str> = drain(&mut events_a).iter().map(|e| e.kind.name()).collect();
+    assert!(kinds.contains(&"renewal_failing"), "{kinds:?}");
+    assert!(kinds.contains(&"lease_expired"), "{kinds:?}");
+    let lead_b = won(task_b).await;
+    a.heal();
+    assert_eq!(a.state(), ProcessState::Running);
+    // Healed, a waits behind b as any standby does.
+    let (again, _) = contend(&a, "a");
+    cluster.advance(Duration::from_secs(60)).await;
+    assert!(!again.is_finished());
+    assert!(lead_b.is_held());
+}
+
+#[tokio::test]
+async fn renewals_that_fail_for_a_while_keep_the_role() {
+    let cluster = TestCluster::new();
+    let a = cluster.process("a");
+    let (task, mut events) = contend(&a, "a");
+    cluster.settle().await;
+    let lead = won(task).await;
+    a.fail_for(Duration::from_secs(15));
+    cluster.advance(Duration::from_secs(40)).await;
+    assert!(lead.is_held());
+    let kinds: Vec<&str> = drain(&mut events).iter().map(|e| e.kind.name()).collect();
+    let failing = kinds.iter().position(|k| *k == "renewal_failing");
+    let renewed_after = failing.and_then(|i| kinds[i..].iter().position(|k| *k == "renewed"));
+    assert!(failing.is_some() && renewed_after.is_some(), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn an_observer_sees_the_failover() {
+    let cluster = TestCluster::new();
+    let (a, b, o) = (
+        cluster.process("a"),
+        cluster.process("b"),
+        cluster.process("observer"),
+    );
+    let mut observer = o
+        .client()
+        .observe(&[ROLE], ObserveOptions::default())
+        .await
+        .unwrap();
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let _lead_a = won(task).await;
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    a.crash();
+    cluster.advance(Duration::from_secs(70)).await;
+    let lead_b = won(task_b).await;
+    let mut holders = Vec::new();
+    while let Ok(Ok(Some(view))) =
+        tokio::time::timeout(Duration::from_millis(1), observer.next()).await
+    {
+        if let Some(lease) = view.leader {
+            if holders.last() != Some(&lease.member) {
+                holders.push(lease.member);
+            }
+        }
+    }
+    assert_eq!(holders, ["a", "b"]);
+    drop(lead_b);
+}
+
+#[tokio::test]
+async fn a_leader_loop_contends_again_after_losing() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let terms = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = terms.clone();
+    let client = a.client().clone();
+    let options = client.leadership_options();
+    let cancel = options.cancel.clone();
+    let stop = cancel.clone();
+    let looped = tokio::spawn(async move {
+        client
+            .lead(ROLE, "a", options, |term| {
+                let (seen, stop) = (seen.clone(), stop.clone());
+                async move {
+                    seen.lock().unwrap().push(term.token());
+                    tokio::select! {
+                        _ = term.leadership().done() => {}
+                        _ = stop.cancelled() => {}
+                    }
+                    Ok(())
+                }
+            })
+            .await
+    });
+    cluster.settle().await;
+    assert_eq!(terms.lock().unwrap().len(), 1);
+    // b takes the role while a is paused past its lease; a, resumed, is
+    // fenced or expired and contends again behind b.
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    a.pause();
+    cluster.advance(Duration::from_secs(40)).await;
+    let lead_b = won(task_b).await;
+    a.resume();
+    cluster.advance(Duration::from_secs(5)).await;
+    lead_b.resign().await.unwrap();
+    cluster.advance(Duration::from_secs(60)).await;
+    let tokens = terms.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 2, "{tokens:?}");
+    assert!(tokens[1] > lead_b.token() && lead_b.token() > tokens[0]);
+    cancel.cancel();
+    cluster.settle().await;
+    assert!(looped.is_finished());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kit_settles_on_a_multi_thread_runtime() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    let (task_b, mut events_b) = contend(&b, "b");
+    cluster.settle().await;
+    let deadline = lead_a.lease().deadline;
+    a.crash();
+    cluster.advance(Duration::from_secs(60)).await;
+    let lead_b = won(task_b).await;
+    assert!(lead_b.token() > lead_a.token());
+    assert_eq!(elected_at(&drain(&mut events_b)), Some(deadline));
+}
+
+#[test]
+fn a_cluster_of_no_partitions_is_refused() {
+    let e = TestCluster::with_partitions(0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid argument: partitions must be at least 1, got 0"
+    );
+}
+
+/// The example of `docs/testing.md` (which `cargo test --doc` compiles).
+#[tokio::test]
+async fn a_standby_takes_over_when_the_leader_dies() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let leader = a
+        .client()
+        .acquire("billing", "a", a.client().leadership_options())
+        .await
+        .unwrap();
+    let standby = tokio::spawn({
+        let client = b.client().clone();
+        async move {
+            client
+                .acquire("billing", "b", client.leadership_options())
+                .await
+        }
+    });
+    cluster.settle().await;
+    a.crash(); // SIGKILL: no renewal, no resign
+    cluster.advance(Duration::from_secs(60)).await; // past a's 30 s lease
+    let new = standby.await.unwrap().unwrap();
+    assert!(new.token() > leader.token());
+}
