@@ -25,6 +25,8 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::per_process::PerProcess;
+
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
     SharedString, Unit,
@@ -109,30 +111,62 @@ type Series = BTreeMap<SeriesKey, (Kind, Arc<Value>)>;
 /// The recorder: every series by (name, labels), and each metric's help
 /// text (the core's, [`krabka_coordination::metrics::ALL`], from the start;
 /// any other metric's once described).
-#[derive(Debug, Clone)]
+///
+/// Per process: a forked child starts from an empty registry of its own
+/// (its numbers are its own, as a new process's are) and never touches the
+/// parent's, whose locks another thread of the parent may have held at the
+/// instant of the fork ([`PerProcess`]).
+#[derive(Clone, Default)]
 pub struct Registry {
-    series: Arc<Mutex<Series>>,
-    help: Arc<Mutex<BTreeMap<String, String>>>,
+    state: Arc<PerProcess<State>>,
 }
 
-impl Default for Registry {
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+/// A registry's series and help texts, in one process.
+struct State {
+    series: Mutex<Series>,
+    help: Mutex<BTreeMap<String, String>>,
+}
+
+impl Default for State {
     fn default() -> Self {
         let help = krabka_coordination::metrics::ALL
             .iter()
             .map(|m| (m.name.to_owned(), m.help.to_owned()))
             .collect();
-        Registry {
-            series: Arc::default(),
-            help: Arc::new(Mutex::new(help)),
+        State {
+            series: Mutex::default(),
+            help: Mutex::new(help),
         }
     }
 }
 
 impl Registry {
+    /// This process's state (a new one in a forked child).
+    fn state(&self) -> &State {
+        self.state.get_or_init(State::default)
+    }
+
+    /// Holds this process's series lock until the guard drops: for tests
+    /// that fork while it is held. Nothing else should call it.
+    #[doc(hidden)]
+    pub fn hold_series_lock_for_tests(&self) -> impl Drop + '_ {
+        self.state()
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The help text of metric `name`: its description, or empty when
     /// nothing described it.
     pub fn help(&self, name: &str) -> String {
-        self.help
+        self.state()
+            .help
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
@@ -145,7 +179,11 @@ impl Registry {
             .labels()
             .map(|l| (l.key().to_owned(), l.value().to_owned()))
             .collect();
-        let mut all = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self
+            .state()
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         Arc::clone(
             &all.entry((key.name().to_owned(), labels))
                 .or_insert_with(|| (kind, Arc::default()))
@@ -157,8 +195,12 @@ impl Registry {
     /// `# HELP` (empty for a metric nothing described) and `# TYPE` lines,
     /// each histogram with its `+Inf` bucket.
     pub fn render(&self) -> String {
-        let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        let help = self.help.lock().unwrap_or_else(|e| e.into_inner());
+        let all = self
+            .state()
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let help = self.state().help.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         let mut last_name = "";
         for ((name, labels), (kind, value)) in all.iter() {
@@ -229,7 +271,8 @@ fn render_labels(labels: &[(String, String)]) -> String {
 
 impl Recorder for Registry {
     fn describe_counter(&self, key: KeyName, _: Option<Unit>, d: SharedString) {
-        self.help
+        self.state()
+            .help
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key.as_str().to_owned(), d.to_string());
@@ -289,8 +332,12 @@ pub struct Sample {
 impl Registry {
     /// Every series' current value, ordered by name, then labels.
     pub fn snapshot(&self) -> Vec<Sample> {
-        let all = self.series.lock().unwrap_or_else(|e| e.into_inner());
-        let help = self.help.lock().unwrap_or_else(|e| e.into_inner());
+        let all = self
+            .state()
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let help = self.state().help.lock().unwrap_or_else(|e| e.into_inner());
         all.iter()
             .map(|((name, labels), (kind, value))| Sample {
                 name: name.clone(),
