@@ -12,17 +12,21 @@
 //! Transitions: any state to any other, except out of `Crashed` (a crash
 //! is for good, as a SIGKILL is). A paused process is a SIGSTOPped one: its
 //! clocks go on (the monotonic time counts the pause), so on resume its
-//! timers that came due fire at once and the calls it had sent reach the
-//! cluster, where a newer epoch fences them.
+//! timers that came due fire and the calls it had sent reach the cluster,
+//! where a newer epoch fences them. The calls go first: a timer of the
+//! process waits until no call of it waits at the gate, so a write in
+//! flight across the pause meets the cluster (and is fenced there) before
+//! the process's own lease timer can end its term, whatever the runtime.
 //!
 //! Besides the state, [`Faults::fail_until`] makes every call fail with a
 //! transient error until an instant of the cluster's clock (a broker that
 //! refuses for a while).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
 use crate::clock::{Clock, ManualClock, Sleep};
 use crate::error::{Error, Result};
@@ -45,6 +49,10 @@ pub enum ProcessState {
 #[derive(Debug)]
 pub struct Faults {
     state: watch::Sender<ProcessState>,
+    /// How many calls of the process wait at the gate (paused), and a
+    /// wake-up each time that number falls.
+    gated: AtomicUsize,
+    gate_left: Notify,
     /// Calls fail with a transient error until this wall instant (epoch ms
     /// of the cluster's clock).
     failing_until: Mutex<Option<i64>>,
@@ -54,6 +62,8 @@ impl Default for Faults {
     fn default() -> Self {
         Faults {
             state: watch::Sender::new(ProcessState::Running),
+            gated: AtomicUsize::new(0),
+            gate_left: Notify::new(),
             failing_until: Mutex::new(None),
         }
     }
@@ -95,7 +105,11 @@ impl Faults {
     /// Waits while the process is paused, forever when it crashed; fails
     /// at once when it is cut off or failing at `now`.
     pub(crate) async fn gate(&self, what: &str, now: i64) -> Result<()> {
-        self.wait_running_or_cut().await;
+        if !self.is_open() {
+            self.gated.fetch_add(1, Ordering::SeqCst);
+            let _left = GateLeft(self);
+            self.wait_running_or_cut().await;
+        }
         if self.state() == ProcessState::CutOff {
             return Err(Error::transient(
                 what.to_owned(),
@@ -110,6 +124,23 @@ impl Faults {
             ));
         }
         Ok(())
+    }
+
+    fn is_open(&self) -> bool {
+        matches!(self.state(), ProcessState::Running | ProcessState::CutOff)
+    }
+
+    /// Returns once no call of the process waits at the gate.
+    async fn calls_through(&self) {
+        loop {
+            let left = self.gate_left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            if self.gated.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            left.await;
+        }
     }
 
     /// Returns once the process is running or cut off (a cut-off process
@@ -150,6 +181,8 @@ impl ProcessClock {
         Box::pin(async move {
             timer.await;
             faults.wait_running_or_cut().await;
+            // The calls held across a pause go first (see the module docs).
+            faults.calls_through().await;
         })
     }
 }
@@ -173,5 +206,16 @@ impl Clock for ProcessClock {
 
     fn sleep(&self, d: Duration) -> Sleep {
         self.gated(self.shared.sleep(d))
+    }
+}
+
+/// Counts a call out of the gate when it leaves, however it leaves (a
+/// dropped future too).
+struct GateLeft<'a>(&'a Faults);
+
+impl Drop for GateLeft<'_> {
+    fn drop(&mut self) {
+        self.0.gated.fetch_sub(1, Ordering::SeqCst);
+        self.0.gate_left.notify_waiters();
     }
 }
