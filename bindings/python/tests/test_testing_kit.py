@@ -200,11 +200,11 @@ def test_an_observer_sees_the_failover(cluster: TestCluster, pool: Threads) -> N
     a, b, o = cluster.process("a"), cluster.process("b"), cluster.process("observer")
     holders: List[str] = []
     with o.client.observe(ROLE) as observer:
-        a.client.acquire_leadership(ROLE, "a")
+        lead_a = a.client.acquire_leadership(ROLE, "a")
         fut_b = standby(pool, cluster, b, "b")
         a.crash()
         cluster.advance(70)
-        fut_b.result(timeout=BOUND)
+        assert fut_b.result(timeout=BOUND).token > lead_a.token
         cluster.settle()
         while (view := observer.next(timeout=0)) is not None:
             if view.leader is not None and (not holders or holders[-1] != view.leader.member):
