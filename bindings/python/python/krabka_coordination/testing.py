@@ -22,11 +22,11 @@ answer (:meth:`TestCluster.describe_leadership`)::
     cluster = TestCluster()
     a, b = cluster.process("a"), cluster.process("b")
     lead_a = a.client.acquire_leadership("billing", "a")
-    standby = ThreadPoolExecutor(1).submit(b.client.acquire_leadership, "billing", "b")
-    cluster.settle()
+    standby = ThreadPoolExecutor(1).submit(b.client.acquire_leadership, "billing", "b", timeout=10)
+    cluster.settle()              # b registers and waits
     a.crash()
-    cluster.advance(60)           # past a's lease and b's stagger
-    lead_b = standby.result(timeout=5)
+    cluster.advance(60)           # b challenges at a's lease deadline
+    lead_b = standby.result()
     assert lead_b.token > lead_a.token
 
 One cluster serves blocking and asyncio code alike, in the way httpx and
@@ -42,7 +42,8 @@ A blocking call of the code under test that waits for the clock (a standby's
 returns once the members that have called into their client have nothing
 left to do now; call it after starting such a thread or task. Timeouts given
 to the client (``acquire_leadership(timeout=...)``, ``Leadership.wait``) are
-real time, not the cluster's.
+real time, not the cluster's: a bound that ends a call a failing test left
+waiting.
 
 What the cluster does not model: broker latency, coordinator or partition
 leader moves, compaction, transaction timeouts. The Kafka-only operations of
@@ -115,9 +116,12 @@ class TestProcess:
     def pause(self) -> None:
         """Stops the process (SIGSTOP): its calls and timers wait. The clock
         goes on, so on :meth:`resume` what came due fires at once and a write
-        it had in flight reaches the cluster, which fences it (``Fenced``)
-        when another member took the role meanwhile. Nothing for a crashed
-        process."""
+        it had in flight reaches the cluster, which fences it when another
+        member took the role meanwhile: it never commits, and raises
+        :class:`~krabka_coordination.Fenced`, or
+        :class:`~krabka_coordination.OutcomeUnknown` when the lease's timer
+        that came due in the pause ends the term first (the members run on
+        several threads). Nothing for a crashed process."""
         self._native.pause()
 
     def resume(self) -> None:
