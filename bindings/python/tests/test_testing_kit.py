@@ -177,7 +177,7 @@ def test_a_leader_cut_off_loses_its_lease_then_heals(cluster: TestCluster, pool:
     assert a.state == "running"
     # Healed, a waits behind b as any standby does.
     again = standby(pool, cluster, a, "a")
-    cluster.advance(60)
+    cluster.advance(LEASE_MS / 1000 + 5)  # past the lease b holds (and renews)
     assert not again.done() and lead_b.is_held
     lead_b.resign()
     cluster.advance(2)
@@ -203,7 +203,7 @@ def test_an_observer_sees_the_failover(cluster: TestCluster, pool: Threads) -> N
         lead_a = a.client.acquire_leadership(ROLE, "a")
         fut_b = standby(pool, cluster, b, "b")
         a.crash()
-        cluster.advance(70)
+        cluster.advance(LEASE_MS / 1000 + 5)
         assert fut_b.result(timeout=BOUND).token > lead_a.token
         cluster.settle()
         while (view := observer.next(timeout=0)) is not None:
@@ -327,6 +327,43 @@ def test_async_paused_leader_is_fenced(cluster: TestCluster) -> None:
             await asyncio.wait_for(write, BOUND)
         assert not lead_a.is_held
         assert values(cluster.guarded_writes()) == [(b"a-1", lead_a.token), (b"b-1", lead_b.token)]
+
+    asyncio.run(main())
+
+
+def test_async_leader_loop_contends_again_after_losing(cluster: TestCluster) -> None:
+    async def main() -> None:
+        a, b = cluster.process("a"), cluster.process("b")
+        tokens: List[kc.FencingToken] = []
+
+        async def work(leadership: kc.AsyncLeadership, ended: kc.AsyncTermEnded) -> None:
+            tokens.append(leadership.token)
+            await ended.wait()
+
+        looped = asyncio.ensure_future(a.async_client.lead(ROLE, "a", work))
+        for _ in range(100):
+            await cluster.settle_async()
+            if tokens:
+                break
+        assert len(tokens) == 1
+        task_b = await async_standby(cluster, b, "b")
+        a.pause()
+        await cluster.advance_async(40)
+        lead_b = await asyncio.wait_for(task_b, BOUND)
+        a.resume()
+        await cluster.advance_async(5)
+        await lead_b.resign()
+        await cluster.advance_async(60)
+        # The new term's work starts on this loop: let it run.
+        for _ in range(100):
+            if len(tokens) == 2:
+                break
+            await cluster.settle_async()
+        assert len(tokens) == 2, tokens
+        assert tokens[0] < lead_b.token < tokens[1]
+        looped.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await looped
 
     asyncio.run(main())
 
