@@ -202,7 +202,7 @@ impl NativeClient {
     /// The name of the state topic.
     #[napi(getter)]
     pub fn state_topic(&self, env: Env) -> napi::Result<String> {
-        Ok(self.client(&env)?.config().state_topic().to_owned())
+        Ok(self.client(&env)?.state_topic().to_owned())
     }
 
     /// Acquires `role` as `member`: registers, waits for the turn, mints the

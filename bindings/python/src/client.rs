@@ -48,6 +48,16 @@ pub struct PyClient {
 }
 
 impl PyClient {
+    /// The `_Client` of `client`, already built (a test-kit process's).
+    pub fn on(client: KafkaClient) -> PyResult<PyClient> {
+        let partitions = client.partitions();
+        let handle = runtime()?.handle().clone();
+        Ok(PyClient {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        })
+    }
+
     /// The core client (a cheap clone), or an error when closed or used in
     /// a forked child.
     fn client(&self, py: Python<'_>) -> PyResult<KafkaClient> {
@@ -121,7 +131,7 @@ impl PyClient {
     /// The name of the state topic.
     #[getter]
     fn state_topic(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.client(py)?.config().state_topic().to_owned())
+        Ok(self.client(py)?.state_topic().to_owned())
     }
 
     /// Acquires `role` as `member`: registers, waits for the turn, mints the

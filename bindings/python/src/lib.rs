@@ -24,6 +24,8 @@
 //!   package's threads kept out of Python once the interpreter exits.
 //! * [`error`], [`convert`]: exceptions and argument conversion;
 //!   [`oauth`]: a callable as the OAUTHBEARER token provider.
+//! * [`testing`]: the core's test kit (an in-memory cluster, a manual
+//!   clock, processes to crash or pause), behind `krabka_coordination.testing`.
 //! * [`logging`]: the core's log events in Python's `logging`;
 //!   [`metrics`]: the core's metrics, read as dicts or Prometheus text.
 
@@ -45,6 +47,7 @@ pub mod pending;
 pub mod records;
 pub mod reports;
 pub mod runtime;
+pub mod testing;
 pub mod values;
 
 use pyo3::prelude::*;
@@ -87,6 +90,9 @@ mod native {
 
     #[pymodule_export]
     use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyRosterEntry, PyTopicReport};
+
+    #[pymodule_export]
+    use crate::testing::{PyGuardedWrite, PyTestCluster, PyTestProcess};
 
     #[pymodule_export]
     use crate::runtime::{_reset_runtime_after_fork, _runtime_alive_tasks, _runtime_ping};

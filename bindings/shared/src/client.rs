@@ -1,6 +1,10 @@
 //! The client a binding builds once from the host's settings: the core
 //! [`Client`] on a Kafka transport, shared by every role, with each
-//! operation's arguments checked before any I/O.
+//! operation's arguments checked before any I/O. The same type holds the
+//! client of a process of the core's test kit
+//! ([`krabka_coordination::testing`]), so a binding's client class works
+//! unchanged on an in-memory cluster; what only Kafka has is answered as
+//! each method documents.
 //!
 //! Every operation returns a `'static` future (it owns clones of what it
 //! needs), so a binding can run it on its runtime from any host thread, as a
@@ -12,6 +16,7 @@ use std::sync::Arc;
 use krabka_coordination::client::Client;
 use krabka_coordination::events::EventSender;
 use krabka_coordination::leadership::{Leadership, LeadershipStatus, RoleStateReport};
+use krabka_coordination::testing::TestProcess;
 use krabka_coordination::transport::kafka::{KafkaConfig, KafkaTransport, TopicReport, TopicSpec};
 use krabka_coordination::{Error, Result};
 use tokio_util::sync::CancellationToken;
@@ -19,10 +24,18 @@ use tokio_util::sync::CancellationToken;
 use crate::events::AcquireFeed;
 use crate::options::{LeadershipArgs, TopicArgs};
 
-/// A core [`Client`] on Kafka and what it was built from.
+/// A core [`Client`] on Kafka and what it was built from, or the client of
+/// a test-kit process ([`KafkaClient::on_test_process`]).
 #[derive(Debug, Clone)]
 pub struct KafkaClient {
     client: Client,
+    /// `None` for a test-kit process's client.
+    kafka: Option<KafkaParts>,
+}
+
+/// What only a client on Kafka has.
+#[derive(Debug, Clone)]
+struct KafkaParts {
     transport: Arc<KafkaTransport>,
     config: KafkaConfig,
 }
@@ -39,9 +52,23 @@ impl KafkaClient {
         let client = Client::from_transport(transport.clone()).with_partitions(partitions)?;
         Ok(KafkaClient {
             client,
-            transport,
-            config,
+            kafka: Some(KafkaParts { transport, config }),
         })
+    }
+
+    /// The client of `process`, a process of a test cluster: every
+    /// operation is the core's on the in-memory cluster and its manual
+    /// clock. The state topic needs no creation there:
+    /// [`KafkaClient::ensure_state_topic`] and
+    /// [`KafkaClient::check_state_topic`] report it as it is (existing,
+    /// compacted, the cluster's partition count, one replica);
+    /// [`KafkaClient::config`] is `None` and
+    /// [`KafkaClient::describe_requests`] 0.
+    pub fn on_test_process(process: &TestProcess) -> KafkaClient {
+        KafkaClient {
+            client: process.client().clone(),
+            kafka: None,
+        }
     }
 
     /// The core client.
@@ -54,15 +81,25 @@ impl KafkaClient {
         self.client.partitions()
     }
 
-    /// The Kafka configuration.
-    pub fn config(&self) -> &KafkaConfig {
-        &self.config
+    /// The Kafka configuration; `None` for a test-kit process's client.
+    pub fn config(&self) -> Option<&KafkaConfig> {
+        self.kafka.as_ref().map(|k| &k.config)
+    }
+
+    /// The name of the state topic (the core's default name for a
+    /// test-kit process's client).
+    pub fn state_topic(&self) -> &str {
+        self.config()
+            .map_or(krabka_coordination::STATE_TOPIC, |c| c.state_topic())
     }
 
     /// DescribeTransactions requests sent so far by the shared describe
-    /// client (for tests of the request cost).
+    /// client (for tests of the request cost); 0 for a test-kit process's
+    /// client, which has no such client.
     pub fn describe_requests(&self) -> u64 {
-        self.transport.describe_client().describes_sent()
+        self.kafka
+            .as_ref()
+            .map_or(0, |k| k.transport.describe_client().describes_sent())
     }
 
     /// Acquires `role` as `member` (the core's [`Client::acquire`]): the
@@ -159,20 +196,44 @@ impl KafkaClient {
     ) -> Result<impl Future<Output = Result<TopicReport>> + Send + 'static> {
         self.client.check_open()?;
         let spec: TopicSpec = args.spec(self.partitions()).map_err(Error::from)?;
-        let transport = Arc::clone(&self.transport);
-        Ok(async move { transport.ensure_state_topic(spec).await })
+        let kafka = self.kafka.as_ref().map(|k| Arc::clone(&k.transport));
+        let in_memory = self.in_memory_topic();
+        Ok(async move {
+            match kafka {
+                Some(transport) => transport.ensure_state_topic(spec).await,
+                None => Ok(in_memory),
+            }
+        })
     }
 
     /// Checks that the state topic exists, is compacted and has this
     /// client's partition count. Each warning is logged as by
     /// [`KafkaClient::ensure_state_topic`].
     pub fn check_state_topic(&self) -> impl Future<Output = Result<TopicReport>> + Send + 'static {
-        let transport = Arc::clone(&self.transport);
+        let kafka = self.kafka.as_ref().map(|k| Arc::clone(&k.transport));
+        let in_memory = self.in_memory_topic();
         let partitions = self.partitions();
         let open = self.client.check_open();
         async move {
             open?;
-            transport.check_state_topic(partitions).await
+            match kafka {
+                Some(transport) => transport.check_state_topic(partitions).await,
+                None => Ok(in_memory),
+            }
+        }
+    }
+
+    /// The report of a test cluster's state topic, which always exists:
+    /// compacted, this client's partition count, one replica, no warning.
+    fn in_memory_topic(&self) -> TopicReport {
+        TopicReport {
+            topic: self.state_topic().to_owned(),
+            created: false,
+            partitions: self.partitions(),
+            replication_factor: 1,
+            cleanup_policy: "compact".to_owned(),
+            min_insync_replicas: None,
+            warnings: Vec::new(),
         }
     }
 }
@@ -330,7 +391,8 @@ mod tests {
     fn arguments_are_checked_before_any_io() {
         let c = KafkaClient::new(kafka_config([("bootstrap.servers", "127.0.0.1:1")]), 4).unwrap();
         assert_eq!(c.partitions(), 4);
-        assert_eq!(c.config().bootstrap(), "127.0.0.1:1");
+        assert_eq!(c.config().map(|c| c.bootstrap()), Some("127.0.0.1:1"));
+        assert_eq!(c.state_topic(), krabka_coordination::STATE_TOPIC);
         assert_eq!(c.describe_requests(), 0);
         let bad = LeadershipArgs {
             renew_interval: Some(f64::NAN),
@@ -357,5 +419,44 @@ mod tests {
                 .contains("min_insync_replicas must be an integer from 1 to 3, got 0"),
             "{e}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_test_process_client_runs_on_the_in_memory_cluster() {
+        let cluster = krabka_coordination::testing::TestCluster::with_partitions(4).unwrap();
+        let c = KafkaClient::on_test_process(&cluster.process("a"));
+        assert!(c.config().is_none());
+        assert_eq!(c.partitions(), 4);
+        assert_eq!(c.state_topic(), krabka_coordination::STATE_TOPIC);
+        let won = c
+            .acquire(
+                "r".into(),
+                "a".into(),
+                &LeadershipArgs::default(),
+                CancellationToken::new(),
+                None,
+            )
+            .unwrap()
+            .await
+            .unwrap();
+        let status = c.describe_leadership("r".into()).await.unwrap();
+        assert!(status.authoritative(&won.token()));
+        let report = c
+            .ensure_state_topic(&TopicArgs::default())
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                report.partitions,
+                report.created,
+                report.cleanup_policy.as_str()
+            ),
+            (4, false, "compact")
+        );
+        assert_eq!(c.check_state_topic().await.unwrap().partitions, 4);
+        assert_eq!(c.describe_requests(), 0);
+        c.close().await;
+        assert!(c.ensure_state_topic(&TopicArgs::default()).is_err());
     }
 }

@@ -202,7 +202,7 @@ impl Client {
 
     /// The name of the state topic.
     pub fn state_topic(&self) -> Result<String, KrabkaError> {
-        Ok(self.client()?.config().state_topic().to_owned())
+        Ok(self.client()?.state_topic().to_owned())
     }
 
     /// Acquires `role` as `member`: registers, waits for the turn, mints the

@@ -14,7 +14,7 @@ import asyncio
 import threading
 from types import TracebackType
 from datetime import timedelta
-from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Callable, Generator, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from . import _lead, _native
 from ._lead import AsyncLeadWork, LeadWork
@@ -67,6 +67,9 @@ def _timed_out(role: str, member: str, timeout: Optional[Union[float, timedelta]
         f"cancelled: acquire of role {role!r} by member {member!r} did not win within timeout={timeout} "
         "seconds; the member was deregistered"
     )
+
+
+_C = TypeVar("_C", bound="_ClientBase")
 
 
 class _ClientBase:
@@ -129,6 +132,14 @@ class _ClientBase:
             operation_timeout=operation_timeout,
             oauth_token=oauth_token,
         )
+
+    @classmethod
+    def _on_native(cls: Type[_C], native: _native._Client) -> _C:
+        """A client on ``native``, already built (a test process's, see
+        :mod:`krabka_coordination.testing`)."""
+        client = cls.__new__(cls)
+        client._native = native
+        return client
 
     @property
     def partitions(self) -> int:

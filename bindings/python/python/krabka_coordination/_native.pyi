@@ -51,6 +51,9 @@ __all__ = [
     "RosterEntry",
     "TopicReport",
     "_Client",
+    "GuardedWrite",
+    "_TestCluster",
+    "_TestProcess",
     "_EventStream",
     "_LeaderLoop",
     "_Leadership",
@@ -262,6 +265,112 @@ class _Pending(Generic[_T]):
         Ctrl-C interrupting); returns its value or raises its error."""
 
     def __await__(self) -> Generator[Any, None, _T]: ...
+
+# ---------------------------------------------------------------- testing
+
+@final
+class GuardedWrite:
+    """One guarded write the test cluster committed."""
+
+    @property
+    def commit(self) -> int:
+        """Its place in the cluster's commit order (from 0, counting the state
+        topic's records too)."""
+
+    @property
+    def topic(self) -> str:
+        """The topic."""
+
+    @property
+    def partition(self) -> int:
+        """The partition."""
+
+    @property
+    def offset(self) -> int:
+        """The offset in the partition."""
+
+    @property
+    def key(self) -> bytes:
+        """The key (`b""` when the record had none)."""
+
+    @property
+    def value(self) -> Optional[bytes]:
+        """The value; `None` for a tombstone."""
+
+    @property
+    def role(self) -> str:
+        """The role whose term wrote it."""
+
+    @property
+    def token(self) -> FencingToken:
+        """The token of that term."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class _TestCluster:
+    """An in-memory cluster and its manual clock (the core's `TestCluster`)."""
+
+    def __new__(cls, partitions: Optional[int] = None) -> _TestCluster: ...
+    def process(self, name: str) -> _TestProcess:
+        """A new process named `name`."""
+
+    @property
+    def now_millis(self) -> int:
+        """The cluster's wall time (epoch ms)."""
+
+    def advance(self, seconds: Union[float, timedelta]) -> _Pending[None]:
+        """Moves the clock forward by `seconds` (a non-negative number or a
+        `timedelta`), deadline by deadline, letting the members act at each."""
+
+    def advance_to_next_deadline(self) -> _Pending[Optional[int]]:
+        """Moves the clock to the earliest deadline a member waits for; yields
+        that instant (epoch ms), or `None` when nobody waits."""
+
+    def settle(self) -> _Pending[None]:
+        """Completes once the members have nothing left to do at this instant."""
+
+    def guarded_writes(self) -> List[GuardedWrite]:
+        """Every guarded write the cluster committed, in commit order."""
+
+    def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
+        """What the role's transaction coordinator says now."""
+
+@final
+class _TestProcess:
+    """One process of a test cluster (the core's `TestProcess`)."""
+
+    @property
+    def name(self) -> str:
+        """The process's name."""
+
+    @property
+    def state(self) -> str:
+        """`"running"`, `"cut_off"`, `"paused"` or `"crashed"`."""
+
+    def client(self) -> _Client:
+        """A `_Client` on the process's core client (every call returns one on
+        the same core client: closing one closes them all)."""
+
+    def crash(self) -> None:
+        """SIGKILL: no renewal, no resign, for good."""
+
+    def pause(self) -> None:
+        """SIGSTOP: calls and timers wait until `resume`."""
+
+    def resume(self) -> None:
+        """SIGCONT; nothing for a crashed process."""
+
+    def cut_off(self) -> None:
+        """Each call fails as transient until `heal`."""
+
+    def heal(self) -> None:
+        """Ends a cut."""
+
+    def fail_for(self, seconds: Union[float, timedelta]) -> None:
+        """Each call fails as transient for `seconds` of the cluster's time."""
 
 @final
 class _Client:
