@@ -118,10 +118,9 @@ class TestProcess:
         goes on, so on :meth:`resume` what came due fires at once and a write
         it had in flight reaches the cluster, which fences it when another
         member took the role meanwhile: it never commits, and raises
-        :class:`~krabka_coordination.Fenced`, or
-        :class:`~krabka_coordination.OutcomeUnknown` when the lease's timer
-        that came due in the pause ends the term first (the members run on
-        several threads). Nothing for a crashed process."""
+        :class:`~krabka_coordination.Fenced` (the calls held across the
+        pause go before the process's timers). Nothing for a crashed
+        process."""
         self._native.pause()
 
     def resume(self) -> None:
