@@ -88,7 +88,7 @@ start() {
         -w -t "$start_timeout" start >&2; then
         die "the server did not start on port $port within ${start_timeout}s; its log: $(tail -n 20 "$state_dir/server.log" 2>/dev/null)"
     fi
-    "$bin_dir/pg_isready" -h 127.0.0.1 -p "$port" -U "$db_user" -t 10 >&2 ||
+    "$bin_dir/pg_isready" -h 127.0.0.1 -p "$port" -U "$db_user" -d postgres -t 10 >&2 ||
         die "the server started but does not answer on 127.0.0.1:$port"
     url
 }
