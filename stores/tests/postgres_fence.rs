@@ -378,3 +378,59 @@ async fn the_sql_function_advances_and_refuses_like_the_helper() {
         .unwrap();
     assert_eq!((stored.get::<_, i64>(0), stored.get::<_, i16>(1)), (5, 2));
 }
+
+/// The proof of a rotation is asked while the fence row is locked (so no
+/// other writer can pass the fence between the proof and the commit): when
+/// `describe` runs, another connection cannot lock the row, and the
+/// rotation is in place once the transaction commits.
+#[tokio::test]
+async fn the_rotation_proof_is_asked_while_the_row_is_locked() {
+    let config = store("fence_proof_locked").await;
+    let (mut da, mut db, probe) = (
+        open(&config).await,
+        open(&config).await,
+        open(&config).await,
+    );
+    let cluster = TestCluster::new();
+    cluster
+        .memory()
+        .set_epoch(ROLE, FencingToken::new(9_000, i16::MAX - 2));
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (lead_a, standby) = leader_and_standby(&cluster, &a, &b).await;
+    let rc = IsolationLevel::ReadCommitted;
+    fenced_write(&mut da, rc, &a, lead_a.token(), "b")
+        .await
+        .unwrap();
+    a.crash();
+    past_the_lease(&cluster).await;
+    let tb = won(standby).await.token();
+    let tx = db.transaction().await.unwrap();
+    let mut asked = false;
+    postgres::fence(&tx, ROLE, tb, || {
+        asked = true;
+        let (probe, b) = (&probe, &b);
+        async move {
+            let e = probe
+                .query(
+                    "SELECT 1 FROM krabka_fence WHERE role = $1 FOR UPDATE NOWAIT",
+                    &[&ROLE],
+                )
+                .await
+                .expect_err("the fence row must be locked while the proof is asked");
+            assert_eq!(e.code().map(|c| c.code()), Some("55P03"), "{e}");
+            b.client().describe_leadership(ROLE).await
+        }
+    })
+    .await
+    .unwrap();
+    assert!(asked, "a rotation is proven with describe_leadership");
+    tx.commit().await.unwrap();
+    let row = probe
+        .query_one(
+            "SELECT producer_id, epoch FROM krabka_fence WHERE role = $1",
+            &[&ROLE],
+        )
+        .await
+        .unwrap();
+    assert_eq!(FencingToken::new(row.get(0), row.get(1)), tb);
+}
