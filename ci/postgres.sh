@@ -6,7 +6,9 @@
 # installed with apt-get where it is missing. It never runs as root: as root
 # this script runs the server as the user `postgres` (POSTGRES_OS_USER), which
 # Debian's package creates. Data, socket and log live in .postgres/ at the
-# repository root (git-ignored; POSTGRES_STATE_DIR). Made for tests: trust
+# repository root (git-ignored; POSTGRES_STATE_DIR); when the server's user
+# cannot reach the repository (a parent directory closed to others), in
+# /tmp/krabka-postgres-PORT instead, said on stderr. Made for tests: trust
 # authentication on loopback, no fsync.
 #
 #   ci/postgres.sh start   start (or reuse) the server; the last line on stdout
@@ -26,7 +28,6 @@ bin_dir=${POSTGRES_BIN_DIR:-/usr/lib/postgresql/15/bin}
 os_user=${POSTGRES_OS_USER:-postgres}
 start_timeout=${POSTGRES_START_TIMEOUT:-60}
 db_user=krabka
-data=$state_dir/data
 
 die() {
     printf 'postgres.sh: error: %s\n' "$*" >&2
@@ -35,6 +36,16 @@ die() {
 if ! [[ $port =~ ^[1-9][0-9]*$ ]] || ((port > 65535)); then
     die "POSTGRES_PORT must be a port number, got $port"
 fi
+
+# The server's user must reach the state directory; a repository under a
+# directory closed to others gets a state directory in /tmp (unless one was
+# named).
+if [[ $(id -u) -eq 0 && -z ${POSTGRES_STATE_DIR:-} ]] && id "$os_user" >/dev/null 2>&1 &&
+    ! runuser -u "$os_user" -- test -x "$repo_root"; then
+    state_dir=/tmp/krabka-postgres-$port
+    printf 'postgres.sh: %s cannot reach %s; the server state lives in %s\n' "$os_user" "$repo_root" "$state_dir" >&2
+fi
+data=$state_dir/data
 
 url() {
     printf 'postgresql://%s@127.0.0.1:%s/postgres\n' "$db_user" "$port"
