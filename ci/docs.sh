@@ -13,4 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings -D missing_docs -D rustdoc::missing_crate_level_docs" \
     cargo doc --quiet -p krabka-coordination -p krabka-kafka --no-deps
+# The fenced-store helpers, with both drivers.
+RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings -D missing_docs -D rustdoc::missing_crate_level_docs" \
+    cargo doc --quiet -p krabka-coordination-stores --features postgres,sqlite --no-deps
 echo "core and Kafka client API docs: ${CARGO_TARGET_DIR:-target}/doc/krabka_coordination/index.html, .../krabka_kafka/index.html (no warnings, every public item documented)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Rust test suites: unit, golden, property, in-memory election and the
 # integration and end-to-end tests against the real local Kafka.
-# Needs KRABKA_BOOTSTRAP (and KRABKA_BOOTSTRAP_3 for the replication tests);
+# Needs KRABKA_BOOTSTRAP (and KRABKA_BOOTSTRAP_3 for the replication tests),
+# and KRABKA_POSTGRES_URL for the fenced-store tests (ci/postgres.sh start;
+# they fail without it);
 # when unset, the tests start the local clusters themselves with ci/kafka.sh.
 # The secured tests (core/tests/kafka_secured.rs, kafka_oauth.rs,
 # kafka_reauth.rs) always use `ci/kafka.sh start secured`, which reuses a

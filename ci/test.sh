@@ -20,6 +20,7 @@ cleanup() {
     rc=$?
     end_step
     for size in "${started[@]}"; do ci/kafka.sh stop "$size" || true; done
+    if [[ -n ${postgres_started:-} ]]; then ci/postgres.sh stop || true; fi
     printf '\n=== step times (%s)\n' "$([[ $rc -eq 0 ]] && echo passed || echo "failed in: $current")" >&2
     printf '%s\n' "${timings[@]}" >&2
     printf '%5ds  in all\n' "$((SECONDS - t_start))" >&2
@@ -64,7 +65,15 @@ fi
 step "kafka (secured)"
 ci/kafka.sh start secured >/dev/null
 started+=(secured)
-echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=$KRABKA_BOOTSTRAP_3" >&2
+# The PostgreSQL of the fenced-store tests (stores/tests/postgres_fence.rs),
+# unless KRABKA_POSTGRES_URL names one already.
+if [[ -z ${KRABKA_POSTGRES_URL:-} ]]; then
+    step "postgresql"
+    KRABKA_POSTGRES_URL=$(ci/postgres.sh start | tail -n 1)
+    postgres_started=1
+    export KRABKA_POSTGRES_URL
+fi
+echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=$KRABKA_BOOTSTRAP_3 KRABKA_POSTGRES_URL=$KRABKA_POSTGRES_URL" >&2
 
 # The Rust golden test runs with every other Rust suite in "rust tests" (one
 # build of the workspace); here the vectors are checked against Kafka's Java.
