@@ -14,9 +14,12 @@ use crate::transport::{Describer, StateReader};
 /// writer that was authoritative when asked may be superseded a moment
 /// later. The fence is the broker's, on every write that carries the epoch.
 /// Use [`LeadershipStatus::authoritative`] (equality with the current token)
-/// to check a writer; comparing tokens by order is meaningful within one
-/// producer id (the epoch grows), and across producer ids only because Kafka
-/// hands out new ids in increasing order.
+/// to check a writer. Comparing tokens by order is meaningful within one
+/// producer id (the epoch grows); across producer ids it is not a proof: a
+/// rotation (an exhausted epoch, an expired transactional id) takes an id
+/// from the current coordinator's block, which can be lower than the old
+/// one. A store that fences by token proves a new producer id current with
+/// this call (see `docs/fenced-stores.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeadershipStatus {
     /// The newest token the coordinator minted for the role, or

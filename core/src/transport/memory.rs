@@ -221,8 +221,9 @@ impl MemoryCluster {
         self.lock().min_lease_duration = Some(d);
     }
 
-    /// Sets the next producer id the coordinator assigns and the epoch of
-    /// `role`, to test producer id rotation.
+    /// Sets the coordinator's current token of `role`, to test producer id
+    /// rotation: the next mint bumps its epoch, or rotates to the cluster's
+    /// next producer id when the epoch is exhausted.
     pub fn set_epoch(&self, role: &str, token: FencingToken) {
         self.lock().epochs.insert(role.to_owned(), token);
     }
