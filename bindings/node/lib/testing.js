@@ -80,28 +80,31 @@ function makeTesting(kc) {
       return BigInt(this.#native.nowMillis)
     }
 
+    // Each time operation starts with a turn (what the test's own calls
+    // queued runs first) and ends with one and a settle (what the members'
+    // last acts queued on the JavaScript thread runs, and what that starts
+    // settles too); the native operation settles the members in between.
+
     async advance(seconds) {
       await turn()
       await this.#native.advance(seconds)
-      await this.#settled()
+      await this.#jsThenMembers()
     }
 
     async advanceToNextDeadline() {
       await turn()
       const at = await this.#native.advanceToNextDeadline()
-      await this.#settled()
+      await this.#jsThenMembers()
       return at === null ? null : BigInt(at)
     }
 
     async settle() {
       await turn()
-      await this.#settled()
+      await this.#native.settle()
+      await this.#jsThenMembers()
     }
 
-    // The members quiet, then what that queued on the JavaScript thread run,
-    // then quiet again.
-    async #settled() {
-      await this.#native.settle()
+    async #jsThenMembers() {
       await turn()
       await this.#native.settle()
     }
