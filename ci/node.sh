@@ -14,11 +14,12 @@
 #      the local one-node cluster of `ci/kafka.sh start 1` (started, or reused
 #      when running);
 #   4. the node:test suites (golden vectors, arguments and errors, leadership
-#      on the real Kafka: failover between processes, fencing, abort);
+#      on the real Kafka: failover between processes, fencing, abort; the
+#      test kit, krabka-coordination/testing, with no broker);
 #   5. examples/node/service.mjs for a few seconds (it must lead, write
 #      results through guarded writes, and resign cleanly on SIGTERM);
-#   6. tsc --noEmit --strict of examples/node/typed.ts and events.ts against the
-#      shipped index.d.ts (events.ts: the event union narrows in a switch, and
+#   6. tsc --noEmit --strict of examples/node/typed.ts, events.ts and testing.ts against the
+#      shipped index.d.ts and testing.d.ts (events.ts: the event union narrows in a switch, and
 #      its @ts-expect-error lines must not compile);
 #   7. a short run of the decode benchmark (bindings/node/bench/decode.mjs).
 #
@@ -57,12 +58,15 @@ if [ -n "$(git -C "$ROOT" status --porcelain -- bindings/node/index.d.ts)" ]; th
     exit 1
 fi
 
-step "index.d.ts documents every public name"
+step "index.d.ts and testing.d.ts document every public name"
 node "$PKG/scripts/check-docs.js" "$PKG/index.d.ts"
+node "$PKG/scripts/check-docs.js" "$PKG/testing.d.ts"
 
 step "require and import of the installed package"
 (cd "$EXAMPLES" && node -e 'const kc = require("krabka-coordination"); if (kc.rolePartition("orders", 16) !== 12) process.exit(1); console.log("require: ok")')
 (cd "$EXAMPLES" && node --input-type=module -e 'import { rolePartition } from "krabka-coordination"; if (rolePartition("orders", 16) !== 12) process.exit(1); console.log("import: ok")')
+(cd "$EXAMPLES" && node -e 'const { TestCluster } = require("krabka-coordination/testing"); if (new TestCluster().now !== 1767225600000n) process.exit(1); console.log("require testing: ok")')
+(cd "$EXAMPLES" && node --input-type=module -e 'import { TestCluster } from "krabka-coordination/testing"; if (typeof TestCluster !== "function") process.exit(1); console.log("import testing: ok")')
 
 step "kafka for the leadership tests"
 if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
@@ -72,7 +76,9 @@ export KRABKA_BOOTSTRAP
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
 
 step "node --test (bindings/node/test)"
-(cd "$PKG" && node --test --test-concurrency=1 test/*.test.js)
+# --test-force-exit: the test kit's crashed and paused processes keep their
+# promises pending, as a killed process would (see testing.d.ts).
+(cd "$PKG" && node --test --test-concurrency=1 --test-force-exit test/*.test.js)
 
 step "example (examples/node/service.mjs, 5 s on the real Kafka)"
 SERVICE_TOPIC=krabka-node-service-results

@@ -133,6 +133,7 @@ module.exports = {
   _AcquireEvents: native._AcquireEvents,
   _Observer: native._Observer,
   _CancelToken: native._CancelToken,
+  _TestCluster: native._TestCluster,
   _throwCoreError: native._throwCoreError,
   _logFromCore: native._logFromCore,
 }

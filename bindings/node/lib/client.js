@@ -77,11 +77,20 @@ function tokenRequests(provide) {
   }
 }
 
+// The first constructor argument of a Client made on a native client that
+// already exists (a test-kit process's, lib/testing.js); module-private, so
+// no caller's settings object can be taken for it.
+const ON_NATIVE = Symbol('krabka-coordination: on a native client')
+
 function makeClient(native) {
   class Client {
     #native
 
     constructor(kafka, options) {
+      if (kafka === ON_NATIVE) {
+        this.#native = options
+        return
+      }
       checkOptions(options, 'new Client', CLIENT_OPTIONS)
       if (options !== null && typeof options === 'object' && options.oauthToken != null) {
         const provide = options.oauthToken
@@ -242,4 +251,9 @@ function makeClient(native) {
   return Client
 }
 
-module.exports = { makeClient }
+/** A `Client` (of `makeClient`) on `nativeClient`, a `_Client` already built. */
+function clientOn(Client, nativeClient) {
+  return new Client(ON_NATIVE, nativeClient)
+}
+
+module.exports = { makeClient, clientOn }

@@ -111,6 +111,16 @@ pub struct NativeClient {
 }
 
 impl NativeClient {
+    /// The `_Client` of `client`, already built (a test-kit process's).
+    pub fn on(client: KafkaClient) -> napi::Result<NativeClient> {
+        let partitions = client.partitions();
+        let handle = runtime()?.handle().clone();
+        Ok(NativeClient {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        })
+    }
+
     /// The core client (a cheap clone), or `InvalidArgumentError` once
     /// closed.
     fn client(&self, env: &Env) -> napi::Result<KafkaClient> {

@@ -18,6 +18,8 @@
 //!   API, each operation once, as a promise.
 //! * [`observe`]: the observer of roles (views of who leads), as promises.
 //! * [`runtime`]: the runtime holder and the promise of a future.
+//! * [`testing`]: the core's test kit (an in-memory cluster, a manual
+//!   clock, processes to crash or pause), behind `krabka-coordination/testing`.
 //! * [`error`], [`convert`]: errors and argument conversion.
 //!
 //! Nothing here blocks the JavaScript thread on Kafka: every operation that
@@ -37,4 +39,5 @@ pub mod observe;
 pub mod options;
 pub mod reports;
 pub mod runtime;
+pub mod testing;
 pub mod values;
