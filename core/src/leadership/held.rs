@@ -65,21 +65,32 @@ impl Held {
     fn end(&self, reason: Error) {
         self.stop.cancel();
         let reason = Arc::new(reason);
+        let kind = match &*reason {
+            e if e.means_fenced() => Some(EventKind::Fenced {
+                error: Arc::clone(&reason),
+            }),
+            Error::LeaseExpired(_) => Some(EventKind::LeaseExpired),
+            Error::Resigned => None,
+            _ => Some(EventKind::Ended {
+                error: Arc::clone(&reason),
+            }),
+        };
+        // The end is counted in the metrics before the waiters wake (the
+        // closure runs before the watch notifies): whoever sees the term
+        // ended finds it counted.
         let first = self.ended.send_if_modified(|slot| {
             if slot.is_none() {
+                if let Some(kind) = &kind {
+                    self.member.count(kind);
+                }
                 *slot = Some(Arc::clone(&reason));
                 true
             } else {
                 false
             }
         });
-        if first {
-            match &*reason {
-                e if e.means_fenced() => self.member.emit(EventKind::Fenced { error: reason }),
-                Error::LeaseExpired(_) => self.member.emit(EventKind::LeaseExpired),
-                Error::Resigned => {}
-                _ => self.member.emit(EventKind::Ended { error: reason }),
-            }
+        if let Some(kind) = kind.filter(|_| first) {
+            self.member.send(kind);
         }
         self.release_claim();
     }

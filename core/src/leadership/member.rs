@@ -94,16 +94,29 @@ impl Member {
     }
 
     /// Sends `kind` to the member's subscribers, stamped with the member's
-    /// clock.
+    /// clock, after counting it in the metrics.
     pub(super) fn emit(&self, kind: EventKind) {
+        self.count(&kind);
+        self.send(kind);
+    }
+
+    /// Counts `kind` in the metrics ([`crate::metrics`]) without sending
+    /// it: for a step whose metrics must be in place before anyone can see
+    /// the step (the end of a term, before its waiters wake).
+    pub(super) fn count(&self, kind: &EventKind) {
         crate::metrics::on_event(
             &self.role,
             &self.member,
-            &kind,
+            kind,
             &self.timings,
             self.mono(),
             self.now(),
         );
+    }
+
+    /// Sends `kind` to the member's subscribers, stamped with the member's
+    /// clock, without counting it (see [`Member::count`]).
+    pub(super) fn send(&self, kind: EventKind) {
         self.events.emit(Event {
             role: Arc::clone(&self.role_arc),
             member: Arc::clone(&self.member_arc),
