@@ -152,6 +152,14 @@ pub struct krabka_client {
 }
 
 impl krabka_client {
+    /// A client handle on a core client already built (a test-kit
+    /// process's).
+    pub(crate) fn on(client: KafkaClient) -> krabka_client {
+        krabka_client {
+            inner: ProcessBound::new("krabka_client", client, None),
+        }
+    }
+
     pub(crate) fn get(&self) -> Result<KafkaClient, Failure> {
         Ok(self.inner.get()?.clone())
     }
