@@ -41,14 +41,31 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int64_t elected_at;
+    bool returned;
 } contender;
+
+/* Waits for `*flag` under `lock`, at most 30 s of real time: a bound on a
+ * call the clock should have let finish already, so that a failure ends
+ * the test instead of hanging it (not a sleep: it returns at the signal). */
+static bool wait_flag(pthread_mutex_t *lock, pthread_cond_t *cond, const bool *flag) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(lock);
+    while (!*flag) {
+        if (pthread_cond_timedwait(cond, lock, &until) != 0) break;
+    }
+    bool got = *flag;
+    pthread_mutex_unlock(lock);
+    return got;
+}
 
 static void on_event(const krabka_event *event, void *user_data) {
     contender *c = user_data;
     if (event->kind != KRABKA_EVENT_KIND_ELECTED) return;
     pthread_mutex_lock(&c->lock);
     c->elected_at = event->at;
-    pthread_cond_signal(&c->cond);
+    pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -56,6 +73,10 @@ static void *contend_run(void *arg) {
     contender *c = arg;
     c->result = krabka_client_acquire(c->client, ROLE, c->member, NULL, KRABKA_NO_TIMEOUT, NULL,
                                       on_event, c, &c->leadership, error_init(&c->e));
+    pthread_mutex_lock(&c->lock);
+    c->returned = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -92,6 +113,8 @@ static void contend_free(contender *c) {
 
 /* Waits for the contender's acquire to return; it must have won. */
 static krabka_leadership *contend_won(contender *c) {
+    REQUIRE(wait_flag(&c->lock, &c->cond, &c->returned), "%s's acquire should have returned",
+            c->member);
     pthread_join(c->thread, NULL);
     REQUIRE(c->result == KRABKA_RESULT_OK, "%s's acquire returned %s (%s)", c->member,
             krabka_result_name(c->result), c->e.buf);
@@ -289,6 +312,7 @@ static void *write_run(void *arg) {
     pthread_mutex_lock(&w->lock);
     w->result = r;
     w->done = true;
+    pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
     return NULL;
 }
@@ -343,6 +367,7 @@ static void pause_then_fenced_write(void) {
     CHECK(!writer_done(&w), "a paused process's write waits");
     CHECK_RESULT(krabka_test_process_resume(a.process), KRABKA_RESULT_OK, &e.err);
     CHECK_RESULT(krabka_test_cluster_settle(cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    REQUIRE(wait_flag(&w.lock, &w.cond, &w.done), "a's write should have returned on resume");
     pthread_join(w.thread, NULL);
     CHECK(w.result == KRABKA_RESULT_FENCED, "a's write after the pause is fenced, got %s (%s)",
           krabka_result_name(w.result), w.e.buf);
