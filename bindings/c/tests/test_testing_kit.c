@@ -8,7 +8,7 @@
  *
  * Cases: an election and its renewals, a crash failed over at the lease's
  * deadline (rank 0 challenges at the deadline), a pause during which a
- * write is in flight and is fenced on resume (only the authoritative
+ * write is in flight and is refused on resume (only the authoritative
  * token's writes committed), a resign handed over at once, and the
  * argument checks.
  *
@@ -369,8 +369,12 @@ static void pause_then_fenced_write(void) {
     CHECK_RESULT(krabka_test_cluster_settle(cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
     REQUIRE(wait_flag(&w.lock, &w.cond, &w.done), "a's write should have returned on resume");
     pthread_join(w.thread, NULL);
-    CHECK(w.result == KRABKA_RESULT_FENCED, "a's write after the pause is fenced, got %s (%s)",
-          krabka_result_name(w.result), w.e.buf);
+    /* Fenced when the write reaches the cluster first; OUTCOME_UNKNOWN when
+     * the lease's timer, come due in the pause, wakes first (the runtime's
+     * threads race there). It never commits either way (below). */
+    CHECK(w.result == KRABKA_RESULT_FENCED || w.result == KRABKA_RESULT_OUTCOME_UNKNOWN,
+          "a's write after the pause is fenced, got %s (%s)", krabka_result_name(w.result),
+          w.e.buf);
     CHECK(!held(lead_a), "a no longer leads");
     krabka_test_writes *ws = NULL;
     size_t n = 0;
