@@ -929,7 +929,9 @@ krabka_result krabka_client_new(const char *const *keys, const char *const *valu
 // leadership handles it made stay valid (their term has ended) and must
 // still be freed. NULL is a no-op; idempotent; any thread, also while other
 // threads wait in calls on the client (that is how to stop them). In a
-// forked child it closes nothing of the parent's.
+// forked child it closes nothing of the parent's. The client of a crashed
+// test-kit process (`krabka_test_process_crash`) is not closed: it returns
+// at once.
 void krabka_client_close(const krabka_client *client);
 
 // Closes a client as `krabka_client_close` does (ending what it started),
@@ -1482,7 +1484,10 @@ void krabka_test_writes_free(krabka_test_writes *writes);
 
 // Kills the process (SIGKILL): it never answers or wakes again, so it
 // neither renews nor resigns; for good (a later resume, heal or cut does
-// nothing). Does not block; any thread.
+// nothing). A call of its client that needs the cluster never returns;
+// `krabka_client_close` and `krabka_client_free` of it end nothing (as the
+// system frees a killed process's resources) and return at once. Does not
+// block; any thread.
 krabka_result krabka_test_process_crash(const krabka_test_process *process);
 
 // Stops the process (SIGSTOP): its calls and timers wait (a thread blocked

@@ -16,7 +16,7 @@ use krabka_coordination::testing::{TestCluster, TestProcess};
 use krabka_coordination::transport::memory::CommittedWrite;
 use krabka_coordination::{Error, NO_EPOCH};
 use krabka_coordination_bindings::args::{seconds, SecondsBound};
-use krabka_coordination_bindings::{options, KafkaClient};
+use krabka_coordination_bindings::options;
 
 use crate::client::{krabka_client, krabka_leadership_status};
 use crate::codec::krabka_fencing_token;
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn krabka_test_cluster_process(
         let name = unsafe { cstr(name, "name") }?;
         let _rt = runtime()?.enter();
         let process = cluster.cluster.process(name);
-        *out_client = into_handle(krabka_client::on(KafkaClient::on_test_process(&process)));
+        *out_client = into_handle(krabka_client::on_test_process(&process));
         *out_process = into_handle(krabka_test_process { process });
         Ok(())
     })
@@ -354,7 +354,10 @@ unsafe fn with_process(
 
 /// Kills the process (SIGKILL): it never answers or wakes again, so it
 /// neither renews nor resigns; for good (a later resume, heal or cut does
-/// nothing). Does not block; any thread.
+/// nothing). A call of its client that needs the cluster never returns;
+/// `krabka_client_close` and `krabka_client_free` of it end nothing (as the
+/// system frees a killed process's resources) and return at once. Does not
+/// block; any thread.
 #[no_mangle]
 pub unsafe extern "C" fn krabka_test_process_crash(
     process: *const krabka_test_process,

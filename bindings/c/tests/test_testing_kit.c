@@ -9,8 +9,9 @@
  * Cases: an election and its renewals, a crash failed over at the lease's
  * deadline (rank 0 challenges at the deadline), a pause during which a
  * write is in flight and is refused on resume (only the authoritative
- * token's writes committed), a resign handed over at once, and the
- * argument checks.
+ * token's writes committed), a resign handed over at once, a leader cut
+ * off past its lease replaced then healed, renewals failing for a while
+ * that keep the role, and the argument checks.
  *
  * Usage: test_testing_kit (no environment).
  */
@@ -42,6 +43,8 @@ typedef struct {
     pthread_cond_t cond;
     int64_t elected_at;
     bool returned;
+    /* A `renewal_failing` event came. */
+    bool failing_seen;
 } contender;
 
 /* Waits for `*flag` under `lock`, at most 30 s of real time: a bound on a
@@ -62,9 +65,9 @@ static bool wait_flag(pthread_mutex_t *lock, pthread_cond_t *cond, const bool *f
 
 static void on_event(const krabka_event *event, void *user_data) {
     contender *c = user_data;
-    if (event->kind != KRABKA_EVENT_KIND_ELECTED) return;
     pthread_mutex_lock(&c->lock);
-    c->elected_at = event->at;
+    if (event->kind == KRABKA_EVENT_KIND_ELECTED) c->elected_at = event->at;
+    if (event->kind == KRABKA_EVENT_KIND_RENEWAL_FAILING) c->failing_seen = true;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
 }
@@ -425,6 +428,52 @@ static void resign_hands_over_at_once(void) {
     krabka_test_cluster_free(cluster);
 }
 
+static void cut_off_leader_replaced_then_healed(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, b.client, 2);
+    CHECK_RESULT(krabka_test_process_cut_off(a.process), KRABKA_RESULT_OK, &e.err);
+    /* Past a's lease and b's stagger: a cannot renew, b takes over. */
+    advance(cluster, 30 + 5 + 1);
+    CHECK(!held(lead_a), "a cut off past its lease no longer leads");
+    krabka_result reason = KRABKA_RESULT_OK;
+    krabka_leadership_reason(lead_a, &reason, error_init(&e));
+    CHECK(reason == KRABKA_RESULT_LEASE_EXPIRED, "a's lease expired, got %s (%s)",
+          krabka_result_name(reason), e.buf);
+    krabka_leadership *lead_b = contend_won(&cb);
+    CHECK_RESULT(krabka_test_process_heal(a.process), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 30);
+    CHECK(held(lead_b), "b keeps the role once a is healed");
+    CHECK(authoritative(cluster, token_of(lead_b)), "the coordinator names b's token");
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+static void renewals_failing_for_a_while_keep_the_role(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a");
+    contender ca;
+    test_error e;
+    contend_start(&ca, a.client, "a");
+    krabka_leadership *lead = contend_won(&ca);
+    CHECK_RESULT(krabka_test_process_fail_for(a.process, 15, error_init(&e)), KRABKA_RESULT_OK,
+                 &e.err);
+    advance(cluster, 40);
+    CHECK(held(lead), "renewals that fail for 15 s of a 30 s lease keep the role");
+    CHECK(wait_flag(&ca.lock, &ca.cond, &ca.failing_seen), "a renewal failed meanwhile");
+    CHECK(authoritative(cluster, token_of(lead)), "the same token stands");
+    contend_free(&ca);
+    proc_free(&a);
+    krabka_test_cluster_free(cluster);
+}
+
 static bool names(const test_error *e, const char *what) { return strstr(e->buf, what) != NULL; }
 
 static void argument_checks(void) {
@@ -541,6 +590,8 @@ int main(void) {
     crash_failover_at_the_deadline();
     pause_then_fenced_write();
     resign_hands_over_at_once();
+    cut_off_leader_replaced_then_healed();
+    renewals_failing_for_a_while_keep_the_role();
     argument_checks();
     return check_summary("test_testing_kit");
 }
