@@ -26,7 +26,9 @@
 #      state topic's check and its report (test_topic), and the metrics
 #      text after an election (test_metrics), and the size rule of the option
 #      structs (test_options), and the OAUTHBEARER token callback
-#      (test_oauth);
+#      (test_oauth), and the test kit with no broker (test_testing_kit:
+#      an election, a crash failed over at the deadline, a paused leader's
+#      write fenced, a resign's hand-over, all on the manual clock);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -107,7 +109,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_close test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth member)
+TESTS=(test_golden test_args test_kafka test_close test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth test_testing_kit member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -146,6 +148,7 @@ run topic "$BUILD/test_topic"
 run metrics "$BUILD/test_metrics"
 run options "$BUILD/test_options"
 run oauth "$BUILD/test_oauth"
+run testing_kit "$BUILD/test_testing_kit"
 
 step "C tests under AddressSanitizer (LeakSanitizer on)"
 # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
@@ -164,6 +167,7 @@ run topic.asan "$BUILD/test_topic.asan"
 run metrics.asan "$BUILD/test_metrics.asan"
 run options.asan "$BUILD/test_options.asan"
 run oauth.asan "$BUILD/test_oauth.asan"
+run testing_kit.asan "$BUILD/test_testing_kit.asan"
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 step "C tests under valgrind memcheck"
@@ -189,6 +193,7 @@ run topic.valgrind "${VG[@]}" "$BUILD/test_topic"
 run metrics.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_metrics"
 run options.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_options"
 run oauth.valgrind "${VG[@]}" "$BUILD/test_oauth"
+run testing_kit.valgrind "${VG[@]}" "$BUILD/test_testing_kit"
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

@@ -36,7 +36,8 @@
  *
  * Ownership. Handles (krabka_client, krabka_leadership, krabka_observer,
  *   krabka_key, krabka_registration, krabka_lease, krabka_role_state,
- *   krabka_topic_report) are opaque, owned by
+ *   krabka_topic_report, krabka_test_cluster, krabka_test_process,
+ *   krabka_test_writes) are opaque, owned by
  *   the caller from the call that made them until their *_free, which accepts
  *   NULL. A pointer read out of a handle (a field's string) is borrowed from
  *   it and valid until it is freed. Static strings (names) are never freed.
@@ -390,6 +391,29 @@ typedef struct krabka_role_state krabka_role_state;
 // it. It fires when the term ends (fenced, lease expired, resigned, a
 // fatal error) or the loop is stopped; the work must then return.
 typedef struct krabka_term_signal krabka_term_signal;
+
+// An in-memory cluster and its manual clock (opaque): the core's state
+// log and transaction coordinator with Kafka's epochs and fencing, no
+// broker. Made by `krabka_test_cluster_new`, freed by
+// `krabka_test_cluster_free` (its processes and their clients stay valid
+// to use and must still be freed).
+//
+// Thread safety: every function taking a `const krabka_test_cluster *`
+// may be called from any number of threads at once; freeing must not race
+// with another call on it.
+typedef struct krabka_test_cluster krabka_test_cluster;
+
+// One process of a test cluster (opaque): the faults the test puts it
+// through. Its client is the `krabka_client` that
+// `krabka_test_cluster_process` returned with it. Freed by
+// `krabka_test_process_free` (which frees nothing of the client's). Any
+// thread.
+typedef struct krabka_test_process krabka_test_process;
+
+// The guarded writes a test cluster had committed (opaque), from
+// `krabka_test_cluster_guarded_writes`; freed by `krabka_test_writes_free`.
+// Immutable: any number of threads may read one at once.
+typedef struct krabka_test_writes krabka_test_writes;
 
 // What `krabka_client_check_state_topic` found (opaque): read it with
 // `krabka_topic_report_get_fields` and `krabka_topic_report_warning`, free it
@@ -798,6 +822,37 @@ typedef void (*krabka_view_callback)(const krabka_role_view *view, void *user_da
 // its message (NUL-terminated, valid during the call) and `user_data`.
 typedef void (*krabka_observer_error_callback)(krabka_result error, const char *message, void *user_data);
 
+// One guarded write a test cluster committed. The pointers point into the
+// `krabka_test_writes` it was read from (valid until that is freed), not
+// NUL-terminated.
+typedef struct {
+    // Its place in the cluster's commit order (from 0, counting the state
+    // topic's records too).
+    uint64_t commit;
+    // The topic, UTF-8 of `topic_len` bytes.
+    const char *topic;
+    // The topic's length in bytes.
+    size_t topic_len;
+    // The partition.
+    int32_t partition;
+    // The offset in the partition.
+    int64_t offset;
+    // The key, of `key_len` bytes (length 0 when it had none).
+    const uint8_t *key;
+    // The key's length in bytes.
+    size_t key_len;
+    // The value, of `value_len` bytes; NULL for a tombstone.
+    const uint8_t *value;
+    // The value's length in bytes (0 for a tombstone).
+    size_t value_len;
+    // The role whose term wrote it, UTF-8 of `role_len` bytes.
+    const char *role;
+    // The role's length in bytes.
+    size_t role_len;
+    // The token of the term that wrote it.
+    krabka_fencing_token token;
+} krabka_test_write;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -874,7 +929,9 @@ krabka_result krabka_client_new(const char *const *keys, const char *const *valu
 // leadership handles it made stay valid (their term has ended) and must
 // still be freed. NULL is a no-op; idempotent; any thread, also while other
 // threads wait in calls on the client (that is how to stop them). In a
-// forked child it closes nothing of the parent's.
+// forked child it closes nothing of the parent's. The client of a crashed
+// test-kit process (`krabka_test_process_crash`) is not closed: it returns
+// at once.
 void krabka_client_close(const krabka_client *client);
 
 // Closes a client as `krabka_client_close` does (ending what it started),
@@ -1353,6 +1410,116 @@ void krabka_observer_free(krabka_observer *observer);
 // once per process). Blocks the calling thread; any thread but a callback's
 // while its leadership lives.
 krabka_result krabka_wait_idle(double timeout);
+
+// Makes a test cluster whose state topic has `partitions` partitions (0:
+// the default 16; below 0 `KRABKA_RESULT_INVALID_ARGUMENT`), its clock at
+// 2026-01-01T00:00:00Z (epoch ms 1767225600000). On success `*out` is a
+// new cluster the caller owns (free it with `krabka_test_cluster_free`);
+// on failure NULL. Starts the library's runtime threads if none run yet.
+// Does not block otherwise; any thread.
+krabka_result krabka_test_cluster_new(int32_t partitions, krabka_test_cluster **out, krabka_error *err);
+
+// Frees a test cluster; NULL is a no-op. Its processes and their clients
+// stay usable until freed themselves.
+void krabka_test_cluster_free(krabka_test_cluster *cluster);
+
+// Adds a process named `name` (for messages; the member id is what
+// `krabka_client_acquire` is given) to the cluster. On success
+// `*out_client` is a new `krabka_client` on the cluster and its clock
+// (every `krabka_client_*` call works on it; free it with
+// `krabka_client_free`) and `*out_process` the new process to put through
+// faults (free it with `krabka_test_process_free`); on failure both are
+// NULL. Does not block; any thread.
+krabka_result krabka_test_cluster_process(const krabka_test_cluster *cluster, const char *name, krabka_client **out_client, krabka_test_process **out_process, krabka_error *err);
+
+// Moves the cluster's clock forward by `seconds` (non-negative, else
+// `KRABKA_RESULT_INVALID_ARGUMENT`), deadline by deadline: at each timer's
+// instant on the way the members act (the cluster settles before and
+// after), then to the end. Blocks the calling thread until done; any
+// thread but the library's own.
+krabka_result krabka_test_cluster_advance(const krabka_test_cluster *cluster, double seconds, krabka_error *err);
+
+// Moves the clock to the earliest instant a member waits for and lets the
+// members act there: `*moved` true and `*at_ms` that instant (epoch ms);
+// with nobody waiting, `*moved` false and `*at_ms` the unmoved clock.
+// Blocks the calling thread until done; any thread but the library's own.
+krabka_result krabka_test_cluster_advance_to_next_deadline(const krabka_test_cluster *cluster, int64_t *at_ms, bool *moved, krabka_error *err);
+
+// Returns once the members have nothing left to do at the current
+// instant (on the library's multi-thread runtime: no member made a call or
+// set a timer for a few consecutive milliseconds of real time). Call it
+// after starting an acquire or a write on another thread, before moving
+// the clock. Blocks the calling thread; any thread but the library's own.
+krabka_result krabka_test_cluster_settle(const krabka_test_cluster *cluster, krabka_error *err);
+
+// Sets `*out` to the cluster's wall time (epoch ms). Does not block; any
+// thread.
+krabka_result krabka_test_cluster_now_ms(const krabka_test_cluster *cluster, int64_t *out);
+
+// What the role's transaction coordinator says now, into `*out` (as
+// `krabka_client_describe_leadership` answers it), asked by a process of
+// the cluster's own that no fault touches. Blocks the calling thread
+// briefly; any thread but the library's own.
+krabka_result krabka_test_cluster_describe_leadership(const krabka_test_cluster *cluster, const char *role, krabka_leadership_status *out, krabka_error *err);
+
+// Every guarded write the cluster committed so far (every topic but the
+// state topic), in commit order, each with the token of the term that
+// wrote it. On success `*out` is a new `krabka_test_writes` the caller
+// owns (read it with `krabka_test_writes_len` and `krabka_test_writes_get`,
+// free it with `krabka_test_writes_free`); on failure NULL. Does not block;
+// any thread.
+krabka_result krabka_test_cluster_guarded_writes(const krabka_test_cluster *cluster, krabka_test_writes **out, krabka_error *err);
+
+// Sets `*out` to the number of writes in `writes`. Does not block; any
+// thread.
+krabka_result krabka_test_writes_len(const krabka_test_writes *writes, size_t *out);
+
+// Fills `*out` with the write at `index` in commit order (0 first; below
+// the count, else `KRABKA_RESULT_INVALID_ARGUMENT`). Its pointers point
+// into `writes`. Does not block; any thread.
+krabka_result krabka_test_writes_get(const krabka_test_writes *writes, size_t index, krabka_test_write *out, krabka_error *err);
+
+// Frees a set of writes; NULL is a no-op.
+void krabka_test_writes_free(krabka_test_writes *writes);
+
+// Kills the process (SIGKILL): it never answers or wakes again, so it
+// neither renews nor resigns; for good (a later resume, heal or cut does
+// nothing). A call of its client that needs the cluster never returns;
+// `krabka_client_close` and `krabka_client_free` of it end nothing (as the
+// system frees a killed process's resources) and return at once. Does not
+// block; any thread.
+krabka_result krabka_test_process_crash(const krabka_test_process *process);
+
+// Stops the process (SIGSTOP): its calls and timers wait (a thread blocked
+// in a call of its client stays blocked). Its clocks go on, so on
+// `krabka_test_process_resume` what came due fires at once and a write it
+// had in flight reaches the cluster, which fences it if another member
+// took the role meanwhile. Nothing for a crashed process. Does not block;
+// any thread.
+krabka_result krabka_test_process_pause(const krabka_test_process *process);
+
+// Resumes a paused process (SIGCONT). Nothing for a crashed process. Does
+// not block; any thread.
+krabka_result krabka_test_process_resume(const krabka_test_process *process);
+
+// Cuts the process off from the cluster: each call of its client fails
+// as transient (its timers still run) until `krabka_test_process_heal`.
+// Does not block; any thread.
+krabka_result krabka_test_process_cut_off(const krabka_test_process *process);
+
+// Ends a cut (the same as `krabka_test_process_resume`). Does not block;
+// any thread.
+krabka_result krabka_test_process_heal(const krabka_test_process *process);
+
+// Makes each call of the process fail as transient for `seconds`
+// (non-negative, else `KRABKA_RESULT_INVALID_ARGUMENT`) of the cluster's
+// time from now: a renewal or a guarded write that fails for a while,
+// then goes through. Does not block; any thread.
+krabka_result krabka_test_process_fail_for(const krabka_test_process *process, double seconds, krabka_error *err);
+
+// Frees a process handle; NULL is a no-op. Frees nothing of its client's,
+// and the process keeps its state (a paused one stays paused).
+void krabka_test_process_free(krabka_test_process *process);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -27,7 +27,8 @@
 //!   [`client`]: the client, acquire, describe, the role state;
 //!   [`leadership`]: the held role; [`events`]: the event callback;
 //!   [`observe`]: watching roles without joining them (the view callback);
-//!   [`runtime`]: the runtime and the blocking calls.
+//!   [`runtime`]: the runtime and the blocking calls; [`testing`]: the
+//!   core's test kit (an in-memory cluster on a manual clock).
 
 // The names are the C names of the header (`krabka_client`, ...).
 #![allow(non_camel_case_types)]
@@ -47,3 +48,4 @@ pub mod oauth;
 pub mod observe;
 pub mod options;
 pub mod runtime;
+pub mod testing;

@@ -1,0 +1,595 @@
+/*
+ * The test kit in C, without a broker: an in-memory cluster on a manual
+ * clock (krabka_test_cluster), processes whose krabka_client is the real
+ * one, their faults, and the guarded writes read back with their tokens.
+ * The clock is the test's: 30 s leases pass in no wall time and nothing
+ * sleeps. A member that waits for the role does so in a krabka_client_acquire
+ * on a thread of its own while the main thread moves the clock.
+ *
+ * Cases: an election and its renewals, a crash failed over at the lease's
+ * deadline (rank 0 challenges at the deadline), a pause during which a
+ * write is in flight and is refused on resume (only the authoritative
+ * token's writes committed), a resign handed over at once, a leader cut
+ * off past its lease replaced then healed, renewals failing for a while
+ * that keep the role, and the argument checks.
+ *
+ * Usage: test_testing_kit (no environment).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+#define ROLE "billing"
+#define TOPIC "orders"
+#define START_MS INT64_C(1767225600000)
+
+/* A member that contends for ROLE on a thread of its own. */
+typedef struct {
+    krabka_client *client;
+    const char *member;
+    pthread_t thread;
+    krabka_leadership *leadership;
+    krabka_result result;
+    test_error e;
+    /* The `elected` event's instant (0 until it comes), from the event
+     * callback's thread. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int64_t elected_at;
+    bool returned;
+    /* A `renewal_failing` event came. */
+    bool failing_seen;
+} contender;
+
+/* Waits for `*flag` under `lock`, at most 30 s of real time: a bound on a
+ * call the clock should have let finish already, so that a failure ends
+ * the test instead of hanging it (not a sleep: it returns at the signal). */
+static bool wait_flag(pthread_mutex_t *lock, pthread_cond_t *cond, const bool *flag) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(lock);
+    while (!*flag) {
+        if (pthread_cond_timedwait(cond, lock, &until) != 0) break;
+    }
+    bool got = *flag;
+    pthread_mutex_unlock(lock);
+    return got;
+}
+
+static void on_event(const krabka_event *event, void *user_data) {
+    contender *c = user_data;
+    pthread_mutex_lock(&c->lock);
+    if (event->kind == KRABKA_EVENT_KIND_ELECTED) c->elected_at = event->at;
+    if (event->kind == KRABKA_EVENT_KIND_RENEWAL_FAILING) c->failing_seen = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void *contend_run(void *arg) {
+    contender *c = arg;
+    c->result = krabka_client_acquire(c->client, ROLE, c->member, NULL, KRABKA_NO_TIMEOUT, NULL,
+                                      on_event, c, &c->leadership, error_init(&c->e));
+    pthread_mutex_lock(&c->lock);
+    c->returned = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void contend_start(contender *c, krabka_client *client, const char *member) {
+    memset(c, 0, sizeof *c);
+    c->client = client;
+    c->member = member;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    REQUIRE(pthread_create(&c->thread, NULL, contend_run, c) == 0, "pthread_create");
+}
+
+/* The instant the contender was elected at: its `elected` event reaches the
+ * callback's thread at most a few seconds of real time after its acquire
+ * returned (a bound on a delivery, not a sleep). */
+static int64_t contend_elected_at(contender *c) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(&c->lock);
+    while (c->elected_at == 0) {
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &until) != 0) break;
+    }
+    int64_t at = c->elected_at;
+    pthread_mutex_unlock(&c->lock);
+    return at;
+}
+
+static void contend_free(contender *c) {
+    krabka_leadership_free(c->leadership);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+}
+
+/* Waits for the contender's acquire to return; it must have won. */
+static krabka_leadership *contend_won(contender *c) {
+    REQUIRE(wait_flag(&c->lock, &c->cond, &c->returned), "%s's acquire should have returned",
+            c->member);
+    pthread_join(c->thread, NULL);
+    REQUIRE(c->result == KRABKA_RESULT_OK, "%s's acquire returned %s (%s)", c->member,
+            krabka_result_name(c->result), c->e.buf);
+    return c->leadership;
+}
+
+/* Settles the cluster until `n` members are registered for ROLE: a
+ * contender's acquire has reached the cluster once its registration is
+ * read back. Bounded: no member takes a thousand rounds to register. */
+static void wait_registered(krabka_test_cluster *cluster, krabka_client *reader, size_t n) {
+    test_error e;
+    int round;
+    for (round = 0; round < 1000; round++) {
+        krabka_role_state *state = NULL;
+        size_t len = 0;
+        REQUIRE(krabka_test_cluster_settle(cluster, error_init(&e)) == KRABKA_RESULT_OK, "%s",
+                e.buf);
+        REQUIRE(krabka_client_describe_role_state(reader, ROLE, &state, error_init(&e)) ==
+                    KRABKA_RESULT_OK,
+                "describe_role_state: %s", e.buf);
+        krabka_role_state_roster_len(state, &len);
+        krabka_role_state_free(state);
+        if (len >= n) return;
+    }
+    REQUIRE(0, "%zu members never registered", n);
+}
+
+/* A process of `cluster`: its client and its faults. */
+typedef struct {
+    krabka_client *client;
+    krabka_test_process *process;
+} proc;
+
+static proc process(krabka_test_cluster *cluster, const char *name) {
+    proc p = {NULL, NULL};
+    test_error e;
+    REQUIRE(krabka_test_cluster_process(cluster, name, &p.client, &p.process, error_init(&e)) ==
+                KRABKA_RESULT_OK,
+            "process %s: %s", name, e.buf);
+    return p;
+}
+
+static void proc_free(proc *p) {
+    krabka_client_free(p->client);
+    krabka_test_process_free(p->process);
+}
+
+static krabka_test_cluster *cluster_new(void) {
+    krabka_test_cluster *cluster = NULL;
+    test_error e;
+    REQUIRE(krabka_test_cluster_new(0, &cluster, error_init(&e)) == KRABKA_RESULT_OK, "%s", e.buf);
+    return cluster;
+}
+
+static krabka_leadership *acquire(krabka_client *client, const char *member) {
+    krabka_leadership *l = NULL;
+    test_error e;
+    REQUIRE(krabka_client_acquire(client, ROLE, member, NULL, KRABKA_NO_TIMEOUT, NULL, NULL, NULL,
+                                  &l, error_init(&e)) == KRABKA_RESULT_OK,
+            "%s's acquire: %s", member, e.buf);
+    return l;
+}
+
+static krabka_fencing_token token_of(const krabka_leadership *l) {
+    krabka_fencing_token t;
+    krabka_leadership_token(l, &t, NULL);
+    return t;
+}
+
+static bool same_token(krabka_fencing_token a, krabka_fencing_token b) {
+    return a.producer_id == b.producer_id && a.producer_epoch == b.producer_epoch;
+}
+
+static bool authoritative(krabka_test_cluster *cluster, krabka_fencing_token t) {
+    krabka_leadership_status status;
+    test_error e;
+    bool yes = false;
+    REQUIRE(krabka_test_cluster_describe_leadership(cluster, ROLE, &status, error_init(&e)) ==
+                KRABKA_RESULT_OK,
+            "describe_leadership: %s", e.buf);
+    krabka_leadership_status_authoritative(&status, &t, &yes);
+    return yes;
+}
+
+static bool held(const krabka_leadership *l) {
+    bool yes = false;
+    krabka_leadership_is_held(l, &yes, NULL);
+    return yes;
+}
+
+static int64_t now_ms(const krabka_test_cluster *cluster) {
+    int64_t at = 0;
+    krabka_test_cluster_now_ms(cluster, &at);
+    return at;
+}
+
+static void advance(krabka_test_cluster *cluster, double seconds) {
+    test_error e;
+    REQUIRE(krabka_test_cluster_advance(cluster, seconds, error_init(&e)) == KRABKA_RESULT_OK,
+            "advance: %s", e.buf);
+}
+
+static krabka_result write_one(const krabka_leadership *l, const char *value, test_error *e) {
+    krabka_record rec;
+    krabka_record_init(&rec, TOPIC);
+    rec.partition = 0;
+    rec.value = (const uint8_t *)value;
+    rec.value_len = strlen(value);
+    return krabka_leadership_write(l, &rec, 1, error_init(e));
+}
+
+static void election_and_renewals(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    krabka_fencing_token t = token_of(lead_a);
+    bool none = true;
+    krabka_fencing_token_is_no_epoch(&t, &none);
+    CHECK(!none, "the leader has a token");
+    CHECK(authoritative(cluster, t), "the coordinator names the leader's token");
+    CHECK(now_ms(cluster) == START_MS, "no time passed for the election");
+    /* Four leases' worth of time: it renews every 10 s and keeps the role. */
+    advance(cluster, 120);
+    CHECK(now_ms(cluster) == START_MS + 120000, "the clock moved 120 s, at %lld",
+          (long long)now_ms(cluster));
+    CHECK(held(lead_a), "the leader renewed through 120 s");
+    CHECK(authoritative(cluster, t), "still the same token");
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    krabka_test_cluster_free(cluster);
+}
+
+static void crash_failover_at_the_deadline(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    krabka_lease *lease = NULL;
+    krabka_lease_fields fa;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, a.client, 2);
+    REQUIRE(krabka_leadership_lease(lead_a, &lease, error_init(&e)) == KRABKA_RESULT_OK, "%s",
+            e.buf);
+    krabka_lease_get_fields(lease, &fa);
+    int64_t deadline = fa.deadline;
+    krabka_lease_free(lease);
+    CHECK_RESULT(krabka_test_process_crash(a.process), KRABKA_RESULT_OK, &e.err);
+    /* Short of the deadline b still waits (its thread is in acquire). */
+    while (now_ms(cluster) < deadline - 1000) {
+        int64_t at = 0;
+        bool moved = false;
+        REQUIRE(krabka_test_cluster_advance_to_next_deadline(cluster, &at, &moved, error_init(&e)) ==
+                    KRABKA_RESULT_OK,
+                "%s", e.buf);
+        REQUIRE(moved, "b waits for a deadline");
+    }
+    CHECK(authoritative(cluster, token_of(lead_a)), "a's token stands before its deadline");
+    /* Past the deadline and b's stagger (rank 0: none). */
+    advance(cluster, 60);
+    krabka_leadership *lead_b = contend_won(&cb);
+    int order = 0;
+    krabka_fencing_token ta = token_of(lead_a), tb = token_of(lead_b);
+    krabka_fencing_token_compare(&tb, &ta, &order);
+    CHECK(order > 0, "b's token is newer than a's");
+    CHECK(authoritative(cluster, tb), "the coordinator names b's token");
+    int64_t elected = contend_elected_at(&cb);
+    CHECK(elected == deadline, "rank 0 challenged at a's deadline %lld, elected at %lld",
+          (long long)deadline, (long long)elected);
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+/* A write of a's on its own thread; `started` set just before the call. */
+typedef struct {
+    const krabka_leadership *leadership;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool started, done;
+    krabka_result result;
+    test_error e;
+} writer;
+
+static void *write_run(void *arg) {
+    writer *w = arg;
+    pthread_mutex_lock(&w->lock);
+    w->started = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    krabka_result r = write_one(w->leadership, "a-2", &w->e);
+    pthread_mutex_lock(&w->lock);
+    w->result = r;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static bool writer_done(writer *w) {
+    pthread_mutex_lock(&w->lock);
+    bool d = w->done;
+    pthread_mutex_unlock(&w->lock);
+    return d;
+}
+
+static void check_write(const krabka_test_writes *ws, size_t i, const char *value,
+                        krabka_fencing_token token) {
+    krabka_test_write w;
+    test_error e;
+    CHECK_RESULT(krabka_test_writes_get(ws, i, &w, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    CHECK(w.value_len == strlen(value) && memcmp(w.value, value, w.value_len) == 0,
+          "write %zu is %s, got %.*s", i, value, (int)w.value_len, (const char *)w.value);
+    CHECK(same_token(w.token, token), "write %zu's token", i);
+    CHECK(w.topic_len == strlen(TOPIC) && memcmp(w.topic, TOPIC, w.topic_len) == 0,
+          "write %zu's topic", i);
+    CHECK(w.role_len == strlen(ROLE) && memcmp(w.role, ROLE, w.role_len) == 0, "write %zu's role",
+          i);
+}
+
+static void pause_then_fenced_write(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    writer w;
+    test_error e;
+    CHECK_RESULT(write_one(lead_a, "a-1", &e), KRABKA_RESULT_OK, &e.err);
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, b.client, 2);
+    CHECK_RESULT(krabka_test_process_pause(a.process), KRABKA_RESULT_OK, &e.err);
+    /* The write is on its way when the process is stopped: the thread is
+     * in the call before the clock moves, and its request waits in the
+     * paused transport. */
+    memset(&w, 0, sizeof w);
+    w.leadership = lead_a;
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    REQUIRE(pthread_create(&w.thread, NULL, write_run, &w) == 0, "pthread_create");
+    pthread_mutex_lock(&w.lock);
+    while (!w.started) pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    CHECK_RESULT(krabka_test_cluster_settle(cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 40);
+    krabka_leadership *lead_b = contend_won(&cb);
+    CHECK_RESULT(write_one(lead_b, "b-1", &e), KRABKA_RESULT_OK, &e.err);
+    CHECK(!writer_done(&w), "a paused process's write waits");
+    CHECK_RESULT(krabka_test_process_resume(a.process), KRABKA_RESULT_OK, &e.err);
+    CHECK_RESULT(krabka_test_cluster_settle(cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    REQUIRE(wait_flag(&w.lock, &w.cond, &w.done), "a's write should have returned on resume");
+    pthread_join(w.thread, NULL);
+    /* Fenced: the write reaches the cluster before the lease's timer that
+     * came due in the pause fires. It never commits (below). */
+    CHECK(w.result == KRABKA_RESULT_FENCED, "a's write after the pause is fenced, got %s (%s)",
+          krabka_result_name(w.result), w.e.buf);
+    CHECK(!held(lead_a), "a no longer leads");
+    krabka_test_writes *ws = NULL;
+    size_t n = 0;
+    CHECK_RESULT(krabka_test_cluster_guarded_writes(cluster, &ws, error_init(&e)), KRABKA_RESULT_OK,
+                 &e.err);
+    krabka_test_writes_len(ws, &n);
+    CHECK(n == 2, "only a-1 and b-1 committed, got %zu writes", n);
+    if (n == 2) {
+        check_write(ws, 0, "a-1", token_of(lead_a));
+        check_write(ws, 1, "b-1", token_of(lead_b));
+    }
+    krabka_test_writes_free(ws);
+    pthread_mutex_destroy(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+static void resign_hands_over_at_once(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, a.client, 2);
+    int64_t before = now_ms(cluster);
+    CHECK_RESULT(krabka_leadership_resign(lead_a, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    /* b follows the partition with one-second polls. */
+    advance(cluster, 2);
+    krabka_leadership *lead_b = contend_won(&cb);
+    krabka_fencing_token ta = token_of(lead_a), tb = token_of(lead_b);
+    int order = 0;
+    krabka_fencing_token_compare(&tb, &ta, &order);
+    CHECK(order > 0, "b's token is newer than a's");
+    CHECK(now_ms(cluster) - before <= 2000, "b took over within 2 s, not a lease");
+    krabka_result reason = KRABKA_RESULT_OK;
+    krabka_leadership_reason(lead_a, &reason, error_init(&e));
+    CHECK(reason == KRABKA_RESULT_RESIGNED, "a's term ended RESIGNED, got %s",
+          krabka_result_name(reason));
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+static void cut_off_leader_replaced_then_healed(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, b.client, 2);
+    CHECK_RESULT(krabka_test_process_cut_off(a.process), KRABKA_RESULT_OK, &e.err);
+    /* Past a's lease and b's stagger: a cannot renew, b takes over. */
+    advance(cluster, 30 + 5 + 1);
+    CHECK(!held(lead_a), "a cut off past its lease no longer leads");
+    krabka_result reason = KRABKA_RESULT_OK;
+    krabka_leadership_reason(lead_a, &reason, error_init(&e));
+    CHECK(reason == KRABKA_RESULT_LEASE_EXPIRED, "a's lease expired, got %s (%s)",
+          krabka_result_name(reason), e.buf);
+    krabka_leadership *lead_b = contend_won(&cb);
+    CHECK_RESULT(krabka_test_process_heal(a.process), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 30);
+    CHECK(held(lead_b), "b keeps the role once a is healed");
+    CHECK(authoritative(cluster, token_of(lead_b)), "the coordinator names b's token");
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+static void renewals_failing_for_a_while_keep_the_role(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a");
+    contender ca;
+    test_error e;
+    contend_start(&ca, a.client, "a");
+    krabka_leadership *lead = contend_won(&ca);
+    CHECK_RESULT(krabka_test_process_fail_for(a.process, 15, error_init(&e)), KRABKA_RESULT_OK,
+                 &e.err);
+    advance(cluster, 40);
+    CHECK(held(lead), "renewals that fail for 15 s of a 30 s lease keep the role");
+    CHECK(wait_flag(&ca.lock, &ca.cond, &ca.failing_seen), "a renewal failed meanwhile");
+    CHECK(authoritative(cluster, token_of(lead)), "the same token stands");
+    contend_free(&ca);
+    proc_free(&a);
+    krabka_test_cluster_free(cluster);
+}
+
+static bool names(const test_error *e, const char *what) { return strstr(e->buf, what) != NULL; }
+
+static void argument_checks(void) {
+    test_error e;
+    krabka_test_cluster *cluster = NULL;
+    krabka_client *client = (krabka_client *)1;
+    krabka_test_process *p = (krabka_test_process *)1;
+    krabka_test_writes *ws = NULL;
+    krabka_test_write w;
+    int64_t at = 0;
+    bool moved = true;
+    size_t n = 1;
+
+    CHECK_RESULT(krabka_test_cluster_new(0, NULL, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT,
+                 &e.err);
+    CHECK(names(&e, "out"), "names out: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_new(-1, &cluster, error_init(&e)),
+                 KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+    CHECK(cluster == NULL && names(&e, "partitions"), "names partitions: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_new(3, &cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+
+    CHECK_RESULT(krabka_test_cluster_process(NULL, "a", &client, &p, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(client == NULL && p == NULL && names(&e, "cluster"), "names cluster: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_process(cluster, NULL, &client, &p, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "name"), "names name: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_process(cluster, "a", NULL, &p, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "out_client"), "names out_client: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_process(cluster, "a", &client, NULL, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "out_process"), "names out_process: %s", e.buf);
+
+    CHECK_RESULT(krabka_test_cluster_advance(NULL, 1, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT,
+                 &e.err);
+    CHECK_RESULT(krabka_test_cluster_advance(cluster, -1, error_init(&e)),
+                 KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+    CHECK(names(&e, "seconds"), "names seconds: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_advance(cluster, NAN, error_init(&e)),
+                 KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+    CHECK(now_ms(cluster) == START_MS, "a refused advance moves nothing");
+    CHECK_RESULT(krabka_test_cluster_advance_to_next_deadline(cluster, NULL, &moved, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "at_ms"), "names at_ms: %s", e.buf);
+    CHECK_RESULT(krabka_test_cluster_advance_to_next_deadline(cluster, &at, NULL, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "moved"), "names moved: %s", e.buf);
+    /* Nobody waits on an empty cluster: the clock stays. */
+    CHECK_RESULT(krabka_test_cluster_advance_to_next_deadline(cluster, &at, &moved, error_init(&e)),
+                 KRABKA_RESULT_OK, &e.err);
+    CHECK(!moved && at == START_MS, "nothing to move to: moved %d at %lld", moved, (long long)at);
+    CHECK_RESULT(krabka_test_cluster_settle(NULL, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT,
+                 &e.err);
+    CHECK_RESULT(krabka_test_cluster_now_ms(cluster, NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_cluster_now_ms(NULL, &at), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    {
+        krabka_leadership_status status;
+        CHECK_RESULT(krabka_test_cluster_describe_leadership(cluster, NULL, &status, error_init(&e)),
+                     KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+        CHECK(names(&e, "role"), "names role: %s", e.buf);
+        CHECK_RESULT(krabka_test_cluster_describe_leadership(cluster, "", &status, error_init(&e)),
+                     KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+        /* A role nobody took: NoEpoch. */
+        CHECK_RESULT(krabka_test_cluster_describe_leadership(cluster, ROLE, &status, error_init(&e)),
+                     KRABKA_RESULT_OK, &e.err);
+        bool none = false;
+        krabka_fencing_token_is_no_epoch(&status.token, &none);
+        CHECK(none, "an untaken role has no epoch");
+    }
+
+    CHECK_RESULT(krabka_test_cluster_guarded_writes(cluster, NULL, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_cluster_guarded_writes(cluster, &ws, error_init(&e)), KRABKA_RESULT_OK,
+                 &e.err);
+    CHECK_RESULT(krabka_test_writes_len(ws, &n), KRABKA_RESULT_OK, &e.err);
+    CHECK(n == 0, "no writes yet, got %zu", n);
+    CHECK_RESULT(krabka_test_writes_len(NULL, &n), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_writes_get(ws, 0, &w, error_init(&e)), KRABKA_RESULT_INVALID_ARGUMENT,
+                 &e.err);
+    CHECK(names(&e, "index"), "names index: %s", e.buf);
+    CHECK_RESULT(krabka_test_writes_get(ws, 0, NULL, error_init(&e)), KRABKA_RESULT_NULL_ARGUMENT,
+                 &e.err);
+    krabka_test_writes_free(ws);
+
+    CHECK_RESULT(krabka_test_process_crash(NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_process_pause(NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_process_resume(NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_process_cut_off(NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_process_heal(NULL), KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_process_fail_for(NULL, 1, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK(names(&e, "process"), "names process: %s", e.buf);
+    {
+        proc a = process(cluster, "a");
+        CHECK_RESULT(krabka_test_process_fail_for(a.process, -2, error_init(&e)),
+                     KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+        CHECK(names(&e, "seconds"), "names seconds: %s", e.buf);
+        /* A crash is for good: a resume leaves the process dead, and its
+         * client's calls never answer (so none is made here). */
+        CHECK_RESULT(krabka_test_process_crash(a.process), KRABKA_RESULT_OK, &e.err);
+        CHECK_RESULT(krabka_test_process_resume(a.process), KRABKA_RESULT_OK, &e.err);
+        proc_free(&a);
+    }
+
+    krabka_test_cluster_free(NULL);
+    krabka_test_process_free(NULL);
+    krabka_test_writes_free(NULL);
+    krabka_test_cluster_free(cluster);
+}
+
+int main(void) {
+    election_and_renewals();
+    crash_failover_at_the_deadline();
+    pause_then_fenced_write();
+    resign_hands_over_at_once();
+    cut_off_leader_replaced_then_healed();
+    renewals_failing_for_a_while_keep_the_role();
+    argument_checks();
+    return check_summary("test_testing_kit");
+}
