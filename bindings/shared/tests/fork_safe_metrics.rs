@@ -4,7 +4,7 @@
 //! process's registry under a lock; a host that forks while another thread
 //! holds it (Python's `os.fork` beside a thread that describes) must not
 //! hand the child a lock that no thread of the child will ever release: the
-//! child's first metric would hang (a forked Python child met it in CI).
+//! child's first metric would hang.
 //! Here the forking thread holds the lock itself across the fork, which
 //! leaves it held in the child every time; the child must register a series
 //! and render within two seconds.
