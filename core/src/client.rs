@@ -374,6 +374,15 @@ impl Client {
         open.finished();
     }
 
+    /// Marks the client closed without ending anything it started, for a
+    /// client whose process is gone ([`crate::testing::TestProcess::crash`]):
+    /// later operations are refused as after [`Client::close`], and a
+    /// `close` returns at once instead of waiting for resigns that nothing
+    /// would answer.
+    pub(crate) fn abandon(&self) {
+        self.inner.open.abandon();
+    }
+
     /// `Err` with the error every operation of a closed client returns
     /// ([`Error::InvalidArgument`], "the client is closed"), `Ok` while
     /// it is open: for a binding that starts something on its behalf.

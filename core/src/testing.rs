@@ -279,9 +279,12 @@ impl TestProcess {
 
     /// Kills the process (SIGKILL): it never answers or wakes again, so it
     /// neither renews nor resigns; its registration stays until a
-    /// challenger passes it over. For good.
+    /// challenger passes it over. For good. Its client counts as closed:
+    /// a later operation is refused, and `close` returns at once (nothing
+    /// of a killed process is left to end).
     pub fn crash(&self) {
         self.set(ProcessState::Crashed);
+        self.client.abandon();
     }
 
     /// Stops the process (SIGSTOP): its calls and timers wait. Its clocks go

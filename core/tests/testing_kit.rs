@@ -379,3 +379,35 @@ async fn a_standby_takes_over_when_the_leader_dies() {
     let new = standby.await.unwrap().unwrap();
     assert!(new.token() > leader.token());
 }
+
+/// A crashed process's client counts as closed: its close returns at once
+/// (a resign would wait for ever on a process that never answers) and a
+/// later operation is refused; its term is not resigned, so the standby
+/// still waits out the lease.
+#[tokio::test]
+async fn a_crashed_processs_client_closes_at_once_without_resigning() {
+    let cluster = TestCluster::new();
+    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = won(task).await;
+    let (task_b, _) = contend(&b, "b");
+    cluster.settle().await;
+    a.crash();
+    let closed = tokio::spawn({
+        let client = a.client().clone();
+        async move { client.close().await }
+    });
+    cluster.settle().await;
+    assert!(closed.is_finished(), "the close of a crashed process waits");
+    assert!(a.client().is_closed());
+    let e = a.client().describe_leadership(ROLE).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    cluster.advance(Duration::from_secs(20)).await;
+    assert!(
+        !task_b.is_finished(),
+        "nothing was resigned: b waits out a's lease"
+    );
+    cluster.advance(Duration::from_secs(20)).await;
+    assert!(won(task_b).await.token() > lead_a.token());
+}

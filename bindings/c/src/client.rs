@@ -8,7 +8,6 @@ use std::time::Duration;
 use krabka_coordination::leadership::{Leadership, LeadershipOptions, RoleStateReport};
 use krabka_coordination::testing::TestProcess;
 use krabka_coordination::transport::kafka::KafkaConfig;
-use krabka_coordination::transport::memory::ProcessState;
 use krabka_coordination::{ElectionOptions, Error};
 use krabka_coordination_bindings::args::{seconds, SecondsBound};
 use krabka_coordination_bindings::blocking::BoxFuture;
@@ -151,8 +150,6 @@ pub struct krabka_roster_entry {
 #[allow(non_camel_case_types)]
 pub struct krabka_client {
     inner: ProcessBound<KafkaClient>,
-    /// The test-kit process whose client this is, if it is one.
-    test_process: Option<TestProcess>,
 }
 
 impl krabka_client {
@@ -160,16 +157,7 @@ impl krabka_client {
     pub(crate) fn on_test_process(process: &TestProcess) -> krabka_client {
         krabka_client {
             inner: ProcessBound::new("krabka_client", KafkaClient::on_test_process(process), None),
-            test_process: Some(process.clone()),
         }
-    }
-
-    /// True for the client of a crashed test-kit process: nothing of it
-    /// ever answers or wakes again, so a close would wait for ever.
-    fn crashed(&self) -> bool {
-        self.test_process
-            .as_ref()
-            .is_some_and(|p| p.state() == ProcessState::Crashed)
     }
 
     pub(crate) fn get(&self) -> Result<KafkaClient, Failure> {
@@ -402,7 +390,6 @@ pub unsafe extern "C" fn krabka_client_new(
         let client = KafkaClient::new(config, partitions)?;
         *out = into_handle(krabka_client {
             inner: ProcessBound::new("krabka_client", client, None),
-            test_process: None,
         });
         Ok(())
     })
@@ -428,11 +415,6 @@ pub unsafe extern "C" fn krabka_client_close(client: *const krabka_client) {
         let Some(client) = (unsafe { client.as_ref() }) else {
             return;
         };
-        // A crashed test process is a SIGKILLed one: nothing is left to end
-        // (as the system frees a killed process's resources).
-        if client.crashed() {
-            return;
-        }
         let Ok(core) = client.get() else {
             return;
         };

@@ -95,9 +95,9 @@ impl Open {
         Ok(())
     }
 
-    /// True once a close started.
+    /// True once a close started (or the client was abandoned).
     pub(super) fn is_closing(&self) -> bool {
-        self.closing.is_cancelled()
+        self.lock().closing
     }
 
     /// A token cancelled when the close starts.
@@ -181,6 +181,21 @@ impl Open {
             }
             ended.await;
         }
+    }
+
+    /// Closes without ending anything: every later registration is refused
+    /// and [`Open::wait_closed`] returns at once, while what was registered
+    /// is left as it is (not cancelled, not resigned). For a client whose
+    /// process is gone (a crashed test-kit process), where nothing answers
+    /// and a close would wait for ever.
+    pub(super) fn abandon(&self) {
+        {
+            let mut state = self.lock();
+            state.closing = true;
+            state.observers.clear();
+            state.held.clear();
+        }
+        self.finished();
     }
 
     /// Marks the close finished, waking every [`Open::wait_closed`].
