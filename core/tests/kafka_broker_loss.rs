@@ -17,7 +17,7 @@
 //!
 //! A stalled broker is routed around the same way (issue 25, item 3): the
 //! first bootstrap broker, and then the role's coordinator, paused
-//! (SIGSTOP) for two leases, far past the session timeout, leave the leader
+//! (SIGSTOP) for a lease and two renewals, far past the session timeout, leave the leader
 //! in place, and its renewals and guarded writes go on; the paused broker is
 //! then resumed (SIGCONT), as a stalled JVM comes back, with its stale view,
 //! and the leader keeps its token.
@@ -39,6 +39,11 @@ use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
 const RENEW: Duration = Duration::from_secs(3);
+/// How long each fault lasts before the leader is judged: past any deadline
+/// the leader held when the broker went (at most one lease away), by two
+/// renew intervals, so a leader whose renewals stalled for the whole fault
+/// would have lost the role by then.
+const RIDE_OUT: Duration = Duration::from_secs(LEASE.as_secs() + 2 * RENEW.as_secs());
 
 /// How a broker is lost.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -121,7 +126,7 @@ async fn the_leader_rides_out(fault: Fault) {
             let (cfg, role, boot, victim) =
                 (cfg.clone(), role.clone(), boot.clone(), victim.clone());
             async move {
-                while t0.elapsed() < 2 * LEASE {
+                while t0.elapsed() < RIDE_OUT {
                     // A new client each time: a client keeps the coordinator it found.
                     let describe = DescribeClient::new(&cfg).unwrap();
                     if let Ok(addr) = describe.coordinator_address(&role).await {
@@ -134,9 +139,8 @@ async fn the_leader_rides_out(fault: Fault) {
                 None
             }
         });
-        // Two leases without the broker: long past any deadline a stalled
-        // leader would have missed.
-        tokio::time::sleep(2 * LEASE).await;
+        // Long past any deadline a stalled leader would have missed.
+        tokio::time::sleep(RIDE_OUT).await;
         let renewed = leader_stays(&mut rx, &mut srx);
         eprintln!(
             "node {victim} lost ({fault:?}): the role's coordinator was elsewhere after {:?}",
