@@ -30,7 +30,8 @@
 #      built module;
 #   8. the same abi3 wheel, installed on the oldest and newest other CPythons
 #      found (3.9 and 3.13 under pyenv here; KRABKA_EXTRA_PYTHONS="path ..."
-#      overrides), passes pytest there too (the interpreters side by side).
+#      overrides), passes pytest there too (those runs side by side with
+#      each other and with steps 6 and 7).
 #
 # The decode benchmark (the package must decode a lease faster than a
 # pure-Python struct decoder) needs the release build: ci/release-check.sh
@@ -101,6 +102,45 @@ fi
 export KRABKA_BOOTSTRAP
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=${KRABKA_BOOTSTRAP_3:-(not set: the three-node check is skipped)}"
 
+step "the abi3 wheel on other CPythons: started beside the checks below"
+if [ -n "${KRABKA_EXTRA_PYTHONS+set}" ]; then
+    read -r -a extra <<<"$KRABKA_EXTRA_PYTHONS"
+else
+    extra=()
+    pyroot="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+    for v in 3.9 3.13; do
+        found="$(ls -d "$pyroot"/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -n 1 || true)"
+        [ -z "$found" ] && found="$(command -v "python$v" || true)"
+        if [ -n "$found" ]; then extra+=("$found"); else echo "python$v: not installed here, not checked"; fi
+    done
+fi
+# Side by side with each other and with this interpreter's pytest, examples,
+# snippets and mypy: the suites wait on Kafka far more than they compute (a
+# pytest run takes about a seventh of its wall time in CPU). Each
+# interpreter's output is printed whole at the end.
+pids=() logs=() names=()
+# When a check below fails, the other interpreters' runs end with it.
+stop_extra() {
+    for p in "${pids[@]}"; do
+        pkill -TERM -P "$p" 2>/dev/null || true
+        kill "$p" 2>/dev/null || true
+    done
+}
+trap stop_extra EXIT
+if [ "${#extra[@]}" -gt 0 ]; then
+    for other in "${extra[@]}"; do
+        ver="$("$other" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+        log="$(mktemp)"
+        (
+            "$other" -m venv --clear "$VENV/extra-$ver"
+            "$VENV/extra-$ver/bin/python" -m pip install --quiet --upgrade pip
+            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis "prometheus-client>=0.17"
+            cd "$PKG" && "$VENV/extra-$ver/bin/python" -m pytest -q -p no:cacheprovider
+        ) >"$log" 2>&1 &
+        pids+=("$!") logs+=("$log") names+=("CPython $ver ($other)")
+    done
+fi
+
 step "pytest"
 (cd "$PKG" && "$PY" -m pytest -p no:cacheprovider --durations=8)
 
@@ -145,33 +185,8 @@ step "mypy --strict (package, tests, benchmark and examples against the stubs)"
 step "stubtest"
 (cd "$PKG/tests" && "$PY" -m mypy.stubtest krabka_coordination --allowlist stubtest-allowlist.txt)
 
-step "the abi3 wheel on other CPythons"
-if [ -n "${KRABKA_EXTRA_PYTHONS+set}" ]; then
-    read -r -a extra <<<"$KRABKA_EXTRA_PYTHONS"
-else
-    extra=()
-    pyroot="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
-    for v in 3.9 3.13; do
-        found="$(ls -d "$pyroot"/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -n 1 || true)"
-        [ -z "$found" ] && found="$(command -v "python$v" || true)"
-        if [ -n "$found" ]; then extra+=("$found"); else echo "python$v: not installed here, not checked"; fi
-    done
-fi
-# Side by side: the suites wait on Kafka far more than they compute. Each
-# interpreter's output is printed whole when it ends.
-if [ "${#extra[@]}" -gt 0 ]; then
-    pids=() logs=() names=()
-    for other in "${extra[@]}"; do
-        ver="$("$other" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-        log="$(mktemp)"
-        (
-            "$other" -m venv --clear "$VENV/extra-$ver"
-            "$VENV/extra-$ver/bin/python" -m pip install --quiet --upgrade pip
-            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis "prometheus-client>=0.17"
-            cd "$PKG" && "$VENV/extra-$ver/bin/python" -m pytest -q -p no:cacheprovider
-        ) >"$log" 2>&1 &
-        pids+=("$!") logs+=("$log") names+=("CPython $ver ($other)")
-    done
+step "the abi3 wheel on other CPythons: results"
+if [ "${#pids[@]}" -gt 0 ]; then
     failed=0
     for i in "${!pids[@]}"; do
         rc=0
