@@ -123,7 +123,7 @@ impl From<kafka::TopicReport> for TopicReport {
 }
 
 /// The core client of one set of Kafka settings (see the module
-/// documentation). `close` ends everything it started (see [`Client::close`]).
+/// documentation). `close` ends everything it started (see `Client.close`).
 #[derive(uniffi::Object)]
 pub struct Client {
     /// `None` once closed.
@@ -355,7 +355,7 @@ impl Client {
         }
     }
 
-    /// [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+    /// `Client.close` for a caller that cannot await (Kotlin's `close()`
     /// and `use { }`): waits until it is done (bounded by the leases), except
     /// on a thread of an async runtime (a coroutine resumed by this
     /// binding's runtime), where waiting would block that runtime: there it

@@ -41,7 +41,7 @@ pub struct Registration {
 
 /// A fencing token: the producer id and epoch Kafka's transaction
 /// coordinator minted for a role. Tokens order by producer id first, then
-/// epoch ([`compare_tokens`]); [`no_epoch`] is the token of no term. Its
+/// epoch ([`compare_tokens`]); `noEpoch()` is the token of no term. Its
 /// wire form is [`token_text`], read back by [`parse_token`].
 ///
 /// It crosses the FFI as [`FencingTokenParts`] (a uniffi custom type):
@@ -194,27 +194,27 @@ impl From<core::RosterEntry> for RosterEntry {
 }
 
 /// Encodes a record key. A lease key with a member, or a role or member the
-/// layout cannot hold, is an [`KrabkaError::Encode`] error.
+/// layout cannot hold, is an `KrabkaException.Encode` error.
 #[uniffi::export]
 pub fn encode_key(key: Key) -> Result<Vec<u8>, KrabkaError> {
     Ok(core::encode_key(&key.into()).map_err(core::Error::from)?)
 }
 
-/// Decodes a record key; malformed bytes are [`KrabkaError::MalformedKey`].
+/// Decodes a record key; malformed bytes are `KrabkaException.MalformedKey`.
 #[uniffi::export]
 pub fn decode_key(data: Vec<u8>) -> Result<Key, KrabkaError> {
     Ok(core::decode_key(&data).map_err(core::Error::from)?.into())
 }
 
 /// Encodes a registration value; an empty or over-long member is an
-/// [`KrabkaError::Encode`] error.
+/// `KrabkaException.Encode` error.
 #[uniffi::export]
 pub fn encode_registration(registration: Registration) -> Result<Vec<u8>, KrabkaError> {
     Ok(core::encode_registration(&registration.into()).map_err(core::Error::from)?)
 }
 
 /// Decodes a registration value; malformed bytes are
-/// [`KrabkaError::MalformedRegistration`].
+/// `KrabkaException.MalformedRegistration`.
 #[uniffi::export]
 pub fn decode_registration(data: Vec<u8>) -> Result<Registration, KrabkaError> {
     Ok(core::decode_registration(&data)
@@ -223,13 +223,13 @@ pub fn decode_registration(data: Vec<u8>) -> Result<Registration, KrabkaError> {
 }
 
 /// Encodes a lease value; an empty or over-long member is an
-/// [`KrabkaError::Encode`] error.
+/// `KrabkaException.Encode` error.
 #[uniffi::export]
 pub fn encode_lease(lease: Lease) -> Result<Vec<u8>, KrabkaError> {
     Ok(core::encode_lease(&lease.into()).map_err(core::Error::from)?)
 }
 
-/// Decodes a lease value; malformed bytes are [`KrabkaError::MalformedLease`].
+/// Decodes a lease value; malformed bytes are `KrabkaException.MalformedLease`.
 #[uniffi::export]
 pub fn decode_lease(data: Vec<u8>) -> Result<Lease, KrabkaError> {
     Ok(core::decode_lease(&data).map_err(core::Error::from)?.into())
@@ -244,7 +244,7 @@ pub fn murmur2(data: Vec<u8>) -> i32 {
 
 /// The partition of the state topic that holds `role` among `partitions`:
 /// murmur2 of the role's UTF-8 bytes, made positive, modulo the count. An
-/// empty role or a count below 1 is [`KrabkaError::InvalidArgument`].
+/// empty role or a count below 1 is `KrabkaException.InvalidArgument`.
 #[uniffi::export]
 pub fn role_partition(role: String, partitions: i32) -> Result<i32, KrabkaError> {
     Ok(core::role_partition(&role, partitions)?)
@@ -270,7 +270,7 @@ pub fn no_epoch() -> FencingToken {
 }
 
 /// The wire form of `token`: `PRODUCER_ID/EPOCH` in decimal (`"4001/7"`),
-/// or `"NoEpoch"` for [`no_epoch`]; the core's text, the same in every
+/// or `"NoEpoch"` for `noEpoch()`; the core's text, the same in every
 /// binding, the CLI and `KRABKA_TOKEN`.
 #[uniffi::export]
 pub fn token_text(token: FencingToken) -> String {
@@ -279,14 +279,14 @@ pub fn token_text(token: FencingToken) -> String {
 
 /// The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by the
 /// core's parser as in every binding. Malformed text is
-/// [`KrabkaError::InvalidArgument`], its detail quoting the text and naming
+/// `KrabkaException.InvalidArgument`, its detail quoting the text and naming
 /// the expected form.
 #[uniffi::export]
 pub fn parse_token(text: String) -> Result<FencingToken, KrabkaError> {
     Ok(krabka_coordination_bindings::args::token(&text)?.into())
 }
 
-/// True for [`no_epoch`].
+/// True for `noEpoch()`.
 #[uniffi::export]
 pub fn is_no_epoch(token: FencingToken) -> bool {
     core::FencingToken::from(token).is_no_epoch()

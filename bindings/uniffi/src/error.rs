@@ -11,7 +11,7 @@ use krabka_coordination::{Error, Part};
 use krabka_coordination_bindings::errors::{self, Caller};
 
 /// Every error of the bindings (see the module documentation). The
-/// descriptions are the shared table's ([`errors::KINDS`]).
+/// descriptions are the shared table's (the shared table of error kinds).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
 pub enum KrabkaError {
     /// Malformed bytes of a record key (the core's `FORMAT`, part "key"):
@@ -102,7 +102,7 @@ pub enum KrabkaError {
 }
 
 /// The core's error kinds, as a plain enum (the kind of a [`TermEnd`]
-/// reason, and of every [`KrabkaError`] through [`error_kind`]).
+/// reason, and of every `KrabkaException` through `errorKind`).
 ///
 /// [`TermEnd`]: crate::TermEnd
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]

@@ -269,7 +269,7 @@ impl Leadership {
 
     /// Writes `records` in one transaction of this term's epoch. The broker
     /// fences a deposed leader's write: it fails with
-    /// [`KrabkaError::Fenced`], none of its records become visible, and the
+    /// `KrabkaException.Fenced`, none of its records become visible, and the
     /// term ends.
     pub async fn write(&self, records: Vec<OutRecord>) -> Result<(), KrabkaError> {
         let l = Arc::clone(self.core()?);
