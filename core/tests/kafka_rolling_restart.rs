@@ -1,5 +1,4 @@
-//! A rolling restart of the whole cluster does not move a leader (issue 25,
-//! item 7): on the three-node cluster (replication factor 3,
+//! A rolling restart of the whole cluster does not move a leader: on the three-node cluster (replication factor 3,
 //! min.insync.replicas 2), the three brokers are restarted one at a time as
 //! a Kafka upgrade does (each stopped with SIGTERM, so it shuts down in a
 //! controlled way and hands its partition leaders and transaction

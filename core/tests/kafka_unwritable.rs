@@ -1,5 +1,4 @@
-//! An unwritable data partition costs a write, never the lease (issue 25,
-//! item 2): on the three-node cluster, a data topic with replication factor
+//! An unwritable data partition costs a write, never the lease: on the three-node cluster, a data topic with replication factor
 //! 3 and `min.insync.replicas` 3 loses a broker (neither the role's
 //! coordinator nor its state partition's leader). Once Kafka has taken the
 //! broker out of the partition's in-sync replicas, every guarded write to
