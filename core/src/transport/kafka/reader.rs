@@ -78,11 +78,11 @@ pub(super) fn reader_group(config: &KafkaConfig) -> &str {
 /// 300 ms, ...: `rd_kafka_topic_partition_list_query_leaders`) until the
 /// leader is there. On a new client whose connection was not up at the
 /// first ask, the leader then comes only at a later ask, hundreds of
-/// milliseconds on (often so when many readers start at once). A metadata
-/// request waits for the connection and fills
-/// the cache, so the offsets request finds the leader at once. A failed
-/// metadata request is the call's error: it is what the offsets request
-/// would have met.
+/// milliseconds on (often so when many readers start at once,
+/// `docs/benchmarks/cli.md`). A metadata request waits for the connection
+/// and fills the cache, so the offsets request finds the leader at once. A
+/// failed metadata request is the call's error: it is what the offsets
+/// request would have met.
 pub(super) fn fetch_watermarks_first<C, X>(
     consumer: &C,
     topic: &str,
