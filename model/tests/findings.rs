@@ -57,9 +57,10 @@ fn held_back_race_fences_a_healthy_leader() {
     );
 }
 
-/// Without `held_back_without_lease`: a first lease hidden behind a neighbour's open transaction.
-/// The standby sees no lease, so it skips the held-back check, and
-/// challenges on its stagger against the member elected a moment ago.
+/// Without `held_back_without_lease`: a first lease hidden behind a
+/// neighbour's open transaction. The standby sees no lease, so it skips the
+/// held-back check, and challenges on its stagger against the member elected
+/// a moment ago.
 #[test]
 fn hidden_first_lease_fences_a_healthy_leader() {
     let mut config = scenarios::neighbour();
@@ -78,9 +79,9 @@ fn hidden_first_lease_fences_a_healthy_leader() {
     );
 }
 
-/// Without `resign_ends_at_deadline`: a resign stops the renewal task, so nothing ends the term at
-/// the local deadline; a resign blocked (cut off, frozen) keeps `is_held`
-/// true past it, for up to two lease durations.
+/// Without `resign_ends_at_deadline`: a resign stops the renewal task, so
+/// nothing ends the term at the local deadline; a resign blocked (cut off,
+/// frozen) keeps `is_held` true past it, for up to two lease durations.
 #[test]
 fn a_blocked_resign_holds_past_the_deadline() {
     let mut config = scenarios::cut_off();
@@ -96,10 +97,10 @@ fn a_blocked_resign_holds_past_the_deadline() {
     );
 }
 
-/// Clock skew (documented, not fixed): the local deadline is the holder's clock; a
-/// standby whose clock runs ahead by one tick is elected one tick before
-/// the holder's LEASE_EXPIRED. With equal clocks (the documented bound of
-/// the property) no window overlaps; the project documents no skew bound.
+/// Clock skew (documented, not fixed): the local deadline is the holder's
+/// clock; a standby whose clock runs ahead by one tick is elected one tick
+/// before the holder's LEASE_EXPIRED. With equal clocks (the documented bound
+/// of the property) no window overlaps; the project documents no skew bound.
 #[test]
 fn clock_skew_overlaps_the_windows_by_the_skew() {
     let mut config = scenarios::with_proposed_fixes(scenarios::deposed());
@@ -112,10 +113,11 @@ fn clock_skew_overlaps_the_windows_by_the_skew() {
 }
 
 /// Without `held_back_at_read_position`: the held-back check and the read
-/// after it (`read_after_held_back`) are two requests. Two challengers decide in the same instant;
-/// between one's check and its read, a neighbour opens a transaction that
-/// hides the other's first lease, and the read finds nothing new. The
-/// core's fix: one request, the end of the log against the read position.
+/// after it (`read_after_held_back`) are two requests. Two challengers decide
+/// in the same instant; between one's check and its read, a neighbour opens a
+/// transaction that hides the other's first lease, and the read finds nothing
+/// new. The core's fix: one request, the end of the log against the read
+/// position.
 #[test]
 fn a_transaction_opened_between_check_and_read_hides_a_first_lease() {
     let mut config = scenarios::neighbour();
