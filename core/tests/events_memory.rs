@@ -307,11 +307,11 @@ async fn subscribe_delivers_later_events_to_every_subscriber() {
     assert_eq!(later[0].at, T0 + ms(RENEW));
 }
 
-/// A renewal whose transport overruns the bound it was given (it hangs) does not keep the term alive: at the local lease
-/// deadline the term ends with `lease_expired`, `lease_left` is zero and
-/// `is_held` false together, and a guarded write that overruns too returns
-/// `OUTCOME_UNKNOWN` then (its commit may be on its way), never a failure
-/// that could be a commit.
+/// A renewal whose transport overruns the bound it was given (it hangs) does
+/// not keep the term alive: at the local lease deadline the term ends with
+/// `lease_expired`, `lease_left` is zero and `is_held` false together, and a
+/// guarded write that overruns too returns `OUTCOME_UNKNOWN` then (its commit
+/// may be on its way), never a failure that could be a commit.
 #[tokio::test(flavor = "current_thread")]
 async fn a_renewal_that_overruns_its_bound_ends_the_term_at_the_local_deadline() {
     let w = World::new();

@@ -114,11 +114,11 @@ async fn the_check_compares_the_end_of_the_log_with_the_readers_position() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
 
-/// The interleaving of a check after the read: the challenger's read finds nothing new (the
-/// leader's renewals are hidden behind a neighbour's open transaction),
-/// then the transaction is decided before the check. The check answers for
-/// the challenger's position, so the released renewals count as unread:
-/// the challenger reads them and waits again, and reports nothing held
+/// The interleaving of a check after the read: the challenger's read finds
+/// nothing new (the leader's renewals are hidden behind a neighbour's open
+/// transaction), then the transaction is decided before the check. The check
+/// answers for the challenger's position, so the released renewals count as
+/// unread: the challenger reads them and waits again, and reports nothing held
 /// back (nothing is, by then).
 #[tokio::test(flavor = "current_thread")]
 async fn records_released_after_the_read_are_read_before_any_challenge() {

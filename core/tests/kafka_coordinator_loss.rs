@@ -7,11 +7,11 @@
 //! INVALID_TXN_STATE, and librdkafka makes that fatal
 //! (<https://github.com/confluentinc/librdkafka/issues/4849>). On the
 //! three-broker cluster that could end a healthy leader's term when the
-//! coordinator's broker was killed during its guarded writes. Here the loss is made certain: the coordinator's
-//! broker is paused (SIGSTOP), so the registration of the next write sits
-//! unread in its socket, the write gives up, and the broker is killed. The
-//! epoch must abort that transaction only once the new coordinator can have
-//! it, and write on with its token.
+//! coordinator's broker was killed during its guarded writes. Here the loss is
+//! made certain: the coordinator's broker is paused (SIGSTOP), so the
+//! registration of the next write sits unread in its socket, the write gives
+//! up, and the broker is killed. The epoch must abort that transaction only
+//! once the new coordinator can have it, and write on with its token.
 //!
 //! Needs the real three-node cluster: `KRABKA_BOOTSTRAP_3`, or
 //! `ci/kafka.sh start 3` is run. The node is restarted at the end, and by a

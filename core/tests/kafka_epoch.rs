@@ -740,8 +740,9 @@ async fn a_crashed_holder_is_replaced() {
     assert_eq!(t.describe_epoch(&role).await.unwrap(), new);
 }
 
-/// The conditional bump a resign relies on, checked on the broker: InitProducerId with the caller's producer id and epoch (KIP-360)
-/// bumps only the current epoch and is refused for a superseded one.
+/// The conditional bump a resign relies on, checked on the broker:
+/// InitProducerId with the caller's producer id and epoch (KIP-360) bumps only
+/// the current epoch and is refused for a superseded one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
     let role = unique("supersede");

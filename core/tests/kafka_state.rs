@@ -844,13 +844,12 @@ async fn the_look_past_an_open_transaction_sorts_records_by_their_markers() {
     drop(frozen);
 }
 
-/// The held-back check is one read of the high watermark against the
-/// reader's position (one request, `docs/model.md`). On a real broker: a read_committed
-/// reader that read a committed transaction stands past its commit marker,
-/// at the high watermark, so the check says caught up; a transaction left
-/// open by another producer holds it back; a record appended after the
-/// read is unread; an aborted transaction's record and marker are read
-/// past.
+/// The held-back check is one read of the high watermark against the reader's
+/// position (one request, `docs/model.md`). On a real broker: a read_committed
+/// reader that read a committed transaction stands past its commit marker, at
+/// the high watermark, so the check says caught up; a transaction left open by
+/// another producer holds it back; a record appended after the read is unread;
+/// an aborted transaction's record and marker are read past.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_held_back_check_compares_the_high_watermark_with_the_readers_position() {
     let (t, cfg) = private_transport("backlog", 1).await;

@@ -110,8 +110,9 @@ async fn two_epochs_of_one_role_on_one_transport_are_fenced_by_age() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_holder_whose_transport_mints_a_newer_epoch_is_fenced_not_renewed() {
-    // A second epoch of the role on the holder's own transport. The holder's renewals and guarded writes go
-    // through its own epoch, so they are fenced.
+    // A second epoch of the role on the holder's own transport. The holder's
+    // renewals and guarded writes go through its own epoch, so they are
+    // fenced.
     let w = World::new();
     let t = w.transport();
     let a = leader_on(&w, &t, "a").await;
