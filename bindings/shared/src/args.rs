@@ -12,9 +12,9 @@
 //! producer_epoch does not fit the layout's i16 (from -32768 to 32767): got 40000
 //! ```
 //!
-//! Field names are snake_case, the same in every binding ([`Field`]); a binding whose
-//! language spells arguments otherwise still reports these names, so an
-//! error reads the same in every port. The [`ArgErrorKind`] says which
+//! Field names are snake_case, the same in every binding ([`Field`]); a
+//! binding whose language spells arguments otherwise still reports these
+//! names, so an error reads the same in every port. The [`ArgErrorKind`] says which
 //! host exception fits (`TypeError`, `ValueError`, `OverflowError` in
 //! Python).
 
