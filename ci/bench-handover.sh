@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hand-over on the local 3-broker cluster in both harnesses, cold and then warm, with etcd's
-# election measured the same way in the same run (issue 28, items 1 and 2). One command:
+# election measured the same way in the same run. One command:
 #
 #   ci/bench-handover.sh                  a new cluster, cold, warm-up, warm
 #   ci/bench-handover.sh --keep-data      restart the cluster with the topics it holds
@@ -11,12 +11,12 @@
 # line; etcd: SIGINT to the leading `etcdctl elect` -> the next one's first line):
 #
 #   project: 2 members, lease 2000 ms, renew 500 ms, stagger 500 ms (docs/benchmarks/leadership.md)
-#   user:    3 members, lease 3000 ms, renew 1000 ms, stagger 1000 ms (issue 28's conditions)
+#   user:    3 members, lease 3000 ms, renew 1000 ms, stagger 1000 ms (a user's conditions)
 #
 # The steps:
 #   1. the 3-broker cluster's data deleted (ci/kafka.sh clean 3), so that every run starts
 #      from the same state (the topics of earlier benchmarks and tests add to the brokers'
-#      work; docs/benchmarks/leadership.md, 2026-12-06); then started with Kafka's own JVM options (KAFKA_JVM_PROFILE=stock) and left
+#      work: docs/benchmarks/leadership.md); then started with Kafka's own JVM options (KAFKA_JVM_PROFILE=stock) and left
 #      alone for COLD_WAIT_S (60) seconds. The cluster's topic and partition counts are
 #      printed before the cold part;
 #   2. cold: both harnesses, TRIALS (50) hand-overs each, etcd beside each;

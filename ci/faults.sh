@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault campaign (issue 9, item 11; issue 25, item 9): member processes of three roles (two
+# The fault campaign: member processes of three roles (two
 # sharing a state partition) write guarded records on the 3-broker cluster while
 # a nemesis kills, pauses, cuts off and skews members and kills, pauses and
 # restarts brokers (one at a time, or all three in a rolling restart), at random

@@ -44,6 +44,7 @@ if [[ -n ${CI:-} ]]; then export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=lin
 export KRABKA_CI_UMBRELLA=1
 
 step fmt;    ci/fmt.sh
+step "comments (ci/comments.sh)"; ci/comments.sh
 step clippy; ci/clippy.sh
 step "one core build for the four bindings"; ci/unified.sh
 

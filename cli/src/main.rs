@@ -150,7 +150,7 @@ fn main() -> ExitCode {
         // A read or topic command has written what it had to say (stdout is
         // flushed: `_exit` does not), and its Kafka clients hold nothing to
         // deliver. Closing them (a librdkafka destroy each, on the blocking
-        // pool) took about 100 ms, half of a `krabka state`; `_exit` also
+        // pool) costs as much as a short command's own work; `_exit` also
         // runs no atexit handler while their threads still run.
         let _ = std::io::Write::flush(&mut std::io::stdout());
         // SAFETY: ends the process; nothing after this runs.

@@ -210,9 +210,9 @@ fn print_report(r: &RoleStateReport, now: i64) {
     }
 }
 
-/// Writes `v` and a newline to stdout in one buffered write. `println!("{v}")`
-/// went through stdout's line buffer in pieces of 1 KiB, a write(2) each:
-/// half the time of `roles --json` on 10,000 roles (5.6 MB).
+/// Writes `v` and a newline to stdout in one buffered write, not through
+/// stdout's line buffer (`println!("{v}")`), which makes a write(2) per
+/// 1 KiB: a listing of many roles is megabytes (`docs/benchmarks/cli.md`).
 fn print_json(v: &Value) -> Result<(), Failure> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     serde_json::to_writer(&mut out, v)
@@ -239,8 +239,8 @@ fn output_failure(e: std::io::Error) -> Failure {
 /// failed as "no partition N", an invalid argument (exit code 2), and one
 /// with the wrong `--partitions` read the wrong partitions without a word;
 /// the check names the missing topic or the partition count, a refusal
-/// (exit code 4). Both run at once: the check (about 20 ms) costs no time
-/// unless the read is quicker.
+/// (exit code 4). Both run at once, so the check costs no time unless the
+/// read is quicker than it.
 async fn checked<T>(
     client: &Client,
     partitions: i32,
@@ -318,8 +318,8 @@ pub async fn roles(kafka: &KafkaArgs, a: RolesArgs) -> Result<u8, Failure> {
     let now = now_ms();
     if a.json {
         // The object of `json!({...})`, keys in the same (sorted) order,
-        // written role by role: a tree of 10,000 roles' Values was built,
-        // then freed, for one write (a third of the time on 10,000 roles).
+        // written role by role: no tree of every role's Values is built and
+        // freed for one write (a large share of the time on many roles).
         let unreadable: Vec<Value> = listing
             .unreadable
             .iter()

@@ -31,8 +31,8 @@
 //! freeze) the child runs on unsupervised; when `krabka` resumes past its
 //! lease it stops the child at once. Work that must never overlap a
 //! successor's carries the token into the resource it writes (a guarded
-//! write, a fencing check), as the spec says: the lease is a timer, the
-//! epoch is the fence.
+//! write, a fencing check): the lease is a timer, the epoch is the fence
+//! (docs/guarantees.md).
 
 use std::sync::Arc;
 use std::time::Duration;

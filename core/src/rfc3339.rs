@@ -42,7 +42,7 @@ pub fn rfc3339(epoch_ms: i64) -> String {
     Rfc3339(epoch_ms).to_string()
 }
 
-/// The proleptic Gregorian date of `days` since 1970-01-01 (Howard
+/// The proleptic Gregorian date of `days` since the Unix epoch (Howard
 /// Hinnant's `civil_from_days`), exact for every `i64` input whose year
 /// fits `i64`.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {

@@ -1,4 +1,4 @@
-//! The core [`Client`] on the in-memory transport (issue 8, items 1 and 2):
+//! The core [`Client`] on the in-memory transport:
 //! one acquire of a role per client, options of the client's partition
 //! count, and the claim on a role ending with the acquire or the term.
 //! The client on a real Kafka is in `kafka_client`.

@@ -1,5 +1,5 @@
 //! Bad input and misconfiguration get a clear error, promptly, and nothing
-//! is written (issue 9, item 10): roles and member ids the layout cannot
+//! is written: roles and member ids the layout cannot
 //! hold, settings the transport refuses, producer timeouts longer than the
 //! lease, absurd durations, and a cluster that cannot be reached at all.
 //!

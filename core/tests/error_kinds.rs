@@ -1,4 +1,4 @@
-//! Stable error kinds (issue 8, item 3) of real errors the core produces,
+//! Stable error kinds of real errors the core produces,
 //! not of hand-built ones: a binding maps `Error::kind()`, never the text.
 //! A fatal error needs a real Kafka (`kafka_config` checks its kind).
 

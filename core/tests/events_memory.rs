@@ -1,4 +1,4 @@
-//! The leadership event stream (issue 8, item 4) on the in-memory transport
+//! The leadership event stream on the in-memory transport
 //! and a manual clock: every step of a member arrives as a typed event, in
 //! the order the member took it, with the values of that step.
 
@@ -307,12 +307,11 @@ async fn subscribe_delivers_later_events_to_every_subscriber() {
     assert_eq!(later[0].at, T0 + ms(RENEW));
 }
 
-/// Issue 25, item 6: a renewal whose transport overruns the bound it was
-/// given (it hangs) does not keep the term alive: at the local lease
-/// deadline the term ends with `lease_expired`, `lease_left` is zero and
-/// `is_held` false together, and a guarded write that overruns too returns
-/// `OUTCOME_UNKNOWN` then (its commit may be on its way), never a failure
-/// that could be a commit.
+/// A renewal whose transport overruns the bound it was given (it hangs) does
+/// not keep the term alive: at the local lease deadline the term ends with
+/// `lease_expired`, `lease_left` is zero and `is_held` false together, and a
+/// guarded write that overruns too returns `OUTCOME_UNKNOWN` then (its commit
+/// may be on its way), never a failure that could be a commit.
 #[tokio::test(flavor = "current_thread")]
 async fn a_renewal_that_overruns_its_bound_ends_the_term_at_the_local_deadline() {
     let w = World::new();
@@ -360,7 +359,7 @@ async fn a_renewal_that_overruns_its_bound_ends_the_term_at_the_local_deadline()
     hooked.set_overrunning(false);
 }
 
-/// Issue 25, item 6: `lease_left` reaching zero means the term has ended,
+/// `lease_left` reaching zero means the term has ended,
 /// even when nothing else noticed yet (the renewal task not scheduled).
 #[tokio::test(flavor = "current_thread")]
 async fn a_lease_left_of_zero_is_never_seen_with_the_role_held() {

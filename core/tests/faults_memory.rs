@@ -1,4 +1,4 @@
-//! Faults a leader must survive or notice (issue 9, items 1 to 3), on the
+//! Faults a leader must survive or notice, on the
 //! in-memory transport and a manual clock, where the fault can be made
 //! exactly: a cluster that stops answering, a write that hangs, a wall clock
 //! that steps, a member deposed without noticing.

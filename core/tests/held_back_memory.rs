@@ -1,4 +1,4 @@
-//! The challenger's held-back check (model findings 1, 2 and 5 of
+//! The challenger's held-back check (the model's held-back fixes,
 //! `docs/model.md`) on the in-memory transport and a manual clock: one
 //! request compares the end of the log, records of open transactions
 //! included, with the follower's read position. The challenger mints only
@@ -114,11 +114,11 @@ async fn the_check_compares_the_end_of_the_log_with_the_readers_position() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
 
-/// Finding 1's interleaving: the challenger's read finds nothing new (the
-/// leader's renewals are hidden behind a neighbour's open transaction),
-/// then the transaction is decided before the check. The check answers for
-/// the challenger's position, so the released renewals count as unread:
-/// the challenger reads them and waits again, and reports nothing held
+/// The interleaving of a check after the read: the challenger's read finds
+/// nothing new (the leader's renewals are hidden behind a neighbour's open
+/// transaction), then the transaction is decided before the check. The check
+/// answers for the challenger's position, so the released renewals count as
+/// unread: the challenger reads them and waits again, and reports nothing held
 /// back (nothing is, by then).
 #[tokio::test(flavor = "current_thread")]
 async fn records_released_after_the_read_are_read_before_any_challenge() {
@@ -203,10 +203,10 @@ async fn a_read_that_lags_is_never_taken_for_a_complete_view() {
     assert_eq!(t.token, a.token());
 }
 
-/// Finding 5: the check and a read after it were two requests, and a
-/// transaction opened between them hid from the read what the check did
-/// not cover (the first lease of a challenger elected in that instant). Now
-/// the decision rests on the check alone: "caught up" is followed by the
+/// The check and the read are one request: as two, a transaction opened
+/// between them would hide from the read what the check did not cover
+/// (the first lease of a challenger elected in that instant). The
+/// decision rests on the check alone: "caught up" is followed by the
 /// mint, with no read in between for a transaction to hide anything from.
 /// A transaction opened right after the check is the same as one opened
 /// after any check and before InitProducerId: the fence keeps it safe.
@@ -257,7 +257,7 @@ async fn the_decision_to_challenge_rests_on_the_check_alone() {
     assert!(b.is_held());
 }
 
-/// Issue 25, item 4: a neighbour's transaction left open (its member
+/// A neighbour's transaction left open (its member
 /// killed between its Produce and its EndTxn: it stays open for the
 /// neighbour's whole lease) hides every later record from a read_committed
 /// reader, but none of it is this role's. The standby reads past it: it

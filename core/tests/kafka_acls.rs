@@ -1,6 +1,5 @@
-//! The ACLs of a member and of a describe-only party (issue 11, item 3), on
-//! the secured cluster (SASL_SSL, KRaft's StandardAuthorizer: no ACL means
-//! denied).
+//! The ACLs of a member and of a describe-only party, on the secured cluster
+//! (SASL_SSL, KRaft's StandardAuthorizer: no ACL means denied).
 //!
 //! Principals (SCRAM-SHA-512):
 //! * `alice`, a member: exactly the ACLs docs/security.md lists: Topic `<state>`

@@ -1,4 +1,4 @@
-//! Losing one broker of three does not change the leader (issue 9, item 8):
+//! Losing one broker of three does not change the leader:
 //! on the three-node cluster (replication factor 3, min.insync.replicas 2,
 //! Kafka's default broker settings), with a lease of 20 s and a renew
 //! interval of 3 s, a SIGKILL of the role's transaction coordinator, and then
@@ -15,7 +15,7 @@
 //! active controller (whose successor starts every broker's session afresh);
 //! the test prints when it moved.
 //!
-//! A stalled broker is routed around the same way (issue 25, item 3): the
+//! A stalled broker is routed around the same way: the
 //! first bootstrap broker, and then the role's coordinator, paused
 //! (SIGSTOP) for a lease and two renewals, far past the session timeout, leave the leader
 //! in place, and its renewals and guarded writes go on; the paused broker is

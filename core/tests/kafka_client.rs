@@ -1,4 +1,4 @@
-//! The core [`Client`] on a real Kafka (issue 8, items 1 and 2): acquire,
+//! The core [`Client`] on a real Kafka: acquire,
 //! describe and hand over through clients, two roles on one client, and a
 //! cancelled candidate on the holder's transport.
 //!
@@ -246,7 +246,7 @@ async fn a_cancelled_candidate_on_the_holders_transport_leaves_the_holder_writin
 
 /// A leader deposed without noticing (here: a successor minted and wrote its
 /// lease while the leader went on) resigns: its tombstone is fenced and no
-/// epoch is bumped, so the successor's lease and epoch stand (issue 9, item 3).
+/// epoch is bumped, so the successor's lease and epoch stand.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deposed_leaders_resign_leaves_the_successor_in_place() {
     let role = unique("deposed-resign");

@@ -1,17 +1,17 @@
 //! A guarded write cut off with the role's transaction coordinator does not
-//! end the term (issue 9, item 8).
+//! end the term.
 //!
 //! librdkafka sends EndTxn(abort) whenever a partition registration of the
 //! transaction may have reached the coordinator, one lost with a broken
 //! connection included; a coordinator that never got it answers
-//! INVALID_TXN_STATE, and librdkafka makes that fatal (librdkafka issue
-//! 4849). On the three-broker cluster that ended a healthy leader's term
-//! about one run in four when the coordinator's broker was killed during
-//! its guarded writes. Here the loss is made certain: the coordinator's
-//! broker is paused (SIGSTOP), so the registration of the next write sits
-//! unread in its socket, the write gives up, and the broker is killed. The
-//! epoch must abort that transaction only once the new coordinator can have
-//! it, and write on with its token.
+//! INVALID_TXN_STATE, and librdkafka makes that fatal
+//! (<https://github.com/confluentinc/librdkafka/issues/4849>). On the
+//! three-broker cluster that could end a healthy leader's term when the
+//! coordinator's broker was killed during its guarded writes. Here the loss is
+//! made certain: the coordinator's broker is paused (SIGSTOP), so the
+//! registration of the next write sits unread in its socket, the write gives
+//! up, and the broker is killed. The epoch must abort that transaction only
+//! once the new coordinator can have it, and write on with its token.
 //!
 //! Needs the real three-node cluster: `KRABKA_BOOTSTRAP_3`, or
 //! `ci/kafka.sh start 3` is run. The node is restarted at the end, and by a

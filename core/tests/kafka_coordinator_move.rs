@@ -5,11 +5,11 @@
 //! replica on its own (`auto.leader.rebalance.enable`, checked every 300 s
 //! by default) after a broker restart, and an operator's
 //! `kafka-leader-election` does it at once. The former coordinator stays up
-//! and answers InitProducerId NOT_COORDINATOR. The client forgot a
-//! coordinator that said so for every request but InitProducerId, so a mint
-//! (an acquire's challenge) asked the former coordinator again until its
-//! deadline, and the acquire retried there forever: a role's standbys never
-//! took over after a restart of the brokers. This test makes the move with
+//! and answers InitProducerId NOT_COORDINATOR. The client forgets a
+//! coordinator that says so for every request, InitProducerId included: a
+//! mint (an acquire's challenge) that asked the former coordinator again
+//! would retry there forever, and a role's standbys would never take over
+//! after a restart of the brokers. This test makes the move with
 //! the tool, as an operator would, and mints through the same transport
 //! before and after; a term held across the move renews on.
 //!

@@ -204,9 +204,10 @@ async fn a_deposed_holder_is_fenced_and_its_record_stays_invisible() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_epochs_of_one_role_on_one_transport_write_through_their_own_producers() {
-    // Issue 8: two handles of one role on one transport used to renew and
-    // write through the newest producer, and Kafka accepted both. Each epoch
-    // now owns its producer, so the broker fences the older ones.
+    // Each epoch owns its producer: two handles of one role on one
+    // transport that renewed and wrote through the newest producer would
+    // both be accepted by Kafka; with their own, the broker fences the
+    // older ones.
     let role = unique("owned");
     let p = partition_of(&role);
     let t = transport("owned").await;
@@ -739,9 +740,9 @@ async fn a_crashed_holder_is_replaced() {
     assert_eq!(t.describe_epoch(&role).await.unwrap(), new);
 }
 
-/// The conditional bump a resign relies on (issue 9, item 3), checked on the
-/// broker: InitProducerId with the caller's producer id and epoch (KIP-360)
-/// bumps only the current epoch and is refused for a superseded one.
+/// The conditional bump a resign relies on, checked on the broker:
+/// InitProducerId with the caller's producer id and epoch (KIP-360) bumps only
+/// the current epoch and is refused for a superseded one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn supersede_bumps_only_the_current_epoch_on_the_broker() {
     let role = unique("supersede");

@@ -1,4 +1,4 @@
-//! The leader loop on a real Kafka (issue 26, item 3): two members, one
+//! The leader loop on a real Kafka: two members, one
 //! in this process and one in another, alternate as the role is handed
 //! over (the first's work returns) and as the other is killed with
 //! SIGKILL; each term's token is the one the coordinator reports.

@@ -1,4 +1,4 @@
-//! SASL/OAUTHBEARER with a token the caller supplies (issue 11), on the
+//! SASL/OAUTHBEARER with a token the caller supplies, on the
 //! secured cluster (`ci/kafka.sh start secured`), whose broker takes any
 //! unsigned JWT (Kafka's unsecured validator; the principal is the token's
 //! `sub`). Every client of the project takes its token from the provider

@@ -1,4 +1,4 @@
-//! The observer on a real Kafka (issue 26, item 1): a third party that
+//! The observer on a real Kafka: a third party that
 //! watches a role without joining it sees a hand-over and a crash failover
 //! in order, each new leader with the token that the role's transaction
 //! coordinator reports (`describe_leadership`), and a standby's `waiting`

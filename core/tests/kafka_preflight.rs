@@ -1,8 +1,8 @@
-//! What a member checks on the cluster before it registers (issue 9, items
-//! 8 to 10), on a real Kafka: the state topic (exists, the member's
-//! partition count, compacted), the brokers' `transaction.max.timeout.ms`,
-//! a lease that cannot ride out one broker's loss (warned about once), and
-//! the cache that spares later members the requests.
+//! What a member checks on the cluster before it registers, on a real Kafka:
+//! the state topic (exists, the member's partition count, compacted), the
+//! brokers' `transaction.max.timeout.ms`, a lease that cannot ride out one
+//! broker's loss (warned about once), and the cache that spares later members
+//! the requests.
 //!
 //! Every test makes its own uniquely named state topic
 //! ([`KafkaConfig::with_state_topic`]). Needs the single-node cluster

@@ -1,4 +1,4 @@
-//! SASL session lifetimes (KIP-368) on a real broker (issue 11): the
+//! SASL session lifetimes (KIP-368) on a real broker: the
 //! secured cluster's second SASL_SSL listener (`ci/kafka.sh settings
 //! secured reauth`) sets `connections.max.reauth.ms` to a couple of
 //! seconds, so the broker ends every SASL session that soon and closes a

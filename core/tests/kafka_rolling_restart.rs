@@ -1,11 +1,11 @@
-//! A rolling restart of the whole cluster does not move a leader (issue 25,
-//! item 7): on the three-node cluster (replication factor 3,
-//! min.insync.replicas 2), the three brokers are restarted one at a time as
-//! a Kafka upgrade does (each stopped with SIGTERM, so it shuts down in a
-//! controlled way and hands its partition leaders and transaction
-//! coordinators over; started again; back in every partition's ISR before
-//! the next), while one process leads three roles, each with a standby in
-//! another client, and writes through guarded writes every 100 ms.
+//! A rolling restart of the whole cluster does not move a leader: on the
+//! three-node cluster (replication factor 3, min.insync.replicas 2), the three
+//! brokers are restarted one at a time as a Kafka upgrade does (each stopped
+//! with SIGTERM, so it shuts down in a controlled way and hands its partition
+//! leaders and transaction coordinators over; started again; back in every
+//! partition's ISR before the next), while one process leads three roles, each
+//! with a standby in another client, and writes through guarded writes every
+//! 100 ms.
 //!
 //! Each role keeps its leader and its token (no fence, no expired lease, no
 //! standby elected), and each role's guarded writes resume after each

@@ -1,4 +1,4 @@
-//! The project on a secured cluster (issue 11): the protocol client
+//! The project on a secured cluster: the protocol client
 //! (DescribeTransactions, FindCoordinator, the conditional epoch bump) over
 //! TLS with SASL PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, a leadership round
 //! through a `Client` whose librdkafka clients get the same settings, and

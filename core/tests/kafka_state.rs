@@ -507,7 +507,7 @@ async fn kafkas_keyed_partitioning_agrees_with_role_partition() {
 /// every later record, the leader's renewals included. `held_back` says so
 /// (the high watermark is above the last stable offset, whatever the
 /// position asked about), and a standby of the other role does not take
-/// over while it lasts (issue 9, item 4).
+/// over while it lasts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_neighbours_open_transaction_holds_the_partition_back_and_fails_nobody_over() {
     let mut p = SharedPartition::new("held-back").await;
@@ -653,7 +653,7 @@ async fn stall_neighbour(
     epoch
 }
 
-/// Issue 25, item 4, on Kafka's default broker settings: a neighbour
+/// On Kafka's default broker settings: a neighbour
 /// role's member killed between its Produce and its EndTxn leaves its
 /// transaction open for its whole lease (120 s here) plus the broker's
 /// clean-up interval, holding the shared partition's last stable offset
@@ -844,13 +844,12 @@ async fn the_look_past_an_open_transaction_sorts_records_by_their_markers() {
     drop(frozen);
 }
 
-/// The held-back check is one read of the high watermark against the
-/// reader's position (model finding 5). On a real broker: a read_committed
-/// reader that read a committed transaction stands past its commit marker,
-/// at the high watermark, so the check says caught up; a transaction left
-/// open by another producer holds it back; a record appended after the
-/// read is unread; an aborted transaction's record and marker are read
-/// past.
+/// The held-back check is one read of the high watermark against the reader's
+/// position (one request, `docs/model.md`). On a real broker: a read_committed
+/// reader that read a committed transaction stands past its commit marker, at
+/// the high watermark, so the check says caught up; a transaction left open by
+/// another producer holds it back; a record appended after the read is unread;
+/// an aborted transaction's record and marker are read past.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_held_back_check_compares_the_high_watermark_with_the_readers_position() {
     let (t, cfg) = private_transport("backlog", 1).await;
@@ -1002,8 +1001,8 @@ async fn the_held_back_check_compares_the_high_watermark_with_the_readers_positi
     drop(epoch);
 }
 
-/// A read that follows a commit sees it (issue 8: a describe right after an
-/// acquire must show the new lease). The coordinator acknowledges a commit
+/// A read that follows a commit sees it (a describe right after an acquire
+/// must show the new lease). The coordinator acknowledges a commit
 /// once it has logged it, before the transaction markers reach the
 /// partition; until they do, the last stable offset stays below the
 /// committed records. `read_partition` waits a moment for them.
@@ -1182,8 +1181,8 @@ async fn read_state_reads_a_recreated_topic_from_its_start() {
     // What a reader kept of a partition is of no use once the topic is
     // deleted and made again (its offsets start over): the next read finds
     // the log's end below what it kept and reads the new log from its start.
-    // (librdkafka takes about 20 s to fetch the new topic after the seek of
-    // the old one fails; the read waits within its operation timeout.)
+    // (librdkafka fetches the new topic only well after the seek of the old
+    // one fails; the read waits within its operation timeout.)
     let (reader, cfg) = private_transport("recreated", 1).await;
     let writer = KafkaTransport::new(cfg.clone(), Some("recreate-writer")).unwrap();
     for i in 0..6i64 {

@@ -1,12 +1,12 @@
-//! An unwritable data partition costs a write, never the lease (issue 25,
-//! item 2): on the three-node cluster, a data topic with replication factor
-//! 3 and `min.insync.replicas` 3 loses a broker (neither the role's
-//! coordinator nor its state partition's leader). Once Kafka has taken the
-//! broker out of the partition's in-sync replicas, every guarded write to
-//! it fails promptly with an error naming the topic and the reason, and the
-//! leader keeps renewing for a lease and two renewals (no fence, no expired lease, no
-//! standby elected; the lease, 20 s renewed every 3 s, follows the
-//! lease-sizing rule on Kafka's default broker settings). Once the broker is back in sync, a guarded write
+//! An unwritable data partition costs a write, never the lease: on the
+//! three-node cluster, a data topic with replication factor 3 and
+//! `min.insync.replicas` 3 loses a broker (neither the role's coordinator nor
+//! its state partition's leader). Once Kafka has taken the broker out of the
+//! partition's in-sync replicas, every guarded write to it fails promptly with
+//! an error naming the topic and the reason, and the leader keeps renewing for
+//! a lease and two renewals (no fence, no expired lease, no standby elected;
+//! the lease, 20 s renewed every 3 s, follows the lease-sizing rule on Kafka's
+//! default broker settings). Once the broker is back in sync, a guarded write
 //! commits again with the same token.
 //!
 //! Without the check before AddPartitionsToTxn the first such write added

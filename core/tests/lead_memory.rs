@@ -1,4 +1,4 @@
-//! The leader loop (issue 26, item 3) on the in-memory transport and a
+//! The leader loop on the in-memory transport and a
 //! manual clock: two members alternate as the role is handed over and one
 //! is killed; the work learns when its term ends; a fenced member backs off
 //! before it contends again; the loop's cancel resigns.

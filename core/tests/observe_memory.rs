@@ -1,4 +1,4 @@
-//! The observer's rules (issue 26, item 1) on the in-memory transport and a
+//! The observer's rules on the in-memory transport and a
 //! manual clock: which views an observer reports, in which order, and when
 //! it may say that a lease lapsed. The same observer on Kafka is tested in
 //! `kafka_observe.rs`.

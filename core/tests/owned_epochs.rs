@@ -1,4 +1,4 @@
-//! A held epoch belongs to its holder (issue 8, item 2), on the in-memory
+//! A held epoch belongs to its holder, on the in-memory
 //! transport: two epochs of one role minted on one transport are fenced by
 //! age, and a cancelled acquire releases only what it minted itself. The
 //! same on a real Kafka is in `kafka_epoch` and `kafka_client`.
@@ -110,9 +110,9 @@ async fn two_epochs_of_one_role_on_one_transport_are_fenced_by_age() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_holder_whose_transport_mints_a_newer_epoch_is_fenced_not_renewed() {
-    // The case that used to be wrong: a second epoch of the role on the
-    // holder's own transport. The holder's renewals and guarded writes go
-    // through its own epoch, so they are fenced.
+    // A second epoch of the role on the holder's own transport. The holder's
+    // renewals and guarded writes go through its own epoch, so they are
+    // fenced.
     let w = World::new();
     let t = w.transport();
     let a = leader_on(&w, &t, "a").await;

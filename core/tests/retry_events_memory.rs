@@ -1,5 +1,5 @@
 //! A standby that loses the cluster after it started keeps retrying and
-//! reports every retry as an event (issue 9, item 10), on the in-memory
+//! reports every retry as an event, on the in-memory
 //! transport and a manual clock, where the cut can be made exactly. That a
 //! cluster unreachable from the start fails the acquire promptly instead is
 //! tested on Kafka in `config_inputs`.

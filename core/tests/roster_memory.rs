@@ -1,7 +1,7 @@
-//! The roster and the state partition under faults (issue 9, items 4 and 7),
-//! on the in-memory transport and a manual clock: a stall of a neighbour
-//! role's transaction, registrations of dead members, two live processes
-//! with one member id, a holder gone from the roster, a far-future deadline.
+//! The roster and the state partition under faults, on the in-memory transport
+//! and a manual clock: a stall of a neighbour role's transaction,
+//! registrations of dead members, two live processes with one member id, a
+//! holder gone from the roster, a far-future deadline.
 
 mod world;
 

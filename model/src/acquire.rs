@@ -103,9 +103,9 @@ impl LeaseModel {
     }
 
     /// The challenge's catch-up read: new records make the member evaluate
-    /// again; otherwise it makes the held-back check (the core before
-    /// finding 2's fix made it only with a lease in view, the old behaviour
-    /// never).
+    /// again; otherwise it makes the held-back check (without
+    /// `held_back_without_lease`, only with a lease in view; the old
+    /// behaviour never).
     pub(crate) fn challenge_poll(&self, s: &mut State, m: usize) {
         let read = s.log.len() as u16;
         if self.read(s, m) > 0 {
@@ -128,8 +128,8 @@ impl LeaseModel {
     /// something decided to read) and evaluate again. The cores before
     /// (`held_back_at_read_position` off) asked only whether an open
     /// transaction held the partition back (the last stable offset below
-    /// the end of the log) and, from finding 1's fix on, read once more (a
-    /// separate request) before they minted.
+    /// the end of the log) and, with `read_after_held_back`, read once more
+    /// (a separate request) before they minted.
     pub(crate) fn held_back(&self, s: &mut State, m: usize) {
         let Phase::HeldBack { read } = s.members[m].phase else {
             unreachable!("a held-back check outside its phase");
@@ -208,9 +208,10 @@ impl LeaseModel {
         s.members[m].phase = Phase::PollWait { until };
     }
 
-    /// The read after "not held back" (the core between finding 1's fix and
-    /// finding 5's): records released since the last read (a leader's
-    /// renewals that were hidden) make the member evaluate again.
+    /// The read after "not held back" (with `read_after_held_back` and
+    /// without `held_back_at_read_position`): records released since the
+    /// last read (a leader's renewals that were hidden) make the member
+    /// evaluate again.
     pub(crate) fn held_back_read(&self, s: &mut State, m: usize) {
         let read = s.log.len() as u16;
         if self.read(s, m) > 0 {

@@ -63,7 +63,7 @@ pub struct Old {
 }
 
 /// The fixes of the model's findings (see `docs/model.md`). The core
-/// implements all four, so [`Config::base`] switches them on; a finding's
+/// implements every one, so [`Config::base`] switches them on; a finding's
 /// test switches its fix off to show the counterexample of the core before
 /// the fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,8 +90,8 @@ pub struct Proposed {
     pub held_back_at_read_position: bool,
     /// A challenger held back by an open transaction with no record of its
     /// own role reads past it (every entry to the end of the log, each
-    /// decided by its transaction) and decides on that view (issue 25,
-    /// item 4); with a record of its own role open it waits, as before.
+    /// decided by its transaction) and decides on that view; with a record
+    /// of its own role open it waits, as before.
     pub look_past_stable: bool,
 }
 

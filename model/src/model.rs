@@ -52,11 +52,11 @@ pub enum Action {
     /// The challenger reads what is new before challenging.
     ChallengePoll(u8),
     /// The challenger asks whether its read position is at the end of the
-    /// log (the cores before finding 5's fix: whether an open transaction
-    /// holds the partition back).
+    /// log (without `held_back_at_read_position`: whether an open
+    /// transaction holds the partition back).
     HeldBack(u8),
-    /// Not held back: the challenger reads once more (the core between the
-    /// fixes of findings 1 and 5).
+    /// Not held back: the challenger reads once more (with
+    /// `read_after_held_back`, without `held_back_at_read_position`).
     HeldBackRead(u8),
     /// InitProducerId.
     Mint(u8),

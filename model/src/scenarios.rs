@@ -118,8 +118,8 @@ pub fn all() -> Vec<(&'static str, Config)> {
 
 /// The properties the checker refutes in `config` (scenario `name`): none
 /// with the core's behaviour (the default), at any size. With
-/// `held_back_at_read_position` switched off (the core before finding 5's
-/// fix: the held-back check and a read after it, two requests), from two
+/// `held_back_at_read_position` switched off (the held-back check and a
+/// read after it, two requests), from two
 /// neighbour stalls on (size 2) a challenger fences a leader elected in the
 /// same instant.
 pub fn current_findings(name: &str, config: &Config) -> Vec<&'static str> {

@@ -155,14 +155,14 @@ pub enum Phase {
     /// The step said `Challenge`: it reads what is new first.
     ChallengePoll,
     /// Nothing new: it asks whether its read position is at the end of the
-    /// log (the cores before finding 5's fix: whether an open transaction
-    /// holds the partition back).
+    /// log (without `held_back_at_read_position`: whether an open
+    /// transaction holds the partition back).
     HeldBack {
         /// Ghost: the log's length at its last read.
         read: u16,
     },
-    /// Not held back: it reads once more before it mints (the core between
-    /// the fixes of findings 1 and 5).
+    /// Not held back: it reads once more before it mints (with
+    /// `read_after_held_back`, without `held_back_at_read_position`).
     HeldBackRead,
     /// It polls for up to one poll wait, then evaluates again (held back,
     /// records unread at its check, or its wall clock stepped while it

@@ -1,7 +1,9 @@
 //! What the model found in the core, each as a minimal counterexample of the
 //! core before its fix (the fix switched off in the model), and the fix that
-//! removes it (`docs/model.md`). Findings 1, 2, 3 and 5 are fixed in the
-//! core, and their fixes are on by default in the model.
+//! removes it (`docs/model.md`). The core has every fix in
+//! `krabka_model::config::Proposed`, so they are on by default in the
+//! model; a test switches one off. Clock skew is a documented limit, not a
+//! fix.
 
 use krabka_model::properties::*;
 use krabka_model::{find, scenarios, Config};
@@ -21,7 +23,8 @@ fn counterexample(config: Config, property: &'static str) -> String {
     trace
 }
 
-/// Finding 1: the held-back check and the view it guards are two reads. A
+/// Without `read_after_held_back`: the held-back check and the view it
+/// guards are two reads. A
 /// challenger reads nothing new (the leader's renewals are hidden behind a
 /// neighbour's open transaction), the transaction is decided, the check
 /// answers "not held back", and the challenger mints on its stale view.
@@ -54,9 +57,10 @@ fn held_back_race_fences_a_healthy_leader() {
     );
 }
 
-/// Finding 2: a first lease hidden behind a neighbour's open transaction.
-/// The standby sees no lease, so it skips the held-back check, and
-/// challenges on its stagger against the member elected a moment ago.
+/// Without `held_back_without_lease`: a first lease hidden behind a
+/// neighbour's open transaction. The standby sees no lease, so it skips the
+/// held-back check, and challenges on its stagger against the member elected
+/// a moment ago.
 #[test]
 fn hidden_first_lease_fences_a_healthy_leader() {
     let mut config = scenarios::neighbour();
@@ -75,9 +79,9 @@ fn hidden_first_lease_fences_a_healthy_leader() {
     );
 }
 
-/// Finding 3: a resign stops the renewal task, so nothing ends the term at
-/// the local deadline; a resign blocked (cut off, frozen) keeps `is_held`
-/// true past it, for up to two lease durations.
+/// Without `resign_ends_at_deadline`: a resign stops the renewal task, so
+/// nothing ends the term at the local deadline; a resign blocked (cut off,
+/// frozen) keeps `is_held` true past it, for up to two lease durations.
 #[test]
 fn a_blocked_resign_holds_past_the_deadline() {
     let mut config = scenarios::cut_off();
@@ -93,10 +97,10 @@ fn a_blocked_resign_holds_past_the_deadline() {
     );
 }
 
-/// Finding 4 (documentation): the local deadline is the holder's clock; a
-/// standby whose clock runs ahead by one tick is elected one tick before
-/// the holder's LEASE_EXPIRED. With equal clocks (the documented bound of
-/// the property) no window overlaps; the project documents no skew bound.
+/// Clock skew (documented, not fixed): the local deadline is the holder's
+/// clock; a standby whose clock runs ahead by one tick is elected one tick
+/// before the holder's LEASE_EXPIRED. With equal clocks (the documented bound
+/// of the property) no window overlaps; the project documents no skew bound.
 #[test]
 fn clock_skew_overlaps_the_windows_by_the_skew() {
     let mut config = scenarios::with_proposed_fixes(scenarios::deposed());
@@ -108,11 +112,12 @@ fn clock_skew_overlaps_the_windows_by_the_skew() {
     );
 }
 
-/// Finding 5: the held-back check and the read after it (finding 1's first
-/// fix) are two requests. Two challengers decide in the same instant;
-/// between one's check and its read, a neighbour opens a transaction that
-/// hides the other's first lease, and the read finds nothing new. The
-/// core's fix: one request, the end of the log against the read position.
+/// Without `held_back_at_read_position`: the held-back check and the read
+/// after it (`read_after_held_back`) are two requests. Two challengers decide
+/// in the same instant; between one's check and its read, a neighbour opens a
+/// transaction that hides the other's first lease, and the read finds nothing
+/// new. The core's fix: one request, the end of the log against the read
+/// position.
 #[test]
 fn a_transaction_opened_between_check_and_read_hides_a_first_lease() {
     let mut config = scenarios::neighbour();

@@ -30,7 +30,7 @@
 //!
 //! Argument refusals of the shared crate ([`arg_napi`]) carry the code
 //! `INVALID_ARGUMENT` and the argument's snake_case name as `field`; each is
-//! an `InvalidArgumentError` (the spec's `class` still says whether it was
+//! an `InvalidArgumentError` ([`ErrorSpec::class`] still says whether it was
 //! a wrong type, an integer too wide for a record field, or another value,
 //! for the package to word nothing differently: every refusal is one class).
 

@@ -7,8 +7,7 @@
 //!   waiting at that moment at once; the runtime's workers go on renewing
 //!   leases while a Python thread holds the GIL in a long C call. One thread,
 //!   not tokio's blocking pool: a thousand acquires ending together, or the
-//!   events of a thousand held roles, made up to a thread each (a process
-//!   holding 1,000 roles peaked at 101 threads).
+//!   events of a thousand held roles, would make up to a thread each.
 //! * **Cancelling** the asyncio future does what the operation's
 //!   [`OnInterrupt`] says: aborts it, fires the core's cancellation token
 //!   (an acquire then deregisters its member), or lets it finish.

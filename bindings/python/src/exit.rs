@@ -6,9 +6,8 @@
 //! ask an `oauth_token=` callable for a token. Once the interpreter
 //! finalizes, a thread that asks for the GIL is ended by CPython with
 //! `pthread_exit`, whose unwinding cannot cross the Rust frames below it:
-//! the process aborts (found by the README's `on_event` example, one run in
-//! three: a callback's `print` released the GIL while the main thread
-//! exited, and took it back during finalization).
+//! the process aborts (as when a callback's `print` releases the GIL while
+//! the main thread exits, and takes it back during finalization).
 //!
 //! So every such call goes through [`attach`], and the package registers
 //! [`before_exit`] with `atexit` at import. `atexit` runs before

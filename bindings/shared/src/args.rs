@@ -12,9 +12,9 @@
 //! producer_epoch does not fit the layout's i16 (from -32768 to 32767): got 40000
 //! ```
 //!
-//! Field names are the spec's snake_case names ([`Field`]); a binding whose
-//! language spells arguments otherwise still reports these names, so an
-//! error reads the same in every port. The [`ArgErrorKind`] says which
+//! Field names are snake_case, the same in every binding ([`Field`]); a
+//! binding whose language spells arguments otherwise still reports these
+//! names, so an error reads the same in every port. The [`ArgErrorKind`] says which
 //! host exception fits (`TypeError`, `ValueError`, `OverflowError` in
 //! Python).
 
@@ -91,7 +91,7 @@ impl Field {
         Field::OAuthToken,
     ];
 
-    /// The field's name in messages: the spec's snake_case spelling.
+    /// The field's name in messages: its snake_case spelling.
     pub fn name(self) -> &'static str {
         match self {
             Field::Role => "role",

@@ -1,7 +1,7 @@
 //! # krabka-coordination-bindings
 //!
-//! What every binding of `krabka-coordination` (Python today; Node, a C ABI
-//! and uniffi next) would otherwise write again, each slightly differently.
+//! What every binding of `krabka-coordination` (Python, Node, the C ABI and
+//! the uniffi one) would otherwise write again, each slightly differently.
 //! A binding keeps only what is about its host language: its interpreter
 //! lock, signals, promises or awaitables, and exception classes.
 //!

@@ -566,26 +566,26 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                 }
                 // Is the view complete? One request answers it: the end of
                 // the log (records of open transactions included) against
-                // the follower's position (model findings 1, 2 and 5 in
-                // docs/model.md).
+                // the follower's position (the model's held-back fixes,
+                // docs/model.md; `model/tests/findings.rs` shows each
+                // counterexample without them).
                 // * An open transaction on the partition hides what was
                 //   written after it: the holder's renewals, or the first
                 //   lease of a member elected a moment ago. No visible lease
                 //   or renewal is then no sign that the role is free: wait
-                //   until it ends, with or without a lease in view (finding
-                //   2: with no lease in view the check was skipped, and a
-                //   hidden first lease was fenced).
+                //   until it ends, with or without a lease in view (a check
+                //   skipped for want of a lease would let a hidden first
+                //   lease be fenced).
                 // * Records not read yet are missing from the view: decided
                 //   after the poll above (the renewals a transaction that
-                //   just ended released: finding 1) or not fetched yet (a
-                //   poll without a wait returns what has arrived). Read them
-                //   and evaluate again; nothing is held back, so nothing is
-                //   reported.
+                //   just ended released) or not fetched yet (a poll without
+                //   a wait returns what has arrived). Read them and evaluate
+                //   again; nothing is held back, so nothing is reported.
                 // * One request compared with the position, never a check
-                //   and a read after it (finding 5): a transaction opened
-                //   between the two hides from the read what the check did
-                //   not cover, and a read that returns before its records
-                //   arrive looks like a complete one.
+                //   and a read after it: a transaction opened between the
+                //   two hides from the read what the check did not cover,
+                //   and a read that returns before its records arrive looks
+                //   like a complete one.
                 let backlog = m
                     .transport
                     .held_back(m.partition, follower.position())
@@ -610,8 +610,8 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                             m.emit(EventKind::HeldBack);
                             held_back_reported = true;
                         }
-                        // Issue 25, item 4: another role's open transaction
-                        // hides this role's records only from a
+                        // Another role's open transaction hides this
+                        // role's records only from a
                         // read_committed reader. Read past it; when every
                         // record of this role up to the end of the log is
                         // decided, that view is as complete as a caught-up

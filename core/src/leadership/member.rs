@@ -206,7 +206,7 @@ impl Member {
         Fut: Future<Output = Result<T>>,
     {
         let mut backoff = Backoff::new(self.options.initial_backoff, self.options.max_backoff);
-        // [issue 9, item 10: retries are reported as events] counts failures in a row.
+        // Failures in a row: each retry is reported as an event with it.
         let mut attempt: u32 = 0;
         loop {
             let r = tokio::select! {
@@ -218,7 +218,7 @@ impl Member {
                 Err(e) if e.is_transient() => {
                     let d = backoff.take();
                     tracing::warn!(error = %e, retry_in = ?d, "{what} failed; retrying");
-                    // [issue 9, item 10] every retry is an event too.
+                    // Every retry is an event too, not only a log line.
                     attempt = attempt.saturating_add(1);
                     self.emit(EventKind::Retrying {
                         what: Arc::from(what),
@@ -247,7 +247,7 @@ impl Member {
 pub(super) struct Follower {
     pub(super) state: RoleState,
     next_offset: i64,
-    /// [issue 9, item 10] Polls failed in a row (for `EventKind::Retrying`).
+    /// Polls failed in a row (for `EventKind::Retrying`).
     failures: u32,
 }
 
@@ -325,14 +325,14 @@ impl Follower {
         match r {
             Ok(n) => {
                 backoff.reset();
-                // [issue 9, item 10] the failures in a row end.
+                // The failures in a row end.
                 self.failures = 0;
                 Ok(n)
             }
             Err(e) if e.is_transient() => {
                 let d = backoff.take();
                 tracing::warn!(error = %e, retry_in = ?d, "following the state partition failed; retrying");
-                // [issue 9, item 10: retries are reported as events]
+                // Every retry is reported as an event.
                 self.failures = self.failures.saturating_add(1);
                 m.emit(EventKind::Retrying {
                     what: Arc::from("following the state partition"),

@@ -35,9 +35,8 @@
 //! while another's first lease was in flight), and the first one's epoch is
 //! superseded before it ever wrote; and the first commit can correct a token
 //! that a stale coordinator answered. Announcing at the mint would take the
-//! first lease's transaction off a hand-over (2 to 4 ms on a warm 3-broker
-//! cluster, `docs/benchmarks/leadership.md`) and announce leaders that never
-//! led.
+//! first lease's transaction off a hand-over (one commit,
+//! `docs/benchmarks/leadership.md`) and announce leaders that never led.
 //!
 //! The returned [`Leadership`] renews the lease in the background at every
 //! renew interval. The broker's fence ([`crate::Error::Fenced`]) ends it. A

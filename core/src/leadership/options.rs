@@ -47,7 +47,7 @@ impl std::fmt::Debug for LeadershipOptions {
 }
 
 impl Default for LeadershipOptions {
-    /// The spec's defaults (16 partitions, 30 s lease, 10 s renew interval,
+    /// The defaults (16 partitions, 30 s lease, 10 s renew interval,
     /// 5 s stagger), the system clock, 1 s polls, backoff from 100 ms to 5 s.
     fn default() -> Self {
         LeadershipOptions {

@@ -1,4 +1,4 @@
-//! The transport seam: four small async traits, as the spec names them.
+//! The transport seam: four small async traits.
 //!
 //! * [`Coordinator`]: mint the epoch of a role ([`Coordinator::acquire_epoch`]
 //!   returns the held epoch, a [`LeaseWriter`] owned by whoever minted it)
@@ -187,7 +187,7 @@ pub trait StateReader: Send + Sync {
     ///
     /// A standby held back by another role's open transaction decides from
     /// it: the records of its own role are all decided, so it does not wait
-    /// for a transaction that is not its role's (issue 25, item 4).
+    /// for a transaction that is not its role's.
     ///
     /// `None` when there is nothing to look past (no transaction is open),
     /// when records below the last stable offset are not read yet at

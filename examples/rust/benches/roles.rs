@@ -1,4 +1,4 @@
-//! Many roles in one process (issue 16, item 2): one `Client` acquires N
+//! Many roles in one process: one `Client` acquires N
 //! roles at once, holds them for a while and resigns them, for each N given.
 //! It reports what a user's process pays for them, sampled from `/proc/self`
 //! every second while it holds: threads, open file descriptors, TCP sockets

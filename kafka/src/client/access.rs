@@ -22,8 +22,8 @@
 //!    `krabka-coordination-reader`): FindCoordinator for the group, the
 //!    request the readers' librdkafka consumers send (DESCRIBE on the group;
 //!    READ implies it). They assign partitions by hand and never join the
-//!    group nor commit to it, so DESCRIBE is all they need (measured on
-//!    Kafka 4.1.1).
+//!    group nor commit to it, so DESCRIBE is all they need (the member's
+//!    ACLs in `core/tests/kafka_acls.rs` grant no more).
 //! 3. **READ on the state topic**: a Fetch of the member's partition at
 //!    offset 0 with `max_wait_ms` 0 (isolation read_committed), answered at
 //!    once.

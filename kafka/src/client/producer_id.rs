@@ -221,7 +221,7 @@ mod tests {
             .count()
     }
 
-    /// Issue 25, item 5: a resigner paused (the thread blocked, as a
+    /// A resigner paused (the thread blocked, as a
     /// SIGSTOP would) between the check that still names its token and the
     /// bump sends no InitProducerId once the bump's window closed: landing
     /// after a successor's mint, it would abort the successor's first

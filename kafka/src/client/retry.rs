@@ -97,10 +97,10 @@ pub enum Tried<T, E> {
 /// markers held up by a lost partition leader (seconds) are not asked
 /// about hundreds of times a second by every role that waits for them.
 ///
-/// On the hand-over's path: the successor's InitProducerId is answered
-/// CONCURRENT_TRANSACTIONS once in most hand-overs (measured in
-/// `docs/benchmarks/leadership.md`, 2026-12-04), and a 3 ms first pause
-/// cost it 2 ms it did not need.
+/// On the hand-over's path: the successor's InitProducerId is usually
+/// answered CONCURRENT_TRANSACTIONS once (`docs/benchmarks/leadership.md`)
+/// while the resign's markers are written, so the first pauses are the
+/// shortest: a longer first pause would only delay the hand-over.
 pub fn busy_pause(tries: u32) -> Duration {
     if tries <= BUSY_FIRST_TRIES {
         return BUSY_FIRST;

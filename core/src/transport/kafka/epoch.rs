@@ -35,11 +35,11 @@ const AHEAD_BOUND: Duration = Duration::from_millis(250);
 /// the next AddPartitionsToTxn only once the commit's markers are written and
 /// it has recorded the transaction complete, about two replicated writes
 /// after its answer to the EndTxn; asked sooner, it answers
-/// CONCURRENT_TRANSACTIONS. Asked at once and every millisecond after
-/// (the busy pauses of the hand-over's path), it was asked 3.5 times per
-/// commit with 1,000 roles renewing every 3 s on a loaded 3-broker cluster
-/// (`docs/benchmarks/scale.md`, 2026-12-06). The writer's lock is free
-/// during the pause: a write that comes first adds its partition itself.
+/// CONCURRENT_TRANSACTIONS. Asked at once and every millisecond after (the
+/// busy pauses of the hand-over's path), it would be asked several times
+/// per commit with many roles renewing (`docs/benchmarks/scale.md`), so the
+/// open-ahead waits first. The writer's lock is free during the pause: a
+/// write that comes first adds its partition itself.
 const AHEAD_AFTER_MIN: Duration = Duration::from_millis(2);
 const AHEAD_AFTER_MAX: Duration = Duration::from_millis(50);
 

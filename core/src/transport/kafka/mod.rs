@@ -11,8 +11,8 @@
 //!   admin requests (topic set-up, broker configurations).
 //!
 //! [`KafkaTransport`] implements the four transport traits against a real
-//! Apache Kafka cluster (3.0 or newer; tested on 4.x with transaction version
-//! 2). It keeps the spec's four rules:
+//! Apache Kafka cluster (3.6 or newer, tested from 3.6 to 4.4:
+//! docs/compatibility.md says why 3.6). It keeps four rules:
 //!
 //! 1. **The epoch binds the lease writer.** `acquire_epoch(role, lease)`
 //!    sends one InitProducerId for `transactional.id = <role>` with the

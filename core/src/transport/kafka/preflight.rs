@@ -60,15 +60,13 @@ use krabka_kafka::client::Versions;
 
 /// The time given, beyond the cluster's failure detection, for the dead
 /// broker's coordinators to load elsewhere and for the clients to find them:
-/// 7 s. Measured on the local three-node KRaft cluster on Kafka's default
-/// broker settings (combined nodes, `broker.session.timeout.ms` 9 s,
-/// heartbeats every 2 s): a role's coordinator moved 10.1 to 11.2 s after a
-/// SIGKILL of its broker and 10.7 to 12.6 s after a SIGSTOP of it, the
-/// longest when that broker was also the active controller (whose successor
-/// starts every broker's session afresh); 13 s was seen before. A renewal
-/// then spends up to 1 s on its attempt at the stalled broker before it asks
-/// the new coordinator. 7 s leaves about 2 s beyond the worst of these (see
-/// `core/tests/kafka_broker_loss.rs` and docs/operations.md).
+/// 7 s. A role's coordinator moves a few seconds after the broker session
+/// timeout ends (longest when the lost broker was also the active
+/// controller, whose successor starts every broker's session afresh), and a
+/// renewal then spends up to 1 s on its attempt at the stalled broker before
+/// it asks the new coordinator; 7 s covers both with about 2 s to spare on
+/// the moves docs/operations.md records (`core/tests/kafka_broker_loss.rs`
+/// holds a lease sized this way through a broker's loss).
 ///
 /// A leader's lease rides out the loss of one broker only if
 /// `lease >= renew interval + broker.session.timeout.ms + BROKER_LOSS_MARGIN`:

@@ -77,12 +77,12 @@ pub(super) fn reader_group(config: &KafkaConfig) -> &str {
 /// its metadata cache, asking for metadata at growing intervals (100, 200,
 /// 300 ms, ...: `rd_kafka_topic_partition_list_query_leaders`) until the
 /// leader is there. On a new client whose connection was not up at the
-/// first ask, the leader came after 0.5 to 0.7 s, about one time in three
-/// (16 new readers at once on a 2-core machine: `krabka roles` took 0.9 s
-/// instead of 0.2 s). A metadata request waits for the connection and fills
-/// the cache, so the offsets request finds the leader at once. A failed
-/// metadata request is the call's error: it is what the offsets request
-/// would have met.
+/// first ask, the leader then comes only at a later ask, hundreds of
+/// milliseconds on (often so when many readers start at once,
+/// `docs/benchmarks/cli.md`). A metadata request waits for the connection
+/// and fills the cache, so the offsets request finds the leader at once. A
+/// failed metadata request is the call's error: it is what the offsets
+/// request would have met.
 pub(super) fn fetch_watermarks_first<C, X>(
     consumer: &C,
     topic: &str,

@@ -7,7 +7,7 @@
 //! is kept here, each new follower read the whole partition from its first
 //! offset (renewals of every role included: a partition's cost grew with its
 //! history), and each follower's poll from its own offset moved the shared
-//! position back and forth, a seek and a fresh fetch each time (issue 16).
+//! position back and forth, a seek and a fresh fetch each time.
 //!
 //! [`Seen`] covers one stretch of offsets read without a gap, from a read
 //! of the whole partition on:

@@ -2,9 +2,8 @@
 //! the coordinator can have completed the commit: the epoch's writer waits
 //! about as long as the commit took, `AHEAD_AFTER_MIN` in `epoch.rs`), the
 //! state partition is added to a new transaction of the epoch, so the next
-//! renewal, or a resign's tombstone, is one Produce and one EndTxn (issue
-//! 28: one replicated write of the transaction log off the hand-over's
-//! path).
+//! renewal, or a resign's tombstone, is one Produce and one EndTxn: one
+//! replicated write of the transaction log is off the hand-over's path.
 //!
 //! A transaction opened ahead holds no record: the partition leader does
 //! not know of it, so it holds no last stable offset back and no reader

@@ -58,8 +58,8 @@ impl PartitionReader {
     /// replaced assignment asynchronously, and a second assign before that
     /// stop completed trips an assertion that aborts the process
     /// (`rd_kafka_assignment_partition_stopped: rktp->rktp_started`,
-    /// librdkafka issue 5573), which a thousand roles acquired at once in one
-    /// process (issue 16's benchmark) hit.
+    /// <https://github.com/confluentinc/librdkafka/issues/5573>), which a
+    /// process that acquires many roles at once would hit.
     pub(super) async fn assign(&mut self, offset: i64) -> Result<()> {
         let context = format!("assigning {}/{}", self.topic, self.partition);
         let c = Arc::clone(&self.consumer);
