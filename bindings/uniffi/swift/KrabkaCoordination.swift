@@ -802,7 +802,7 @@ public func FfiConverterTypeAcquireEvents_lower(_ value: AcquireEvents) -> UInt6
 
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `close` ends everything it started (see [`Client::close`]).
+ * documentation). `close` ends everything it started (see `Client.close`).
  */
 public protocol ClientProtocol: AnyObject, Sendable {
     
@@ -839,7 +839,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func close() async 
     
     /**
-     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * `Client.close` for a caller that cannot await (Kotlin's `close()`
      * and `use { }`): waits until it is done (bounded by the leases), except
      * on a thread of an async runtime (a coroutine resumed by this
      * binding's runtime), where waiting would block that runtime: there it
@@ -898,7 +898,7 @@ public protocol ClientProtocol: AnyObject, Sendable {
 }
 /**
  * The core client of one set of Kafka settings (see the module
- * documentation). `close` ends everything it started (see [`Client::close`]).
+ * documentation). `close` ends everything it started (see `Client.close`).
  */
 open class Client: ClientProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -1043,7 +1043,7 @@ open func close()async   {
 }
     
     /**
-     * [`Client::close`] for a caller that cannot await (Kotlin's `close()`
+     * `Client.close` for a caller that cannot await (Kotlin's `close()`
      * and `use { }`): waits until it is done (bounded by the leases), except
      * on a thread of an async runtime (a coroutine resumed by this
      * binding's runtime), where waiting would block that runtime: there it
@@ -1666,7 +1666,7 @@ public protocol LeadershipProtocol: AnyObject, Sendable {
     /**
      * Writes `records` in one transaction of this term's epoch. The broker
      * fences a deposed leader's write: it fails with
-     * [`KrabkaError::Fenced`], none of its records become visible, and the
+     * `KrabkaException.Fenced`, none of its records become visible, and the
      * term ends.
      */
     func write(records: [OutRecord]) async throws 
@@ -1892,7 +1892,7 @@ open func wait()async throws  -> TermEnd  {
     /**
      * Writes `records` in one transaction of this term's epoch. The broker
      * fences a deposed leader's write: it fails with
-     * [`KrabkaError::Fenced`], none of its records become visible, and the
+     * `KrabkaException.Fenced`, none of its records become visible, and the
      * term ends.
      */
 open func write(records: [OutRecord])async throws   {
@@ -4833,7 +4833,7 @@ public func FfiConverterTypeChange_lower(_ value: Change) -> RustBuffer {
 
 /**
  * The core's error kinds, as a plain enum (the kind of a [`TermEnd`]
- * reason, and of every [`KrabkaError`] through [`error_kind`]).
+ * reason, and of every `KrabkaException` through `errorKind`).
  *
  * [`TermEnd`]: crate::TermEnd
  */
@@ -5066,7 +5066,7 @@ public func FfiConverterTypeKeyKind_lower(_ value: KeyKind) -> RustBuffer {
 
 /**
  * Every error of the bindings (see the module documentation). The
- * descriptions are the shared table's ([`errors::KINDS`]).
+ * descriptions are the shared table's (the shared table of error kinds).
  */
 public 
 enum KrabkaError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -6461,7 +6461,7 @@ public func compareTokens(a: FencingToken, b: FencingToken) -> Int8  {
 })
 }
 /**
- * Decodes a record key; malformed bytes are [`KrabkaError::MalformedKey`].
+ * Decodes a record key; malformed bytes are `KrabkaException.MalformedKey`.
  */
 public func decodeKey(data: Data)throws  -> Key  {
     return try  FfiConverterTypeKey_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6472,7 +6472,7 @@ public func decodeKey(data: Data)throws  -> Key  {
 })
 }
 /**
- * Decodes a lease value; malformed bytes are [`KrabkaError::MalformedLease`].
+ * Decodes a lease value; malformed bytes are `KrabkaException.MalformedLease`.
  */
 public func decodeLease(data: Data)throws  -> Lease  {
     return try  FfiConverterTypeLease_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6484,7 +6484,7 @@ public func decodeLease(data: Data)throws  -> Lease  {
 }
 /**
  * Decodes a registration value; malformed bytes are
- * [`KrabkaError::MalformedRegistration`].
+ * `KrabkaException.MalformedRegistration`.
  */
 public func decodeRegistration(data: Data)throws  -> Registration  {
     return try  FfiConverterTypeRegistration_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6496,7 +6496,7 @@ public func decodeRegistration(data: Data)throws  -> Registration  {
 }
 /**
  * Encodes a record key. A lease key with a member, or a role or member the
- * layout cannot hold, is an [`KrabkaError::Encode`] error.
+ * layout cannot hold, is an `KrabkaException.Encode` error.
  */
 public func encodeKey(key: Key)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6508,7 +6508,7 @@ public func encodeKey(key: Key)throws  -> Data  {
 }
 /**
  * Encodes a lease value; an empty or over-long member is an
- * [`KrabkaError::Encode`] error.
+ * `KrabkaException.Encode` error.
  */
 public func encodeLease(lease: Lease)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6520,7 +6520,7 @@ public func encodeLease(lease: Lease)throws  -> Data  {
 }
 /**
  * Encodes a registration value; an empty or over-long member is an
- * [`KrabkaError::Encode`] error.
+ * `KrabkaException.Encode` error.
  */
 public func encodeRegistration(registration: Registration)throws  -> Data  {
     return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6531,7 +6531,7 @@ public func encodeRegistration(registration: Registration)throws  -> Data  {
 })
 }
 /**
- * True for [`no_epoch`].
+ * True for `noEpoch()`.
  */
 public func isNoEpoch(token: FencingToken) -> Bool  {
     return try!  FfiConverterBool.lift(try! rustCall() {
@@ -6567,7 +6567,7 @@ public func noEpoch() -> FencingToken  {
 /**
  * The token of its wire form `text` (`"4001/7"`, `"NoEpoch"`), read by the
  * core's parser as in every binding. Malformed text is
- * [`KrabkaError::InvalidArgument`], its detail quoting the text and naming
+ * `KrabkaException.InvalidArgument`, its detail quoting the text and naming
  * the expected form.
  */
 public func parseToken(text: String)throws  -> FencingToken  {
@@ -6581,7 +6581,7 @@ public func parseToken(text: String)throws  -> FencingToken  {
 /**
  * The partition of the state topic that holds `role` among `partitions`:
  * murmur2 of the role's UTF-8 bytes, made positive, modulo the count. An
- * empty role or a count below 1 is [`KrabkaError::InvalidArgument`].
+ * empty role or a count below 1 is `KrabkaException.InvalidArgument`.
  */
 public func rolePartition(role: String, partitions: Int32)throws  -> Int32  {
     return try  FfiConverterInt32.lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
@@ -6594,7 +6594,7 @@ public func rolePartition(role: String, partitions: Int32)throws  -> Int32  {
 }
 /**
  * The wire form of `token`: `PRODUCER_ID/EPOCH` in decimal (`"4001/7"`),
- * or `"NoEpoch"` for [`no_epoch`]; the core's text, the same in every
+ * or `"NoEpoch"` for `noEpoch()`; the core's text, the same in every
  * binding, the CLI and `KRABKA_TOKEN`.
  */
 public func tokenText(token: FencingToken) -> String  {
@@ -6684,25 +6684,25 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_compare_tokens() != 3147) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_key() != 59235) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_key() != 45651) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_lease() != 48448) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_lease() != 26066) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_registration() != 20820) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_decode_registration() != 10696) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_key() != 2334) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_key() != 6496) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_lease() != 62780) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_lease() != 54002) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_registration() != 3286) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_encode_registration() != 27576) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_is_no_epoch() != 3335) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_is_no_epoch() != 13045) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_murmur2() != 44940) {
@@ -6711,13 +6711,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_no_epoch() != 36689) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_parse_token() != 33959) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_parse_token() != 8304) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_role_partition() != 16915) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_role_partition() != 61444) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_token_text() != 51574) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_token_text() != 60576) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_error_kind() != 16946) {
@@ -6744,7 +6744,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_close() != 56965) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close_blocking() != 19013) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_client_close_blocking() != 9463) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_client_describe_leadership() != 58937) {
@@ -6837,7 +6837,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_wait() != 47117) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_write() != 21814) {
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_write() != 43539) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_authoritative() != 29592) {
