@@ -1,7 +1,8 @@
 //! The epoch's writer on the project's own protocol client: rules 1 and 2
 //! without a producer per role.
 //!
-//! The mint is one InitProducerId of the transport's [`DescribeClient`], and
+//! The mint is one InitProducerId of the transport's Kafka client
+//! ([`krabka_kafka::Client`]), and
 //! its answer is the token: nothing else names the epoch, so no
 //! DescribeTransactions after it and no batch-header check before the first
 //! commit.
@@ -77,7 +78,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use krabka_kafka::client::retry;
-use krabka_kafka::Client as DescribeClient;
+use krabka_kafka::Client as KafkaClient;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
@@ -143,7 +144,7 @@ struct Sent {
 
 /// The writer of one held epoch (see the module docs).
 pub(crate) struct ProtocolLease {
-    describe: DescribeClient,
+    kafka: KafkaClient,
     pub(crate) token: FencingToken,
     pub(crate) state: TxnState,
     /// The next sequence of the epoch, per partition written.
@@ -205,14 +206,10 @@ fn ending(role: &str, what: &str, e: TxnError) -> Outcome {
 
 impl ProtocolLease {
     /// The writer of the epoch `token` that InitProducerId just minted.
-    pub(crate) fn new(
-        describe: DescribeClient,
-        token: FencingToken,
-        max_batch: usize,
-    ) -> ProtocolLease {
+    pub(crate) fn new(kafka: KafkaClient, token: FencingToken, max_batch: usize) -> ProtocolLease {
         ProtocolLease {
             max_batch,
-            describe,
+            kafka,
             token,
             state: TxnState::Idle,
             sequences: HashMap::new(),
@@ -337,9 +334,9 @@ impl ProtocolLease {
                 .filter(|key| !self.added.contains(*key)),
         );
         if !new.is_empty() {
-            let (describe, token) = (self.describe.clone(), self.token);
+            let (kafka, token) = (self.kafka.clone(), self.token);
             let added = retrying(deadline, || {
-                describe.add_partitions(role, token.into(), &new, deadline)
+                kafka.add_partitions(role, token.into(), &new, deadline)
             });
             match added.await {
                 Tried::Done(at) => {
@@ -408,9 +405,9 @@ impl ProtocolLease {
         }
         let mut sends = tokio::task::JoinSet::new();
         for sent in batches {
-            let (describe, role) = (self.describe.clone(), role.to_owned());
+            let (kafka, role) = (self.kafka.clone(), role.to_owned());
             sends.spawn(async move {
-                let tried = produce_until(&describe, &role, &sent, deadline).await;
+                let tried = produce_until(&kafka, &role, &sent, deadline).await;
                 (sent, tried)
             });
         }
@@ -577,7 +574,7 @@ impl ProtocolLease {
             sent.count
         );
         let shown = self
-            .describe
+            .kafka
             .active_producer(
                 &sent.topic,
                 sent.partition,
@@ -645,7 +642,7 @@ impl ProtocolLease {
         let placed = self.place(records, deadline).await?;
         if data {
             for (topic, partitions) in by_topic(placed.iter().map(|(key, _)| key)) {
-                self.describe
+                self.kafka
                     .check_writable(&topic, &partitions, deadline)
                     .await?;
             }
@@ -663,7 +660,7 @@ impl ProtocolLease {
     ) -> Result<Placed<'r>> {
         let mut placed: Placed<'r> = Vec::new();
         for r in records {
-            let partitions = self.describe.topic_partitions(&r.topic, deadline).await?;
+            let partitions = self.kafka.topic_partitions(&r.topic, deadline).await?;
             let partition = match r.partition {
                 Some(p) if p >= partitions => {
                     return Err(Error::InvalidArgument(format!(
@@ -706,17 +703,17 @@ impl ProtocolLease {
 
 /// Sends one batch until it is answered or `deadline` passes. The flag
 /// says whether any try may have reached the partition's leader (see
-/// [`DescribeClient::produce_noting`]): a batch out of time with the flag
+/// [`KafkaClient::produce_noting`]): a batch out of time with the flag
 /// unset never left the process, and cannot land later.
 async fn produce_until(
-    describe: &DescribeClient,
+    kafka: &KafkaClient,
     role: &str,
     sent: &Sent,
     deadline: Instant,
 ) -> (Tried<i64>, bool) {
     let reached = std::sync::atomic::AtomicBool::new(false);
     let tried = retrying(deadline, || {
-        describe.produce_noting(
+        kafka.produce_noting(
             role,
             &sent.topic,
             sent.partition,

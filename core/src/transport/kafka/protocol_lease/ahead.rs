@@ -54,9 +54,9 @@ impl ProtocolLease {
         self.pin = Pin::begin();
         self.ahead = true;
         let new = vec![(topic.to_owned(), vec![partition])];
-        let (describe, token) = (self.describe.clone(), self.token);
+        let (kafka, token) = (self.kafka.clone(), self.token);
         let added = retrying(deadline, || {
-            describe.add_partitions(role, token.into(), &new, deadline)
+            kafka.add_partitions(role, token.into(), &new, deadline)
         })
         .await;
         match added {

@@ -143,11 +143,11 @@ impl ProtocolLease {
         let Some(pin) = self.pin.at.clone() else {
             return Err("no coordinator is known to have accepted the transaction".into());
         };
-        let (describe, token) = (self.describe.clone(), self.token);
+        let (kafka, token) = (self.kafka.clone(), self.token);
         let mut attempts = 0u32;
         let tried = retrying(deadline, || {
             attempts += 1;
-            describe.end_txn_pinned(role, token.into(), commit, Some(&pin), deadline)
+            kafka.end_txn_pinned(role, token.into(), commit, Some(&pin), deadline)
         })
         .await;
         // Every attempt but a first one refused as moved may have reached a
@@ -169,11 +169,8 @@ impl ProtocolLease {
     /// What the current coordinator proves about the open transaction (see
     /// [`Proof`]), within `deadline`.
     pub(crate) async fn prove(&self, role: &str, deadline: Instant) -> Proof {
-        let describe = self.describe.clone();
-        let described = retrying(deadline, || {
-            describe.describe_at_coordinator(role, deadline)
-        })
-        .await;
+        let kafka = self.kafka.clone();
+        let described = retrying(deadline, || kafka.describe_at_coordinator(role, deadline)).await;
         let (addr, description) = match described {
             Tried::Done(v) => v,
             Tried::OutOfTime(why) => {
@@ -258,9 +255,9 @@ impl ProtocolLease {
             return Err("no batch of the transaction has a known offset".into());
         };
         let where_ = || format!("{}/{partition}", crate::error::quote(topic));
-        let asked =
-            self.describe
-                .active_producer(topic, *partition, self.token.producer_id, deadline);
+        let asked = self
+            .kafka
+            .active_producer(topic, *partition, self.token.producer_id, deadline);
         match tokio::time::timeout_at(deadline, asked).await {
             Ok(Ok(Some(p))) if p.open_transaction_from.is_some() => Err(format!(
                 "the leader of {} shows a transaction of the producer open",
@@ -293,7 +290,7 @@ impl ProtocolLease {
         };
         let read = tokio::time::timeout_at(
             deadline,
-            self.describe.end_offset(topic, *partition, true, deadline),
+            self.kafka.end_offset(topic, *partition, true, deadline),
         )
         .await;
         match read {

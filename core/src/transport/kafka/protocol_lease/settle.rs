@@ -88,11 +88,11 @@ impl ProtocolLease {
     /// epoch as the role's current one, is fenced when it shows a newer
     /// one. The answer is taken only once another broker confirms the
     /// broker that gave it is the coordinator
-    /// ([`DescribeClient::describe_transaction_confirmed`]), so a
+    /// ([`KafkaClient::describe_transaction_confirmed`]), so a
     /// coordinator cut off from the cluster cannot vouch for a deposed
     /// epoch past the bound `describe_leadership` keeps.
     ///
-    /// [`DescribeClient::describe_transaction_confirmed`]: krabka_kafka::Client::describe_transaction_confirmed
+    /// [`KafkaClient::describe_transaction_confirmed`]: krabka_kafka::Client::describe_transaction_confirmed
     pub(super) async fn check_current(
         &mut self,
         role: &str,
@@ -100,7 +100,7 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
         let described =
-            tokio::time::timeout_at(deadline, self.describe.describe_transaction_confirmed(role))
+            tokio::time::timeout_at(deadline, self.kafka.describe_transaction_confirmed(role))
                 .await;
         match described {
             Ok(Ok(Some(d))) => {
@@ -139,7 +139,7 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
         while let Some(sent) = self.unanswered.pop() {
-            match produce_until(&self.describe, role, &sent, deadline).await.0 {
+            match produce_until(&self.kafka, role, &sent, deadline).await.0 {
                 Tried::Done(offset) => self.advance(&sent, offset),
                 Tried::OutOfTime(why) => {
                     self.unanswered.push(sent);

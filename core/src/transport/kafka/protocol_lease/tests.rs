@@ -62,7 +62,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
     let broker = one_broker_cluster();
     let mut settings = krabka_kafka::Settings::new(broker.addr());
     settings.operation_timeout = Duration::from_secs(5);
-    let client = DescribeClient::new(&settings).unwrap();
+    let client = KafkaClient::new(&settings).unwrap();
     let mut lease = ProtocolLease::new(client, FencingToken::new(11, 3), DEFAULT_MAX_BATCH);
     let deadline = Instant::now() + Duration::from_millis(300);
     let e = match lease
@@ -299,7 +299,7 @@ fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
     let mut settings = krabka_kafka::Settings::new(bootstrap.addr());
     settings.operation_timeout = Duration::from_secs(2);
     settings.connect_timeout = Duration::from_secs(2);
-    let client = DescribeClient::new(&settings).unwrap();
+    let client = KafkaClient::new(&settings).unwrap();
     ProtocolLease::new(client, TOKEN, DEFAULT_MAX_BATCH)
 }
 
