@@ -2,7 +2,8 @@
 # The Rust test suites: unit, golden, property, in-memory election and the
 # integration and end-to-end tests against the real local Kafka.
 # Needs KRABKA_BOOTSTRAP (and KRABKA_BOOTSTRAP_3 for the replication tests),
-# and KRABKA_POSTGRES_URL for the fenced-store tests (ci/postgres.sh start;
+# and KRABKA_POSTGRES_URL for the fenced-store tests and the CLI's psql
+# example in cli_kafka (ci/postgres.sh start, and psql on the PATH;
 # they fail without it);
 # when unset, the tests start the local clusters themselves with ci/kafka.sh.
 # The secured tests (core/tests/kafka_secured.rs, kafka_oauth.rs,

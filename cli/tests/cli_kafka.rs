@@ -14,6 +14,8 @@ use krabka_coordination::transport::kafka::KafkaConfig;
 use krabka_coordination::FencingToken;
 use serde_json::{json, Value};
 
+mod fenced_psql;
+
 const KRABKA: &str = env!("CARGO_BIN_EXE_krabka");
 
 /// The bootstrap address of the single-node cluster; panics (fails the
