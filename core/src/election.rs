@@ -49,6 +49,8 @@
 
 use std::time::Duration;
 
+pub mod guards;
+
 use crate::clock::duration_millis;
 use crate::error::Error;
 use crate::state::RoleState;

@@ -6,8 +6,9 @@
 //! [`krabka_coordination::RoleState`] built from real encoded records (the
 //! core's codec), the next step is the core's [`krabka_coordination::evaluate`],
 //! tokens are the core's [`krabka_coordination::FencingToken`] and compare
-//! with its order. The acquire loop's private helpers are mirrored in
-//! [`rules`]; the rest of the leadership loop (which request follows which)
+//! with its order. The acquire loop's rules beside `evaluate` are the
+//! core's too ([`krabka_coordination::election::guards`], called through
+//! [`rules`]); the rest of the leadership loop (which request follows which)
 //! is the model's [`acquire`](mod@acquire) and [`held`](mod@held) steps.
 //!
 //! * [`state`]: what a state holds (members, the coordinator, the state

@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::member::{millis, Backoff, Follower, Member};
 use super::{Leadership, LeadershipOptions};
 use crate::codec::{encode_key, Key, Lease};
+use crate::election::guards::{bound_step, find_twin, passed_over, HoldOff, SeenLease};
 use crate::election::{evaluate, Step};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
@@ -280,16 +281,7 @@ pub(super) struct Won {
     pub(super) follower: Follower,
 }
 
-/// A second live process under this member's id: it registered after this
-/// member did (a registration of this id at an offset this member did not
-/// write), or it writes a lease under this id while this member watches (a
-/// lease under this id other than `found`, the one the first catch-up
-/// found, with a token this member never minted). Two such processes would
-/// only fence each other.
-///
-/// No wall clocks are compared: a lease's `granted_at` is its writer's
-/// clock, and the last lease of a crashed predecessor whose clock ran ahead
-/// would look like a live twin's until that clock's time had passed.
+/// [`find_twin`] as the loop's fatal error, naming the member and role.
 fn check_unique(
     m: &Member,
     state: &RoleState,
@@ -297,104 +289,35 @@ fn check_unique(
     found: Option<(FencingToken, i64)>,
     minted: &[FencingToken],
 ) -> Result<()> {
-    let twin = match (state.entry(&m.member), own.first()) {
-        (Some(e), Some(first)) if e.offset > *first && !own.contains(&e.offset) => {
-            Some(format!("registered at offset {}", e.offset))
-        }
-        _ => state
-            .lease()
-            .filter(|l| {
-                l.member == m.member
-                    && found != Some((l.token, l.granted_at))
-                    && !minted.contains(&l.token)
-            })
-            .map(|l| format!("renews a lease under it with token {}", l.token)),
-    };
-    match twin {
-        Some(what) => Err(Error::fatal(
+    match find_twin(state, &m.member, own, found, minted) {
+        Some(twin) => Err(Error::fatal(
             format!(
                 "member {} of role {}",
                 crate::error::quote(&m.member),
                 crate::error::quote(&m.role)
             ),
-            format!("another live process uses this member id (it {what}); member ids must be unique within a role"),
+            format!("another live process uses this member id (it {twin}); member ids must be unique within a role"),
         )),
         None => Ok(()),
     }
 }
 
-/// The members whose turn came before this member's and who did not take
-/// it: the challengers ranked ahead, and a holder whose lease ran out. The
-/// winner removes their registrations, so the dead (crashed members that
-/// came back under another id, say) add no stagger to later failovers. A
-/// live one among them sees its registration gone and registers again, at
-/// the tail.
-fn passed_over(m: &Member, state: &RoleState, now: i64) -> Vec<String> {
-    let Some(own) = state.entry(&m.member) else {
-        return Vec::new();
-    };
-    let holder = state.lease();
-    let mut out: Vec<String> = state
-        .roster()
-        .take_while(|e| e.offset < own.offset)
-        .filter(|e| holder.is_none_or(|l| l.member != e.member))
-        .map(|e| e.member.clone())
-        .collect();
-    if let Some(l) = holder {
-        if l.member != m.member && l.deadline <= now && state.is_registered(&l.member) {
-            out.push(l.member.clone());
-        }
-    }
-    out
-}
-
-/// The lease seen last and when (monotonic ms) it was first seen.
-type Seen = Option<(FencingToken, i64, i64)>;
-
 /// The next step for `state` at `now`: the election's rules
-/// ([`evaluate`]), with a holder's deadline trusted at most one lease
-/// duration (this member's) past when its lease was first seen (`seen`),
-/// and no challenge within the hold-off after a lost one (`lost`, cleared
-/// once a newer lease shows or the hold-off passes).
+/// ([`evaluate`]) bounded as [`bound_step`] says, on this member's clocks;
+/// a capped wait is logged.
 fn step_for(
     m: &Member,
     state: &RoleState,
     now: i64,
-    seen: &mut Seen,
-    lost: &mut Option<(FencingToken, i64)>,
+    seen: &mut Option<SeenLease>,
+    lost: &mut Option<HoldOff>,
 ) -> Step {
-    let mut step = evaluate(state, &m.member, None, now, &m.options.election);
-    if let Some(l) = state.lease() {
-        if seen.is_none_or(|(t, g, _)| (t, g) != (l.token, l.granted_at)) {
-            *seen = Some((l.token, l.granted_at, m.mono()));
-        }
-        let (_, _, first_seen) = seen.expect("set above");
-        let lease_ms = millis(m.options.election.lease_duration);
-        let cap = now.saturating_add(first_seen.saturating_add(lease_ms) - m.mono());
-        if let Step::WaitUntil { at, rank } = step {
-            let stagger = millis(m.options.election.challenge_stagger);
-            let capped = cap.saturating_add(stagger.saturating_mul(rank as i64));
-            if capped < at {
-                tracing::warn!(deadline = %Rfc3339(l.deadline), capped = %Rfc3339(capped), "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
-                step = if now >= capped {
-                    Step::Challenge
-                } else {
-                    Step::WaitUntil { at: capped, rank }
-                };
-            }
-        }
-    } else {
-        *seen = None;
+    let step = evaluate(state, &m.member, None, now, &m.options.election);
+    let bounded = bound_step(step, state, now, m.mono(), &m.options.election, seen, lost);
+    if let (Some(capped), Some(l)) = (bounded.capped_at, state.lease()) {
+        tracing::warn!(deadline = %Rfc3339(l.deadline), capped = %Rfc3339(capped), "the holder's deadline lies beyond one lease from when it was seen; waiting only until then");
     }
-    if let Some((token, until)) = *lost {
-        let superseded = state.lease().is_some_and(|l| l.token > token);
-        if superseded || now >= until {
-            *lost = None;
-        } else if step == Step::Challenge {
-            step = Step::WaitUntil { at: until, rank: 0 };
-        }
-    }
-    step
+    bounded.step
 }
 
 /// A wait as it was last reported: its turn, rank and the holder's token.
@@ -511,13 +434,13 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
     // After a lost challenge: the token that beat ours is newer than `lost`;
     // hold off until its lease shows up or until `until` passes (its holder
     // may have died between minting and writing).
-    let mut lost: Option<(FencingToken, i64)> = None;
+    let mut lost: Option<HoldOff> = None;
     // The lease seen last and when it was first seen (see `step_for`): a
     // clock hours ahead or a corrupt deadline cannot stall the role.
-    let mut seen: Seen = None;
+    let mut seen: Option<SeenLease> = None;
     // The same for the views past an open transaction (kept apart, so the
     // follower's older lease and the view's newer one do not take turns).
-    let mut seen_past: Seen = None;
+    let mut seen_past: Option<SeenLease> = None;
     let mut held_back_reported = false;
     loop {
         check_unique(m, &follower.state, &own, found, &minted)?;
@@ -653,7 +576,7 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                     }
                     Err(e) => return Err(e),
                 }
-                let stale = passed_over(m, past.as_ref().unwrap_or(&follower.state), now);
+                let stale = passed_over(past.as_ref().unwrap_or(&follower.state), &m.member, now);
                 tracing::info!("challenging");
                 m.emit(EventKind::Challenging);
                 let lease_duration = m.options.election.lease_duration;
@@ -694,7 +617,10 @@ async fn acquire_loop(m: &Member, cancel: &CancellationToken) -> Result<Won> {
                         tracing::info!(%token, why = %e, "lost the challenge to a newer epoch");
                         m.emit(EventKind::LostChallenge { token });
                         drop(epoch);
-                        lost = Some((token, m.now().saturating_add(millis(lease_duration))));
+                        lost = Some(HoldOff {
+                            token,
+                            until: m.now().saturating_add(millis(lease_duration)),
+                        });
                     }
                     // The first lease could not be written within its
                     // bound: the epoch is given up and the turn evaluated
