@@ -25,17 +25,21 @@ pub type EndReason = Arc<Error>;
 /// the role), let go when the term ends or the handle is dropped.
 type Claim = Box<dyn std::any::Any + Send + Sync>;
 
+/// The shared state of a term, behind every clone of its [`Leadership`].
+///
+/// Locks: `writes` (async) is taken first and held across a renewal, a
+/// guarded write or the resign's tombstone; `follower` (async) only by the
+/// resign, inside `writes`. The synchronous `renewal` and `claim` are
+/// each taken for one statement, never together and never across an
+/// await, so they nest inside anything and nothing nests inside them.
 struct Held {
     member: Arc<Member>,
     /// The epoch this member minted: every renewal and guarded write goes
     /// through it.
     epoch: Box<dyn LeaseWriter>,
     token: FencingToken,
-    lease: Mutex<Lease>,
-    /// The time (ms, on the local deadline clock, `Member::mono`) the last
-    /// committed lease write was sent: the local lease deadline is this plus
-    /// the lease duration.
-    sent: Mutex<i64>,
+    /// What the renewals leave behind (see [`Renewal`]).
+    renewal: Mutex<Renewal>,
     ended: watch::Sender<Option<EndReason>>,
     /// Serialises renewals, guarded writes and resign on the epoch.
     writes: tokio::sync::Mutex<()>,
@@ -48,10 +52,6 @@ struct Held {
     resign_called: AtomicBool,
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
-    renewal_failures: Mutex<u32>,
-    /// Why the last renewal failed, while renewals fail: the lease's
-    /// expiry names it.
-    last_failure: Mutex<Option<String>>,
     claim: Mutex<Option<Claim>>,
     /// The follower of the partition as the challenge left it, and the
     /// members passed over then: a resign reads on from there (see
@@ -59,7 +59,29 @@ struct Held {
     follower: tokio::sync::Mutex<Option<(Follower, Vec<String>)>>,
 }
 
+/// The term's renewal state, read and written in one critical section each,
+/// so a reader never sees a lease without the send time that goes with it.
+struct Renewal {
+    /// The last lease this member committed.
+    lease: Lease,
+    /// The time (ms, on the local deadline clock, `Member::mono`) that
+    /// lease's write was sent: the local lease deadline is this plus the
+    /// lease duration.
+    sent: i64,
+    /// Transient renewal failures in a row.
+    failures: u32,
+    /// Why the last renewal failed, while renewals fail: the lease's expiry
+    /// names it.
+    last_failure: Option<String>,
+}
+
 impl Held {
+    /// The renewal state, locked (a poisoned lock is taken as it is: every
+    /// write of it is one assignment).
+    fn renewal(&self) -> std::sync::MutexGuard<'_, Renewal> {
+        self.renewal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Ends the term with `reason` (the first reason wins), stops renewing
     /// and lets go of the claim.
     fn end(&self, reason: Error) {
@@ -107,7 +129,7 @@ impl Held {
     /// The local lease deadline, ms on the local deadline clock (monotonic,
     /// counting suspended time).
     fn deadline(&self) -> i64 {
-        let sent = *self.sent.lock().unwrap_or_else(|e| e.into_inner());
+        let sent = self.renewal().sent;
         sent.saturating_add(millis(self.member.options.election.lease_duration))
     }
 
@@ -144,11 +166,7 @@ impl Held {
             )));
             return;
         }
-        let last = self
-            .last_failure
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let last = self.renewal().last_failure.clone();
         let last = last
             .map(|e| format!("; the last renewal failed: {e}"))
             .unwrap_or_default();
@@ -237,16 +255,18 @@ impl Leadership {
             token: epoch.token(),
             epoch,
             member,
-            lease: Mutex::new(lease),
-            sent: Mutex::new(sent),
+            renewal: Mutex::new(Renewal {
+                lease,
+                sent,
+                failures: 0,
+                last_failure: None,
+            }),
             ended,
             writes: tokio::sync::Mutex::new(()),
             resign_started: AtomicBool::new(false),
             resign_called: AtomicBool::new(false),
             resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
-            renewal_failures: Mutex::new(0),
-            last_failure: Mutex::new(None),
             claim: Mutex::new(claim),
             follower: tokio::sync::Mutex::new(Some((follower, stale))),
         });
@@ -276,11 +296,7 @@ impl Leadership {
 
     /// The last lease this member wrote (granted at, deadline).
     pub fn lease(&self) -> Lease {
-        self.held
-            .lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.held.renewal().lease.clone()
     }
 
     /// The lease time left on this member's monotonic clock, which counts
@@ -299,11 +315,7 @@ impl Leadership {
 
     /// How many renewals in a row have failed with a transient error.
     pub fn renewal_failures(&self) -> u32 {
-        *self
-            .held
-            .renewal_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.held.renewal().failures
     }
 
     /// True until the role ends. False from the local lease deadline on,
@@ -694,11 +706,7 @@ async fn resign_task(held: &Held) -> Result<()> {
                 if early.is_none() {
                     // No other member may challenge before the cleared
                     // deadline plus one stagger (on its clock; ours here).
-                    let cleared = held
-                        .lease
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .deadline;
+                    let cleared = held.renewal().lease.deadline;
                     // Taken as a span now and counted on the monotonic
                     // clock from here (the bump's own deadline): a pause or
                     // a wall-clock step after this point only shortens it.
@@ -928,13 +936,12 @@ async fn renew_loop(held: Arc<Held>) {
             Ok(()) => {
                 tracing::debug!(deadline = %crate::rfc3339::Rfc3339(lease.deadline), "renewed");
                 let deadline = lease.deadline;
-                *held.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
-                *held.sent.lock().unwrap_or_else(|e| e.into_inner()) = sent;
-                *held
-                    .renewal_failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = 0;
-                *held.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                *held.renewal() = Renewal {
+                    lease,
+                    sent,
+                    failures: 0,
+                    last_failure: None,
+                };
                 backoff.reset();
                 crate::metrics::renewal(
                     &m.role,
@@ -950,16 +957,13 @@ async fn renew_loop(held: Arc<Held>) {
             }
             Err(e) if e.is_transient() || matches!(e, Error::OutcomeUnknown { .. }) => {
                 let failures = {
-                    let mut f = held
-                        .renewal_failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner());
-                    *f += 1;
-                    *f
+                    let mut r = held.renewal();
+                    r.failures += 1;
+                    r.last_failure = Some(e.to_string());
+                    r.failures
                 };
                 let d = backoff.take().min(m.options.election.renew_interval);
                 tracing::warn!(error = %e, failures, retry_in = ?d, "renewal failing");
-                *held.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
                 m.emit(EventKind::RenewalFailing {
                     failures,
                     error: Arc::new(e),
