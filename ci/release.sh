@@ -191,6 +191,10 @@ STDLIB_V="$(dep_version kotlin-stdlib)"
 COROUTINES_V="$(dep_version kotlinx-coroutines-core-jvm)"
 JNA_V="$(dep_version jna)"
 MICROMETER_V="$(JAR_LIST="$OPT_LIST" dep_version micrometer-core)"
+# The JDBC drivers KrabkaFence runs with (the tested versions): optional, an
+# application adds the one of its database.
+PGJDBC_V="$(JAR_LIST="$DB_LIST" dep_version postgresql)"
+SQLITE_JDBC_V="$(JAR_LIST="$DB_LIST" dep_version sqlite-jdbc)"
 cat >"$JVM/MANIFEST.MF" <<EOF
 Implementation-Title: krabka-coordination-jvm
 Implementation-Version: $V
@@ -211,6 +215,8 @@ cat >"$DIST/krabka-coordination-jvm-$V.pom" <<EOF
     <dependency><groupId>org.jetbrains.kotlinx</groupId><artifactId>kotlinx-coroutines-core-jvm</artifactId><version>$COROUTINES_V</version></dependency>
     <dependency><groupId>net.java.dev.jna</groupId><artifactId>jna</artifactId><version>$JNA_V</version></dependency>
     <dependency><groupId>io.micrometer</groupId><artifactId>micrometer-core</artifactId><version>$MICROMETER_V</version><optional>true</optional></dependency>
+    <dependency><groupId>org.postgresql</groupId><artifactId>postgresql</artifactId><version>$PGJDBC_V</version><optional>true</optional></dependency>
+    <dependency><groupId>org.xerial</groupId><artifactId>sqlite-jdbc</artifactId><version>$SQLITE_JDBC_V</version><optional>true</optional></dependency>
   </dependencies>
 </project>
 EOF

@@ -37,6 +37,15 @@ org.jspecify:jspecify:1.0.1 070d75f261fe4c5b8202508366715f7f2d4660f88c8ef7e6d357
 org.hdrhistogram:HdrHistogram:2.2.2 22d1d4316c4ec13a68b559e98c8256d69071593731da96136640f864fa14fad8
 "
 
+# The JDBC drivers the fence's tests run with (bindings/uniffi/tests/kotlin/
+# Fence.kt, tests/java/.../JavaFence.java): krabka.coordination.jdbc needs
+# none to compile, and an application brings its own, so the release neither
+# bundles nor names them. Only ci/uniffi.sh fetches them (uniffi_db_jars).
+DB_LIST="
+org.postgresql:postgresql:42.7.14 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
+org.xerial:sqlite-jdbc:3.54.1.0 f8dce420a6016278497f4f0560f65602b9db858de141b541cf91a4644ebe4639
+"
+
 # The path of a jar of JAR_LIST, fetched and verified when missing.
 uniffi_jar() {
     local spec="$1" sha="$2" g a v
@@ -82,4 +91,15 @@ uniffi_jars() {
         OPT_CP="$OPT_CP${OPT_CP:+:}$path"
     done <<<"$OPT_LIST"
     JAR_COUNT="$(echo "$JAR_LIST$OPT_LIST" | grep -c .)"
+}
+
+# Fetches and verifies the JDBC drivers of DB_LIST; sets DB_CP.
+uniffi_db_jars() {
+    local spec sha path
+    DB_CP=""
+    while read -r spec sha; do
+        [ -n "$spec" ] || continue
+        path="$(uniffi_jar "$spec" "$sha")"
+        DB_CP="$DB_CP${DB_CP:+:}$path"
+    done <<<"$DB_LIST"
 }

@@ -28,6 +28,11 @@
 #      with a timeout, the leader loop), the token's text, and the API's
 #      Java shape by reflection over every public class (no name colliding
 #      with Object's or mangled, no setter on a returned record);
+#   5c. the JDBC fence (krabka.coordination.jdbc.KrabkaFence) from Kotlin and
+#      plain Java on the PostgreSQL of KRABKA_POSTGRES_URL (required; ci/
+#      test.sh exports it) and on SQLite files, with the JDBC drivers
+#      (ci/uniffi-jars.sh: DB_LIST) on the classpath and leaderships on the
+#      same Kafka;
 #   6. examples/kotlin/Worker.kt for a few seconds (it must lead, write
 #      through guarded writes and resign when its time is up), then once more
 #      deposed behind its back (it must stop its work and exit 3, fenced).
@@ -49,12 +54,20 @@ started=$(date +%s)
 
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
 
+# The fence's tests need a PostgreSQL (ci/test.sh starts one and exports it;
+# alone: KRABKA_POSTGRES_URL=$(bash ci/postgres.sh start | tail -n1)).
+if [ -z "${KRABKA_POSTGRES_URL:-}" ]; then
+    echo "ci/uniffi.sh: KRABKA_POSTGRES_URL is not set: the JDBC fence tests need a PostgreSQL (bash ci/postgres.sh start)" >&2
+    exit 1
+fi
+
 step "toolchain"
 java -version 2>&1 | head -1
 
 step "jars (Maven Central, cached in ci/.cache/uniffi-jars)"
 uniffi_jars
-echo "$JAR_COUNT jars verified"
+uniffi_db_jars
+echo "$JAR_COUNT jars and the JDBC drivers verified"
 
 step "library and generated sources (bindings/uniffi/generate.sh)"
 LIB="$(bash "$ROOT/bindings/uniffi/generate.sh" "$OUT/kotlin" | tail -n 1)"
@@ -90,6 +103,7 @@ java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     $(find "$ROOT/bindings/uniffi/kotlin" -name '*.kt' | sort) \
     "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
     "$ROOT/bindings/uniffi/tests/kotlin/Micrometer.kt" \
+    "$ROOT/bindings/uniffi/tests/kotlin/Fence.kt" \
     "$ROOT/examples/kotlin/Worker.kt" \
     "$OUT"/snippets-src/*.kt
 
@@ -120,6 +134,20 @@ javac -Xlint:all -Werror --release 17 -cp "$OUT/classes:$RUN_CP" -d "$OUT/java-c
     $(find "$ROOT/bindings/uniffi/tests/java" -name '*.java' | sort)
 java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/java-classes:$OUT/classes:$RUN_CP" \
     krabka.coordination.javatest.JavaMain "$TOPIC"
+
+step "JDBC fence (tests/kotlin/Fence.kt, tests/java/.../JavaFence.java) on PostgreSQL and SQLite, with the drivers"
+# pgjdbc's URL of the same server: jdbc:postgresql://HOST:PORT/DB?user=USER.
+pg_rest="${KRABKA_POSTGRES_URL#postgresql://}"
+pg_rest="${pg_rest#postgres://}"
+if [[ $pg_rest == *@* ]]; then
+    KRABKA_POSTGRES_JDBC="jdbc:postgresql://${pg_rest#*@}?user=${pg_rest%%@*}"
+else
+    KRABKA_POSTGRES_JDBC="jdbc:postgresql://$pg_rest"
+fi
+export KRABKA_POSTGRES_JDBC
+java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP:$DB_CP" krabka.coordination.test.FenceMain
+java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/java-classes:$OUT/classes:$RUN_CP:$DB_CP" \
+    krabka.coordination.javatest.JavaFence
 
 step "example (examples/kotlin/Worker.kt, 5 s on the real Kafka)"
 WORKER_LOG="$(mktemp)"

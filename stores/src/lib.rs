@@ -13,6 +13,10 @@
 //!   [`sqlite::migrate`].
 //! * Any other language or driver: the SQL itself, [`POSTGRES_SQL`] and
 //!   [`SQLITE_SQL`] (the files under `stores/sql/`).
+//! * A binding running the statements through its own driver (the JVM's
+//!   JDBC helper): the statements the helpers run ([`POSTGRES_ADVANCE`]
+//!   and the others below) and the rule on a refused token ([`check_offer`],
+//!   [`verdict`], [`fenced`], [`proven`]), so no binding restates it.
 //!
 //! Every refusal is the core's [`Error::Fenced`], naming the role, the
 //! stored token and the offered one. A producer id rotation (the stored
@@ -20,10 +24,6 @@
 //! when the role's transaction coordinator answers, while the fence row is
 //! locked, that the offered token is the current one: the `describe`
 //! argument of each helper asks it (`Client::describe_leadership`).
-
-// Without a driver feature only the SQL texts are public; the rule below
-// is what the drivers share (and what the unit tests check).
-#![cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 
 use krabka_coordination::leadership::LeadershipStatus;
 use krabka_coordination::{Error, FencingToken, Result};
@@ -42,10 +42,38 @@ pub const POSTGRES_SQL: &str = include_str!("../sql/postgres.sql");
 /// table, with the fence's statements in comments. Idempotent.
 pub const SQLITE_SQL: &str = include_str!("../sql/sqlite.sql");
 
+/// PostgreSQL, step 1 of the protocol (`$1` role, `$2` producer id, `$3`
+/// epoch): advances the role's row and returns a row when the token may
+/// write (no row yet, or the same producer id with an epoch at least the
+/// stored one); locks the row either way.
+pub const POSTGRES_ADVANCE: &str =
+    "INSERT INTO krabka_fence AS f (role, producer_id, epoch) VALUES ($1, $2, $3) \
+     ON CONFLICT (role) DO UPDATE SET epoch = EXCLUDED.epoch \
+     WHERE f.producer_id = EXCLUDED.producer_id AND f.epoch <= EXCLUDED.epoch \
+     RETURNING f.producer_id";
+/// PostgreSQL, step 2: the stored token (`$1` role), once step 1 returned no row.
+pub const POSTGRES_READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = $1";
+/// PostgreSQL, step 3: a proven rotation (`$1` role, `$2` producer id, `$3` epoch).
+pub const POSTGRES_ROTATE: &str =
+    "UPDATE krabka_fence SET producer_id = $2, epoch = $3 WHERE role = $1";
+
+/// SQLite, step 1 (`?1` role, `?2` producer id, `?3` epoch): as
+/// [`POSTGRES_ADVANCE`]; the write takes the database's write lock.
+pub const SQLITE_ADVANCE: &str =
+    "INSERT INTO krabka_fence (role, producer_id, epoch) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (role) DO UPDATE SET epoch = excluded.epoch \
+     WHERE krabka_fence.producer_id = excluded.producer_id AND krabka_fence.epoch <= excluded.epoch \
+     RETURNING producer_id";
+/// SQLite, step 2: the stored token (`?1` role).
+pub const SQLITE_READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = ?1";
+/// SQLite, step 3: a proven rotation (`?1` role, `?2` producer id, `?3` epoch).
+pub const SQLITE_ROTATE: &str =
+    "UPDATE krabka_fence SET producer_id = ?2, epoch = ?3 WHERE role = ?1";
+
 /// What the stored row says about an offered token that the advancing
 /// statement did not accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Same producer id, older epoch: refused.
     Older,
     /// Another producer id: accepted only if proven current now.
@@ -56,7 +84,7 @@ pub(crate) enum Verdict {
 /// ([`krabka_coordination::codec::check_role`]) or a token with a negative
 /// producer id or epoch ([`krabka_coordination::NO_EPOCH`] included).
 /// [`Error::InvalidArgument`] naming the value.
-pub(crate) fn check_offer(role: &str, token: FencingToken) -> Result<()> {
+pub fn check_offer(role: &str, token: FencingToken) -> Result<()> {
     krabka_coordination::codec::check_role(role)?;
     if token.producer_id < 0 || token.producer_epoch < 0 {
         return Err(Error::InvalidArgument(format!(
@@ -69,8 +97,10 @@ pub(crate) fn check_offer(role: &str, token: FencingToken) -> Result<()> {
 
 /// The verdict on `offered` given the `stored` token, once the advancing
 /// statement refused it (so the stored token is not of the same producer id
-/// with an epoch at most the offered one's).
-pub(crate) fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
+/// with an epoch at most the offered one's). [`Verdict::Older`] is a
+/// refusal ([`fenced`]); [`Verdict::NeedsProof`] asks the coordinator,
+/// with the row still locked, and decides with [`proven`].
+pub fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
     if stored.producer_id == offered.producer_id {
         Verdict::Older
     } else {
@@ -79,7 +109,7 @@ pub(crate) fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
 }
 
 /// The refusal of `offered` against `stored`, as [`Error::Fenced`].
-pub(crate) fn fenced(role: &str, stored: FencingToken, offered: FencingToken) -> Error {
+pub fn fenced(role: &str, stored: FencingToken, offered: FencingToken) -> Error {
     Error::Fenced(format!(
         "role {}: the store accepted token {stored}, this transaction offers {offered}",
         krabka_coordination::error::quote(role)
@@ -89,7 +119,7 @@ pub(crate) fn fenced(role: &str, stored: FencingToken, offered: FencingToken) ->
 /// Accepts a rotation to `offered` only when `status` (asked while the
 /// fence row was locked) says it is the role's current token; otherwise
 /// [`Error::Fenced`] naming the stored, offered and current tokens.
-pub(crate) fn proven(
+pub fn proven(
     role: &str,
     stored: FencingToken,
     offered: FencingToken,

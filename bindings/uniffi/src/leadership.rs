@@ -109,7 +109,7 @@ impl From<core::RoleStateReport> for RoleState {
 /// found it.
 #[derive(Debug, uniffi::Object)]
 pub struct LeadershipStatus {
-    inner: core::LeadershipStatus,
+    pub(crate) inner: core::LeadershipStatus,
 }
 
 impl From<core::LeadershipStatus> for LeadershipStatus {

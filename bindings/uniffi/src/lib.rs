@@ -22,6 +22,9 @@
 //!   library's own log thread.
 //! * [`metrics`]: the core's metrics, a snapshot and the Prometheus text.
 //! * [`oauth`]: a host's OAUTHBEARER token provider, in the client options.
+//! * [`fence`]: the fence of SQL stores for a host's own database driver
+//!   (the Kotlin `KrabkaFence` over JDBC): the statements and the rule on
+//!   a refused token, both the stores crate's.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -33,6 +36,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod events;
+pub mod fence;
 pub mod lead;
 pub mod leadership;
 pub mod log;
@@ -45,6 +49,7 @@ pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicRepor
 pub use codec::{FencingToken, FencingTokenParts, Key, KeyKind, Lease, Registration, RosterEntry};
 pub use error::{ErrorKind, KrabkaError};
 pub use events::{AcquireEvents, EventStream, LeadershipEvent};
+pub use fence::{FenceStatement, FenceStatements, FenceStore};
 pub use lead::{LeaderLoop, Term};
 pub use leadership::{Header, Leadership, LeadershipStatus, OutRecord, RoleState, TermEnd};
 pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};

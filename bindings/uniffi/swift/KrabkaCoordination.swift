@@ -2904,6 +2904,169 @@ public func FfiConverterTypeClientOptions_lower(_ value: ClientOptions) -> RustB
 
 
 /**
+ * One statement of the fence with plain `?` placeholders (JDBC's), and
+ * the argument each binds.
+ */
+public struct FenceStatement: Equatable, Hashable {
+    /**
+     * The statement, its numbered placeholders replaced by `?`.
+     */
+    public var sql: String
+    /**
+     * For each `?` in order, the argument it binds: 1 the role, 2 the
+     * producer id, 3 the epoch.
+     */
+    public var params: Data
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The statement, its numbered placeholders replaced by `?`.
+         */sql: String, 
+        /**
+         * For each `?` in order, the argument it binds: 1 the role, 2 the
+         * producer id, 3 the epoch.
+         */params: Data) {
+        self.sql = sql
+        self.params = params
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension FenceStatement: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFenceStatement: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FenceStatement {
+        return
+            try FenceStatement(
+                sql: FfiConverterString.read(from: &buf), 
+                params: FfiConverterData.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: FenceStatement, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sql, into: &buf)
+        FfiConverterData.write(value.params, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStatement_lift(_ buf: RustBuffer) throws -> FenceStatement {
+    return try FfiConverterTypeFenceStatement.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStatement_lower(_ value: FenceStatement) -> RustBuffer {
+    return FfiConverterTypeFenceStatement.lower(value)
+}
+
+
+/**
+ * The migration and the three statements of the fence for one store.
+ */
+public struct FenceStatements: Equatable, Hashable {
+    /**
+     * The migration (the files under `stores/sql/`): idempotent; several
+     * statements on PostgreSQL (the table and the `krabka_fence` function).
+     */
+    public var migration: String
+    /**
+     * Step 1: advances the row; returns a row when the token may write.
+     */
+    public var advance: FenceStatement
+    /**
+     * Step 2: the stored `producer_id, epoch`, once step 1 returned none.
+     */
+    public var read: FenceStatement
+    /**
+     * Step 3: replaces the stored token by a proven rotation.
+     */
+    public var rotate: FenceStatement
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The migration (the files under `stores/sql/`): idempotent; several
+         * statements on PostgreSQL (the table and the `krabka_fence` function).
+         */migration: String, 
+        /**
+         * Step 1: advances the row; returns a row when the token may write.
+         */advance: FenceStatement, 
+        /**
+         * Step 2: the stored `producer_id, epoch`, once step 1 returned none.
+         */read: FenceStatement, 
+        /**
+         * Step 3: replaces the stored token by a proven rotation.
+         */rotate: FenceStatement) {
+        self.migration = migration
+        self.advance = advance
+        self.read = read
+        self.rotate = rotate
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension FenceStatements: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFenceStatements: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FenceStatements {
+        return
+            try FenceStatements(
+                migration: FfiConverterString.read(from: &buf), 
+                advance: FfiConverterTypeFenceStatement.read(from: &buf), 
+                read: FfiConverterTypeFenceStatement.read(from: &buf), 
+                rotate: FfiConverterTypeFenceStatement.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: FenceStatements, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.migration, into: &buf)
+        FfiConverterTypeFenceStatement.write(value.advance, into: &buf)
+        FfiConverterTypeFenceStatement.write(value.read, into: &buf)
+        FfiConverterTypeFenceStatement.write(value.rotate, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStatements_lift(_ buf: RustBuffer) throws -> FenceStatements {
+    return try FfiConverterTypeFenceStatements.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStatements_lower(_ value: FenceStatements) -> RustBuffer {
+    return FfiConverterTypeFenceStatements.lower(value)
+}
+
+
+/**
  * The fields of a [`FencingToken`] as they cross the FFI.
  */
 public struct FencingTokenParts: Equatable, Hashable {
@@ -4990,6 +5153,81 @@ public func FfiConverterTypeErrorKind_lower(_ value: ErrorKind) -> RustBuffer {
 
 
 /**
+ * The SQL store a fence runs on.
+ */
+
+public enum FenceStore: Equatable, Hashable {
+    
+    /**
+     * PostgreSQL (`stores/sql/postgres.sql`).
+     */
+    case postgres
+    /**
+     * SQLite, 3.35 or newer (`stores/sql/sqlite.sql`).
+     */
+    case sqlite
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension FenceStore: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFenceStore: FfiConverterRustBuffer {
+    typealias SwiftType = FenceStore
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FenceStore {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .postgres
+        
+        case 2: return .sqlite
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: FenceStore, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .postgres:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .sqlite:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStore_lift(_ buf: RustBuffer) throws -> FenceStore {
+    return try FfiConverterTypeFenceStore.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFenceStore_lower(_ value: FenceStore) -> RustBuffer {
+    return FfiConverterTypeFenceStore.lower(value)
+}
+
+
+
+/**
  * The kind of a record key.
  */
 
@@ -6629,6 +6867,62 @@ public func isRetryable(kind: ErrorKind) -> Bool  {
 })
 }
 /**
+ * Refuses what no fence can hold, before any statement runs: an invalid
+ * role or an unminted token ([`KrabkaError::InvalidArgument`] naming it).
+ */
+public func fenceCheckOffer(role: String, token: FencingToken)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_fence_check_offer(
+        FfiConverterString.lower(role),
+        FfiConverterTypeFencingToken_lower(token),uniffiCallStatus
+    )
+}
+}
+/**
+ * Accepts the rotation from `stored` to `offered` only when `current`
+ * (the role's describe, asked while the fence row is locked) says
+ * `offered` is the current token; otherwise [`KrabkaError::Fenced`]
+ * naming the stored, offered and current tokens. On success the caller
+ * runs step 3.
+ */
+public func fenceProven(role: String, stored: FencingToken, offered: FencingToken, current: LeadershipStatus)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_fence_proven(
+        FfiConverterString.lower(role),
+        FfiConverterTypeFencingToken_lower(stored),
+        FfiConverterTypeFencingToken_lower(offered),
+        FfiConverterTypeLeadershipStatus_lower(current),uniffiCallStatus
+    )
+}
+}
+/**
+ * The statements of the fence on `store`, as the Rust helpers run them.
+ */
+public func fenceStatements(store: FenceStore) -> FenceStatements  {
+    return try!  FfiConverterTypeFenceStatements_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_fence_statements(
+        FfiConverterTypeFenceStore_lower(store),uniffiCallStatus
+    )
+})
+}
+/**
+ * The verdict on `offered` once step 1 returned no row and step 2 read
+ * `stored`: [`KrabkaError::Fenced`] (naming the role and both tokens) when
+ * `stored` has the same producer id, so a newer epoch was accepted;
+ * returns when `stored` has another producer id: a rotation, which only
+ * [`fence_proven`] on a status asked now, with the row locked, accepts.
+ */
+public func fenceVerdict(role: String, stored: FencingToken, offered: FencingToken)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_func_fence_verdict(
+        FfiConverterString.lower(role),
+        FfiConverterTypeFencingToken_lower(stored),
+        FfiConverterTypeFencingToken_lower(offered),uniffiCallStatus
+    )
+}
+}
+/**
  * Sends the core's log records at `min_level` (null/nil: `WARN`) or more
  * severe to `logger` from now on, or none when `logger` is null/nil;
  * replaces the logger set before. Records are delivered on the library's log thread, `krabka-log`,
@@ -6724,6 +7018,18 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_is_retryable() != 26921) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_check_offer() != 5334) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_proven() != 16378) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_statements() != 50775) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_verdict() != 5490) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_set_logger() != 45048) {
