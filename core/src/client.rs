@@ -347,7 +347,8 @@ impl Client {
     /// Closes the client (see the module documentation, "Closing"): cancels
     /// its acquires and waits for them to let go of their roles (at most
     /// their longest lease), ends its observers and leader loops, and
-    /// resigns every term it holds, all at once, each bounded by its lease
+    /// resigns every term it holds, all at once (started in the order of
+    /// the lease time each has left, least first), each bounded by its lease
     /// ([`Leadership::resign`]). Returns once that is done; a resign that
     /// failed is logged and its term ends all the same. Idempotent: a later
     /// or concurrent call waits for the first one to finish.
@@ -360,7 +361,13 @@ impl Client {
         for cancel in drained.acquires.iter().chain(&drained.observers) {
             cancel.cancel();
         }
-        let resigns = drained.held.iter().map(|h| h.resign()).collect();
+        // The terms with the least lease left go first: when resigns queue
+        // (a client of many roles), those are the ones a queue would make
+        // miss their lease, leaving a standby to wait it out. Started in
+        // that order, their requests reach the connections in it.
+        let mut held = drained.held;
+        held.sort_by_cached_key(|h| h.left());
+        let resigns = held.iter().map(|h| h.resign()).collect();
         let (resigned, acquires) = tokio::join!(
             crate::join::join_all(resigns),
             tokio::time::timeout(drained.acquire_lease, open.acquires_ended()),

@@ -146,3 +146,35 @@ async fn a_close_racing_the_win_leaves_nothing_held() {
     assert!(state.lease.is_none(), "{:?}", state.lease);
     assert!(state.roster.is_empty(), "{:?}", state.roster);
 }
+
+/// A close resigns the terms with the least lease left first: queued
+/// behind many resigns, those are the ones that would miss their lease.
+/// Held in the order first, second, third, they have 30, 24 and 28 s left
+/// once first renewed, and are resigned second, third, first.
+#[tokio::test(flavor = "current_thread")]
+async fn close_resigns_the_terms_with_the_least_lease_left_first() {
+    let w = World::new();
+    let a = client(&w);
+    let (tx, mut rx) = krabka_coordination::events::channel();
+    let mut held = Vec::new();
+    for (i, role) in ["first", "second", "third"].into_iter().enumerate() {
+        w.run_until(T0 + 4_000 * i as i64).await;
+        let options = w.options().with_events(tx.clone());
+        held.push(a.acquire(role, "a", options).await.unwrap());
+    }
+    // first renews at T0 + 10 s (renew interval 10 s): 30 s left again.
+    w.run_until(T0 + 10_500).await;
+    drain(&mut rx);
+    let closing = {
+        let a = a.clone();
+        tokio::spawn(async move { a.close().await })
+    };
+    w.run_until(T0 + 12_000).await;
+    assert!(closing.is_finished(), "the close returned");
+    let resigned: Vec<String> = drain(&mut rx)
+        .into_iter()
+        .filter(|e| e.kind.name() == "resigned")
+        .map(|e| e.role.to_string())
+        .collect();
+    assert_eq!(resigned, ["second", "third", "first"]);
+}

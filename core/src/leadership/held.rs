@@ -560,6 +560,15 @@ impl HeldRef {
         self.0.upgrade().is_some_and(|h| !h.is_ended())
     }
 
+    /// The lease time the term has left (zero once it ended or nothing
+    /// refers to it): a close resigns the terms with the least left first.
+    pub(crate) fn left(&self) -> Duration {
+        match self.0.upgrade() {
+            Some(h) if !h.is_ended() => h.left(),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// Resigns the term if it still runs, as [`Leadership::resign`] does
     /// (bounded the same way); a resign already under way is waited for.
     /// Returns the resign's error, `Ok` when there was nothing to resign.
