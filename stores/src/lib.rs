@@ -20,10 +20,11 @@
 //! when the role's transaction coordinator answers, while the fence row is
 //! locked, that the offered token is the current one: the `describe`
 //! argument of each helper asks it (`Client::describe_leadership`).
-
-// Without a driver feature only the SQL texts are public; the rule below
-// is what the drivers share (and what the unit tests check).
-#![cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+//!
+//! The rule itself ([`check_offer`], [`verdict`], [`fenced`], [`proven`])
+//! and the statements ([`statements`]) are public for the helpers of the
+//! other bindings, which run the statements through their own drivers and
+//! ask these functions for every decision, so no binding re-implements it.
 
 use krabka_coordination::leadership::LeadershipStatus;
 use krabka_coordination::{Error, FencingToken, Result};
@@ -32,6 +33,7 @@ use krabka_coordination::{Error, FencingToken, Result};
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod statements;
 
 /// The PostgreSQL migration (`stores/sql/postgres.sql`): the `krabka_fence`
 /// table and the function `krabka_fence(role text, producer_id bigint,
@@ -45,7 +47,7 @@ pub const SQLITE_SQL: &str = include_str!("../sql/sqlite.sql");
 /// What the stored row says about an offered token that the advancing
 /// statement did not accept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Same producer id, older epoch: refused.
     Older,
     /// Another producer id: accepted only if proven current now.
@@ -56,7 +58,7 @@ pub(crate) enum Verdict {
 /// ([`krabka_coordination::codec::check_role`]) or a token with a negative
 /// producer id or epoch ([`krabka_coordination::NO_EPOCH`] included).
 /// [`Error::InvalidArgument`] naming the value.
-pub(crate) fn check_offer(role: &str, token: FencingToken) -> Result<()> {
+pub fn check_offer(role: &str, token: FencingToken) -> Result<()> {
     krabka_coordination::codec::check_role(role)?;
     if token.producer_id < 0 || token.producer_epoch < 0 {
         return Err(Error::InvalidArgument(format!(
@@ -70,7 +72,7 @@ pub(crate) fn check_offer(role: &str, token: FencingToken) -> Result<()> {
 /// The verdict on `offered` given the `stored` token, once the advancing
 /// statement refused it (so the stored token is not of the same producer id
 /// with an epoch at most the offered one's).
-pub(crate) fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
+pub fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
     if stored.producer_id == offered.producer_id {
         Verdict::Older
     } else {
@@ -79,7 +81,7 @@ pub(crate) fn verdict(stored: FencingToken, offered: FencingToken) -> Verdict {
 }
 
 /// The refusal of `offered` against `stored`, as [`Error::Fenced`].
-pub(crate) fn fenced(role: &str, stored: FencingToken, offered: FencingToken) -> Error {
+pub fn fenced(role: &str, stored: FencingToken, offered: FencingToken) -> Error {
     Error::Fenced(format!(
         "role {}: the store accepted token {stored}, this transaction offers {offered}",
         krabka_coordination::error::quote(role)
@@ -89,7 +91,7 @@ pub(crate) fn fenced(role: &str, stored: FencingToken, offered: FencingToken) ->
 /// Accepts a rotation to `offered` only when `status` (asked while the
 /// fence row was locked) says it is the role's current token; otherwise
 /// [`Error::Fenced`] naming the stored, offered and current tokens.
-pub(crate) fn proven(
+pub fn proven(
     role: &str,
     stored: FencingToken,
     offered: FencingToken,

@@ -22,13 +22,7 @@ use tokio_postgres::Transaction;
 
 use crate::Verdict;
 
-const ADVANCE: &str =
-    "INSERT INTO krabka_fence AS f (role, producer_id, epoch) VALUES ($1, $2, $3) \
-     ON CONFLICT (role) DO UPDATE SET epoch = EXCLUDED.epoch \
-     WHERE f.producer_id = EXCLUDED.producer_id AND f.epoch <= EXCLUDED.epoch \
-     RETURNING f.producer_id";
-const READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = $1";
-const ROTATE: &str = "UPDATE krabka_fence SET producer_id = $2, epoch = $3 WHERE role = $1";
+use crate::statements::postgres::{ADVANCE, READ, ROTATE};
 
 /// Creates the fence table and the `krabka_fence` SQL function
 /// ([`crate::POSTGRES_SQL`]) if they are missing; run it once per database

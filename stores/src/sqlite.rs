@@ -24,12 +24,7 @@ use rusqlite::{params, ErrorCode, OptionalExtension, Transaction};
 
 use crate::Verdict;
 
-const ADVANCE: &str = "INSERT INTO krabka_fence (role, producer_id, epoch) VALUES (?1, ?2, ?3) \
-     ON CONFLICT (role) DO UPDATE SET epoch = excluded.epoch \
-     WHERE krabka_fence.producer_id = excluded.producer_id AND krabka_fence.epoch <= excluded.epoch \
-     RETURNING producer_id";
-const READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = ?1";
-const ROTATE: &str = "UPDATE krabka_fence SET producer_id = ?2, epoch = ?3 WHERE role = ?1";
+use crate::statements::sqlite::{ADVANCE, READ, ROTATE};
 
 /// Creates the fence table ([`crate::SQLITE_SQL`]) if it is missing; run it
 /// once per database before the first fenced write. A database error is
