@@ -64,6 +64,11 @@ __all__ = [
     "_runtime_alive_tasks",
     "_runtime_ping",
     "_raise_core_error",
+    "_fence_sql",
+    "_fence_check",
+    "_fence_verdict",
+    "_fence_proven",
+    "_fence_error",
     "_log_from_core",
     "_sync_log_level",
     "metrics",
@@ -335,6 +340,8 @@ class _TestCluster:
     def guarded_writes(self) -> List[GuardedWrite]:
         """Every guarded write the cluster committed, in commit order."""
 
+    def set_epoch(self, role: str, token: FencingToken) -> None:
+        """Sets the coordinator's current token of `role`."""
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """What the role's transaction coordinator says now."""
 
@@ -970,3 +977,25 @@ def _log_from_core(level: str, message: str, role: str, member: str) -> None:
 def _sync_log_level() -> None:
     """Reads the `krabka_coordination` logger's effective level again, so that
     a level set after import takes effect (clients call it when made)."""
+
+# The fence of SQL stores (krabka_coordination.stores): the SQL and the rule
+# of the Rust crate krabka-coordination-stores.
+
+def _fence_sql(store: str) -> Tuple[str, str, str, str]:
+    """`(migration, advance, read, rotate)` of `store` ("postgres" or
+    "sqlite"), with numbered parameters (`$1`, `?1`): role, producer id,
+    epoch. `ValueError` for another store."""
+
+def _fence_check(role: str, token: FencingToken) -> None:
+    """`InvalidArgumentError` for a role or token no fence can hold."""
+
+def _fence_verdict(role: str, stored: FencingToken, offered: FencingToken) -> None:
+    """Returns when `offered` needs the proof of a rotation; `Fenced` when
+    it is older than `stored` (the same producer id)."""
+
+def _fence_proven(role: str, stored: FencingToken, offered: FencingToken, current: FencingToken) -> None:
+    """Returns when `current` is `offered`; `Fenced` otherwise."""
+
+def _fence_error(what: str, role: str, store: str, transient: bool, cause: BaseException) -> KrabkaError:
+    """The `TransientError` or `FatalError` of a database call, `cause` the
+    driver's exception."""
