@@ -41,7 +41,7 @@ import inspect
 import re
 import sqlite3
 import sys
-from typing import Any, Awaitable, Callable, Generator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, Generator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import FencingToken, InvalidArgumentError, LeadershipStatus
@@ -201,7 +201,9 @@ def _protocol(store: str, role: str, token: FencingToken) -> _Protocol:
     if (yield ("fence", advance, args)) is not None:
         return
     row = yield ("fence (read)", read, (role,))
-    stored = FencingToken(int(row[0]), int(row[1]))
+    # A driver may give rows as mappings (a dict row factory): in column order.
+    producer_id, epoch = list(row.values()) if isinstance(row, Mapping) else list(row)
+    stored = FencingToken(int(producer_id), int(epoch))
     _native._fence_verdict(role, stored, token)  # raises Fenced when older
     current = yield ("describe",)
     _native._fence_proven(role, stored, token, current)
