@@ -341,7 +341,10 @@ class _TestCluster:
         """Every guarded write the cluster committed, in commit order."""
 
     def set_epoch(self, role: str, token: FencingToken) -> None:
-        """Sets the coordinator's current token of `role`."""
+        """Sets the coordinator's current token of `role` (the core's
+        `MemoryCluster::set_epoch`): the next mint bumps its epoch, or
+        rotates to the cluster's next producer id when the epoch is
+        exhausted."""
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """What the role's transaction coordinator says now."""
 
@@ -982,20 +985,30 @@ def _sync_log_level() -> None:
 # of the Rust crate krabka-coordination-stores.
 
 def _fence_sql(store: str) -> Tuple[str, str, str, str]:
-    """`(migration, advance, read, rotate)` of `store` ("postgres" or
-    "sqlite"), with numbered parameters (`$1`, `?1`): role, producer id,
-    epoch. `ValueError` for another store."""
+    """The migration and the three statements of `store` (`"postgres"` or
+    `"sqlite"`): `(migration, advance, read, rotate)`, each as the Rust
+    crate runs it (`$1`-style parameters for PostgreSQL, `?1`-style for
+    SQLite: role, producer id, epoch). Raises `ValueError` for another store."""
 
 def _fence_check(role: str, token: FencingToken) -> None:
-    """`InvalidArgumentError` for a role or token no fence can hold."""
+    """Refuses, before any statement, a role or token no fence can hold:
+    `InvalidArgumentError` naming the value."""
 
 def _fence_verdict(role: str, stored: FencingToken, offered: FencingToken) -> None:
-    """Returns when `offered` needs the proof of a rotation; `Fenced` when
-    it is older than `stored` (the same producer id)."""
+    """The verdict on `offered` once the advancing statement returned no row
+    and the stored token is `stored`: returns when the offered token needs
+    the proof of a rotation (another producer id); raises `Fenced` naming
+    the role and both tokens when it is older (the same producer id)."""
 
 def _fence_proven(role: str, stored: FencingToken, offered: FencingToken, current: FencingToken) -> None:
-    """Returns when `current` is `offered`; `Fenced` otherwise."""
+    """Accepts the rotation to `offered` only when `current` (the role's token
+    from `describe_leadership`, asked while the fence row was locked) says it
+    is the current one; otherwise raises `Fenced` naming the stored, offered
+    and current tokens."""
 
 def _fence_error(what: str, role: str, store: str, transient: bool, cause: BaseException) -> KrabkaError:
-    """The `TransientError` or `FatalError` of a database call, `cause` the
-    driver's exception."""
+    """The error of a database call `what` for `role` on `store` (a name for
+    the message, e.g. `"PostgreSQL"`), `cause` being the driver's exception:
+    `TransientError` when `transient` (a serialization failure, a deadlock,
+    a busy database, a lost connection: a new transaction may pass),
+    `FatalError` otherwise; returned, for the caller to raise."""
