@@ -13,7 +13,10 @@
 #   3. a real Kafka for the leadership tests: KRABKA_BOOTSTRAP when set, else
 #      the local one-node cluster of `ci/kafka.sh start 1` (started, or reused
 #      when running);
-#   4. the node:test suites (golden vectors, arguments and errors, leadership
+#   4. a PostgreSQL for the fenced-store tests: KRABKA_POSTGRES_URL when set,
+#      else the local one of `ci/postgres.sh start` (started, or reused);
+#      the node:test suites (krabka-coordination/stores on it with pg and on
+#      SQLite with better-sqlite3, both devDependencies of examples/node; golden vectors, arguments and errors, leadership
 #      on the real Kafka: failover between processes, fencing, abort; the
 #      test kit, krabka-coordination/testing, with no broker);
 #   5. examples/node/service.mjs for a few seconds (it must lead, write
@@ -61,12 +64,15 @@ fi
 step "index.d.ts and testing.d.ts document every public name"
 node "$PKG/scripts/check-docs.js" "$PKG/index.d.ts"
 node "$PKG/scripts/check-docs.js" "$PKG/testing.d.ts"
+node "$PKG/scripts/check-docs.js" "$PKG/stores.d.ts"
 
 step "require and import of the installed package"
 (cd "$EXAMPLES" && node -e 'const kc = require("krabka-coordination"); if (kc.rolePartition("orders", 16) !== 12) process.exit(1); console.log("require: ok")')
 (cd "$EXAMPLES" && node --input-type=module -e 'import { rolePartition } from "krabka-coordination"; if (rolePartition("orders", 16) !== 12) process.exit(1); console.log("import: ok")')
 (cd "$EXAMPLES" && node -e 'const { TestCluster } = require("krabka-coordination/testing"); if (new TestCluster().now !== 1767225600000n) process.exit(1); console.log("require testing: ok")')
 (cd "$EXAMPLES" && node --input-type=module -e 'import { TestCluster } from "krabka-coordination/testing"; if (typeof TestCluster !== "function") process.exit(1); console.log("import testing: ok")')
+(cd "$EXAMPLES" && node -e 'const { fence, migrate } = require("krabka-coordination/stores"); if (typeof fence !== "function" || typeof migrate !== "function") process.exit(1); console.log("require stores: ok")')
+(cd "$EXAMPLES" && node --input-type=module -e 'import { fence } from "krabka-coordination/stores"; if (typeof fence !== "function") process.exit(1); console.log("import stores: ok")')
 
 step "kafka for the leadership tests"
 if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
@@ -74,6 +80,13 @@ if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
 fi
 export KRABKA_BOOTSTRAP
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
+
+step "postgresql for the fenced-store tests"
+if [ -z "${KRABKA_POSTGRES_URL:-}" ]; then
+    KRABKA_POSTGRES_URL="$(bash "$ROOT/ci/postgres.sh" start | tail -n 1)"
+fi
+export KRABKA_POSTGRES_URL
+echo "KRABKA_POSTGRES_URL=$KRABKA_POSTGRES_URL"
 
 step "node --test (bindings/node/test)"
 # --test-force-exit: the test kit's crashed and paused processes keep their

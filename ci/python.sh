@@ -2,7 +2,7 @@
 # CI of the Python binding (bindings/python), from a fresh machine:
 #
 #   1. a venv at bindings/python/.venv (git-ignored) with maturin, pytest,
-#      hypothesis and mypy from PyPI;
+#      hypothesis, mypy and psycopg 3 from PyPI;
 #   2. clippy -D warnings on the binding crate and the shared binding crate
 #      (bindings/shared), and the shared crate's unit tests (skipped under
 #      ci/test.sh, whose clippy and Rust tests cover the workspace);
@@ -19,7 +19,9 @@
 #      reused when running); exported as KRABKA_BOOTSTRAP for what follows.
 #      KRABKA_BOOTSTRAP_3, when set, names a three-node cluster on which the
 #      state topic's production defaults are checked too;
-#   6. pytest (golden vectors, properties, errors, fork safety, the event
+#   6. a PostgreSQL for the fenced-store tests: KRABKA_POSTGRES_URL when set,
+#      else the local one of `ci/postgres.sh start` (started, or reused);
+#      pytest (the fence of krabka_coordination.stores on it and on SQLite, golden vectors, properties, errors, fork safety, the event
 #      stream, logging, leadership on the real Kafka: failover between
 #      processes, fencing, the blocking Client and the asyncio AsyncClient,
 #      cancel), and the examples in examples/python: records.py,
@@ -47,6 +49,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PKG="$ROOT/bindings/python"
 VENV="$PKG/.venv"
 PYTHON="${PYTHON:-python3}"
+# The driver of the fenced-store tests (krabka_coordination.stores), as the
+# package's `postgres` extra names it.
+PSYCOPG="psycopg[binary]>=3.2,<4"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -64,8 +69,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PY="$VENV/bin/python"
 "$PY" -m pip install --quiet --upgrade pip
-"$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10" "prometheus-client>=0.17"
-"$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy|prometheus[-_]client) '
+"$PY" -m pip install --quiet "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "mypy>=1.10" "prometheus-client>=0.17" "$PSYCOPG"
+"$PY" -m pip list 2>/dev/null | grep -Ei '^(maturin|pytest|hypothesis|mypy|prometheus[-_]client|psycopg|psycopg[-_]binary) '
 
 step "clippy (binding crates) and the shared binding crate's tests"
 if [ -n "${KRABKA_CI_UMBRELLA:-}" ]; then
@@ -102,6 +107,13 @@ fi
 export KRABKA_BOOTSTRAP
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP KRABKA_BOOTSTRAP_3=${KRABKA_BOOTSTRAP_3:-(not set: the three-node check is skipped)}"
 
+step "postgresql for the fenced-store tests"
+if [ -z "${KRABKA_POSTGRES_URL:-}" ]; then
+    KRABKA_POSTGRES_URL="$(bash "$ROOT/ci/postgres.sh" start | tail -n 1)"
+fi
+export KRABKA_POSTGRES_URL
+echo "KRABKA_POSTGRES_URL=$KRABKA_POSTGRES_URL"
+
 step "the abi3 wheel on other CPythons: started beside the checks below"
 if [ -n "${KRABKA_EXTRA_PYTHONS+set}" ]; then
     read -r -a extra <<<"$KRABKA_EXTRA_PYTHONS"
@@ -134,7 +146,7 @@ if [ "${#extra[@]}" -gt 0 ]; then
         (
             "$other" -m venv --clear "$VENV/extra-$ver"
             "$VENV/extra-$ver/bin/python" -m pip install --quiet --upgrade pip
-            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis "prometheus-client>=0.17"
+            "$VENV/extra-$ver/bin/python" -m pip install --quiet "$WHEELS"/krabka_coordination-*.whl pytest hypothesis "prometheus-client>=0.17" "$PSYCOPG"
             cd "$PKG" && "$VENV/extra-$ver/bin/python" -m pytest -q -p no:cacheprovider
         ) >"$log" 2>&1 &
         pids+=("$!") logs+=("$log") names+=("CPython $ver ($other)")

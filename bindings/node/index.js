@@ -135,5 +135,11 @@ module.exports = {
   _CancelToken: native._CancelToken,
   _TestCluster: native._TestCluster,
   _throwCoreError: native._throwCoreError,
+  // Internal: the fence of SQL stores behind krabka-coordination/stores.
+  _fenceSql: native._fenceSql,
+  _fenceCheck: native._fenceCheck,
+  _fenceVerdict: native._fenceVerdict,
+  _fenceProven: native._fenceProven,
+  _fenceError: native._fenceError,
   _logFromCore: native._logFromCore,
 }

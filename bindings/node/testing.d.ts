@@ -105,4 +105,11 @@ export declare class TestCluster {
   /** What the role's transaction coordinator says now, asked by a process of
    * the cluster's own that no fault touches. */
   describeLeadership(role: string): Promise<LeadershipStatus>
+  /** Sets the coordinator's current token of `role`, to test a producer id
+   * rotation: the next member to take the role gets the next epoch of
+   * `token`'s producer id or, when `token`'s epoch is exhausted (32766), a
+   * new producer id of the cluster's own, which may be lower than
+   * `token`'s. Set it before the role's first election, or between terms.
+   * `token` is a `FencingToken` or its text (`'9000/32765'`). */
+  setEpoch(role: string, token: FencingToken | string): void
 }

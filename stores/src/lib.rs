@@ -13,10 +13,11 @@
 //!   [`sqlite::migrate`].
 //! * Any other language or driver: the SQL itself, [`POSTGRES_SQL`] and
 //!   [`SQLITE_SQL`] (the files under `stores/sql/`).
-//! * A binding running the statements through its own driver (the JVM's
-//!   JDBC helper): the statements the helpers run ([`POSTGRES_ADVANCE`]
-//!   and the others below) and the rule on a refused token ([`check_offer`],
-//!   [`verdict`], [`fenced`], [`proven`]), so no binding restates it.
+//! * A binding running the statements through its own driver (Python's,
+//!   Node's and the JVM's helpers): the statements the helpers run
+//!   ([`statements`]) and the rule on a refused token ([`check_offer`],
+//!   [`verdict`], [`fenced`], [`proven`]), asked for every decision, so no
+//!   binding restates it.
 //!
 //! Every refusal is the core's [`Error::Fenced`], naming the role, the
 //! stored token and the offered one. A producer id rotation (the stored
@@ -32,6 +33,7 @@ use krabka_coordination::{Error, FencingToken, Result};
 pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+pub mod statements;
 
 /// The PostgreSQL migration (`stores/sql/postgres.sql`): the `krabka_fence`
 /// table and the function `krabka_fence(role text, producer_id bigint,
@@ -41,34 +43,6 @@ pub const POSTGRES_SQL: &str = include_str!("../sql/postgres.sql");
 /// The SQLite migration (`stores/sql/sqlite.sql`): the `krabka_fence`
 /// table, with the fence's statements in comments. Idempotent.
 pub const SQLITE_SQL: &str = include_str!("../sql/sqlite.sql");
-
-/// PostgreSQL, step 1 of the protocol (`$1` role, `$2` producer id, `$3`
-/// epoch): advances the role's row and returns a row when the token may
-/// write (no row yet, or the same producer id with an epoch at least the
-/// stored one); locks the row either way.
-pub const POSTGRES_ADVANCE: &str =
-    "INSERT INTO krabka_fence AS f (role, producer_id, epoch) VALUES ($1, $2, $3) \
-     ON CONFLICT (role) DO UPDATE SET epoch = EXCLUDED.epoch \
-     WHERE f.producer_id = EXCLUDED.producer_id AND f.epoch <= EXCLUDED.epoch \
-     RETURNING f.producer_id";
-/// PostgreSQL, step 2: the stored token (`$1` role), once step 1 returned no row.
-pub const POSTGRES_READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = $1";
-/// PostgreSQL, step 3: a proven rotation (`$1` role, `$2` producer id, `$3` epoch).
-pub const POSTGRES_ROTATE: &str =
-    "UPDATE krabka_fence SET producer_id = $2, epoch = $3 WHERE role = $1";
-
-/// SQLite, step 1 (`?1` role, `?2` producer id, `?3` epoch): as
-/// [`POSTGRES_ADVANCE`]; the write takes the database's write lock.
-pub const SQLITE_ADVANCE: &str =
-    "INSERT INTO krabka_fence (role, producer_id, epoch) VALUES (?1, ?2, ?3) \
-     ON CONFLICT (role) DO UPDATE SET epoch = excluded.epoch \
-     WHERE krabka_fence.producer_id = excluded.producer_id AND krabka_fence.epoch <= excluded.epoch \
-     RETURNING producer_id";
-/// SQLite, step 2: the stored token (`?1` role).
-pub const SQLITE_READ: &str = "SELECT producer_id, epoch FROM krabka_fence WHERE role = ?1";
-/// SQLite, step 3: a proven rotation (`?1` role, `?2` producer id, `?3` epoch).
-pub const SQLITE_ROTATE: &str =
-    "UPDATE krabka_fence SET producer_id = ?2, epoch = ?3 WHERE role = ?1";
 
 /// What the stored row says about an offered token that the advancing
 /// statement did not accept.

@@ -22,9 +22,7 @@ use tokio_postgres::Transaction;
 
 use crate::Verdict;
 
-const ADVANCE: &str = crate::POSTGRES_ADVANCE;
-const READ: &str = crate::POSTGRES_READ;
-const ROTATE: &str = crate::POSTGRES_ROTATE;
+use crate::statements::postgres::{ADVANCE, READ, ROTATE};
 
 /// Creates the fence table and the `krabka_fence` SQL function
 /// ([`crate::POSTGRES_SQL`]) if they are missing; run it once per database

@@ -24,9 +24,7 @@ use rusqlite::{params, ErrorCode, OptionalExtension, Transaction};
 
 use crate::Verdict;
 
-const ADVANCE: &str = crate::SQLITE_ADVANCE;
-const READ: &str = crate::SQLITE_READ;
-const ROTATE: &str = crate::SQLITE_ROTATE;
+use crate::statements::sqlite::{ADVANCE, READ, ROTATE};
 
 /// Creates the fence table ([`crate::SQLITE_SQL`]) if it is missing; run it
 /// once per database before the first fenced write. A database error is

@@ -116,6 +116,10 @@ function makeTesting(kc) {
     describeLeadership(role) {
       return this.#native.describeLeadership(role)
     }
+
+    setEpoch(role, token) {
+      this.#native.setEpoch(role, token)
+    }
   }
 
   return { TestCluster, TestProcess }

@@ -29,6 +29,7 @@ pub mod client;
 pub mod convert;
 pub mod error;
 pub mod events;
+pub mod fence;
 pub mod functions;
 pub mod lead;
 pub mod leadership;

@@ -24,7 +24,7 @@ use crate::convert::{opt_int_value, seconds_arg, str_arg};
 use crate::error::{arg_napi, OrThrow};
 use crate::reports::LeadershipStatus;
 use crate::runtime::{js, promise, runtime};
-use crate::values::{token_to_js, Made};
+use crate::values::{token_arg, token_to_js, Made};
 
 /// A span of the cluster's time: a non-negative number of seconds
 /// (`undefined` and `null` are refused as of the wrong type).
@@ -133,6 +133,18 @@ impl NativeTestCluster {
             out.set(i as u32, write_object(env, w)?)?;
         }
         Ok(out)
+    }
+
+    /// Sets the coordinator's current token of `role` (the core's
+    /// `MemoryCluster::set_epoch`): the next mint bumps its epoch, or
+    /// rotates to the cluster's next producer id when the epoch is
+    /// exhausted.
+    #[napi(ts_args_type = "role: string, token: FencingToken | string")]
+    pub fn set_epoch(&self, env: Env, role: Unknown<'_>, token: Unknown<'_>) -> napi::Result<()> {
+        let role = str_arg(&env, &role, "role")?;
+        let token = token_arg(&env, &token, "token")?;
+        self.cluster.memory().set_epoch(&role, token);
+        Ok(())
     }
 
     /// What the role's transaction coordinator says now.

@@ -36,6 +36,7 @@ pub mod convert;
 pub mod error;
 pub mod events;
 pub mod exit;
+pub mod fence;
 pub mod functions;
 pub mod lead;
 pub mod leadership;
@@ -108,6 +109,9 @@ mod native {
 
     #[pymodule_export]
     use crate::exit::before_exit;
+
+    #[pymodule_export]
+    use crate::fence::{_fence_check, _fence_error, _fence_proven, _fence_sql, _fence_verdict};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -124,6 +124,16 @@ impl PyTestCluster {
             .collect()
     }
 
+    /// Sets the coordinator's current token of `role` (the core's
+    /// `MemoryCluster::set_epoch`): the next mint bumps its epoch, or
+    /// rotates to the cluster's next producer id when the epoch is
+    /// exhausted.
+    fn set_epoch(&self, role: &Bound<'_, PyAny>, token: PyRef<'_, PyFencingToken>) -> PyResult<()> {
+        let role = str_field(role, "role")?;
+        self.cluster.memory().set_epoch(&role, token.0);
+        Ok(())
+    }
+
     /// What the role's transaction coordinator says now.
     fn describe_leadership(&self, role: &Bound<'_, PyAny>) -> PyResult<PyPending> {
         let role = str_field(role, "role")?;

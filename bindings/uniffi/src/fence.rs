@@ -50,15 +50,15 @@ pub fn fence_statements(store: FenceStore) -> FenceStatements {
     let (migration, advance, read, rotate) = match store {
         FenceStore::Postgres => (
             stores::POSTGRES_SQL,
-            stores::POSTGRES_ADVANCE,
-            stores::POSTGRES_READ,
-            stores::POSTGRES_ROTATE,
+            stores::statements::postgres::ADVANCE,
+            stores::statements::postgres::READ,
+            stores::statements::postgres::ROTATE,
         ),
         FenceStore::Sqlite => (
             stores::SQLITE_SQL,
-            stores::SQLITE_ADVANCE,
-            stores::SQLITE_READ,
-            stores::SQLITE_ROTATE,
+            stores::statements::sqlite::ADVANCE,
+            stores::statements::sqlite::READ,
+            stores::statements::sqlite::ROTATE,
         ),
     };
     FenceStatements {

@@ -64,6 +64,11 @@ __all__ = [
     "_runtime_alive_tasks",
     "_runtime_ping",
     "_raise_core_error",
+    "_fence_sql",
+    "_fence_check",
+    "_fence_verdict",
+    "_fence_proven",
+    "_fence_error",
     "_log_from_core",
     "_sync_log_level",
     "metrics",
@@ -335,6 +340,11 @@ class _TestCluster:
     def guarded_writes(self) -> List[GuardedWrite]:
         """Every guarded write the cluster committed, in commit order."""
 
+    def set_epoch(self, role: str, token: FencingToken) -> None:
+        """Sets the coordinator's current token of `role` (the core's
+        `MemoryCluster::set_epoch`): the next mint bumps its epoch, or
+        rotates to the cluster's next producer id when the epoch is
+        exhausted."""
     def describe_leadership(self, role: str) -> _Pending[LeadershipStatus]:
         """What the role's transaction coordinator says now."""
 
@@ -970,3 +980,35 @@ def _log_from_core(level: str, message: str, role: str, member: str) -> None:
 def _sync_log_level() -> None:
     """Reads the `krabka_coordination` logger's effective level again, so that
     a level set after import takes effect (clients call it when made)."""
+
+# The fence of SQL stores (krabka_coordination.stores): the SQL and the rule
+# of the Rust crate krabka-coordination-stores.
+
+def _fence_sql(store: str) -> Tuple[str, str, str, str]:
+    """The migration and the three statements of `store` (`"postgres"` or
+    `"sqlite"`): `(migration, advance, read, rotate)`, each as the Rust
+    crate runs it (`$1`-style parameters for PostgreSQL, `?1`-style for
+    SQLite: role, producer id, epoch). Raises `ValueError` for another store."""
+
+def _fence_check(role: str, token: FencingToken) -> None:
+    """Refuses, before any statement, a role or token no fence can hold:
+    `InvalidArgumentError` naming the value."""
+
+def _fence_verdict(role: str, stored: FencingToken, offered: FencingToken) -> None:
+    """The verdict on `offered` once the advancing statement returned no row
+    and the stored token is `stored`: returns when the offered token needs
+    the proof of a rotation (another producer id); raises `Fenced` naming
+    the role and both tokens when it is older (the same producer id)."""
+
+def _fence_proven(role: str, stored: FencingToken, offered: FencingToken, current: FencingToken) -> None:
+    """Accepts the rotation to `offered` only when `current` (the role's token
+    from `describe_leadership`, asked while the fence row was locked) says it
+    is the current one; otherwise raises `Fenced` naming the stored, offered
+    and current tokens."""
+
+def _fence_error(what: str, role: str, store: str, transient: bool, cause: BaseException) -> KrabkaError:
+    """The error of a database call `what` for `role` on `store` (a name for
+    the message, e.g. `"PostgreSQL"`), `cause` being the driver's exception:
+    `TransientError` when `transient` (a serialization failure, a deadlock,
+    a busy database, a lost connection: a new transaction may pass),
+    `FatalError` otherwise; returned, for the caller to raise."""

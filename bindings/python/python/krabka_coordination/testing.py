@@ -59,7 +59,7 @@ from typing import List, Optional, Union
 
 from . import _native
 from ._client import AsyncClient, Client
-from ._native import GuardedWrite, LeadershipStatus
+from ._native import FencingToken, GuardedWrite, LeadershipStatus
 
 Seconds = Union[float, timedelta]
 """A span of the cluster's time: a non-negative number of seconds or a
@@ -225,6 +225,15 @@ class TestCluster:
         state topic), in commit order, each with its role and the token of
         the term that wrote it. A fenced write is not among them."""
         return self._native.guarded_writes()
+
+    def set_epoch(self, role: str, token: FencingToken) -> None:
+        """Sets the coordinator's current token of ``role``, to test a
+        producer id rotation: the next member to take the role gets the
+        next epoch of ``token``'s producer id or, when ``token``'s epoch is
+        the last one (32766, Kafka's exhausted epoch), a new producer id of
+        the cluster's own, which may be lower than ``token``'s. Set it
+        before the role's first election, or between terms."""
+        self._native.set_epoch(role, token)
 
     def describe_leadership(self, role: str) -> LeadershipStatus:
         """What the role's transaction coordinator says now, asked by a
