@@ -48,6 +48,10 @@ struct Held {
     resign_called: AtomicBool,
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
+    /// Cancelled when the term's process crashed ([`HeldRef::abandon`]): a
+    /// write or resign pending then, or called later, ends with
+    /// [`crate::error::process_crashed`].
+    abandoned: CancellationToken,
     renewal_failures: Mutex<u32>,
     /// Why the last renewal failed, while renewals fail: the lease's
     /// expiry names it.
@@ -93,6 +97,35 @@ impl Held {
             self.member.send(kind);
         }
         self.release_claim();
+    }
+
+    /// Ends the term of a crashed process with `reason`, locally: stops
+    /// renewing and ends what is pending, and sends nothing (no resign, no
+    /// event, no metric), as a killed process does. The first reason wins.
+    fn abandon(&self, reason: Error) {
+        self.stop.cancel();
+        self.abandoned.cancel();
+        let reason = Arc::new(reason);
+        self.ended.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+        self.release_claim();
+    }
+
+    /// `fut`, unless the process crashed first: then the closed error
+    /// naming the crash, and `fut` is dropped where it waits (for a
+    /// process that never answers again).
+    async fn unless_crashed<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            biased;
+            _ = self.abandoned.cancelled() => Err(crate::error::process_crashed()),
+            r = fut => r,
+        }
     }
 
     fn release_claim(&self) {
@@ -245,6 +278,7 @@ impl Leadership {
             resign_called: AtomicBool::new(false),
             resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
+            abandoned: CancellationToken::new(),
             renewal_failures: Mutex::new(0),
             last_failure: Mutex::new(None),
             claim: Mutex::new(claim),
@@ -320,7 +354,9 @@ impl Leadership {
         true
     }
 
-    /// Resolves when the role ends (fenced, resigned, or a fatal error).
+    /// Resolves when the role ends (fenced, resigned, or a fatal error; in
+    /// the test kit, when its process crashed: [`Leadership::err`] is then
+    /// the client's closed error naming the crash).
     pub fn done(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.held.ended.subscribe();
         async move {
@@ -379,7 +415,7 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.write_now(records).await,
+                None => self.held.unless_crashed(self.write_now(records)).await,
             }
         }
     }
@@ -395,7 +431,7 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.write_now(records).await,
+                None => self.held.unless_crashed(self.write_now(records)).await,
             }
         }
     }
@@ -521,14 +557,14 @@ impl Leadership {
     /// [`Error::Resigned`] without sending anything.
     pub fn resign(&self) -> impl Future<Output = Result<()>> + Send + '_ {
         self.held.resign_called.store(true, Ordering::SeqCst);
-        resign_held(&self.held)
+        self.held.unless_crashed(resign_held(&self.held))
     }
 
     /// [`Leadership::resign`] on a shared handle: the same mark at the call,
     /// a future that owns the handle (for bindings).
     pub fn resign_owned(self: Arc<Self>) -> impl Future<Output = Result<()>> + Send + 'static {
         self.held.resign_called.store(true, Ordering::SeqCst);
-        async move { resign_held(&self.held).await }
+        async move { self.held.unless_crashed(resign_held(&self.held)).await }
     }
 
     /// A handle on this term that does not keep it alive, for the client
@@ -546,6 +582,14 @@ impl HeldRef {
     /// False once the term ended or nothing refers to it any more.
     pub(crate) fn is_live(&self) -> bool {
         self.0.upgrade().is_some_and(|h| !h.is_ended())
+    }
+
+    /// Ends the term of a crashed process (see `Held::abandon`) with the
+    /// closed error naming the crash, if it is still referred to.
+    pub(crate) fn abandon(&self) {
+        if let Some(held) = self.0.upgrade() {
+            held.abandon(crate::error::process_crashed());
+        }
     }
 
     /// Resigns the term if it still runs, as [`Leadership::resign`] does
