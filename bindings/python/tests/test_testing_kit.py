@@ -93,7 +93,7 @@ def test_the_first_member_leads_and_renews_while_time_passes(cluster: TestCluste
     assert lead.renewal_failures == 0
 
 
-def test_a_crashed_leader_is_replaced_at_its_deadline(cluster: TestCluster, pool: Threads) -> None:
+def test_a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(cluster: TestCluster, pool: Threads) -> None:
     a, b = cluster.process("a"), cluster.process("b")
     lead_a = a.client.acquire_leadership(ROLE, "a")
     deadline = lead_a.lease.deadline
@@ -212,7 +212,7 @@ def test_an_observer_sees_the_failover(cluster: TestCluster, pool: Threads) -> N
     assert holders == ["a", "b"]
 
 
-def test_the_leader_loop_contends_again_after_losing(cluster: TestCluster, pool: Threads) -> None:
+def test_a_leader_loop_contends_again_after_losing(cluster: TestCluster, pool: Threads) -> None:
     a, b = cluster.process("a"), cluster.process("b")
     tokens: List[kc.FencingToken] = []
     stop = threading.Event()
