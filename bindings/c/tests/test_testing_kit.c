@@ -14,7 +14,7 @@
  * handed over at once, an observer that sees the failover, a leader loop
  * that contends again after losing); then a leader cut off past its lease
  * replaced then healed, renewals failing for a while that keep the role,
- * and the argument checks.
+ * a crashed process's pending acquire returning, and the argument checks.
  *
  * Usage: test_testing_kit (no environment).
  */
@@ -609,6 +609,31 @@ static void a_leader_loop_contends_again_after_losing(void) {
     krabka_test_cluster_free(cluster);
 }
 
+/* A crashed process's client counts as closed: its acquire waiting on
+ * another thread returns at once, naming the crash, and the leader it
+ * waited behind keeps the role. */
+static void a_crashed_processs_pending_acquire_returns(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, a.client, 2);
+    CHECK_RESULT(krabka_test_process_crash(b.process), KRABKA_RESULT_OK, &e.err);
+    REQUIRE(wait_flag(&cb.lock, &cb.cond, &cb.returned), "b's acquire should have returned");
+    pthread_join(cb.thread, NULL);
+    CHECK(cb.result == KRABKA_RESULT_INVALID_ARGUMENT && strstr(cb.e.buf, "its process crashed"),
+          "b's acquire returned %s (%s)", krabka_result_name(cb.result), cb.e.buf);
+    advance(cluster, 60);
+    CHECK(held(lead_a), "a keeps the role");
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
 static void cut_off_leader_replaced_then_healed(void) {
     krabka_test_cluster *cluster = cluster_new();
     proc a = process(cluster, "a"), b = process(cluster, "b");
@@ -779,6 +804,7 @@ int main(void) {
     a_leader_loop_contends_again_after_losing();
     cut_off_leader_replaced_then_healed();
     renewals_failing_for_a_while_keep_the_role();
+    a_crashed_processs_pending_acquire_returns();
     argument_checks();
     return check_summary("test_testing_kit");
 }
