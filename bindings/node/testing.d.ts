@@ -39,9 +39,12 @@ export interface GuardedWrite {
 /**
  * One process of a {@link TestCluster}: a real {@link Client} on the
  * in-memory cluster and its clock, and the faults a test puts it through.
- * A crashed or paused process's pending promises (its acquire, its
- * leadership's `done`, its `close`) settle no sooner than a SIGKILLed or
- * SIGSTOPped process's would: never, or once resumed.
+ * A paused process's pending promises settle once it is resumed. A
+ * crashed process's client counts as closed: its pending promises (an
+ * acquire, a write, an observer's next view, `lead`) reject at once with an
+ * `InvalidArgumentError` ("the client is closed: its process crashed"), its
+ * leadership's `done` settles with that error, and its `close` resolves at
+ * once; nothing of it reaches the cluster.
  */
 export declare class TestProcess {
   /** Not constructed directly: {@link TestCluster.process} makes one. */
@@ -53,8 +56,9 @@ export declare class TestProcess {
   /** The process's client: every method works as on Kafka (the same object
    * each time; closing it closes the process's client for good). */
   get client(): Client
-  /** Kills the process (SIGKILL): it neither renews nor resigns, its calls
-   * never answer, for good. */
+  /** Kills the process (SIGKILL): it neither renews nor resigns nor sends
+   * anything again, for good; what it had pending rejects with the closed
+   * error naming the crash (above). */
   crash(): void
   /** Stops the process (SIGSTOP): its calls and timers wait. Its clock goes
    * on, so on {@link TestProcess.resume} what came due fires at once and a

@@ -59,6 +59,7 @@
 mod open;
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use crate::clock::Clock;
@@ -247,6 +248,16 @@ impl Client {
         member: &str,
         options: LeadershipOptions,
     ) -> Result<Leadership> {
+        self.unless_crashed(self.acquire_now(role, member, options))
+            .await
+    }
+
+    async fn acquire_now(
+        &self,
+        role: &str,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> Result<Leadership> {
         self.inner.open.check()?;
         crate::codec::check_role(role)?;
         crate::codec::check_member_id(member)?;
@@ -285,7 +296,11 @@ impl Client {
             Some(Box::new(claim)),
         )
         .await?;
-        if self.inner.open.hold(leadership.weak()).is_err() {
+        if let Err(e) = self.inner.open.hold(leadership.weak()) {
+            if self.inner.open.abandoned().is_cancelled() {
+                // The process crashed: nothing is resigned, the lease runs out.
+                return Err(e);
+            }
             // Closed after the win was checked against the cancel.
             let _ = leadership.resign().await;
             return Err(Error::Cancelled);
@@ -303,7 +318,8 @@ impl Client {
     pub async fn describe_leadership(&self, role: &str) -> Result<LeadershipStatus> {
         self.inner.open.check()?;
         crate::codec::check_role(role)?;
-        describe_leadership(self.inner.transport.as_ref(), role).await
+        self.unless_crashed(describe_leadership(self.inner.transport.as_ref(), role))
+            .await
     }
 
     /// The roster (in rank order) and the lease of `role`, read from its
@@ -311,14 +327,23 @@ impl Client {
     pub async fn describe_role_state(&self, role: &str) -> Result<RoleStateReport> {
         self.inner.open.check()?;
         crate::codec::check_role(role)?;
-        describe_role_state(self.inner.transport.as_ref(), role, self.inner.partitions).await
+        self.unless_crashed(describe_role_state(
+            self.inner.transport.as_ref(),
+            role,
+            self.inner.partitions,
+        ))
+        .await
     }
 
     /// Every role in the state topic with a roster or a lease: each
     /// partition read once, all at the same time (see [`describe_roles`]).
     pub async fn describe_roles(&self) -> Result<RoleListing> {
         self.inner.open.check()?;
-        describe_roles(self.inner.transport.as_ref(), self.inner.partitions).await
+        self.unless_crashed(describe_roles(
+            self.inner.transport.as_ref(),
+            self.inner.partitions,
+        ))
+        .await
     }
 
     /// Watches `roles` without joining them: a stream of who leads, with
@@ -340,7 +365,7 @@ impl Client {
             options,
         )
         .await?;
-        self.inner.open.observe(observer.closer())?;
+        self.inner.open.observe(observer.handle())?;
         Ok(observer)
     }
 
@@ -381,13 +406,33 @@ impl Client {
         open.finished();
     }
 
-    /// Marks the client closed without ending anything it started, for a
-    /// client whose process is gone ([`crate::testing::TestProcess::crash`]):
-    /// later operations are refused as after [`Client::close`], and a
-    /// `close` returns at once instead of waiting for resigns that nothing
-    /// would answer.
+    /// Marks the client closed without sending anything, for a client
+    /// whose process is gone ([`crate::testing::TestProcess::crash`]):
+    /// later operations are refused as after [`Client::close`], with the
+    /// closed error naming the crash; what was pending ends with that
+    /// error (an acquire, a describe, an observer's next view, a guarded
+    /// write or a resign) and each term held ends with it as its reason,
+    /// without a resign or an event; a `close` returns at once instead of
+    /// waiting for resigns that nothing would answer.
     pub(crate) fn abandon(&self) {
         self.inner.open.abandon();
+    }
+
+    /// A token cancelled when the client is abandoned ([`Client::abandon`]).
+    pub(crate) fn abandoned(&self) -> CancellationToken {
+        self.inner.open.abandoned().clone()
+    }
+
+    /// `fut`, unless the client is abandoned first: then the closed error
+    /// naming the crash, and `fut` is dropped where it waits (a crashed
+    /// process's call never reached the cluster and never will).
+    async fn unless_crashed<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        let abandoned = self.inner.open.abandoned();
+        tokio::select! {
+            biased;
+            _ = abandoned.cancelled() => Err(crate::error::process_crashed()),
+            r = fut => r,
+        }
     }
 
     /// `Err` with the error every operation of a closed client returns

@@ -240,6 +240,14 @@ pub fn quote(s: &str) -> String {
     }
 }
 
+/// The error of every call of a client whose process crashed (a test
+/// kit's [`crate::testing::TestProcess::crash`]): the client's closed error
+/// ([`Error::InvalidArgument`], "the client is closed"), naming the crash.
+/// A call pending at the crash ends with it, and so does every later one.
+pub(crate) fn process_crashed() -> Error {
+    Error::InvalidArgument("the client is closed: its process crashed".into())
+}
+
 /// An error shared by several owners (the reason a leadership ended), usable
 /// as the cause of another error so the chain is kept.
 #[derive(Debug, Clone)]

@@ -215,6 +215,9 @@ impl ObserveOptions {
 /// documentation). Dropping it (or [`Observer::close`]) stops the reads.
 pub struct Observer {
     rx: mpsc::UnboundedReceiver<Result<RoleView>>,
+    /// The readers' sender, not keeping the stream open: for ending the
+    /// observer with an error ([`ObserverRef::fail`]).
+    tx: mpsc::WeakUnboundedSender<Result<RoleView>>,
     cancel: CancellationToken,
     roles: Vec<String>,
     failed: bool,
@@ -286,6 +289,47 @@ impl Observer {
     pub fn closer(&self) -> CancellationToken {
         self.cancel.clone()
     }
+
+    /// What its client keeps of the observer, to close it or end it.
+    pub(crate) fn handle(&self) -> ObserverRef {
+        ObserverRef {
+            cancel: self.cancel.clone(),
+            tx: self.tx.clone(),
+        }
+    }
+}
+
+/// An observer as its client keeps it: it closes the observer, or ends it
+/// with an error, without keeping it open.
+pub(crate) struct ObserverRef {
+    cancel: CancellationToken,
+    tx: mpsc::WeakUnboundedSender<Result<RoleView>>,
+}
+
+impl ObserverRef {
+    /// False once the observer was closed or ended.
+    pub(crate) fn is_live(&self) -> bool {
+        !self.cancel.is_cancelled()
+    }
+
+    /// The token that closes the observer.
+    pub(crate) fn closer(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Closes the observer: its next view is `None`.
+    pub(crate) fn close(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Ends the observer with `e`: its next call returns the views already
+    /// read, then `e` (then `None`). Closes it when its readers are gone.
+    pub(crate) fn fail(&self, e: Error) {
+        match self.tx.upgrade() {
+            Some(tx) if tx.send(Err(e)).is_ok() => {}
+            _ => self.cancel.cancel(),
+        }
+    }
 }
 
 impl Drop for Observer {
@@ -354,6 +398,7 @@ pub async fn observe(
     }
     Ok(Observer {
         rx,
+        tx: tx.downgrade(),
         cancel,
         roles: unique.into_iter().collect(),
         failed: false,

@@ -280,8 +280,15 @@ impl TestProcess {
     /// Kills the process (SIGKILL): it never answers or wakes again, so it
     /// neither renews nor resigns; its registration stays until a
     /// challenger passes it over. For good. Its client counts as closed:
-    /// a later operation is refused, and `close` returns at once (nothing
-    /// of a killed process is left to end).
+    /// what the test had pending on it ends at once with the closed error
+    /// naming the crash ([`Error::InvalidArgument`], "the client is closed:
+    /// its process crashed"): an acquire, a describe, an observer's next
+    /// view, a guarded write, a resign, a leader loop; each term it held
+    /// ends with that error as its reason ([`crate::leadership::Leadership::done`]
+    /// resolves), locally, sending nothing. A later operation is refused
+    /// with the same error, and `close` returns at once (nothing of a
+    /// killed process is left to end). The cluster sees none of it: the
+    /// other members wait out its lease as after a real kill.
     pub fn crash(&self) {
         self.set(ProcessState::Crashed);
         self.client.abandon();

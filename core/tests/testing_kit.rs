@@ -411,3 +411,73 @@ async fn a_crashed_processs_client_closes_at_once_without_resigning() {
     cluster.advance(Duration::from_secs(20)).await;
     assert!(won(task_b).await.token() > lead_a.token());
 }
+
+/// A crashed process's pending calls end at once with the client's closed
+/// error naming the crash (a pending acquire, a write held by a pause, an
+/// observer's next view, its term's `done`), and nothing of it reaches the
+/// cluster: only what it committed before stays, and the standby is still
+/// elected at the crashed leader's deadline.
+#[tokio::test]
+async fn a_crashed_processs_pending_calls_end_with_the_closed_error() {
+    let cluster = TestCluster::new();
+    let (a, b, c) = (
+        cluster.process("a"),
+        cluster.process("b"),
+        cluster.process("c"),
+    );
+    let (task, _) = contend(&a, "a");
+    cluster.settle().await;
+    let lead_a = std::sync::Arc::new(won(task).await);
+    lead_a.write(vec![order("a-1")]).await.unwrap();
+    let mut observer = a
+        .client()
+        .observe(&[ROLE], ObserveOptions::default())
+        .await
+        .unwrap();
+    let (task_b, mut events_b) = contend(&b, "b");
+    let (task_c, _) = contend(&c, "c");
+    cluster.settle().await;
+    a.pause();
+    let write = tokio::spawn(lead_a.clone().write_owned(vec![order("a-2")]));
+    let done = tokio::spawn(lead_a.done());
+    cluster.settle().await;
+    assert!(!write.is_finished() && !done.is_finished() && !task_c.is_finished());
+    let deadline = lead_a.lease().deadline;
+    a.crash();
+    c.crash();
+    cluster.settle().await;
+    let crashed = |e: &Error| {
+        e.kind() == ErrorKind::InvalidArgument
+            && e.to_string()
+                .contains("the client is closed: its process crashed")
+    };
+    assert!(write.is_finished() && done.is_finished() && task_c.is_finished());
+    let e = write.await.unwrap().unwrap_err();
+    assert!(crashed(&e), "{e}");
+    let e = task_c.await.unwrap().unwrap_err();
+    assert!(crashed(&e), "{e}");
+    let e = loop {
+        match observer.try_next() {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the observer should end with the crash"),
+            Err(e) => break e,
+        }
+    };
+    assert!(crashed(&e), "{e}");
+    assert!(!lead_a.is_held());
+    let reason = lead_a.err().expect("the term ended");
+    assert!(crashed(&reason), "{reason}");
+    let e = lead_a.resign().await.unwrap_err();
+    assert!(crashed(&e), "{e}");
+    // Nothing reached the cluster: b challenges at a's deadline.
+    cluster.advance(Duration::from_secs(60)).await;
+    let lead_b = won(task_b).await;
+    assert_eq!(elected_at(&drain(&mut events_b)), Some(deadline));
+    let values: Vec<_> = cluster
+        .guarded_writes()
+        .into_iter()
+        .map(|w| w.value.unwrap())
+        .collect();
+    assert_eq!(values, vec![b"a-1".to_vec()]);
+    assert!(lead_b.token() > lead_a.token());
+}

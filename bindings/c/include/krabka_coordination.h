@@ -1483,11 +1483,15 @@ krabka_result krabka_test_writes_get(const krabka_test_writes *writes, size_t in
 void krabka_test_writes_free(krabka_test_writes *writes);
 
 // Kills the process (SIGKILL): it never answers or wakes again, so it
-// neither renews nor resigns; for good (a later resume, heal or cut does
-// nothing). A call of its client that needs the cluster never returns;
-// `krabka_client_close` and `krabka_client_free` of it end nothing (as the
-// system frees a killed process's resources) and return at once. Does not
-// block; any thread.
+// neither renews nor resigns nor sends anything; for good (a later resume,
+// heal or cut does nothing). Its client counts as closed: a call of it
+// pending on another thread (an acquire, a write, a resign, a leader loop)
+// returns at once `KRABKA_RESULT_INVALID_ARGUMENT` ("the client is closed:
+// its process crashed"), as does every later call; a term it held ends
+// with that code as its reason (`krabka_leadership_wait` returns), and an
+// observer of it gets it in `on_error`. `krabka_client_close` and
+// `krabka_client_free` of it end nothing (as the system frees a killed
+// process's resources) and return at once. Does not block; any thread.
 krabka_result krabka_test_process_crash(const krabka_test_process *process);
 
 // Stops the process (SIGSTOP): its calls and timers wait (a thread blocked

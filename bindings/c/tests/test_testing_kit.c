@@ -6,12 +6,15 @@
  * sleeps. A member that waits for the role does so in a krabka_client_acquire
  * on a thread of its own while the main thread moves the clock.
  *
- * Cases: an election and its renewals, a crash failed over at the lease's
- * deadline (rank 0 challenges at the deadline), a pause during which a
- * write is in flight and is refused on resume (only the authoritative
- * token's writes committed), a resign handed over at once, a leader cut
- * off past its lease replaced then healed, renewals failing for a while
- * that keep the role, and the argument checks.
+ * Cases: the scenario set of docs/testing.md, under the same names as in
+ * the core's, Python's and Node's kit tests (an election and its renewals,
+ * a crash failed over at the lease's deadline (rank 0 challenges at the
+ * deadline), a pause during which a write is in flight and is refused on
+ * resume (only the authoritative token's writes committed), a resign
+ * handed over at once, an observer that sees the failover, a leader loop
+ * that contends again after losing); then a leader cut off past its lease
+ * replaced then healed, renewals failing for a while that keep the role,
+ * a crashed process's pending acquire returning, and the argument checks.
  *
  * Usage: test_testing_kit (no environment).
  */
@@ -229,7 +232,7 @@ static krabka_result write_one(const krabka_leadership *l, const char *value, te
     return krabka_leadership_write(l, &rec, 1, error_init(e));
 }
 
-static void election_and_renewals(void) {
+static void the_first_member_leads_and_renews_while_time_passes(void) {
     krabka_test_cluster *cluster = cluster_new();
     proc a = process(cluster, "a");
     krabka_leadership *lead_a = acquire(a.client, "a");
@@ -250,7 +253,7 @@ static void election_and_renewals(void) {
     krabka_test_cluster_free(cluster);
 }
 
-static void crash_failover_at_the_deadline(void) {
+static void a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(void) {
     krabka_test_cluster *cluster = cluster_new();
     proc a = process(cluster, "a"), b = process(cluster, "b");
     krabka_leadership *lead_a = acquire(a.client, "a");
@@ -341,7 +344,7 @@ static void check_write(const krabka_test_writes *ws, size_t i, const char *valu
           i);
 }
 
-static void pause_then_fenced_write(void) {
+static void a_paused_leader_wakes_deposed_and_its_write_is_fenced(void) {
     krabka_test_cluster *cluster = cluster_new();
     proc a = process(cluster, "a"), b = process(cluster, "b");
     krabka_leadership *lead_a = acquire(a.client, "a");
@@ -397,7 +400,7 @@ static void pause_then_fenced_write(void) {
     krabka_test_cluster_free(cluster);
 }
 
-static void resign_hands_over_at_once(void) {
+static void a_resign_hands_over_without_waiting_for_the_lease(void) {
     krabka_test_cluster *cluster = cluster_new();
     proc a = process(cluster, "a"), b = process(cluster, "b");
     krabka_leadership *lead_a = acquire(a.client, "a");
@@ -419,6 +422,211 @@ static void resign_hands_over_at_once(void) {
     krabka_leadership_reason(lead_a, &reason, error_init(&e));
     CHECK(reason == KRABKA_RESULT_RESIGNED, "a's term ended RESIGNED, got %s",
           krabka_result_name(reason));
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+/* The leaders an observer saw, in order (each change of holder once),
+ * from the observer's thread. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char holders[4][8];
+    size_t n;
+    bool saw_b;
+    bool failed;
+} seen;
+
+static void on_view(const krabka_role_view *view, void *user_data) {
+    seen *s = user_data;
+    if (!view->has_leader) return;
+    pthread_mutex_lock(&s->lock);
+    size_t len = view->leader.member_len;
+    if (len < sizeof s->holders[0] &&
+        (s->n == 0 || strlen(s->holders[s->n - 1]) != len ||
+         memcmp(s->holders[s->n - 1], view->leader.member, len) != 0)) {
+        if (s->n < 4) {
+            memcpy(s->holders[s->n], view->leader.member, len);
+            s->holders[s->n][len] = '\0';
+            s->n++;
+        }
+        if (len == 1 && view->leader.member[0] == 'b') s->saw_b = true;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_observer_error(krabka_result error, const char *message, void *user_data) {
+    seen *s = user_data;
+    (void)error;
+    (void)message;
+    pthread_mutex_lock(&s->lock);
+    s->failed = true;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* An observer on a process of its own sees a's term, then b's after a
+ * crashed: every change of holder, in order. */
+static void an_observer_sees_the_failover(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b"), o = process(cluster, "observer");
+    seen s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.cond, NULL);
+    krabka_observer *observer = NULL;
+    test_error e;
+    const char *roles[] = {ROLE};
+    REQUIRE(krabka_client_observe(o.client, roles, 1, false, on_view, on_observer_error, &s,
+                                  &observer, error_init(&e)) == KRABKA_RESULT_OK,
+            "observe: %s", e.buf);
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, o.client, 2);
+    CHECK_RESULT(krabka_test_process_crash(a.process), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 70);
+    krabka_leadership *lead_b = contend_won(&cb);
+    /* b's view reaches the observer's thread once the cluster let the
+     * observer read it (a bound on a delivery, not a sleep). */
+    CHECK_RESULT(krabka_test_cluster_settle(cluster, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    CHECK(wait_flag(&s.lock, &s.cond, &s.saw_b), "the observer saw b take over");
+    krabka_observer_free(observer);
+    pthread_mutex_lock(&s.lock);
+    CHECK(s.n == 2 && strcmp(s.holders[0], "a") == 0 && strcmp(s.holders[1], "b") == 0,
+          "the observer saw a then b, got %zu holders (%s, %s)", s.n, s.n > 0 ? s.holders[0] : "",
+          s.n > 1 ? s.holders[1] : "");
+    CHECK(!s.failed, "the observer did not fail");
+    pthread_mutex_unlock(&s.lock);
+    CHECK(authoritative(cluster, token_of(lead_b)), "the coordinator names b's token");
+    pthread_mutex_destroy(&s.lock);
+    pthread_cond_destroy(&s.cond);
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&a);
+    proc_free(&b);
+    proc_free(&o);
+    krabka_test_cluster_free(cluster);
+}
+
+/* A leader loop of a's on a thread of its own: the token of each term its
+ * work was given. */
+typedef struct {
+    krabka_client *client;
+    krabka_cancel *cancel;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    krabka_fencing_token tokens[4];
+    size_t terms;
+    bool one, two, returned;
+    krabka_result result;
+    test_error e;
+} looper;
+
+static uint32_t loop_work(const krabka_leadership *leadership, const krabka_term_signal *ended,
+                          void *user_data) {
+    looper *l = user_data;
+    krabka_fencing_token t;
+    krabka_leadership_token(leadership, &t, NULL);
+    pthread_mutex_lock(&l->lock);
+    if (l->terms < 4) l->tokens[l->terms] = t;
+    l->terms++;
+    l->one = l->terms >= 1;
+    l->two = l->terms >= 2;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    /* The work holds the term until it ends or the loop is stopped. */
+    krabka_term_wait(ended, KRABKA_NO_TIMEOUT, NULL);
+    return KRABKA_RESULT_OK;
+}
+
+static void *loop_run(void *arg) {
+    looper *l = arg;
+    krabka_result r = krabka_client_lead(l->client, ROLE, "a", NULL, l->cancel, loop_work, l,
+                                         error_init(&l->e));
+    pthread_mutex_lock(&l->lock);
+    l->result = r;
+    l->returned = true;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+/* a's leader loop leads, is deposed while paused past its lease (b takes
+ * over), contends again once resumed, and leads again after b resigns:
+ * two terms, their tokens on either side of b's. */
+static void a_leader_loop_contends_again_after_losing(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    looper l;
+    test_error e;
+    memset(&l, 0, sizeof l);
+    l.client = a.client;
+    pthread_mutex_init(&l.lock, NULL);
+    pthread_cond_init(&l.cond, NULL);
+    REQUIRE(krabka_cancel_new(&l.cancel) == KRABKA_RESULT_OK, "krabka_cancel_new");
+    REQUIRE(pthread_create(&l.thread, NULL, loop_run, &l) == 0, "pthread_create");
+    REQUIRE(wait_flag(&l.lock, &l.cond, &l.one), "a's loop should have led");
+    contender cb;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, b.client, 2);
+    CHECK_RESULT(krabka_test_process_pause(a.process), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 40);
+    krabka_leadership *lead_b = contend_won(&cb);
+    CHECK_RESULT(krabka_test_process_resume(a.process), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 5);
+    CHECK_RESULT(krabka_leadership_resign(lead_b, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    advance(cluster, 60);
+    /* The second term reaches the work on the loop's thread (a bound on a
+     * delivery, not a sleep). */
+    CHECK(wait_flag(&l.lock, &l.cond, &l.two), "a's loop should have led again");
+    pthread_mutex_lock(&l.lock);
+    size_t terms = l.terms;
+    krabka_fencing_token first = l.tokens[0], second = l.tokens[1];
+    pthread_mutex_unlock(&l.lock);
+    CHECK(terms == 2, "two terms, got %zu", terms);
+    krabka_fencing_token tb = token_of(lead_b);
+    int order = 0;
+    krabka_fencing_token_compare(&tb, &first, &order);
+    CHECK(order > 0, "b's token is newer than a's first");
+    krabka_fencing_token_compare(&second, &tb, &order);
+    CHECK(order > 0, "a's second token is newer than b's");
+    krabka_cancel_fire(l.cancel);
+    CHECK(wait_flag(&l.lock, &l.cond, &l.returned), "the loop should return once stopped");
+    pthread_join(l.thread, NULL);
+    CHECK(l.result == KRABKA_RESULT_OK, "the stopped loop returned %s (%s)",
+          krabka_result_name(l.result), l.e.buf);
+    krabka_cancel_free(l.cancel);
+    pthread_mutex_destroy(&l.lock);
+    pthread_cond_destroy(&l.cond);
+    contend_free(&cb);
+    proc_free(&a);
+    proc_free(&b);
+    krabka_test_cluster_free(cluster);
+}
+
+/* A crashed process's client counts as closed: its acquire waiting on
+ * another thread returns at once, naming the crash, and the leader it
+ * waited behind keeps the role. */
+static void a_crashed_processs_pending_acquire_returns(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a");
+    contender cb;
+    test_error e;
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, a.client, 2);
+    CHECK_RESULT(krabka_test_process_crash(b.process), KRABKA_RESULT_OK, &e.err);
+    REQUIRE(wait_flag(&cb.lock, &cb.cond, &cb.returned), "b's acquire should have returned");
+    pthread_join(cb.thread, NULL);
+    CHECK(cb.result == KRABKA_RESULT_INVALID_ARGUMENT && strstr(cb.e.buf, "its process crashed"),
+          "b's acquire returned %s (%s)", krabka_result_name(cb.result), cb.e.buf);
+    advance(cluster, 60);
+    CHECK(held(lead_a), "a keeps the role");
     contend_free(&cb);
     krabka_leadership_free(lead_a);
     proc_free(&a);
@@ -571,9 +779,13 @@ static void argument_checks(void) {
                      KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
         CHECK(names(&e, "seconds"), "names seconds: %s", e.buf);
         /* A crash is for good: a resume leaves the process dead, and its
-         * client's calls never answer (so none is made here). */
+         * client is closed, naming the crash. */
         CHECK_RESULT(krabka_test_process_crash(a.process), KRABKA_RESULT_OK, &e.err);
         CHECK_RESULT(krabka_test_process_resume(a.process), KRABKA_RESULT_OK, &e.err);
+        krabka_leadership_status status;
+        CHECK_RESULT(krabka_client_describe_leadership(a.client, ROLE, &status, error_init(&e)),
+                     KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+        CHECK(names(&e, "its process crashed"), "names the crash: %s", e.buf);
         proc_free(&a);
     }
 
@@ -584,12 +796,15 @@ static void argument_checks(void) {
 }
 
 int main(void) {
-    election_and_renewals();
-    crash_failover_at_the_deadline();
-    pause_then_fenced_write();
-    resign_hands_over_at_once();
+    the_first_member_leads_and_renews_while_time_passes();
+    a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger();
+    a_paused_leader_wakes_deposed_and_its_write_is_fenced();
+    a_resign_hands_over_without_waiting_for_the_lease();
+    an_observer_sees_the_failover();
+    a_leader_loop_contends_again_after_losing();
     cut_off_leader_replaced_then_healed();
     renewals_failing_for_a_while_keep_the_role();
+    a_crashed_processs_pending_acquire_returns();
     argument_checks();
     return check_summary("test_testing_kit");
 }

@@ -11,6 +11,21 @@ const kc = require('..')
 const { TestCluster, TestProcess } = require('../testing')
 
 const ROLE = 'billing'
+
+// Every process a case made, its client closed once the case ends: a held
+// leadership or a waiting acquire keeps Node's event loop alive, as on
+// Kafka. A crashed process's client closes at once.
+const made = []
+class Cluster extends TestCluster {
+  process(name) {
+    const p = super.process(name)
+    made.push(p)
+    return p
+  }
+}
+test.afterEach(async () => {
+  await Promise.all(made.splice(0).map((p) => p.client.close()))
+})
 const LEASE = 30
 // No case waits on real time; a case that would hang fails after this.
 const BOUND = { timeout: 10_000 }
@@ -40,7 +55,7 @@ async function standby(cluster, p, member) {
 const written = (cluster) => cluster.guardedWrites().map((w) => [String(w.value), String(w.token)])
 
 test('the first member leads and renews while time passes', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   assert.ok(a instanceof TestProcess)
   assert.ok(a.client instanceof kc.Client)
@@ -59,8 +74,8 @@ test('the first member leads and renews while time passes', BOUND, async () => {
   await a.client.close()
 })
 
-test('a crashed leader is replaced at its lease deadline by rank 0', BOUND, async () => {
-  const cluster = new TestCluster()
+test('a crashed leader is replaced at its deadline plus the stagger', BOUND, async () => {
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const leadA = await a.client.acquireLeadership(ROLE, 'a')
@@ -82,7 +97,7 @@ test('a crashed leader is replaced at its lease deadline by rank 0', BOUND, asyn
 })
 
 test('advanceToNextDeadline steps to the challenge', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const leadA = await a.client.acquireLeadership(ROLE, 'a')
@@ -97,8 +112,8 @@ test('advanceToNextDeadline steps to the challenge', BOUND, async () => {
   assert.equal(cluster.now, leadA.lease.deadline)
 })
 
-test('a paused leader wakes deposed and its write in flight is fenced', BOUND, async () => {
-  const cluster = new TestCluster()
+test('a paused leader wakes deposed and its write is fenced', BOUND, async () => {
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const leadA = await a.client.acquireLeadership(ROLE, 'a')
@@ -131,7 +146,7 @@ test('a paused leader wakes deposed and its write in flight is fenced', BOUND, a
 })
 
 test('a resign hands over without waiting for the lease', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const leadA = await a.client.acquireLeadership(ROLE, 'a')
@@ -146,7 +161,7 @@ test('a resign hands over without waiting for the lease', BOUND, async () => {
 })
 
 test('a leader cut off loses its lease, then healed waits behind the new one', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const kinds = []
@@ -170,7 +185,7 @@ test('a leader cut off loses its lease, then healed waits behind the new one', B
 })
 
 test('renewals that fail for a while keep the role', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const kinds = []
   const lead = await a.client.acquireLeadership(ROLE, 'a', { onEvent: (e) => kinds.push(e.kind) })
@@ -182,7 +197,7 @@ test('renewals that fail for a while keep the role', BOUND, async () => {
 })
 
 test('an observer sees the failover', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const o = cluster.process('observer')
@@ -202,8 +217,8 @@ test('an observer sees the failover', BOUND, async () => {
   assert.deepEqual(holders, ['a', 'b'])
 })
 
-test('client.lead contends again after losing its term', BOUND, async () => {
-  const cluster = new TestCluster()
+test('a leader loop contends again after losing', BOUND, async () => {
+  const cluster = new Cluster()
   const a = cluster.process('a')
   const b = cluster.process('b')
   const tokens = []
@@ -236,8 +251,32 @@ test('client.lead contends again after losing its term', BOUND, async () => {
   await looped
 })
 
+test('a crashed process ends what it had pending with the closed error', BOUND, async () => {
+  const cluster = new Cluster()
+  const a = cluster.process('a')
+  const b = cluster.process('b')
+  const c = cluster.process('c')
+  const leadA = await a.client.acquireLeadership(ROLE, 'a')
+  const deadline = leadA.lease.deadline
+  const waitB = await standby(cluster, b, 'b')
+  const waitC = await standby(cluster, c, 'c')
+  const crashed = (e) => e instanceof kc.InvalidArgumentError && /closed: its process crashed/.test(e.message)
+  c.crash()
+  await assert.rejects(waitC.promise, crashed)
+  a.crash()
+  assert.ok(crashed(await leadA.done), 'the term ends with the crash')
+  assert.equal(leadA.isHeld, false)
+  await assert.rejects(leadA.write('orders', Buffer.from('late')), crashed)
+  // Nothing of it reached the cluster: b still waits out a's lease.
+  await cluster.advance(Number(deadline - cluster.now - 1n) / 1000)
+  assert.equal(waitB.done, false, 'b must wait out a lease')
+  await cluster.advance(1)
+  assert.equal((await waitB.promise).lease.grantedAt, deadline)
+  assert.deepEqual(cluster.guardedWrites(), [])
+})
+
 test('a test client answers the Kafka-only operations', BOUND, async () => {
-  const c = new TestCluster({ partitions: 4 }).process('a').client
+  const c = new Cluster({ partitions: 4 }).process('a').client
   assert.deepEqual([c.partitions, c.stateTopic], [4, '__coordination_state'])
   const report = await c.ensureStateTopic()
   assert.deepEqual([report.created, report.partitions], [false, 4])
@@ -248,7 +287,7 @@ test('a test client answers the Kafka-only operations', BOUND, async () => {
 })
 
 test('bad arguments are refused at the call', BOUND, async () => {
-  const cluster = new TestCluster()
+  const cluster = new Cluster()
   assert.throws(() => new TestCluster({ partitions: 0 }), kc.InvalidArgumentError)
   assert.throws(() => new TestCluster({ partition: 4 }), /partitions/)
   await assert.rejects(cluster.advance(-1), (e) => e instanceof kc.InvalidArgumentError && /seconds/.test(e.message))

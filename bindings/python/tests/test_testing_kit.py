@@ -93,7 +93,7 @@ def test_the_first_member_leads_and_renews_while_time_passes(cluster: TestCluste
     assert lead.renewal_failures == 0
 
 
-def test_a_crashed_leader_is_replaced_at_its_deadline(cluster: TestCluster, pool: Threads) -> None:
+def test_a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(cluster: TestCluster, pool: Threads) -> None:
     a, b = cluster.process("a"), cluster.process("b")
     lead_a = a.client.acquire_leadership(ROLE, "a")
     deadline = lead_a.lease.deadline
@@ -110,6 +110,30 @@ def test_a_crashed_leader_is_replaced_at_its_deadline(cluster: TestCluster, pool
     assert cluster.describe_leadership(ROLE).authoritative(lead_b.token)
     a.resume()
     assert a.state == "crashed", "a crash is for good"
+
+
+def test_a_crashed_processs_pending_calls_end_with_the_closed_error(cluster: TestCluster, pool: Threads) -> None:
+    a, b, c = cluster.process("a"), cluster.process("b"), cluster.process("c")
+    lead_a = a.client.acquire_leadership(ROLE, "a")
+    deadline = lead_a.lease.deadline
+    fut_b = standby(pool, cluster, b, "b")
+    fut_c = standby(pool, cluster, c, "c")
+    waited = pool.submit(lead_a.wait)
+    c.crash()
+    with pytest.raises(kc.InvalidArgumentError, match="closed: its process crashed"):
+        fut_c.result(timeout=BOUND)
+    a.crash()
+    assert waited.result(timeout=BOUND) is True, "the term ends with the crash"
+    assert not lead_a.is_held
+    assert isinstance(lead_a.error, kc.InvalidArgumentError) and "its process crashed" in str(lead_a.error)
+    with pytest.raises(kc.InvalidArgumentError, match="its process crashed"):
+        lead_a.write("orders", b"late")
+    # Nothing of it reached the cluster: b still waits out a's lease.
+    cluster.advance((deadline - cluster.now_millis - 1) / 1000)
+    assert not fut_b.done(), "b must wait out a's lease"
+    cluster.advance(1)
+    assert fut_b.result(timeout=BOUND).lease.granted_at == deadline
+    assert cluster.guarded_writes() == []
 
 
 def test_advance_to_next_deadline_steps_to_the_challenge(cluster: TestCluster, pool: Threads) -> None:
@@ -212,7 +236,7 @@ def test_an_observer_sees_the_failover(cluster: TestCluster, pool: Threads) -> N
     assert holders == ["a", "b"]
 
 
-def test_the_leader_loop_contends_again_after_losing(cluster: TestCluster, pool: Threads) -> None:
+def test_a_leader_loop_contends_again_after_losing(cluster: TestCluster, pool: Threads) -> None:
     a, b = cluster.process("a"), cluster.process("b")
     tokens: List[kc.FencingToken] = []
     stop = threading.Event()

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::leadership::HeldRef;
+use crate::observe::ObserverRef;
 
 /// The registry of one client (see the module documentation).
 pub(super) struct Open {
@@ -27,6 +28,9 @@ pub(super) struct Open {
     closed: watch::Sender<bool>,
     /// Notified whenever an acquire ends.
     acquire_ended: Notify,
+    /// Cancelled when the client is abandoned ([`Open::abandon`]): what is
+    /// pending ends with [`crate::error::process_crashed`].
+    abandoned: CancellationToken,
 }
 
 #[derive(Default)]
@@ -36,8 +40,8 @@ struct State {
     /// The cancel token and lease duration of each acquire under way, by
     /// registration id.
     acquires: HashMap<u64, (CancellationToken, Duration)>,
-    /// The closer of each observer.
-    observers: Vec<CancellationToken>,
+    /// Each observer, to close or end.
+    observers: Vec<ObserverRef>,
     /// The terms won through the client.
     held: Vec<HeldRef>,
 }
@@ -73,6 +77,7 @@ impl Default for Open {
             closing: CancellationToken::new(),
             closed: watch::channel(false).0,
             acquire_ended: Notify::new(),
+            abandoned: CancellationToken::new(),
         }
     }
 }
@@ -87,12 +92,27 @@ impl Open {
         Error::InvalidArgument("the client is closed".into())
     }
 
+    /// The error of an operation refused once closing: the closed error,
+    /// naming the crash for an abandoned client.
+    fn refused(&self) -> Error {
+        if self.abandoned.is_cancelled() {
+            crate::error::process_crashed()
+        } else {
+            Self::closed_error()
+        }
+    }
+
     /// `Err` (the closed error) once a close started.
     pub(super) fn check(&self) -> Result<()> {
         if self.lock().closing {
-            return Err(Self::closed_error());
+            return Err(self.refused());
         }
         Ok(())
+    }
+
+    /// A token cancelled when the client is abandoned.
+    pub(super) fn abandoned(&self) -> &CancellationToken {
+        &self.abandoned
     }
 
     /// True once a close started (or the client was abandoned).
@@ -114,7 +134,7 @@ impl Open {
     ) -> Result<AcquireEntry<'_>> {
         let mut state = self.lock();
         if state.closing {
-            return Err(Self::closed_error());
+            return Err(self.refused());
         }
         state.next += 1;
         let id = state.next;
@@ -127,23 +147,23 @@ impl Open {
     pub(super) fn hold(&self, held: HeldRef) -> Result<()> {
         let mut state = self.lock();
         if state.closing {
-            return Err(Self::closed_error());
+            return Err(self.refused());
         }
         state.held.retain(HeldRef::is_live);
         state.held.push(held);
         Ok(())
     }
 
-    /// Registers an observer's closer; cancels it at once when a close
-    /// started meanwhile.
-    pub(super) fn observe(&self, closer: CancellationToken) -> Result<()> {
+    /// Registers an observer; closes it at once when a close started
+    /// meanwhile.
+    pub(super) fn observe(&self, observer: ObserverRef) -> Result<()> {
         let mut state = self.lock();
         if state.closing {
-            closer.cancel();
-            return Err(Self::closed_error());
+            observer.close();
+            return Err(self.refused());
         }
-        state.observers.retain(|c| !c.is_cancelled());
-        state.observers.push(closer);
+        state.observers.retain(ObserverRef::is_live);
+        state.observers.push(observer);
         Ok(())
     }
 
@@ -162,7 +182,7 @@ impl Open {
                 acquire_lease: (state.acquires.values().map(|(_, d)| *d))
                     .max()
                     .unwrap_or_default(),
-                observers: std::mem::take(&mut state.observers),
+                observers: (state.observers.drain(..)).map(|o| o.closer()).collect(),
                 held: std::mem::take(&mut state.held),
             }
         };
@@ -183,17 +203,29 @@ impl Open {
         }
     }
 
-    /// Closes without ending anything: every later registration is refused
-    /// and [`Open::wait_closed`] returns at once, while what was registered
-    /// is left as it is (not cancelled, not resigned). For a client whose
-    /// process is gone (a crashed test-kit process), where nothing answers
-    /// and a close would wait for ever.
+    /// Closes without sending anything, for a client whose process is gone
+    /// (a crashed test-kit process), where nothing answers and a close
+    /// would wait for ever: every later registration is refused and
+    /// [`Open::wait_closed`] returns at once; what is pending ends with
+    /// [`crate::error::process_crashed`] (the acquires under way through
+    /// [`Open::abandoned`], the observers' next view), and each term held
+    /// ends with it too, locally: not resigned, no event, so the cluster
+    /// sees exactly what a killed process leaves (its lease runs out).
     pub(super) fn abandon(&self) {
-        {
+        let (observers, held) = {
             let mut state = self.lock();
             state.closing = true;
-            state.observers.clear();
-            state.held.clear();
+            (
+                std::mem::take(&mut state.observers),
+                std::mem::take(&mut state.held),
+            )
+        };
+        self.abandoned.cancel();
+        for term in held {
+            term.abandon();
+        }
+        for observer in observers {
+            observer.fail(crate::error::process_crashed());
         }
         self.finished();
     }

@@ -47,6 +47,11 @@ async fn undo(m: Arc<Member>) {
 impl Drop for AcquireGuard {
     fn drop(&mut self) {
         if let Some(m) = self.member.take() {
+            if m.transport.is_gone() {
+                // A killed process deregisters nothing; a task left waiting
+                // for it would wait for ever.
+                return;
+            }
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 let span = m.span.clone();
                 handle.spawn(undo(m).instrument(span));

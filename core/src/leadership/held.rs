@@ -52,6 +52,10 @@ struct Held {
     resign_called: AtomicBool,
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     stop: CancellationToken,
+    /// Cancelled when the term's process crashed ([`HeldRef::abandon`]): a
+    /// write or resign pending then, or called later, ends with
+    /// [`crate::error::process_crashed`].
+    abandoned: CancellationToken,
     claim: Mutex<Option<Claim>>,
     /// The follower of the partition as the challenge left it, and the
     /// members passed over then: a resign reads on from there (see
@@ -115,6 +119,35 @@ impl Held {
             self.member.send(kind);
         }
         self.release_claim();
+    }
+
+    /// Ends the term of a crashed process with `reason`, locally: stops
+    /// renewing and ends what is pending, and sends nothing (no resign, no
+    /// event, no metric), as a killed process does. The first reason wins.
+    fn abandon(&self, reason: Error) {
+        self.stop.cancel();
+        self.abandoned.cancel();
+        let reason = Arc::new(reason);
+        self.ended.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+        self.release_claim();
+    }
+
+    /// `fut`, unless the process crashed first: then the closed error
+    /// naming the crash, and `fut` is dropped where it waits (for a
+    /// process that never answers again).
+    async fn unless_crashed<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            biased;
+            _ = self.abandoned.cancelled() => Err(crate::error::process_crashed()),
+            r = fut => r,
+        }
     }
 
     fn release_claim(&self) {
@@ -267,6 +300,7 @@ impl Leadership {
             resign_called: AtomicBool::new(false),
             resigned: watch::channel(None).0,
             stop: CancellationToken::new(),
+            abandoned: CancellationToken::new(),
             claim: Mutex::new(claim),
             follower: tokio::sync::Mutex::new(Some((follower, stale))),
         });
@@ -332,7 +366,9 @@ impl Leadership {
         true
     }
 
-    /// Resolves when the role ends (fenced, resigned, or a fatal error).
+    /// Resolves when the role ends (fenced, resigned, or a fatal error; in
+    /// the test kit, when its process crashed: [`Leadership::err`] is then
+    /// the client's closed error naming the crash).
     pub fn done(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.held.ended.subscribe();
         async move {
@@ -391,7 +427,7 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.write_now(records).await,
+                None => self.held.unless_crashed(self.write_now(records)).await,
             }
         }
     }
@@ -407,7 +443,7 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.write_now(records).await,
+                None => self.held.unless_crashed(self.write_now(records)).await,
             }
         }
     }
@@ -533,14 +569,14 @@ impl Leadership {
     /// [`Error::Resigned`] without sending anything.
     pub fn resign(&self) -> impl Future<Output = Result<()>> + Send + '_ {
         self.held.resign_called.store(true, Ordering::SeqCst);
-        resign_held(&self.held)
+        self.held.unless_crashed(resign_held(&self.held))
     }
 
     /// [`Leadership::resign`] on a shared handle: the same mark at the call,
     /// a future that owns the handle (for bindings).
     pub fn resign_owned(self: Arc<Self>) -> impl Future<Output = Result<()>> + Send + 'static {
         self.held.resign_called.store(true, Ordering::SeqCst);
-        async move { resign_held(&self.held).await }
+        async move { self.held.unless_crashed(resign_held(&self.held)).await }
     }
 
     /// A handle on this term that does not keep it alive, for the client
@@ -566,6 +602,14 @@ impl HeldRef {
         match self.0.upgrade() {
             Some(h) if !h.is_ended() => h.left(),
             _ => Duration::ZERO,
+        }
+    }
+
+    /// Ends the term of a crashed process (see `Held::abandon`) with the
+    /// closed error naming the crash, if it is still referred to.
+    pub(crate) fn abandon(&self) {
+        if let Some(held) = self.0.upgrade() {
+            held.abandon(crate::error::process_crashed());
         }
     }
 

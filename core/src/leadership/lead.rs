@@ -155,15 +155,20 @@ impl LeaderLoop {
     /// cancelled or its client closed (a waiting acquire deregisters). A
     /// failure a retry may mend is retried after a pause; any other is
     /// returned. The term's [`Term::ended`] fires when it ends (a close
-    /// resigns it) or the loop is cancelled. Must run on a tokio runtime.
+    /// resigns it) or the loop is cancelled. A loop of a crashed test-kit
+    /// process returns the client's closed error naming the crash. Must
+    /// run on a tokio runtime.
     pub async fn next_term(&mut self) -> Result<Option<Term>> {
         let cancel = self.options.cancel.clone();
         let closing = self.client.closing();
+        let crashed = self.client.abandoned();
         loop {
             if let Some(d) = self.pause.take() {
                 tokio::select! {
                     _ = cancel.cancelled() => return Ok(None),
                     _ = closing.cancelled() => return Ok(None),
+                    // The acquire below is refused with the crash's error.
+                    _ = crashed.cancelled() => {}
                     _ = self.options.clock.sleep(d) => {}
                 }
             }

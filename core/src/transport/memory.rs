@@ -759,6 +759,10 @@ impl MemoryTransport {
 
 #[async_trait]
 impl Registrar for MemoryTransport {
+    fn is_gone(&self) -> bool {
+        self.faults.state() == ProcessState::Crashed
+    }
+
     async fn append(&self, record: StateRecord) -> Result<i64> {
         self.gate("append").await?;
         let mut inner = self.cluster.enter("append")?;

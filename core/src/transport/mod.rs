@@ -258,6 +258,14 @@ pub trait Registrar: Send + Sync {
     /// Appends `record` to its partition with acks=all and returns its
     /// offset.
     async fn append(&self, record: StateRecord) -> Result<i64>;
+
+    /// True when this transport's process is gone for good (a crashed
+    /// test-kit process): nothing it sends would ever be answered, so
+    /// clean-up after an abandoned call is not attempted. Always false on
+    /// Kafka.
+    fn is_gone(&self) -> bool {
+        false
+    }
 }
 
 /// One record of a guarded write.

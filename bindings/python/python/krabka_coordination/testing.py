@@ -73,8 +73,8 @@ class TestProcess:
 
     :attr:`client` and :attr:`async_client` share the process's core
     client: closing either closes both. A fault changes what the process's
-    calls and timers do; its clients stay usable (a crashed process's calls
-    never complete, as a killed process's do not)."""
+    calls and timers do; its clients stay usable (a crashed process's
+    client counts as closed, see :meth:`crash`)."""
 
     __test__ = False  # not a pytest test class
     __slots__ = ("_native", "_client", "_async_client")
@@ -108,9 +108,14 @@ class TestProcess:
         return self._async_client
 
     def crash(self) -> None:
-        """Kills the process (SIGKILL): it neither renews nor resigns, and
-        its calls and timers never complete. Its registration stays until a
-        challenger passes it over. For good."""
+        """Kills the process (SIGKILL): it neither renews nor resigns nor
+        sends anything again; its timers never fire. Its registration stays
+        until a challenger passes it over. For good. Its clients count as
+        closed: a call pending on them (an acquire, a write, an observer's
+        next view, a leader loop) raises ``InvalidArgumentError`` ("the client is
+        closed: its process crashed") at once, as does every later call; a
+        term it held ends with that error as its reason; ``close`` returns
+        at once."""
         self._native.crash()
 
     def pause(self) -> None:
