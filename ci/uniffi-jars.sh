@@ -7,7 +7,8 @@
 # classpath), RUN_CP (what the bindings need at run time: kotlin-stdlib,
 # kotlinx-coroutines, JNA), OPT_CP (the optional dependencies, which only
 # their own classes use: Micrometer for krabka.coordination.micrometer, with
-# what it needs to run), JAR_COUNT.
+# what it needs to run), JAR_COUNT. After `uniffi_test_jars`: TEST_CP (JUnit
+# 5, for ci/uniffi.sh's tests only).
 # Needs ROOT (the repository).
 JARS="$ROOT/ci/.cache/uniffi-jars"
 MAVEN="${KRABKA_MAVEN_URL:-https://repo1.maven.org/maven2}"
@@ -35,6 +36,13 @@ io.micrometer:micrometer-commons:1.17.2 af8c85e879025ce30c381e6810e14c4f52b41508
 io.micrometer:micrometer-observation:1.17.2 d3ff53cfa0532dc1af0de349073f9aeb985e01f4b88c1d904350178805859695
 org.jspecify:jspecify:1.0.1 070d75f261fe4c5b8202508366715f7f2d4660f88c8ef7e6d3575e48c9683b66
 org.hdrhistogram:HdrHistogram:2.2.2 22d1d4316c4ec13a68b559e98c8256d69071593731da96136640f864fa14fad8
+"
+
+# The test-only jars (TEST_CP, ci/uniffi.sh alone): JUnit 5's console
+# launcher, one jar holding the Jupiter API and engine and the platform, for
+# the test-kit tests written as JUnit 5 tests (as a user's would be).
+TEST_LIST="
+org.junit.platform:junit-platform-console-standalone:1.14.4 7c6968cbcaf4301c729f202b23b7d736c5d88be625fc7d27ad5d746146a8bc28
 "
 
 # The path of a jar of JAR_LIST, fetched and verified when missing.
@@ -82,4 +90,15 @@ uniffi_jars() {
         OPT_CP="$OPT_CP${OPT_CP:+:}$path"
     done <<<"$OPT_LIST"
     JAR_COUNT="$(echo "$JAR_LIST$OPT_LIST" | grep -c .)"
+}
+
+# Fetches and verifies the test-only jars; sets TEST_CP.
+uniffi_test_jars() {
+    local spec sha path
+    TEST_CP=""
+    while read -r spec sha; do
+        [ -n "$spec" ] || continue
+        path="$(uniffi_jar "$spec" "$sha")"
+        TEST_CP="$TEST_CP${TEST_CP:+:}$path"
+    done <<<"$TEST_LIST"
 }

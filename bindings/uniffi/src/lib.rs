@@ -22,6 +22,9 @@
 //!   library's own log thread.
 //! * [`metrics`]: the core's metrics, a snapshot and the Prometheus text.
 //! * [`oauth`]: a host's OAUTHBEARER token provider, in the client options.
+//! * [`testing`]: the core's test kit: an in-memory cluster with a manual
+//!   clock, whose processes have a [`Client`] and the faults a test puts
+//!   them through.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -40,6 +43,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod observe;
 mod runtime;
+pub mod testing;
 
 pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
 pub use codec::{FencingToken, FencingTokenParts, Key, KeyKind, Lease, Registration, RosterEntry};
@@ -51,5 +55,6 @@ pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};
 pub use metrics::{metrics, metrics_text, MetricBucket, MetricKind, MetricSample};
 pub use oauth::{OAuthToken, OAuthTokenProvider};
 pub use observe::{Change, Observer, RoleView};
+pub use testing::{GuardedWrite, TestCluster, TestProcess, TestProcessState};
 
 uniffi::setup_scaffolding!("krabka_coordination");
