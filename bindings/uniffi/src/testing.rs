@@ -52,8 +52,8 @@ impl From<ProcessState> for TestProcessState {
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct GuardedWrite {
     /// Its place in the cluster's commit order (from 0, counting the state
-    /// topic's records too).
-    pub commit: u64,
+    /// topic's records too; never negative).
+    pub commit: i64,
     /// The topic.
     pub topic: String,
     /// The partition.
@@ -73,7 +73,7 @@ pub struct GuardedWrite {
 impl From<CommittedWrite> for GuardedWrite {
     fn from(w: CommittedWrite) -> Self {
         GuardedWrite {
-            commit: w.commit,
+            commit: i64::try_from(w.commit).unwrap_or(i64::MAX),
             topic: w.topic,
             partition: w.partition,
             offset: w.offset,

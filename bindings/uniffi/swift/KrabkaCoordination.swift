@@ -519,22 +519,6 @@ fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
-    typealias FfiType = UInt64
-    typealias SwiftType = UInt64
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
     typealias FfiType = Int64
     typealias SwiftType = Int64
@@ -3608,9 +3592,9 @@ public func FfiConverterTypeFencingTokenParts_lower(_ value: FencingTokenParts) 
 public struct GuardedWrite: Equatable, Hashable {
     /**
      * Its place in the cluster's commit order (from 0, counting the state
-     * topic's records too).
+     * topic's records too; never negative).
      */
-    public var commit: UInt64
+    public var commit: Int64
     /**
      * The topic.
      */
@@ -3645,8 +3629,8 @@ public struct GuardedWrite: Equatable, Hashable {
     public init(
         /**
          * Its place in the cluster's commit order (from 0, counting the state
-         * topic's records too).
-         */commit: UInt64, 
+         * topic's records too; never negative).
+         */commit: Int64, 
         /**
          * The topic.
          */topic: String, 
@@ -3694,7 +3678,7 @@ public struct FfiConverterTypeGuardedWrite: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GuardedWrite {
         return
             try GuardedWrite(
-                commit: FfiConverterUInt64.read(from: &buf), 
+                commit: FfiConverterInt64.read(from: &buf), 
                 topic: FfiConverterString.read(from: &buf), 
                 partition: FfiConverterInt32.read(from: &buf), 
                 offset: FfiConverterInt64.read(from: &buf), 
@@ -3706,7 +3690,7 @@ public struct FfiConverterTypeGuardedWrite: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: GuardedWrite, into buf: inout [UInt8]) {
-        FfiConverterUInt64.write(value.commit, into: &buf)
+        FfiConverterInt64.write(value.commit, into: &buf)
         FfiConverterString.write(value.topic, into: &buf)
         FfiConverterInt32.write(value.partition, into: &buf)
         FfiConverterInt64.write(value.offset, into: &buf)
