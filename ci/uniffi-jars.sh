@@ -7,7 +7,8 @@
 # classpath), RUN_CP (what the bindings need at run time: kotlin-stdlib,
 # kotlinx-coroutines, JNA), OPT_CP (the optional dependencies, which only
 # their own classes use: Micrometer for krabka.coordination.micrometer, with
-# what it needs to run), JAR_COUNT.
+# what it needs to run), JAR_COUNT. After `uniffi_test_jars`: TEST_CP (JUnit
+# 5, for ci/uniffi.sh's tests only).
 # Needs ROOT (the repository).
 JARS="$ROOT/ci/.cache/uniffi-jars"
 MAVEN="${KRABKA_MAVEN_URL:-https://repo1.maven.org/maven2}"
@@ -44,6 +45,13 @@ org.hdrhistogram:HdrHistogram:2.2.2 22d1d4316c4ec13a68b559e98c8256d69071593731da
 DB_LIST="
 org.postgresql:postgresql:42.7.14 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
 org.xerial:sqlite-jdbc:3.54.1.0 f8dce420a6016278497f4f0560f65602b9db858de141b541cf91a4644ebe4639
+"
+
+# The test-only jars (TEST_CP, ci/uniffi.sh alone): JUnit 5's console
+# launcher, one jar holding the Jupiter API and engine and the platform, for
+# the test-kit tests written as JUnit 5 tests (as a user's would be).
+TEST_LIST="
+org.junit.platform:junit-platform-console-standalone:1.14.4 7c6968cbcaf4301c729f202b23b7d736c5d88be625fc7d27ad5d746146a8bc28
 "
 
 # The path of a jar of JAR_LIST, fetched and verified when missing.
@@ -102,4 +110,15 @@ uniffi_db_jars() {
         path="$(uniffi_jar "$spec" "$sha")"
         DB_CP="$DB_CP${DB_CP:+:}$path"
     done <<<"$DB_LIST"
+}
+
+# Fetches and verifies the test-only jars; sets TEST_CP.
+uniffi_test_jars() {
+    local spec sha path
+    TEST_CP=""
+    while read -r spec sha; do
+        [ -n "$spec" ] || continue
+        path="$(uniffi_jar "$spec" "$sha")"
+        TEST_CP="$TEST_CP${TEST_CP:+:}$path"
+    done <<<"$TEST_LIST"
 }

@@ -2,8 +2,9 @@
 # CI of the uniffi bindings (bindings/uniffi: Kotlin tested on the JVM, Swift
 # generated only), from a fresh clone:
 #
-#   1. the Kotlin compiler, kotlin-stdlib, kotlinx-coroutines, JNA and the
-#      optional Micrometer from
+#   1. the Kotlin compiler, kotlin-stdlib, kotlinx-coroutines, JNA, the
+#      optional Micrometer and (for the tests only) JUnit 5's console
+#      launcher from
 #      Maven Central into ci/.cache/uniffi-jars (gitignored), each checked
 #      against the sha256 pinned below; downloaded only when missing, and a
 #      failed download (offline) stops the script with the URL;
@@ -12,9 +13,13 @@
 #      the checked-in Swift must be what was generated (git diff). Swift is
 #      never compiled or run here: there is no Swift toolchain;
 #   3. the generated Kotlin, the hand-written Kotlin shipped with it
-#      (bindings/uniffi/kotlin: observeFlow), the tests
+#      (bindings/uniffi/kotlin: observeFlow, TestCluster, ...), the tests
 #      (bindings/uniffi/tests/kotlin) and the example (examples/kotlin)
-#      compiled in one kotlinc run;
+#      compiled in one kotlinc run, then the Java tests
+#      (bindings/uniffi/tests/java) with javac against them;
+#   3b. the test kit's JUnit 5 tests, no broker needed: the scenario set
+#      on TestCluster from Kotlin (TestingKitTest.kt) and from plain Java
+#      (TestingKitJavaTest.java), and the README's two kit tests;
 #   4. a real Kafka: KRABKA_BOOTSTRAP when set, else the local one-node
 #      cluster of `ci/kafka.sh start 1` (started, or reused when running);
 #   5. the tests on the JVM: every golden vector (counted), every malformed
@@ -22,8 +27,7 @@
 #      second member taking over; a deposed leader fenced), without the
 #      optional Micrometer jars; then the Micrometer binder
 #      (krabka.coordination.micrometer, compiled against them) with them;
-#   5b. the Java tests (bindings/uniffi/tests/java), compiled with javac
-#      against the compiled bindings: KrabkaJava's blocking and
+#   5b. the Java tests (bindings/uniffi/tests/java: JavaMain): KrabkaJava's blocking and
 #      CompletableFuture API from plain Java on the same Kafka (the acquire
 #      with a timeout, the leader loop), the token's text, and the API's
 #      Java shape by reflection over every public class (no name colliding
@@ -68,6 +72,8 @@ step "jars (Maven Central, cached in ci/.cache/uniffi-jars)"
 uniffi_jars
 uniffi_db_jars
 echo "$JAR_COUNT jars and the JDBC drivers verified"
+# JUnit 5 (its console launcher) for the test kit's tests.
+uniffi_test_jars
 
 step "library and generated sources (bindings/uniffi/generate.sh)"
 LIB="$(bash "$ROOT/bindings/uniffi/generate.sh" "$OUT/kotlin" | tail -n 1)"
@@ -98,14 +104,31 @@ rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"
 java -cp "$COMPILER_CP" org.jetbrains.kotlin.cli.jvm.K2JVMCompiler \
     -no-stdlib -no-reflect -nowarn -jvm-target 17 \
-    -cp "$RUN_CP:$OPT_CP" -d "$OUT/classes" \
+    -cp "$RUN_CP:$OPT_CP:$TEST_CP" -d "$OUT/classes" \
     "$(find "$OUT/kotlin" -name '*.kt')" \
     $(find "$ROOT/bindings/uniffi/kotlin" -name '*.kt' | sort) \
     "$ROOT/bindings/uniffi/tests/kotlin/Main.kt" \
     "$ROOT/bindings/uniffi/tests/kotlin/Micrometer.kt" \
     "$ROOT/bindings/uniffi/tests/kotlin/Fence.kt" \
+    "$ROOT/bindings/uniffi/tests/kotlin/TestingKitTest.kt" \
     "$ROOT/examples/kotlin/Worker.kt" \
     "$OUT"/snippets-src/*.kt
+
+step "javac: the Java tests (bindings/uniffi/tests/java) against the compiled bindings"
+rm -rf "$OUT/java-classes"
+mkdir -p "$OUT/java-classes"
+javac -Xlint:all -Werror --release 17 -cp "$OUT/classes:$RUN_CP:$TEST_CP" -d "$OUT/java-classes" \
+    $(find "$ROOT/bindings/uniffi/tests/java" -name '*.java' | sort)
+
+step "test kit, no broker: JUnit 5 (TestingKitTest.kt, TestingKitJavaTest.java, the README's kit tests)"
+# The README's kit tests are fragments (a JUnit class, no main): kotlinc
+# compiled them into the snippets packages above; JUnit finds them there.
+java -Djna.library.path="$(dirname "$LIB")" -jar "$TEST_CP" execute \
+    --disable-banner --fail-if-no-tests --details=tree \
+    --class-path "$OUT/java-classes:$OUT/classes:$RUN_CP" \
+    --select-class krabka.coordination.test.TestingKitTest \
+    --select-class krabka.coordination.javatest.TestingKitJavaTest \
+    --select-package snippets
 
 step "kafka for the leadership tests"
 if [ -z "${KRABKA_BOOTSTRAP:-}" ]; then
@@ -127,11 +150,7 @@ KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordin
 step "Micrometer binder (bindings/uniffi/tests/kotlin/Micrometer.kt, with the optional jars)"
 java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP:$OPT_CP" krabka.coordination.test.MicrometerMain
 
-step "Java tests (bindings/uniffi/tests/java: javac against the compiled bindings, on the JVM)"
-rm -rf "$OUT/java-classes"
-mkdir -p "$OUT/java-classes"
-javac -Xlint:all -Werror --release 17 -cp "$OUT/classes:$RUN_CP" -d "$OUT/java-classes" \
-    $(find "$ROOT/bindings/uniffi/tests/java" -name '*.java' | sort)
+step "Java tests (bindings/uniffi/tests/java/.../JavaMain.java, on the JVM)"
 java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/java-classes:$OUT/classes:$RUN_CP" \
     krabka.coordination.javatest.JavaMain "$TOPIC"
 

@@ -140,6 +140,21 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
+    /// The client of a test-kit process (see [`crate::testing`]): the
+    /// binding's client over the core's on the in-memory cluster.
+    pub(crate) fn on_test_process(
+        process: &krabka_coordination::testing::TestProcess,
+        partitions: i32,
+    ) -> Result<Arc<Client>, KrabkaError> {
+        crate::metrics::registry();
+        let handle = runtime()?.handle().clone();
+        let client = KafkaClient::on_test_process(process);
+        Ok(Arc::new(Client {
+            inner: Mutex::new(Some(ProcessBound::new("Client", client, Some(handle)))),
+            partitions,
+        }))
+    }
+
     /// The core client (a cheap clone), or an error once closed.
     fn client(&self) -> Result<KafkaClient, KrabkaError> {
         let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());

@@ -25,6 +25,9 @@
 //! * [`fence`]: the fence of SQL stores for a host's own database driver
 //!   (the Kotlin `KrabkaFence` over JDBC): the statements and the rule on
 //!   a refused token, both the stores crate's.
+//! * [`testing`]: the core's test kit: an in-memory cluster with a manual
+//!   clock, whose processes have a [`Client`] and the faults a test puts
+//!   them through.
 //! * [`error`]: one error enum whose cases follow the core's error kinds
 //!   (fenced, and each malformed record part, are cases of their own).
 //!
@@ -44,6 +47,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod observe;
 mod runtime;
+pub mod testing;
 
 pub use client::{AcquireOptions, Client, ClientOptions, TopicOptions, TopicReport};
 pub use codec::{FencingToken, FencingTokenParts, Key, KeyKind, Lease, Registration, RosterEntry};
@@ -56,5 +60,6 @@ pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};
 pub use metrics::{metrics, metrics_text, MetricBucket, MetricKind, MetricSample};
 pub use oauth::{OAuthToken, OAuthTokenProvider};
 pub use observe::{Change, Observer, RoleView};
+pub use testing::{GuardedWrite, TestCluster, TestProcess, TestProcessState};
 
 uniffi::setup_scaffolding!("krabka_coordination");

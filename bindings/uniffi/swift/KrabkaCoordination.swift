@@ -2720,6 +2720,620 @@ public func FfiConverterTypeTerm_lower(_ value: Term) -> UInt64 {
 
 
 
+
+
+/**
+ * An in-memory cluster running the library's own election rules (the
+ * core's state log and transaction coordinator: Kafka's epochs, fencing
+ * and read_committed visibility, no broker), with one manual clock for all
+ * its processes: nothing waits on real time, the test moves the clock.
+ * The clock starts at 2026-01-01T00:00:00Z (epoch ms 1767225600000).
+ */
+public protocol TestClusterProtocol: AnyObject, Sendable {
+    
+    /**
+     * Moves the clock forward by `seconds` (non-negative, else
+     * `InvalidArgument`), deadline by deadline: at each instant a member
+     * waits for on the way the members act, then to the end; returns once
+     * they are quiet there.
+     */
+    func advance(seconds: Double) async throws 
+    
+    /**
+     * Moves the clock to the earliest instant any member waits for and
+     * lets the members act there: that instant (epoch ms), or nothing (the
+     * clock unmoved) when nobody waits.
+     */
+    func advanceToNextDeadline() async throws  -> Int64?
+    
+    /**
+     * What the role's transaction coordinator says now, asked by a process
+     * of the cluster's own that no fault touches.
+     */
+    func describeLeadership(role: String) async throws  -> LeadershipStatus
+    
+    /**
+     * Every guarded write the cluster committed (every topic but the state
+     * topic), in commit order, each with the token of the term that wrote
+     * it.
+     */
+    func guardedWrites()  -> [GuardedWrite]
+    
+    /**
+     * The cluster's wall time (epoch ms).
+     */
+    func nowMillis()  -> Int64
+    
+    /**
+     * The partition count of the state topic.
+     */
+    func partitions()  -> Int32
+    
+    /**
+     * A new process on the cluster, named `name` (for the test's own
+     * messages; the member id is what an acquire is given), with its own
+     * client on the cluster and its clock.
+     */
+    func process(name: String) throws  -> TestProcess
+    
+    /**
+     * Returns once the members have nothing left to do at the current
+     * instant (none made a call or set a timer for a few consecutive
+     * milliseconds of real time). Call it after starting an acquire or a
+     * write, before moving the clock.
+     */
+    func settle() async throws 
+    
+}
+/**
+ * An in-memory cluster running the library's own election rules (the
+ * core's state log and transaction coordinator: Kafka's epochs, fencing
+ * and read_committed visibility, no broker), with one manual clock for all
+ * its processes: nothing waits on real time, the test moves the clock.
+ * The clock starts at 2026-01-01T00:00:00Z (epoch ms 1767225600000).
+ */
+open class TestCluster: TestClusterProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_testcluster(self.handle, $0) }
+    }
+    /**
+     * A cluster whose state topic has `partitions` partitions (16 when
+     * left out); below 1 is refused with `InvalidArgument`, naming it.
+     */
+public convenience init(partitions: Int32? = nil)throws  {
+    let handle =
+        try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_constructor_testcluster_new(
+        FfiConverterOptionInt32.lower(partitions),uniffiCallStatus
+    )
+}
+    self.init(unsafeFromHandle: handle)
+}
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_testcluster(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Moves the clock forward by `seconds` (non-negative, else
+     * `InvalidArgument`), deadline by deadline: at each instant a member
+     * waits for on the way the members act, then to the end; returns once
+     * they are quiet there.
+     */
+open func advance(seconds: Double)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_testcluster_advance(
+                        self.uniffiCloneHandle(),FfiConverterDouble.lower(seconds)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * Moves the clock to the earliest instant any member waits for and
+     * lets the members act there: that instant (epoch ms), or nothing (the
+     * clock unmoved) when nobody waits.
+     */
+open func advanceToNextDeadline()async throws  -> Int64?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_testcluster_advance_to_next_deadline(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionInt64.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * What the role's transaction coordinator says now, asked by a process
+     * of the cluster's own that no fault touches.
+     */
+open func describeLeadership(role: String)async throws  -> LeadershipStatus  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_testcluster_describe_leadership(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(role)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeLeadershipStatus_lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * Every guarded write the cluster committed (every topic but the state
+     * topic), in commit order, each with the token of the term that wrote
+     * it.
+     */
+open func guardedWrites() -> [GuardedWrite]  {
+    return try!  FfiConverterSequenceTypeGuardedWrite.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testcluster_guarded_writes(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The cluster's wall time (epoch ms).
+     */
+open func nowMillis() -> Int64  {
+    return try!  FfiConverterInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testcluster_now_millis(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The partition count of the state topic.
+     */
+open func partitions() -> Int32  {
+    return try!  FfiConverterInt32.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testcluster_partitions(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * A new process on the cluster, named `name` (for the test's own
+     * messages; the member id is what an acquire is given), with its own
+     * client on the cluster and its clock.
+     */
+open func process(name: String)throws  -> TestProcess  {
+    return try  FfiConverterTypeTestProcess_lift(try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testcluster_process(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(name),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Returns once the members have nothing left to do at the current
+     * instant (none made a call or set a timer for a few consecutive
+     * milliseconds of real time). Call it after starting an acquire or a
+     * write, before moving the clock.
+     */
+open func settle()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_testcluster_settle(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTestCluster: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = TestCluster
+
+    public static func lift(_ handle: UInt64) throws -> TestCluster {
+        return TestCluster(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: TestCluster) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TestCluster {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: TestCluster, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestCluster_lift(_ handle: UInt64) throws -> TestCluster {
+    return try FfiConverterTypeTestCluster.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestCluster_lower(_ value: TestCluster) -> UInt64 {
+    return FfiConverterTypeTestCluster.lower(value)
+}
+
+
+
+
+
+
+/**
+ * One process of a [`TestCluster`]: its client and the faults a test puts
+ * it through.
+ */
+public protocol TestProcessProtocol: AnyObject, Sendable {
+    
+    /**
+     * The process's client: every operation works as on Kafka (the same
+     * object each time; closing it closes the process's client for good).
+     * `ensure_state_topic` and `check_state_topic` report the state topic
+     * as existing.
+     */
+    func client()  -> Client
+    
+    /**
+     * Kills the process (SIGKILL): it never answers or wakes again, so it
+     * neither renews nor resigns; for good (a later resume or heal does
+     * nothing). A call of its client that needs the cluster never returns;
+     * its client counts as closed (`close` returns at once, later calls
+     * are refused).
+     */
+    func crash() 
+    
+    /**
+     * Cuts the process off from the cluster: each call of its client fails
+     * as transient (its timers still run) until `heal`.
+     */
+    func cutOff() 
+    
+    /**
+     * Makes each call of the process fail as transient for `seconds`
+     * (non-negative, else `InvalidArgument`) of the cluster's time from
+     * now: a renewal or a guarded write that fails for a while, then goes
+     * through.
+     */
+    func failFor(seconds: Double) throws 
+    
+    /**
+     * Ends a cut (the same as `resume`).
+     */
+    func heal() 
+    
+    /**
+     * The name given to `TestCluster.process`.
+     */
+    func name()  -> String
+    
+    /**
+     * Stops the process (SIGSTOP): its calls and timers wait. Its clock
+     * goes on, so on `resume` what came due fires at once and a write it
+     * had in flight reaches the cluster, which fences it if another member
+     * took the role meanwhile. Nothing for a crashed process.
+     */
+    func pause() 
+    
+    /**
+     * Resumes a paused process (SIGCONT). Nothing for a crashed process.
+     */
+    func resume() 
+    
+    /**
+     * What the process is doing now.
+     */
+    func state()  -> TestProcessState
+    
+}
+/**
+ * One process of a [`TestCluster`]: its client and the faults a test puts
+ * it through.
+ */
+open class TestProcess: TestProcessProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_krabka_coordination_uniffi_fn_clone_testprocess(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_krabka_coordination_uniffi_fn_free_testprocess(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * The process's client: every operation works as on Kafka (the same
+     * object each time; closing it closes the process's client for good).
+     * `ensure_state_topic` and `check_state_topic` report the state topic
+     * as existing.
+     */
+open func client() -> Client  {
+    return try!  FfiConverterTypeClient_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_client(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Kills the process (SIGKILL): it never answers or wakes again, so it
+     * neither renews nor resigns; for good (a later resume or heal does
+     * nothing). A call of its client that needs the cluster never returns;
+     * its client counts as closed (`close` returns at once, later calls
+     * are refused).
+     */
+open func crash()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_crash(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Cuts the process off from the cluster: each call of its client fails
+     * as transient (its timers still run) until `heal`.
+     */
+open func cutOff()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_cut_off(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Makes each call of the process fail as transient for `seconds`
+     * (non-negative, else `InvalidArgument`) of the cluster's time from
+     * now: a renewal or a guarded write that fails for a while, then goes
+     * through.
+     */
+open func failFor(seconds: Double)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_fail_for(
+            self.uniffiCloneHandle(),
+        FfiConverterDouble.lower(seconds),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Ends a cut (the same as `resume`).
+     */
+open func heal()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_heal(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The name given to `TestCluster.process`.
+     */
+open func name() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_name(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops the process (SIGSTOP): its calls and timers wait. Its clock
+     * goes on, so on `resume` what came due fires at once and a write it
+     * had in flight reaches the cluster, which fences it if another member
+     * took the role meanwhile. Nothing for a crashed process.
+     */
+open func pause()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_pause(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Resumes a paused process (SIGCONT). Nothing for a crashed process.
+     */
+open func resume()  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_resume(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * What the process is doing now.
+     */
+open func state() -> TestProcessState  {
+    return try!  FfiConverterTypeTestProcessState_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testprocess_state(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTestProcess: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = TestProcess
+
+    public static func lift(_ handle: UInt64) throws -> TestProcess {
+        return TestProcess(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: TestProcess) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TestProcess {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: TestProcess, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestProcess_lift(_ handle: UInt64) throws -> TestProcess {
+    return try FfiConverterTypeTestProcess.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestProcess_lower(_ value: TestProcess) -> UInt64 {
+    return FfiConverterTypeTestProcess.lower(value)
+}
+
+
+
+
 /**
  * The timings of an acquire, in seconds; left out: the core's defaults
  * (30 s lease, 10 s renew interval, 5 s stagger).
@@ -3132,6 +3746,137 @@ public func FfiConverterTypeFencingTokenParts_lift(_ buf: RustBuffer) throws -> 
 #endif
 public func FfiConverterTypeFencingTokenParts_lower(_ value: FencingTokenParts) -> RustBuffer {
     return FfiConverterTypeFencingTokenParts.lower(value)
+}
+
+
+/**
+ * One guarded write a test cluster committed.
+ */
+public struct GuardedWrite: Equatable, Hashable {
+    /**
+     * Its place in the cluster's commit order (from 0, counting the state
+     * topic's records too; never negative).
+     */
+    public var commit: Int64
+    /**
+     * The topic.
+     */
+    public var topic: String
+    /**
+     * The partition.
+     */
+    public var partition: Int32
+    /**
+     * The offset in the partition.
+     */
+    public var offset: Int64
+    /**
+     * The key (empty when the record had none).
+     */
+    public var key: Data
+    /**
+     * The value; absent for a tombstone.
+     */
+    public var value: Data?
+    /**
+     * The role whose term wrote it.
+     */
+    public var role: String
+    /**
+     * The token of that term.
+     */
+    public var token: FencingToken
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its place in the cluster's commit order (from 0, counting the state
+         * topic's records too; never negative).
+         */commit: Int64, 
+        /**
+         * The topic.
+         */topic: String, 
+        /**
+         * The partition.
+         */partition: Int32, 
+        /**
+         * The offset in the partition.
+         */offset: Int64, 
+        /**
+         * The key (empty when the record had none).
+         */key: Data, 
+        /**
+         * The value; absent for a tombstone.
+         */value: Data?, 
+        /**
+         * The role whose term wrote it.
+         */role: String, 
+        /**
+         * The token of that term.
+         */token: FencingToken) {
+        self.commit = commit
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.role = role
+        self.token = token
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension GuardedWrite: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeGuardedWrite: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GuardedWrite {
+        return
+            try GuardedWrite(
+                commit: FfiConverterInt64.read(from: &buf), 
+                topic: FfiConverterString.read(from: &buf), 
+                partition: FfiConverterInt32.read(from: &buf), 
+                offset: FfiConverterInt64.read(from: &buf), 
+                key: FfiConverterData.read(from: &buf), 
+                value: FfiConverterOptionData.read(from: &buf), 
+                role: FfiConverterString.read(from: &buf), 
+                token: FfiConverterTypeFencingToken.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: GuardedWrite, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.commit, into: &buf)
+        FfiConverterString.write(value.topic, into: &buf)
+        FfiConverterInt32.write(value.partition, into: &buf)
+        FfiConverterInt64.write(value.offset, into: &buf)
+        FfiConverterData.write(value.key, into: &buf)
+        FfiConverterOptionData.write(value.value, into: &buf)
+        FfiConverterString.write(value.role, into: &buf)
+        FfiConverterTypeFencingToken.write(value.token, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGuardedWrite_lift(_ buf: RustBuffer) throws -> GuardedWrite {
+    return try FfiConverterTypeGuardedWrite.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeGuardedWrite_lower(_ value: GuardedWrite) -> RustBuffer {
+    return FfiConverterTypeGuardedWrite.lower(value)
 }
 
 
@@ -5773,6 +6518,101 @@ public func FfiConverterTypeMetricKind_lower(_ value: MetricKind) -> RustBuffer 
 
 
 
+/**
+ * What a [`TestProcess`] is doing.
+ */
+
+public enum TestProcessState: Equatable, Hashable {
+    
+    /**
+     * Calls go through; timers fire.
+     */
+    case running
+    /**
+     * Every call fails at once as transient (a cut network).
+     */
+    case cutOff
+    /**
+     * Calls and timers wait for the resume (SIGSTOP).
+     */
+    case paused
+    /**
+     * Nothing answers and nothing fires, for good (SIGKILL).
+     */
+    case crashed
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension TestProcessState: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTestProcessState: FfiConverterRustBuffer {
+    typealias SwiftType = TestProcessState
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TestProcessState {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .running
+        
+        case 2: return .cutOff
+        
+        case 3: return .paused
+        
+        case 4: return .crashed
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: TestProcessState, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .running:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .cutOff:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .paused:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .crashed:
+            writeInt(&buf, Int32(4))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestProcessState_lift(_ buf: RustBuffer) throws -> TestProcessState {
+    return try FfiConverterTypeTestProcessState.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTestProcessState_lower(_ value: TestProcessState) -> RustBuffer {
+    return FfiConverterTypeTestProcessState.lower(value)
+}
+
+
+
 
 
 /**
@@ -6417,6 +7257,31 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeGuardedWrite: FfiConverterRustBuffer {
+    typealias SwiftType = [GuardedWrite]
+
+    public static func write(_ value: [GuardedWrite], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeGuardedWrite.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [GuardedWrite] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [GuardedWrite]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeGuardedWrite.read(from: &buf))
         }
         return seq
     }
@@ -7167,10 +8032,64 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_observer_stop() != 31266) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_advance() != 32695) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_advance_to_next_deadline() != 42026) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_describe_leadership() != 16517) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_guarded_writes() != 56696) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_now_millis() != 60810) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_partitions() != 5922) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_process() != 589) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_settle() != 65231) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_client() != 63077) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_crash() != 54291) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_cut_off() != 45003) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_fail_for() != 64015) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_heal() != 39829) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_name() != 55610) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_pause() != 32410) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_resume() != 53058) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testprocess_state() != 23908) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_constructor_client_new() != 8348) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_constructor_acquireevents_new() != 61131) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_constructor_testcluster_new() != 28560) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_logger_log() != 59985) {

@@ -26,10 +26,16 @@ package krabka.coordination
  * @throws KrabkaException.InvalidArgument from the constructor for a
  *   setting or option the core refuses, naming it.
  */
-open class Client @JvmOverloads constructor(
-    kafka: Map<String, String>,
-    options: ClientOptions? = null,
-) : ClientBase(kafka, options) {
+open class Client : ClientBase {
+    @JvmOverloads
+    constructor(kafka: Map<String, String>, options: ClientOptions? = null) : super(kafka, options)
+
+    /**
+     * The client behind [handle], a reference the library handed out (a
+     * test process's client, `TestProcess.client`): this object owns it.
+     */
+    internal constructor(withHandle: UniffiWithHandle, handle: Long) : super(withHandle, handle)
+
     /**
      * Closes the client (see the class documentation), blocking the calling
      * thread until its leaderships are resigned (each at most its lease);

@@ -150,8 +150,10 @@ public final class JavaMain {
             for (Class<?> c : apiClasses()) {
                 if (FILLED_IN.contains(c.getSimpleName()) || c.isInterface()) continue;
                 for (Method m : c.getDeclaredMethods()) {
-                    if (Modifier.isPublic(m.getModifiers()) && m.getName().startsWith("set") && m.getParameterCount() == 1
-                        && !m.getName().contains("$")) {
+                    // A setter is set + a capital (setValue), never a word that starts so (settle).
+                    String n = m.getName();
+                    if (Modifier.isPublic(m.getModifiers()) && n.startsWith("set") && n.length() > 3 && Character.isUpperCase(n.charAt(3))
+                        && m.getParameterCount() == 1 && !n.contains("$")) {
                         writable.add(c.getName() + "." + m.getName());
                     }
                 }
