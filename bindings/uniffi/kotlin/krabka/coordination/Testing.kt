@@ -143,7 +143,7 @@ class TestProcess internal constructor(private val base: TestProcessBase) {
     /** What the process is doing now. */
     val state: TestProcessState get() = base.state()
 
-    /** Kills the process (SIGKILL): it neither renews nor resigns, its calls never return, for good; its client counts as closed. */
+    /** Kills the process (SIGKILL): it neither renews nor resigns, for good; its pending and later calls end with the closed error naming the crash. */
     fun crash() = base.crash()
 
     /**
