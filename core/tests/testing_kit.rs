@@ -1,5 +1,5 @@
 //! The test kit ([`krabka_coordination::testing`]) as a user's test drives
-//! it: elections, failover after a crash at the deadline plus the stagger,
+//! it: elections, failover after a crash at the deadline plus rank × stagger,
 //! a paused leader's write fenced on resume, a resign's hand-over, a cut
 //! and a heal, calls that fail for a while, the guarded writes read back
 //! with their tokens, an observer and a leader loop, on a current-thread
@@ -93,30 +93,58 @@ async fn the_first_member_leads_and_renews_while_time_passes() {
 
 #[tokio::test]
 async fn a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger() {
+    // Rank 0 (b) challenges at the deadline; rank 1 (c, behind a crashed b)
+    // at the deadline plus one stagger.
+    crashed_leader_replaced_by_rank(0).await;
+    crashed_leader_replaced_by_rank(1).await;
+}
+
+/// `a` leads, then `rank + 1` standbys register in order; the kit crashes
+/// `a` and the first `rank` standbys (their registrations stay, so the
+/// survivor waits at challenger rank `rank`). The survivor is not elected
+/// 1 ms before `a`'s deadline plus rank × stagger and is elected exactly
+/// then, with a token newer than `a`'s.
+async fn crashed_leader_replaced_by_rank(rank: usize) {
     let cluster = TestCluster::new();
-    let (a, b) = (cluster.process("a"), cluster.process("b"));
+    let a = cluster.process("a");
+    let stagger = a.client().leadership_options().election.challenge_stagger;
+    assert_eq!(stagger, Duration::from_millis(STAGGER_MS as u64));
     let (task, _) = contend(&a, "a");
     cluster.settle().await;
     let lead_a = won(task).await;
-    let (task_b, mut events_b) = contend(&b, "b");
+    let standbys: Vec<_> = ["b", "c"][..=rank]
+        .iter()
+        .map(|name| {
+            let p = cluster.process(name);
+            let (task, events) = contend(&p, name);
+            (p, task, events)
+        })
+        .collect();
     cluster.settle().await;
     let deadline = lead_a.lease().deadline;
     a.crash();
     assert_eq!(a.state(), ProcessState::Crashed);
-    cluster.advance(Duration::from_secs(29)).await;
-    assert!(!task_b.is_finished(), "b must wait out the lease");
-    cluster.advance(Duration::from_secs(30)).await;
-    let lead_b = won(task_b).await;
-    assert!(lead_b.token() > lead_a.token());
-    // Rank 0 challenges at the deadline (rank k at the deadline plus k
-    // staggers); the kit moves the clock to exactly that instant.
-    let at = elected_at(&drain(&mut events_b)).expect("b's elected event");
-    assert_eq!(at, deadline);
+    for (p, _, _) in &standbys[..rank] {
+        p.crash();
+    }
+    let (_, task, mut events) = standbys.into_iter().next_back().unwrap();
+    // Rank k challenges at the deadline plus k staggers; the kit moves the
+    // clock to exactly that instant.
+    let turn = deadline + rank as i64 * STAGGER_MS;
+    let just_before = (turn - 1 - cluster.now_millis()) as u64;
+    cluster.advance(Duration::from_millis(just_before)).await;
+    assert!(!task.is_finished(), "rank {rank} must wait until {turn}");
+    assert_eq!(elected_at(&drain(&mut events)), None);
+    cluster.advance(Duration::from_millis(1)).await;
+    let lead = won(task).await;
+    assert!(lead.token() > lead_a.token());
+    assert_eq!(lead.lease().granted_at, turn);
+    assert_eq!(elected_at(&drain(&mut events)), Some(turn));
     assert!(cluster
         .describe_leadership(ROLE)
         .await
         .unwrap()
-        .authoritative(&lead_b.token()));
+        .authoritative(&lead.token()));
     // A crash is for good.
     a.resume();
     assert_eq!(a.state(), ProcessState::Crashed);

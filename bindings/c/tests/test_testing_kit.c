@@ -8,13 +8,14 @@
  *
  * Cases: the scenario set of docs/testing.md, under the same names as in
  * the core's, Python's and Node's kit tests (an election and its renewals,
- * a crash failed over at the lease's deadline (rank 0 challenges at the
- * deadline), a pause during which a write is in flight and is refused on
- * resume (only the authoritative token's writes committed), a resign
- * handed over at once, an observer that sees the failover, a leader loop
- * that contends again after losing); then a leader cut off past its lease
- * replaced then healed, renewals failing for a while that keep the role,
- * a crashed process's pending acquire returning, and the argument checks.
+ * a crash failed over at the lease's deadline plus rank x stagger (rank 0
+ * at the deadline, rank 1 behind a crashed standby one stagger later), a
+ * pause during which a write is in flight and is refused on resume (only
+ * the authoritative token's writes committed), a resign handed over at
+ * once, an observer that sees the failover, a leader loop that contends
+ * again after losing); then a leader cut off past its lease replaced then
+ * healed, renewals failing for a while that keep the role, a crashed
+ * process's pending acquire returning, and the argument checks.
  *
  * Usage: test_testing_kit (no environment).
  */
@@ -36,6 +37,8 @@
 typedef struct {
     krabka_client *client;
     const char *member;
+    /* The acquire's timings, or NULL for the defaults. */
+    const krabka_leadership_options *options;
     pthread_t thread;
     krabka_leadership *leadership;
     krabka_result result;
@@ -77,8 +80,8 @@ static void on_event(const krabka_event *event, void *user_data) {
 
 static void *contend_run(void *arg) {
     contender *c = arg;
-    c->result = krabka_client_acquire(c->client, ROLE, c->member, NULL, KRABKA_NO_TIMEOUT, NULL,
-                                      on_event, c, &c->leadership, error_init(&c->e));
+    c->result = krabka_client_acquire(c->client, ROLE, c->member, c->options, KRABKA_NO_TIMEOUT,
+                                      NULL, on_event, c, &c->leadership, error_init(&c->e));
     pthread_mutex_lock(&c->lock);
     c->returned = true;
     pthread_cond_broadcast(&c->cond);
@@ -86,13 +89,21 @@ static void *contend_run(void *arg) {
     return NULL;
 }
 
-static void contend_start(contender *c, krabka_client *client, const char *member) {
+/* Starts `member`'s acquire on `client` with `options` (NULL: the
+ * defaults; else it must outlive the acquire). */
+static void contend_start_with(contender *c, krabka_client *client, const char *member,
+                               const krabka_leadership_options *options) {
     memset(c, 0, sizeof *c);
     c->client = client;
     c->member = member;
+    c->options = options;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     REQUIRE(pthread_create(&c->thread, NULL, contend_run, c) == 0, "pthread_create");
+}
+
+static void contend_start(contender *c, krabka_client *client, const char *member) {
+    contend_start_with(c, client, member, NULL);
 }
 
 /* The instant the contender was elected at: its `elected` event reaches the
@@ -253,48 +264,86 @@ static void the_first_member_leads_and_renews_while_time_passes(void) {
     krabka_test_cluster_free(cluster);
 }
 
-static void a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(void) {
+/* a leads; b, then c, wait (`rank + 1` of them, with the default timings,
+ * whose stagger the test reads). Crashing a and the first `rank` standbys
+ * leaves the last at challenger rank `rank` (a crashed standby's
+ * registration stays): it is not elected 1 ms before a's deadline plus
+ * rank x stagger, and is elected exactly then, with a token newer than
+ * a's. */
+static void crashed_leader_replaced_by_rank(int rank) {
+    static const char *const names[] = {"b", "c"};
     krabka_test_cluster *cluster = cluster_new();
-    proc a = process(cluster, "a"), b = process(cluster, "b");
+    proc a = process(cluster, "a"), standbys[2];
     krabka_leadership *lead_a = acquire(a.client, "a");
-    contender cb;
+    krabka_leadership_options options;
+    KRABKA_LEADERSHIP_OPTIONS_INIT(&options);
+    int64_t stagger_ms = (int64_t)llround(options.challenge_stagger * 1000);
+    CHECK(stagger_ms == 5000, "the default stagger is 5 s, got %lld ms", (long long)stagger_ms);
+    contender waits[2];
     krabka_lease *lease = NULL;
-    krabka_lease_fields fa;
+    krabka_lease_fields fields;
     test_error e;
-    contend_start(&cb, b.client, "b");
-    wait_registered(cluster, a.client, 2);
+    for (int i = 0; i <= rank; i++) {
+        standbys[i] = process(cluster, names[i]);
+        contend_start_with(&waits[i], standbys[i].client, names[i], &options);
+        wait_registered(cluster, a.client, (size_t)i + 2);
+    }
     REQUIRE(krabka_leadership_lease(lead_a, &lease, error_init(&e)) == KRABKA_RESULT_OK, "%s",
             e.buf);
-    krabka_lease_get_fields(lease, &fa);
-    int64_t deadline = fa.deadline;
+    krabka_lease_get_fields(lease, &fields);
+    int64_t deadline = fields.deadline;
     krabka_lease_free(lease);
     CHECK_RESULT(krabka_test_process_crash(a.process), KRABKA_RESULT_OK, &e.err);
-    /* Short of the deadline b still waits (its thread is in acquire). */
-    while (now_ms(cluster) < deadline - 1000) {
-        int64_t at = 0;
-        bool moved = false;
-        REQUIRE(krabka_test_cluster_advance_to_next_deadline(cluster, &at, &moved, error_init(&e)) ==
-                    KRABKA_RESULT_OK,
-                "%s", e.buf);
-        REQUIRE(moved, "b waits for a deadline");
+    for (int i = 0; i < rank; i++) {
+        CHECK_RESULT(krabka_test_process_crash(standbys[i].process), KRABKA_RESULT_OK, &e.err);
     }
-    CHECK(authoritative(cluster, token_of(lead_a)), "a's token stands before its deadline");
-    /* Past the deadline and b's stagger (rank 0: none). */
-    advance(cluster, 60);
-    krabka_leadership *lead_b = contend_won(&cb);
+    contender *last = &waits[rank];
+    int64_t turn = deadline + rank * stagger_ms;
+    /* 1 ms short of its turn the survivor still waits (its thread is in
+     * acquire). */
+    advance(cluster, (double)(turn - 1 - now_ms(cluster)) / 1000);
+    CHECK(now_ms(cluster) == turn - 1, "the clock at %lld", (long long)now_ms(cluster));
+    pthread_mutex_lock(&last->lock);
+    bool early = last->returned || last->elected_at != 0;
+    pthread_mutex_unlock(&last->lock);
+    CHECK(!early, "rank %d must wait until a's deadline plus %d staggers", rank, rank);
+    CHECK(authoritative(cluster, token_of(lead_a)), "a's token stands before the turn");
+    advance(cluster, 0.001);
+    krabka_leadership *lead = contend_won(last);
     int order = 0;
-    krabka_fencing_token ta = token_of(lead_a), tb = token_of(lead_b);
-    krabka_fencing_token_compare(&tb, &ta, &order);
-    CHECK(order > 0, "b's token is newer than a's");
-    CHECK(authoritative(cluster, tb), "the coordinator names b's token");
-    int64_t elected = contend_elected_at(&cb);
-    CHECK(elected == deadline, "rank 0 challenged at a's deadline %lld, elected at %lld",
-          (long long)deadline, (long long)elected);
-    contend_free(&cb);
+    krabka_fencing_token ta = token_of(lead_a), tl = token_of(lead);
+    krabka_fencing_token_compare(&tl, &ta, &order);
+    CHECK(order > 0, "%s's token is newer than a's", names[rank]);
+    CHECK(authoritative(cluster, tl), "the coordinator names %s's token", names[rank]);
+    REQUIRE(krabka_leadership_lease(lead, &lease, error_init(&e)) == KRABKA_RESULT_OK, "%s", e.buf);
+    krabka_lease_get_fields(lease, &fields);
+    krabka_lease_free(lease);
+    CHECK(fields.granted_at == turn, "rank %d's lease granted at %lld, its turn %lld", rank,
+          (long long)fields.granted_at, (long long)turn);
+    int64_t elected = contend_elected_at(last);
+    CHECK(elected == turn, "rank %d challenged at %lld, elected at %lld", rank, (long long)turn,
+          (long long)elected);
+    for (int i = 0; i < rank; i++) {
+        /* A crashed process's pending acquire returns with the closed error. */
+        REQUIRE(wait_flag(&waits[i].lock, &waits[i].cond, &waits[i].returned),
+                "%s's acquire should have returned", names[i]);
+        pthread_join(waits[i].thread, NULL);
+        CHECK(waits[i].result != KRABKA_RESULT_OK, "crashed %s did not win", names[i]);
+    }
+    for (int i = 0; i <= rank; i++) {
+        contend_free(&waits[i]);
+        proc_free(&standbys[i]);
+    }
     krabka_leadership_free(lead_a);
     proc_free(&a);
-    proc_free(&b);
     krabka_test_cluster_free(cluster);
+}
+
+static void a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(void) {
+    /* Rank 0 (b) challenges at a's deadline; rank 1 (c, behind a crashed
+     * b) at the deadline plus one stagger. */
+    crashed_leader_replaced_by_rank(0);
+    crashed_leader_replaced_by_rank(1);
 }
 
 /* A write of a's on its own thread; `started` set just before the call. */

@@ -27,6 +27,9 @@ test.afterEach(async () => {
   await Promise.all(made.splice(0).map((p) => p.client.close()))
 })
 const LEASE = 30
+// The challenge stagger (seconds) the crash-failover standbys are given (the
+// core's default): rank k challenges at the holder's deadline plus k of them.
+const STAGGER = 5
 // No case waits on real time; a case that would hang fails after this.
 const BOUND = { timeout: 10_000 }
 
@@ -40,10 +43,11 @@ function tracked(promise) {
   return t
 }
 
-/** `member` contends on process `p`; resolves once it is in the roster
- * (waiting for its turn) with its tracked acquire. */
-async function standby(cluster, p, member) {
-  const acquiring = tracked(p.client.acquireLeadership(ROLE, member))
+/** `member` contends on process `p` (with `options` to its
+ * `acquireLeadership`); resolves once it is in the roster (waiting for its
+ * turn) with its tracked acquire. */
+async function standby(cluster, p, member, options) {
+  const acquiring = tracked(p.client.acquireLeadership(ROLE, member, options))
   for (let i = 0; i < 100; i++) {
     await cluster.settle()
     if ((await p.client.describeRoleState(ROLE)).members.includes(member)) return acquiring
@@ -75,26 +79,41 @@ test('the first member leads and renews while time passes', BOUND, async () => {
 })
 
 test('a crashed leader is replaced at its deadline plus the stagger', BOUND, async () => {
+  // Rank 0 (b) challenges at a's deadline; rank 1 (c, behind a crashed b)
+  // at the deadline plus one stagger.
+  await crashFailover(0)
+  await crashFailover(1)
+})
+
+/** a leads; b, then c, wait (`rank + 1` of them, with the stagger
+ * `STAGGER`). Crashing a and the first `rank` standbys leaves the last at
+ * challenger rank `rank` (a crashed standby's registration stays): it is not
+ * elected 1 ms before a's deadline plus rank × stagger, and is elected
+ * exactly then, with a token newer than a's. */
+async function crashFailover(rank) {
   const cluster = new Cluster()
   const a = cluster.process('a')
-  const b = cluster.process('b')
   const leadA = await a.client.acquireLeadership(ROLE, 'a')
   const deadline = leadA.lease.deadline
-  const waitB = await standby(cluster, b, 'b')
+  const standbys = ['b', 'c'].slice(0, rank + 1).map((m) => cluster.process(m))
+  const waits = []
+  for (const p of standbys) waits.push(await standby(cluster, p, p.name, { challengeStagger: STAGGER }))
   a.crash()
   assert.equal(a.state, 'crashed')
-  await cluster.advance(Number(deadline - cluster.now - 1n) / 1000)
-  assert.equal(waitB.done, false, 'b must wait out a lease')
-  // Rank 0 challenges at the lease deadline, to the millisecond.
+  for (const p of standbys.slice(0, rank)) p.crash()
+  const turn = deadline + BigInt(rank * STAGGER * 1000)
+  const wait = waits[rank]
+  await cluster.advance(Number(turn - cluster.now - 1n) / 1000)
+  assert.equal(wait.done, false, `rank ${rank} must wait until a's deadline plus ${rank} staggers`)
   await cluster.advance(0.001)
-  const leadB = await waitB.promise
-  assert.equal(leadB.token.compare(leadA.token), 1)
-  assert.equal(leadB.lease.grantedAt, deadline)
-  assert.equal(cluster.now, deadline)
-  assert.ok((await cluster.describeLeadership(ROLE)).authoritative(leadB.token))
+  const lead = await wait.promise
+  assert.equal(lead.token.compare(leadA.token), 1)
+  assert.equal(lead.lease.grantedAt, turn)
+  assert.equal(cluster.now, turn)
+  assert.ok((await cluster.describeLeadership(ROLE)).authoritative(lead.token))
   a.resume()
   assert.equal(a.state, 'crashed', 'a crash is for good')
-})
+}
 
 test('advanceToNextDeadline steps to the challenge', BOUND, async () => {
   const cluster = new Cluster()

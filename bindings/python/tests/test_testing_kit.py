@@ -21,6 +21,9 @@ from krabka_coordination.testing import GuardedWrite, TestCluster, TestProcess
 
 ROLE = "billing"
 LEASE_MS = 30_000
+# The challenge stagger the crash-failover standbys are given (the core's
+# default): rank k challenges at the holder's deadline plus k of them.
+STAGGER_MS = 5_000
 # A future of the test thread that should have finished is given this much
 # real time before the test fails instead of hanging.
 BOUND = 10.0
@@ -60,10 +63,13 @@ def pool() -> Threads:
     return Threads()
 
 
-def standby(pool: Threads, cluster: TestCluster, p: TestProcess, member: str) -> Future[kc.Leadership]:
-    """``member`` contends on ``p`` in a thread; returns once it is in the
-    roster (waiting for its turn)."""
-    fut = pool.submit(p.client.acquire_leadership, ROLE, member)
+def standby(
+    pool: Threads, cluster: TestCluster, p: TestProcess, member: str, **options: Any
+) -> Future[kc.Leadership]:
+    """``member`` contends on ``p`` in a thread (``options`` to its
+    ``acquire_leadership``); returns once it is in the roster (waiting for
+    its turn)."""
+    fut = pool.submit(p.client.acquire_leadership, ROLE, member, **options)
     for _ in range(100):
         cluster.settle()
         if member in cluster_roster(p):
@@ -93,21 +99,31 @@ def test_the_first_member_leads_and_renews_while_time_passes(cluster: TestCluste
     assert lead.renewal_failures == 0
 
 
-def test_a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(cluster: TestCluster, pool: Threads) -> None:
-    a, b = cluster.process("a"), cluster.process("b")
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_crashed_leader_is_replaced_at_its_deadline_plus_the_stagger(
+    cluster: TestCluster, pool: Threads, rank: int
+) -> None:
+    """a leads; b, then c, wait. Crashing a (and b, for rank 1) leaves the
+    last standby at challenger rank ``rank``: b's registration stays, so c
+    waits behind it. The survivor challenges at a's deadline plus rank x
+    stagger, to the millisecond."""
+    a = cluster.process("a")
     lead_a = a.client.acquire_leadership(ROLE, "a")
     deadline = lead_a.lease.deadline
-    fut_b = standby(pool, cluster, b, "b")
+    standbys = [cluster.process(m) for m in ["b", "c"][: rank + 1]]
+    futs = [standby(pool, cluster, p, p.name, challenge_stagger=STAGGER_MS / 1000) for p in standbys]
     a.crash()
     assert a.state == "crashed"
-    cluster.advance((deadline - cluster.now_millis - 1) / 1000)
-    assert not fut_b.done(), "b must wait out a's lease"
-    # Rank 0 challenges at the lease deadline, to the millisecond.
+    for p in standbys[:rank]:
+        p.crash()
+    turn = deadline + rank * STAGGER_MS
+    cluster.advance((turn - cluster.now_millis - 1) / 1000)
+    assert not futs[-1].done(), f"rank {rank} must wait until a's deadline plus {rank} staggers"
     cluster.advance(0.001)
-    lead_b = fut_b.result(timeout=BOUND)
-    assert lead_b.token > lead_a.token
-    assert lead_b.lease.granted_at == deadline == cluster.now_millis
-    assert cluster.describe_leadership(ROLE).authoritative(lead_b.token)
+    lead = futs[-1].result(timeout=BOUND)
+    assert lead.token > lead_a.token
+    assert lead.lease.granted_at == turn == cluster.now_millis
+    assert cluster.describe_leadership(ROLE).authoritative(lead.token)
     a.resume()
     assert a.state == "crashed", "a crash is for good"
 
