@@ -59,7 +59,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("the first member leads and renews while time passes")
-    void electionAndRenewal() throws Exception {
+    void theFirstMemberLeadsAndRenewsWhileTimePasses() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         long start = cluster.getNowMillis();
@@ -75,7 +75,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("a crashed leader is replaced at its deadline by rank 0")
-    void crashFailover() throws Exception {
+    void aCrashedLeaderIsReplacedAtItsDeadlinePlusTheStagger() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
@@ -94,7 +94,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("rank 1 challenges one stagger after the deadline when rank 0 is dead too")
-    void rankTimesStagger() throws Exception {
+    void aCrashedLeaderIsReplacedAtItsDeadlinePlusTheStaggerAtRank1() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
@@ -113,7 +113,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("a paused leader wakes deposed and its write in flight is fenced")
-    void pauseThenFencedWrite() throws Exception {
+    void aPausedLeaderWakesDeposedAndItsWriteIsFenced() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
@@ -137,7 +137,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("a resign hands over without waiting for the lease")
-    void resignHandOver() throws Exception {
+    void aResignHandsOverWithoutWaitingForTheLease() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
@@ -152,7 +152,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("an observer sees the election, the failover and the hand-over in order")
-    void observerSeesItAll() throws Exception {
+    void anObserverSeesTheFailover() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
@@ -185,7 +185,7 @@ class TestingKitJavaTest {
 
     @Test
     @DisplayName("leadAsync contends again after losing its term")
-    void leaderLoopContendsAgain() throws Exception {
+    void aLeaderLoopContendsAgainAfterLosing() throws Exception {
         TestCluster cluster = new TestCluster();
         TestProcess a = cluster.process("a");
         TestProcess b = cluster.process("b");
