@@ -12,8 +12,8 @@
 #            its public modules, signatures from the stubs. Needs the package
 #            in bindings/python/.venv (ci/python.sh); built there with
 #            `maturin develop` when it is missing.
-#   node/    TypeDoc (pinned, installed in target/tools/typedoc) of index.d.ts
-#            and testing.d.ts, the package's public API.
+#   node/    TypeDoc (pinned, installed in target/tools/typedoc) of index.d.ts,
+#            testing.d.ts and stores.d.ts, the package's public API.
 #   kotlin/  Dokka (pinned, through Maven) of the generated Kotlin and the
 #            hand-written wrappers (bindings/uniffi/generate.sh makes the
 #            generated sources when they are missing).
@@ -63,6 +63,7 @@ doc_python() {
     # its native module is what is documented.
     (cd "$ROOT/bindings/python/tests" && "$venv/bin/python" -W error -m pdoc \
         krabka_coordination krabka_coordination.testing krabka_coordination.prometheus \
+        krabka_coordination.stores \
         -o "$SITE/python")
 }
 
@@ -83,12 +84,13 @@ doc_node() {
     "target": "es2022", "lib": ["es2022", "esnext.disposable"],
     "types": ["node"], "typeRoots": ["$tool/node_modules/@types"]
   },
-  "files": ["$ROOT/bindings/node/index.d.ts", "$ROOT/bindings/node/testing.d.ts"]
+  "files": ["$ROOT/bindings/node/index.d.ts", "$ROOT/bindings/node/testing.d.ts",
+            "$ROOT/bindings/node/stores.d.ts"]
 }
 EOF
     rm -rf "$SITE/node"
     (cd "$ROOT/bindings/node" && "$tool/node_modules/.bin/typedoc" --tsconfig "$tool/tsconfig.json" \
-        --entryPoints index.d.ts --entryPoints testing.d.ts --name "krabka-coordination (Node.js)" \
+        --entryPoints index.d.ts --entryPoints testing.d.ts --entryPoints stores.d.ts --name "krabka-coordination (Node.js)" \
         --disableSources --treatWarningsAsErrors --logLevel Warn --out "$SITE/node")
 }
 

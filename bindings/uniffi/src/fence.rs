@@ -96,17 +96,17 @@ fn positional(sql: &str) -> FenceStatement {
 }
 
 /// Refuses what no fence can hold, before any statement runs: an invalid
-/// role or an unminted token ([`KrabkaError::InvalidArgument`] naming it).
+/// role or an unminted token (`KrabkaException.InvalidArgument` naming it).
 #[uniffi::export]
 pub fn fence_check_offer(role: String, token: FencingToken) -> Result<(), KrabkaError> {
     Ok(stores::check_offer(&role, token.into())?)
 }
 
 /// The verdict on `offered` once step 1 returned no row and step 2 read
-/// `stored`: [`KrabkaError::Fenced`] (naming the role and both tokens) when
+/// `stored`: `KrabkaException.Fenced` (naming the role and both tokens) when
 /// `stored` has the same producer id, so a newer epoch was accepted;
 /// returns when `stored` has another producer id: a rotation, which only
-/// [`fence_proven`] on a status asked now, with the row locked, accepts.
+/// `fenceProven` on a status asked now, with the row locked, accepts.
 #[uniffi::export]
 pub fn fence_verdict(
     role: String,
@@ -122,7 +122,7 @@ pub fn fence_verdict(
 
 /// Accepts the rotation from `stored` to `offered` only when `current`
 /// (the role's describe, asked while the fence row is locked) says
-/// `offered` is the current token; otherwise [`KrabkaError::Fenced`]
+/// `offered` is the current token; otherwise `KrabkaException.Fenced`
 /// naming the stored, offered and current tokens. On success the caller
 /// runs step 3.
 #[uniffi::export]

@@ -7733,7 +7733,7 @@ public func isRetryable(kind: ErrorKind) -> Bool  {
 }
 /**
  * Refuses what no fence can hold, before any statement runs: an invalid
- * role or an unminted token ([`KrabkaError::InvalidArgument`] naming it).
+ * role or an unminted token (`KrabkaException.InvalidArgument` naming it).
  */
 public func fenceCheckOffer(role: String, token: FencingToken)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
         uniffiCallStatus in
@@ -7746,7 +7746,7 @@ public func fenceCheckOffer(role: String, token: FencingToken)throws   {try rust
 /**
  * Accepts the rotation from `stored` to `offered` only when `current`
  * (the role's describe, asked while the fence row is locked) says
- * `offered` is the current token; otherwise [`KrabkaError::Fenced`]
+ * `offered` is the current token; otherwise `KrabkaException.Fenced`
  * naming the stored, offered and current tokens. On success the caller
  * runs step 3.
  */
@@ -7773,10 +7773,10 @@ public func fenceStatements(store: FenceStore) -> FenceStatements  {
 }
 /**
  * The verdict on `offered` once step 1 returned no row and step 2 read
- * `stored`: [`KrabkaError::Fenced`] (naming the role and both tokens) when
+ * `stored`: `KrabkaException.Fenced` (naming the role and both tokens) when
  * `stored` has the same producer id, so a newer epoch was accepted;
  * returns when `stored` has another producer id: a rotation, which only
- * [`fence_proven`] on a status asked now, with the row locked, accepts.
+ * `fenceProven` on a status asked now, with the row locked, accepts.
  */
 public func fenceVerdict(role: String, stored: FencingToken, offered: FencingToken)throws   {try rustCallWithError(FfiConverterTypeKrabkaError_lift) {
         uniffiCallStatus in
@@ -7885,16 +7885,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_func_is_retryable() != 26921) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_check_offer() != 5334) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_check_offer() != 25656) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_proven() != 16378) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_proven() != 35303) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_fence_statements() != 50775) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_verdict() != 5490) {
+    if (uniffi_krabka_coordination_uniffi_checksum_func_fence_verdict() != 19067) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_func_set_logger() != 45048) {

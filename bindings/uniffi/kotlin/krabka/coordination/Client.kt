@@ -10,9 +10,9 @@
 package krabka.coordination
 
 /**
- * The core client of one set of librdkafka settings ([kafka]:
- * `bootstrap.servers` at least) and [options]; every operation is
- * [ClientBase]'s. Nothing connects yet.
+ * The core client of one set of librdkafka settings (the constructor's
+ * `kafka`: `bootstrap.servers` at least) and its `options`; every
+ * operation is [ClientBase]'s. Nothing connects yet.
  *
  * [close] (and leaving `use { }`, or Java's try-with-resources) closes it:
  * it resigns every leadership the client holds (all at once, each bounded
