@@ -92,33 +92,28 @@ uniffi_jars() {
         esac
     done <<<"$JAR_LIST"
     RUN_CP="$STDLIB:$COROUTINES:$JNA"
-    OPT_CP=""
+    OPT_CP="$(uniffi_classpath "$OPT_LIST")"
+    JAR_COUNT="$(echo "$JAR_LIST$OPT_LIST" | grep -c .)"
+}
+
+# The classpath of the jars of a list ($1: "group:artifact:version sha256"
+# lines), each fetched and verified.
+uniffi_classpath() {
+    local spec sha path cp=""
     while read -r spec sha; do
         [ -n "$spec" ] || continue
-        path="$(uniffi_jar "$spec" "$sha")"
-        OPT_CP="$OPT_CP${OPT_CP:+:}$path"
-    done <<<"$OPT_LIST"
-    JAR_COUNT="$(echo "$JAR_LIST$OPT_LIST" | grep -c .)"
+        path="$(uniffi_jar "$spec" "$sha")" || return 1
+        cp="$cp${cp:+:}$path"
+    done <<<"$1"
+    echo "$cp"
 }
 
 # Fetches and verifies the JDBC drivers of DB_LIST; sets DB_CP.
 uniffi_db_jars() {
-    local spec sha path
-    DB_CP=""
-    while read -r spec sha; do
-        [ -n "$spec" ] || continue
-        path="$(uniffi_jar "$spec" "$sha")"
-        DB_CP="$DB_CP${DB_CP:+:}$path"
-    done <<<"$DB_LIST"
+    DB_CP="$(uniffi_classpath "$DB_LIST")"
 }
 
 # Fetches and verifies the test-only jars; sets TEST_CP.
 uniffi_test_jars() {
-    local spec sha path
-    TEST_CP=""
-    while read -r spec sha; do
-        [ -n "$spec" ] || continue
-        path="$(uniffi_jar "$spec" "$sha")"
-        TEST_CP="$TEST_CP${TEST_CP:+:}$path"
-    done <<<"$TEST_LIST"
+    TEST_CP="$(uniffi_classpath "$TEST_LIST")"
 }
