@@ -89,9 +89,14 @@ export KRABKA_POSTGRES_URL
 echo "KRABKA_POSTGRES_URL=$KRABKA_POSTGRES_URL"
 
 step "node --test (bindings/node/test)"
-# No --test-force-exit: a file whose cases leave a promise pending (a test
-# kit process's call that never ends) hangs here instead of passing.
-(cd "$PKG" && node --test --test-concurrency=1 test/*.test.js)
+# No --test-force-exit: a file whose cases leave something running (a test
+# kit process's client not closed, a call that never ends) keeps its process
+# alive instead of passing. The suite takes a minute or two; ten minutes
+# without an end is such a hang, and fails naming it.
+if ! (cd "$PKG" && timeout 600 node --test --test-concurrency=1 test/*.test.js); then
+    echo "ci/node.sh: node --test failed, or did not end within 600 s (a test file that leaves a client or a timer running keeps its process alive)" >&2
+    exit 1
+fi
 
 step "example (examples/node/service.mjs, 5 s on the real Kafka)"
 SERVICE_TOPIC=krabka-node-service-results
