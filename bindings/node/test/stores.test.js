@@ -22,23 +22,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const kc = require('..')
-const testing = require('../testing')
 const stores = require('../stores')
 
-// Every process a case made, its client closed once the case ends: a held
-// leadership or a waiting acquire keeps Node's event loop alive, as on
-// Kafka (see testing_kit.test.js).
-const made = []
-class TestCluster extends testing.TestCluster {
-  process(name) {
-    const p = super.process(name)
-    made.push(p)
-    return p
-  }
-}
-test.afterEach(async () => {
-  await Promise.all(made.splice(0).map((p) => p.client.close()))
-})
+const { ClosingCluster: TestCluster } = require('./closing-cluster')
 
 const examples = path.join(__dirname, '..', '..', '..', 'examples', 'node')
 const pg = require(require.resolve('pg', { paths: [examples] }))

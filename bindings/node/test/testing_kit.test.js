@@ -12,20 +12,7 @@ const { TestCluster, TestProcess } = require('../testing')
 
 const ROLE = 'billing'
 
-// Every process a case made, its client closed once the case ends: a held
-// leadership or a waiting acquire keeps Node's event loop alive, as on
-// Kafka. A crashed process's client closes at once.
-const made = []
-class Cluster extends TestCluster {
-  process(name) {
-    const p = super.process(name)
-    made.push(p)
-    return p
-  }
-}
-test.afterEach(async () => {
-  await Promise.all(made.splice(0).map((p) => p.client.close()))
-})
+const { ClosingCluster: Cluster } = require('./closing-cluster')
 const LEASE = 30
 // The challenge stagger (seconds) the crash-failover standbys are given (the
 // core's default): rank k challenges at the holder's deadline plus k of them.
