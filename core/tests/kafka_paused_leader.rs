@@ -59,6 +59,11 @@ async fn a_paused_data_leader_costs_writes_not_the_lease() {
         .write(vec![data_record(data, 0, b"before")])
         .await
         .expect("a guarded write while every broker is up");
+    // The pause meets a write in flight, not the markers of the one before:
+    // markers on their way to a paused leader hold the role's transactions
+    // for up to the brokers' `request.timeout.ms`, past this lease (the
+    // lease-sizing rule for a paused broker covers that case).
+    wait_markers_written(&describe, &role).await;
 
     let paused = DownNode::pause(&victim);
     let t0 = Instant::now();

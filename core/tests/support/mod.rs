@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, KafkaConfig, KafkaTransport, TopicReport,
+    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport, TopicReport,
 };
 use krabka_coordination::transport::{OutRecord, StateReader, StateRecord};
 use krabka_coordination::Record;
@@ -862,6 +862,32 @@ impl FaultSetup {
             self.options.clone().with_events(events),
         );
         tokio::spawn(async move { client.acquire(&role, "standby", options).await })
+    }
+}
+
+/// Waits (10 s at most) until the coordinator has written the markers of
+/// `role`'s last transaction: its state is no longer `PrepareCommit` or
+/// `PrepareAbort`. Until then the coordinator answers
+/// CONCURRENT_TRANSACTIONS to every next transaction of the role, and a
+/// partition leader that stops answering with those markers on their way to
+/// it holds the role's transactions for up to the brokers'
+/// `request.timeout.ms` (30 s), which the lease-sizing rule for a paused
+/// broker covers and a test of a shorter lease must not run into.
+pub async fn wait_markers_written(describe: &DescribeClient, role: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let d = describe.describe_transaction(role).await.unwrap();
+        let pending = d
+            .as_ref()
+            .is_some_and(|d| d.state == "PrepareCommit" || d.state == "PrepareAbort");
+        if !pending {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the markers of {role}'s last transaction were not written: {d:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
