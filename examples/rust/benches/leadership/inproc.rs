@@ -161,6 +161,64 @@ fn parts(
     p
 }
 
+/// One role held for `--renewal-trials` renewals: each renewal's lease
+/// write (the held term's renewal transaction, as the renew loop sends it)
+/// timed at the transport, the first lease not counted.
+pub async fn renewal(a: &Args, config: &KafkaConfig) -> std::result::Result<Value, String> {
+    let role = format!("bench-renewal-{}", now_ms());
+    let spans: Spans = Arc::default();
+    let hints: Arc<Hints> = Arc::default();
+    let bases = Bases::default();
+    let base = bases.new_transport(config, "a")?;
+    let c = client(Arc::new(Timed::new(base, "a", spans.clone(), hints)), a)?;
+    let held = c
+        .acquire(&role, "a", options(&c, a))
+        .await
+        .map_err(|e| e.to_string())?;
+    let first_done = Instant::now();
+    let wanted = a.renewal_trials;
+    let within = Duration::from_millis(a.renew_ms * (wanted as u64 + 2) + a.lease_ms);
+    let renewals = |s: &[Span]| -> Vec<f64> {
+        s.iter()
+            .filter(|s| s.op == "write_lease(lease)" && s.start > first_done)
+            .map(|s| ms(s.end - s.start))
+            .collect()
+    };
+    loop {
+        let got = renewals(&spans.lock().unwrap());
+        if got.len() >= wanted {
+            break;
+        }
+        if first_done.elapsed() > within {
+            return Err(format!(
+                "{} of {wanted} renewals within {within:?}",
+                got.len()
+            ));
+        }
+        if !held.is_held() {
+            return Err(format!("the term ended: {:?}", held.err()));
+        }
+        tokio::time::sleep(Duration::from_millis(a.renew_ms / 2 + 1)).await;
+    }
+    let failed = spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.op == "write_lease(lease)" && !s.ok)
+        .count();
+    held.resign().await.map_err(|e| format!("resign: {e}"))?;
+    let mut v = renewals(&spans.lock().unwrap());
+    v.truncate(wanted);
+    println!(
+        "renewal ({} renewals, lease {} ms, renew {} ms, {failed} failed)",
+        v.len(),
+        a.lease_ms,
+        a.renew_ms
+    );
+    println!("{}", stat_line("lease write of a renewal", &v));
+    Ok(json!({ "renewal": stats(&v), "failed": failed }))
+}
+
 /// A member: its leadership or pending acquire, its id and its client.
 type Seat<T> = (T, &'static str, Client);
 

@@ -51,11 +51,12 @@ const USAGE: &str = "\
 usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:PORT [options]
 
   --only NAME               handover, handover-procs, etcd, first-election, crash,
-                            crash-inproc or describe (repeatable; default: handover-procs,
-                            etcd, handover, first-election, crash, describe)
+                            crash-inproc, renewal or describe (repeatable; default:
+                            handover-procs, etcd, handover, first-election, crash, describe)
   --handover-trials N       resign -> next leader trials (default 30)
   --crash-trials N          SIGKILL -> next leader trials (default 20)
   --first-trials N          first elections of new roles (default 20)
+  --renewal-trials N        renewals of one held role timed (default 40)
   --etcd-port PORT          first client port of the local 3-member etcd (default 23790;
                             peers at PORT+10..PORT+12)
   --describe-requests N     sequential describe_leadership calls (default 5000)
@@ -75,13 +76,14 @@ usage: cargo bench -p krabka-examples --bench leadership -- --bootstrap HOST:POR
   --verbose                 print every trial";
 
 /// The benchmarks `--only` takes.
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 8] = [
     "handover",
     "handover-procs",
     "etcd",
     "first-election",
     "crash",
     "crash-inproc",
+    "renewal",
     "describe",
 ];
 
@@ -98,6 +100,8 @@ pub struct Args {
     pub crash_trials: usize,
     /// First elections of new roles.
     pub first_trials: usize,
+    /// Renewals of one held role timed.
+    pub renewal_trials: usize,
     /// The first client port of the local etcd cluster.
     pub etcd_port: u16,
     /// Sequential describe calls.
@@ -136,6 +140,7 @@ impl Args {
             handover_trials: 30,
             crash_trials: 20,
             first_trials: 20,
+            renewal_trials: 40,
             etcd_port: 23790,
             describe_requests: 5000,
             describe_concurrency: 32,
@@ -164,6 +169,7 @@ impl Args {
                 "--handover-trials" => a.handover_trials = flags.number(f)?,
                 "--crash-trials" => a.crash_trials = flags.number(f)?,
                 "--first-trials" => a.first_trials = flags.number(f)?,
+                "--renewal-trials" => a.renewal_trials = flags.number::<usize>(f)?.max(1),
                 "--etcd-port" => a.etcd_port = flags.number(f)?,
                 "--describe-requests" => a.describe_requests = flags.number::<usize>(f)?.max(1),
                 "--describe-concurrency" => {
@@ -278,6 +284,7 @@ fn run(args: &Args) -> i32 {
                 "first-election" => procs::first_election(args).await,
                 "crash" => crash::crash(args, &config).await,
                 "crash-inproc" => inproc::crash_inproc(args, &config).await,
+                "renewal" => inproc::renewal(args, &config).await,
                 _ => describe::describe(args, &config).await,
             };
             match r {
