@@ -118,7 +118,7 @@ if [ "$service_rc" -ne 0 ] || ! grep -q "leading " "$SERVICE_LOG" \
 fi
 rm -f "$SERVICE_LOG"
 
-step "quick starts (the js blocks of README.md and bindings/node/README.md, ci/snippets.py)"
+step "quick starts (the js blocks of README.md, bindings/node/README.md and docs/node.md, ci/snippets.py)"
 for topic in billing-out report-results; do
     bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
         --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
@@ -126,7 +126,7 @@ done
 # Beside examples/node/node_modules, where the snippets' import finds the
 # package; git-ignored.
 SNIPPETS="$EXAMPLES/.snippets"
-python3 "$ROOT/ci/snippets.py" extract js "$SNIPPETS" "$ROOT/README.md" "$PKG/README.md"
+python3 "$ROOT/ci/snippets.py" extract js "$SNIPPETS" "$ROOT/README.md" "$PKG/README.md" "$ROOT/docs/node.md"
 python3 "$ROOT/ci/snippets.py" run js "$SNIPPETS" -- sh -c \
     'if [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ]; then exec node --check "$0"; else exec node "$0"; fi' {}
 

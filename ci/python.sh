@@ -179,13 +179,13 @@ if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
 fi
 rm -f "$WORKER_LOG"
 
-step "quick starts (the python blocks of README.md and bindings/python/README.md, ci/snippets.py)"
+step "quick starts (the python blocks of README.md, bindings/python/README.md and docs/python.md, ci/snippets.py)"
 for topic in billing-out report-results; do
     bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
         --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
 done
 SNIPPETS="$ROOT/target/snippets/python"
-"$PY" "$ROOT/ci/snippets.py" extract python "$SNIPPETS" "$ROOT/README.md" "$PKG/README.md"
+"$PY" "$ROOT/ci/snippets.py" extract python "$SNIPPETS" "$ROOT/README.md" "$PKG/README.md" "$ROOT/docs/python.md"
 # A whole program runs; a fragment is compiled only.
 (cd "$PKG/tests" && "$PY" "$ROOT/ci/snippets.py" run python "$SNIPPETS" -- sh -c \
     'if [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ]; then exec "$0" -m py_compile "$1"; else exec "$0" "$1"; fi' \

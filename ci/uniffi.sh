@@ -90,10 +90,10 @@ fi
 ls "$ROOT/bindings/uniffi/swift"
 
 step "kotlinc: the generated Kotlin, the tests, the example and the README quick starts"
-# The kotlin blocks of README.md and bindings/uniffi/README.md
+# The kotlin blocks of README.md, bindings/uniffi/README.md and docs/kotlin.md
 # (ci/snippets.py), each compiled in a package of its own (each has a main).
 SNIPPETS="$OUT/snippets"
-python3 "$ROOT/ci/snippets.py" extract kotlin "$SNIPPETS" "$ROOT/README.md" "$ROOT/bindings/uniffi/README.md"
+python3 "$ROOT/ci/snippets.py" extract kotlin "$SNIPPETS" "$ROOT/README.md" "$ROOT/bindings/uniffi/README.md" "$ROOT/docs/kotlin.md"
 rm -rf "$OUT/snippets-src"
 mkdir -p "$OUT/snippets-src"
 for f in "$SNIPPETS"/*.kt; do
@@ -185,7 +185,7 @@ if [ "$worker_rc" -ne 0 ] || ! grep -q "leading " "$WORKER_LOG" \
 fi
 rm -f "$WORKER_LOG"
 
-step "quick starts (the kotlin blocks of README.md and bindings/uniffi/README.md) on the real Kafka"
+step "quick starts (the kotlin blocks of README.md, bindings/uniffi/README.md and docs/kotlin.md) on the real Kafka"
 for topic in billing-out results; do
     bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
         --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
