@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The code blocks of the READMEs, extracted so the test command runs them
-(issue 27, item 2): a quick start that stops working fails CI.
+"""The code blocks of the READMEs, extracted so the test command runs them:
+a quick start that stops working fails CI.
 
     ci/snippets.py extract LANG OUT_DIR FILE...   # write each block of LANG to OUT_DIR
     ci/snippets.py run LANG OUT_DIR -- CMD...     # run CMD on each extracted file ({} is the file)

@@ -1,4 +1,4 @@
-"""A neighbour's transaction frozen on a state partition (issue 25, item 4).
+"""A neighbour's transaction frozen on a state partition
 
   freeze.py hold BOOTSTRAP TRANSACTIONAL_ID PARTITION TIMEOUT_MS
       opens a transaction of TRANSACTIONAL_ID (transaction timeout

@@ -1,4 +1,4 @@
-"""The fault campaign (issue 9, item 11): member processes of several roles
+"""The fault campaign: member processes of several roles
 write guarded records on the 3-broker cluster while a nemesis injects faults;
 then everything is healed, the members stop, and the checker reads what was
 committed. Run it through ci/faults.sh, which prepares the venv, the member

@@ -1,4 +1,4 @@
-// Many roles held by one Node.js process (issue 28, item 4): one Client
+// Many roles held by one Node.js process: one Client
 // acquires N roles at once (Promise.all), holds them, and resigns them,
 // while the process samples its threads, open descriptors, TCP sockets and
 // resident memory every second (/proc/self) and times its renewals from the

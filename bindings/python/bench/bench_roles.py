@@ -1,6 +1,5 @@
-"""Many roles held by one Python process (issue 16, item 2, "and the same
-through Python"): one :class:`AsyncClient` acquires N roles at once, holds
-them, and resigns them, while the process samples its threads, open
+"""Many roles held by one Python process: one :class:`AsyncClient`
+acquires N roles at once, holds them, and resigns them, while the process samples its threads, open
 descriptors, TCP sockets and resident memory every second (``/proc/self``)
 and times its renewals from the leaderships' events. The Rust twin is
 ``examples/rust/benches/roles.rs`` (``ci/bench-roles.sh``); the numbers of
