@@ -127,11 +127,13 @@ async fn rows_s3_p5_w3_a_due_renewal_commits_and_schedules_the_next() {
     assert_eq!(seen(&mut rx), ["renewed"]);
 }
 
-/// Row S2, and the table's priority: a machine suspended past its lease
-/// finds the deadline and the schedule due at once; the deadline wins, the
-/// term ends with `LEASE_EXPIRED`, and no renewal is sent.
+/// Rows S2 and P4: a machine suspended past its lease finds the deadline
+/// and the schedule due at once; the term ends with `LEASE_EXPIRED` and no
+/// renewal is sent. S2 ends it (the deadline is first in the wait); were
+/// the schedule taken first, P4 would end it with the producer taken, so
+/// the test fails only when both are lost.
 #[tokio::test(flavor = "current_thread")]
-async fn row_s2_the_deadline_beats_a_renewal_due_at_the_same_time() {
+async fn rows_s2_p4_a_suspend_past_the_lease_expires_without_renewing() {
     let w = World::new();
     let (a, mut rx) = w.leader().await;
     seen(&mut rx);
@@ -144,7 +146,8 @@ async fn row_s2_the_deadline_beats_a_renewal_due_at_the_same_time() {
 }
 
 /// Rows S1 and E1: dropping the handle stops the renewals; nothing is sent
-/// after it, and no event.
+/// after it, and no event. (P1 and P3 stop a renewal that got past S1, so
+/// this checks the outcome of the three together.)
 #[tokio::test(flavor = "current_thread")]
 async fn rows_s1_e1_a_dropped_handle_renews_no_more() {
     let w = World::new();
@@ -203,7 +206,8 @@ async fn rows_w5_s2_failing_renewals_expire_at_the_deadline() {
 }
 
 /// Row W4: a newer epoch fences the next renewal, which ends the term with
-/// `FENCED`; no renewal follows.
+/// `FENCED`; no renewal follows. (The end reason of a fence whose outcome
+/// was unknown is `fenced_reason`'s, tested below.)
 #[tokio::test(flavor = "current_thread")]
 async fn row_w4_a_fenced_renewal_ends_the_term() {
     let w = World::new();
