@@ -1,22 +1,24 @@
-//! Tests of the held term. The renewal tests drive the in-memory transport
-//! on a manual clock (no real time passes) and each names the rows of the
-//! renewal table (`renewal` module docs) it covers.
+//! Tests of the held term. The renewal and resign tests drive the
+//! in-memory transport on a manual clock (no real time passes); each names
+//! the rows of the renewal table (`renewal` module docs) or the steps of
+//! the resign (`resign` module docs) it covers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{fenced_reason, resign, Leadership};
 use crate::error::Error;
-use crate::events::{self, EventReceiver};
-use crate::leadership::{acquire_leadership, LeadershipOptions};
+use crate::events::{self, EventKind, EventReceiver};
+use crate::leadership::{acquire_leadership, describe_role_state, LeadershipOptions};
 use crate::transport::memory::MemoryCluster;
-use crate::transport::{Coordinator, OutRecord, Transport};
-use crate::{Clock, ErrorKind, ManualClock};
+use crate::transport::{Coordinator, Describer, LeaseWriter, OutRecord, Transport};
+use crate::{Clock, ErrorKind, FencingToken, ManualClock, STATE_TOPIC};
 
 const T0: i64 = 1_700_000_000_000;
 const LEASE: Duration = Duration::from_secs(30);
 const RENEW: Duration = Duration::from_secs(10);
 const ROLE: &str = "held-tests";
+const PARTITIONS: i32 = 4;
 
 fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
@@ -37,7 +39,7 @@ impl World {
 
     fn options(&self) -> LeadershipOptions {
         LeadershipOptions::default()
-            .with_partitions(4)
+            .with_partitions(PARTITIONS)
             .with_lease_duration(LEASE)
             .with_renew_interval(RENEW)
             .with_challenge_stagger(Duration::from_secs(5))
@@ -49,13 +51,26 @@ impl World {
     /// to the receiver.
     async fn leader_with(&self, options: LeadershipOptions) -> (Leadership, EventReceiver) {
         let (tx, rx) = events::channel();
-        let transport: Arc<dyn Transport> = Arc::new(self.cluster.transport());
-        let options = options.with_events(tx);
-        let a =
-            tokio::spawn(async move { acquire_leadership(transport, ROLE, "a", options).await });
+        let a = self.spawn("a", options.with_events(tx));
         settle().await;
         assert!(a.is_finished(), "a leads at once");
         (a.await.unwrap().unwrap(), rx)
+    }
+
+    /// `member` acquires [`ROLE`] on a transport of its own, in a task.
+    fn spawn(
+        &self,
+        member: &str,
+        options: LeadershipOptions,
+    ) -> tokio::task::JoinHandle<crate::Result<Leadership>> {
+        let transport: Arc<dyn Transport> = Arc::new(self.cluster.transport());
+        let member = member.to_owned();
+        tokio::spawn(async move { acquire_leadership(transport, ROLE, &member, options).await })
+    }
+
+    /// The coordinator's current token of [`ROLE`].
+    async fn current_token(&self) -> FencingToken {
+        self.cluster.transport().describe_epoch(ROLE).await.unwrap()
     }
 
     async fn leader(&self) -> (Leadership, EventReceiver) {
@@ -88,6 +103,31 @@ fn seen(rx: &mut EventReceiver) -> Vec<&'static str> {
         out.push(e.kind.name());
     }
     out
+}
+
+/// The `cleared` of every `resigned` event in `events`, in order.
+fn resigned(events: &[EventKind]) -> Vec<bool> {
+    events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Resigned { cleared } => Some(*cleared),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every event delivered so far.
+fn kinds(rx: &mut EventReceiver) -> Vec<EventKind> {
+    let mut out = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        out.push(e.kind);
+    }
+    out
+}
+
+/// `token` with its epoch `n` higher.
+fn later(token: FencingToken, n: i16) -> FencingToken {
+    FencingToken::new(token.producer_id, token.producer_epoch + n)
 }
 
 /// A guarded record of the `orders` topic, partition 0.
@@ -251,6 +291,105 @@ async fn rows_p1_p3_a_resign_stops_a_renewal_waiting_for_the_producer() {
     );
     resigned.await.unwrap().unwrap();
     assert_eq!(seen(&mut rx), ["resigned", "deregistered"]);
+}
+
+/// Resign steps 1 to 7, alone: with no other member registered, the
+/// tombstone commits (`resigned`, cleared), the term's token is superseded
+/// (the bump of step 5: the coordinator's token is one epoch on), the
+/// member deregisters (`deregistered`) and the term ends as resigned.
+#[tokio::test(flavor = "current_thread")]
+async fn resign_steps_1_to_7_a_lone_leader_clears_bumps_and_deregisters() {
+    let w = World::new();
+    let (a, mut rx) = w.leader().await;
+    w.run_until(T0 + 1_000).await;
+    kinds(&mut rx);
+    a.resign().await.unwrap();
+    let events = kinds(&mut rx);
+    assert_eq!(resigned(&events), [true]);
+    assert!(matches!(events.last(), Some(EventKind::Deregistered)));
+    assert_eq!(w.current_token().await, later(a.token(), 1), "bumped");
+    assert!(!a.is_held());
+    assert!(matches!(*a.err().unwrap(), Error::Resigned));
+    let state = describe_role_state(&w.cluster.transport(), ROLE, PARTITIONS)
+        .await
+        .unwrap();
+    assert!(state.lease.is_none(), "cleared: {state:?}");
+    assert!(state.roster.is_empty(), "deregistered: {state:?}");
+}
+
+/// Resign steps 3 and 6 with a member waiting: the deregistration goes out
+/// beside the tombstone and no bump runs (step 5 is skipped), so the
+/// successor's mint is the first one after the term's token.
+#[tokio::test(flavor = "current_thread")]
+async fn resign_step_3_a_waiting_member_is_not_bumped_over() {
+    let w = World::new();
+    let (a, mut rx) = w.leader().await;
+    let b = w.spawn("b", w.options());
+    w.run_until(T0 + 1_000).await;
+    assert!(!b.is_finished(), "b waits");
+    kinds(&mut rx);
+    a.resign().await.unwrap();
+    let events = kinds(&mut rx);
+    assert_eq!(resigned(&events), [true]);
+    assert!(matches!(events.last(), Some(EventKind::Deregistered)));
+    w.run_until(T0 + 2_000).await;
+    assert!(b.is_finished(), "b took over at once");
+    let b = b.await.unwrap().unwrap();
+    assert_eq!(b.token(), later(a.token(), 1), "nothing minted between");
+}
+
+/// Resign step 4, fenced: a member deposed without noticing resigns
+/// without erasing anything (`resigned`, not cleared), bumps nothing, and
+/// still deregisters; the resign succeeds.
+#[tokio::test(flavor = "current_thread")]
+async fn resign_step_4_a_deposed_member_clears_nothing_and_bumps_nothing() {
+    let w = World::new();
+    let (a, mut rx) = w.leader().await;
+    kinds(&mut rx);
+    let newer = w
+        .cluster
+        .transport()
+        .acquire_epoch(ROLE, LEASE)
+        .await
+        .unwrap()
+        .token();
+    a.resign().await.unwrap();
+    let events = kinds(&mut rx);
+    assert_eq!(resigned(&events), [false]);
+    assert!(matches!(events.last(), Some(EventKind::Deregistered)));
+    assert_eq!(w.current_token().await, newer, "not bumped");
+}
+
+/// The resign's watchdog (before step 1): a resign whose tombstone hangs
+/// does not keep the term past the local lease deadline, even when nothing
+/// asks the handle; the term ends there with
+/// `LEASE_EXPIRED` naming the resign, and the resign goes on to its bound
+/// and returns the tombstone's failure.
+#[tokio::test(flavor = "current_thread")]
+async fn a_resign_that_hangs_ends_the_term_at_the_local_deadline() {
+    let w = World::new();
+    let (a, _rx) = w.leader().await;
+    let a = Arc::new(a);
+    w.run_until(T0 + 5_000).await;
+    w.cluster.set_stalled(STATE_TOPIC, true);
+    let resigner = Arc::clone(&a);
+    let resign = tokio::spawn(async move { resigner.resign().await });
+    // Only the watchdog's timer ends it: nothing asks the handle.
+    let done = tokio::spawn(a.done());
+    w.run_until(T0 + ms(LEASE) - 1).await;
+    assert!(!done.is_finished(), "held until the deadline");
+    w.run_until(T0 + ms(LEASE)).await;
+    assert!(done.is_finished(), "ended at the deadline");
+    let why = a.err().expect("ended at the deadline");
+    assert_eq!(why.kind(), ErrorKind::LeaseExpired);
+    assert!(
+        why.to_string().contains("before its resign finished"),
+        "{why}"
+    );
+    assert!(!resign.is_finished(), "the resign goes on");
+    w.run_until(T0 + 5_000 + ms(LEASE)).await;
+    assert!(resign.is_finished(), "bounded by the lease duration");
+    assert!(resign.await.unwrap().is_err());
 }
 
 #[test]
