@@ -8,14 +8,24 @@
 //!
 //! # The term's mutable state and its locks
 //!
-//! The order, outermost first: `writes`, then `follower`, then any one of
-//! `renewal`, `claim` and the `ended` watch. The two asynchronous locks are
-//! the only ones held across an await. The synchronous ones are each taken
-//! for one statement, never two at once and never across an await, so they
-//! nest inside anything and nothing nests inside them. The flags and tokens
-//! (`resign_called`, `resign_started`, `stop`, `abandoned`) are set once
-//! and never cleared, so they are read without a lock.
-
+//! | Cell             | Kind                     | Guards                                             | Order |
+//! |------------------|--------------------------|----------------------------------------------------|-------|
+//! | `writes`         | async mutex              | the epoch's producer: one write at a time          | 1     |
+//! | `follower`       | async mutex              | the challenge's follower, taken once by the resign | 2     |
+//! | `renewal`        | sync mutex, one statement| the last committed lease, its send time, failures  | 3     |
+//! | `claim`          | sync mutex, one statement| the client's claim on the role                     | 3     |
+//! | `ended`          | watch, one call          | why the term ended (the first reason wins)         | 3     |
+//! | `resigned`       | watch, one call          | the resign's result                                | 3     |
+//! | `resign_called`, `resign_started` | atomic flags | set once, never cleared                     | -     |
+//! | `stop`, `abandoned` | cancellation tokens   | cancelled once, never reset                        | -     |
+//!
+//! A lock is only taken while holding locks of a lower order: `follower`
+//! only inside `writes` (by the resign), the order-3 cells inside anything.
+//! The two asynchronous locks are the only ones held across an await. The
+//! order-3 cells are each taken for one statement or call, never two at
+//! once and never across an await, so nothing nests inside them (`ended`'s
+//! update only counts a metric). The flags and tokens are read without a
+//! lock: each only ever moves one way.
 mod renewal;
 mod resign;
 mod writes;
@@ -55,13 +65,13 @@ struct Held {
     /// through it, each holding `writes`.
     epoch: Box<dyn LeaseWriter>,
     token: FencingToken,
-    /// Lock 3 (sync, one statement): what the renewals leave behind (see
+    /// Order 3 (sync, one statement): what the renewals leave behind (see
     /// [`Renewal`]). Written by the renewal task only.
     renewal: Mutex<Renewal>,
-    /// Lock 3 (the watch's own, one call): why the term ended; the first
+    /// Order 3 (the watch's own, one call): why the term ended; the first
     /// reason wins. Its update only counts a metric under the lock.
     ended: watch::Sender<Option<EndReason>>,
-    /// Lock 1 (async, outermost): the epoch's producer. Held across a
+    /// Order 1 (async, outermost): the epoch's producer. Held across a
     /// renewal's write, a guarded write, and the resign's steps, so the
     /// epoch writes one thing at a time.
     writes: tokio::sync::Mutex<()>,
@@ -74,7 +84,8 @@ struct Held {
     /// issued after a resign can commit, whatever order the futures run in.
     /// Always set before `resign_started`.
     resign_called: AtomicBool,
-    /// The resign's result, once it finished.
+    /// Order 3 (the watch's own, one call): the resign's result, once it
+    /// finished.
     resigned: watch::Sender<Option<Result<(), Arc<Error>>>>,
     /// Cancelled when the renewals must stop: the term ended, a resign
     /// started, or the handle was dropped.
@@ -83,10 +94,10 @@ struct Held {
     /// write or resign pending then, or called later, ends with
     /// [`crate::error::process_crashed`].
     abandoned: CancellationToken,
-    /// Lock 3 (sync, one statement): the claim, taken out once when the
+    /// Order 3 (sync, one statement): the claim, taken out once when the
     /// term ends or the handle is dropped.
     claim: Mutex<Option<Claim>>,
-    /// Lock 2 (async; only the resign takes it, and only while it holds
+    /// Order 2 (async; only the resign takes it, and only while it holds
     /// `writes`): the follower of the partition as the challenge
     /// left it, and the members passed over then; a resign reads on from
     /// there (see `resign::successor_waits`) and takes it, once.

@@ -56,8 +56,7 @@ use crate::events::EventKind;
 use crate::leadership::member::{millis, Backoff};
 
 /// Where the renewal task stands (see the module's table).
-#[derive(Debug)]
-pub(super) enum Renewing<'a> {
+enum Renewing<'a> {
     /// Waiting for the renewal's time `at` (ms on the local deadline
     /// clock): one renew interval after the last committed renewal's send,
     /// or the back-off after a failed one.
@@ -103,7 +102,7 @@ async fn renew_loop(held: Arc<Held>) {
 }
 
 /// The renewal task's own data: the term and the back-off of its retries.
-pub(super) struct Renewer<'a> {
+struct Renewer<'a> {
     held: &'a Held,
     backoff: Backoff,
     /// The renew interval, ms.
@@ -111,7 +110,7 @@ pub(super) struct Renewer<'a> {
 }
 
 impl<'a> Renewer<'a> {
-    pub(super) fn new(held: &'a Held) -> Self {
+    fn new(held: &'a Held) -> Self {
         let o = &held.member.options;
         Renewer {
             held,
@@ -121,7 +120,7 @@ impl<'a> Renewer<'a> {
     }
 
     /// The first state: one renew interval after the first lease's send.
-    pub(super) fn first(&self) -> Renewing<'a> {
+    fn first(&self) -> Renewing<'a> {
         let lease = millis(self.held.member.options.election.lease_duration);
         Renewing::Scheduled {
             at: self.held.deadline() - lease + self.renew,

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::events::{self, EventKind, EventReceiver};
 use crate::leadership::{acquire_leadership, describe_role_state, LeadershipOptions};
 use crate::transport::memory::MemoryCluster;
-use crate::transport::{Coordinator, Describer, LeaseWriter, OutRecord, Transport};
+use crate::transport::{Coordinator, Describer, OutRecord, Transport};
 use crate::{Clock, ErrorKind, FencingToken, ManualClock, STATE_TOPIC};
 
 const T0: i64 = 1_700_000_000_000;
