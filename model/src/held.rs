@@ -1,4 +1,4 @@
-//! The held term (`core/src/leadership/held.rs`): renewals bounded by the
+//! The held term (`core/src/leadership/held/`): renewals bounded by the
 //! local lease deadline on the monotonic clock, guarded writes, resign, and
 //! the end of a term.
 
