@@ -23,102 +23,6 @@ use crate::transport::LeaseWriter;
 /// The epoch a transport mints.
 type Epoch = Box<dyn LeaseWriter>;
 
-/// A wait as it was last reported: its turn, rank and the holder's token.
-type Reported = Option<(i64, usize, Option<FencingToken>)>;
-
-/// True when a wait at `at` with `rank` behind `holder` is worth a log line
-/// after the wait `last` reported: the first wait, another rank or holder,
-/// or a turn that moved for another reason than the same holder renewing
-/// (which only moves it later). A standby behind a healthy leader logs
-/// one line per leader, not one per renewal; its events still report each.
-fn wait_is_news(last: Reported, at: i64, rank: usize, holder: Option<FencingToken>) -> bool {
-    match last {
-        None => true,
-        Some((last_at, last_rank, last_holder)) => {
-            last_rank != rank
-                || last_holder != holder
-                || at < last_at
-                || (holder.is_none() && at != last_at)
-        }
-    }
-}
-
-/// One wait of a member whose turn is at `at` with `rank`, behind the
-/// lease `holder` of the view it decided from: reports it (an event once
-/// per turn and holder, a log line when [`wait_is_news`]), then follows
-/// the partition until the turn comes or a poll brings news (the caller
-/// evaluates again).
-async fn wait_until(
-    m: &Member,
-    follower: &mut Follower,
-    (at, rank, holder): (i64, usize, Option<&Lease>),
-    last_wait: &mut Reported,
-    cancel: &CancellationToken,
-    backoff: &mut Backoff,
-) -> Result<()> {
-    let holder_token = holder.map(|l| l.token);
-    if *last_wait != Some((at, rank, holder_token)) {
-        if wait_is_news(*last_wait, at, rank, holder_token) {
-            tracing::info!(
-                rank,
-                challenge_at = %Rfc3339(at),
-                holder = holder.map(|l| l.member.as_str()),
-                "waiting"
-            );
-        }
-        m.emit(EventKind::Waiting {
-            rank,
-            challenge_at: at,
-            holder: holder.map(|l| Arc::from(l.member.as_str())),
-            holder_token,
-        });
-        *last_wait = Some((at, rank, holder_token));
-    }
-    let wait = m.options.poll_wait;
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(Error::Cancelled),
-        _ = m.options.clock.sleep_until(at) => Ok(()),
-        r = follower.poll_or_back_off(m, wait, cancel, backoff) => r.map(|_| ()),
-    }
-}
-
-/// The follower's state with what lies past the partition's open
-/// transaction applied ([`crate::transport::StateReader::read_past_stable`]),
-/// when every record of this role up to the end of the log is decided;
-/// `None` when a record of this role is in an open transaction (a
-/// renewal, a first lease or a resign's tombstone in flight: the
-/// transaction decides), or when the transport cannot tell (it waits then,
-/// as for any open transaction).
-async fn view_past_stable(m: &Member, follower: &Follower) -> Option<RoleState> {
-    let past = match m
-        .transport
-        .read_past_stable(m.partition, follower.position())
-        .await
-    {
-        Ok(past) => past?,
-        Err(e) => {
-            tracing::debug!(error = %e, "could not read past the open transaction; waiting for it");
-            return None;
-        }
-    };
-    if let Some(r) = past.open.iter().find(|r| follower.state.is_own_key(&r.key)) {
-        tracing::debug!(
-            offset = r.offset,
-            "a record of this role is in the open transaction; waiting for it"
-        );
-        return None;
-    }
-    let mut view = follower.state.clone();
-    for r in &past.committed {
-        if let Err(e) = view.apply(r) {
-            tracing::warn!(error = %e, offset = r.offset, "a record past the open transaction does not decode; waiting for the transaction");
-            return None;
-        }
-    }
-    Some(view)
-}
-
 /// Registers, follows the role's partition and challenges when the turn
 /// comes, until the challenge is won (the [`Won`] epoch, its first lease
 /// and the follower as it stood) or an action fails (a cancel, an error it
@@ -336,4 +240,100 @@ fn elected(m: &Member, won: Elected<Epoch>, follower: Follower) -> Won {
         stale,
         follower,
     }
+}
+
+/// A wait as it was last reported: its turn, rank and the holder's token.
+type Reported = Option<(i64, usize, Option<FencingToken>)>;
+
+/// True when a wait at `at` with `rank` behind `holder` is worth a log line
+/// after the wait `last` reported: the first wait, another rank or holder,
+/// or a turn that moved for another reason than the same holder renewing
+/// (which only moves it later). A standby behind a healthy leader logs
+/// one line per leader, not one per renewal; its events still report each.
+fn wait_is_news(last: Reported, at: i64, rank: usize, holder: Option<FencingToken>) -> bool {
+    match last {
+        None => true,
+        Some((last_at, last_rank, last_holder)) => {
+            last_rank != rank
+                || last_holder != holder
+                || at < last_at
+                || (holder.is_none() && at != last_at)
+        }
+    }
+}
+
+/// One wait of a member whose turn is at `at` with `rank`, behind the
+/// lease `holder` of the view it decided from: reports it (an event once
+/// per turn and holder, a log line when [`wait_is_news`]), then follows
+/// the partition until the turn comes or a poll brings news (the caller
+/// evaluates again).
+async fn wait_until(
+    m: &Member,
+    follower: &mut Follower,
+    (at, rank, holder): (i64, usize, Option<&Lease>),
+    last_wait: &mut Reported,
+    cancel: &CancellationToken,
+    backoff: &mut Backoff,
+) -> Result<()> {
+    let holder_token = holder.map(|l| l.token);
+    if *last_wait != Some((at, rank, holder_token)) {
+        if wait_is_news(*last_wait, at, rank, holder_token) {
+            tracing::info!(
+                rank,
+                challenge_at = %Rfc3339(at),
+                holder = holder.map(|l| l.member.as_str()),
+                "waiting"
+            );
+        }
+        m.emit(EventKind::Waiting {
+            rank,
+            challenge_at: at,
+            holder: holder.map(|l| Arc::from(l.member.as_str())),
+            holder_token,
+        });
+        *last_wait = Some((at, rank, holder_token));
+    }
+    let wait = m.options.poll_wait;
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Error::Cancelled),
+        _ = m.options.clock.sleep_until(at) => Ok(()),
+        r = follower.poll_or_back_off(m, wait, cancel, backoff) => r.map(|_| ()),
+    }
+}
+
+/// The follower's state with what lies past the partition's open
+/// transaction applied ([`crate::transport::StateReader::read_past_stable`]),
+/// when every record of this role up to the end of the log is decided;
+/// `None` when a record of this role is in an open transaction (a
+/// renewal, a first lease or a resign's tombstone in flight: the
+/// transaction decides), or when the transport cannot tell (it waits then,
+/// as for any open transaction).
+async fn view_past_stable(m: &Member, follower: &Follower) -> Option<RoleState> {
+    let past = match m
+        .transport
+        .read_past_stable(m.partition, follower.position())
+        .await
+    {
+        Ok(past) => past?,
+        Err(e) => {
+            tracing::debug!(error = %e, "could not read past the open transaction; waiting for it");
+            return None;
+        }
+    };
+    if let Some(r) = past.open.iter().find(|r| follower.state.is_own_key(&r.key)) {
+        tracing::debug!(
+            offset = r.offset,
+            "a record of this role is in the open transaction; waiting for it"
+        );
+        return None;
+    }
+    let mut view = follower.state.clone();
+    for r in &past.committed {
+        if let Err(e) = view.apply(r) {
+            tracing::warn!(error = %e, offset = r.offset, "a record past the open transaction does not decode; waiting for the transaction");
+            return None;
+        }
+    }
+    Some(view)
 }

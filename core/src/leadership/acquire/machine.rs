@@ -33,7 +33,8 @@
 //! `view` is the follower's view, `now` the wall clock the `Judge` that
 //! began the challenge read, `stale` the members [`passed_over`] in the
 //! view the challenge was decided from. A twin is [`find_twin`] on the
-//! view; a step is [`evaluate`] bounded by [`bound_step`].
+//! view, checked before the step (J1 before J2 to J6, P2 before P3 to
+//! P5); a step is [`evaluate`] bounded by [`bound_step`].
 //!
 //! | row | state | event | action | next state |
 //! | --- | --- | --- | --- | --- |
@@ -66,7 +67,7 @@
 //! | F4 | `FirstLease` | another error | | fails with it |
 //!
 //! The step on a view past an open transaction (P2 to P5) keeps its own
-//! [`SeenLease`], so the follower's older lease and the view's newer one
+//! [`SeenLease`](crate::election::guards::SeenLease), so the follower's older lease and the view's newer one
 //! do not take turns resetting when a lease was first seen; the hold-off
 //! after a lost challenge is one, whichever view ends it.
 
@@ -235,9 +236,9 @@ impl<'a> Machine<'a> {
         with_capped(t, capped)
     }
 
-    /// `FirstLease` (rows F1 to F4): `minted` is the state's epoch, the
-    /// token it was minted with and the members passed over; `committed` the
-    /// epoch's token after the write.
+    /// `FirstLease` (rows F1 to F4), from the state's epoch, the token it
+    /// was minted with and the members passed over; `committed` is the
+    /// epoch's token after the write, `now` the wall clock then.
     fn wrote<E>(
         &mut self,
         (epoch, token, stale): (E, FencingToken, Vec<String>),
