@@ -164,9 +164,9 @@ impl LeaseModel {
     /// `LookPast` rows of the acquire machine in the core): with no entry
     /// of the member's role open between its position and the end of the
     /// log, the committed entries there join its view and the loop's step
-    /// is taken on that view (the far-future cap with its own `seen_past`); to
-    /// challenge it mints, to wait it waits; otherwise, and with an entry
-    /// of its role open, it polls as for any held-back check.
+    /// is taken on that view (the far-future cap with its own `seen_past`);
+    /// to challenge it mints, to wait it waits; otherwise, and with an
+    /// entry of its role open, it polls as for any held-back check.
     fn look_past(&self, s: &mut State, m: usize, end: u16) {
         let from = s.members[m].read_upto as usize;
         let mut view = self.view(s, m);

@@ -183,7 +183,8 @@ pub(in crate::leadership::acquire) struct Memory {
     pub(in crate::leadership::acquire) found: Option<(FencingToken, i64)>,
     /// The tokens this process minted.
     pub(in crate::leadership::acquire) minted: Vec<FencingToken>,
-    /// The lease last seen in the follower's view (see [`bound_step`]).
+    /// The lease last seen in the follower's view (see
+    /// [`bound_step`](crate::election::guards::bound_step)).
     pub(in crate::leadership::acquire) seen: Option<SeenLease>,
     /// The same for the views past an open transaction.
     pub(in crate::leadership::acquire) seen_past: Option<SeenLease>,
