@@ -1,4 +1,4 @@
-//! The acquire loop of a member (`core/src/leadership/acquire.rs`), one
+//! The acquire loop of a member (`core/src/leadership/acquire/`), one
 //! atomic step per request: register, follow the partition, evaluate,
 //! challenge (read what is new, ask whether the read position is at the end
 //! of the log), mint, write the first lease, remove the registrations of
@@ -161,12 +161,12 @@ impl LeaseModel {
     }
 
     /// The look past an open transaction (`view_past_stable` and the
-    /// held-back arm of `acquire_loop` in the core): with no entry of the
-    /// member's role open between its position and the end of the log, the
-    /// committed entries there join its view and the loop's step is taken
-    /// on that view (the far-future cap with its own `seen_past`); to
-    /// challenge it mints, to wait it waits; otherwise, and with an entry
-    /// of its role open, it polls as for any held-back check.
+    /// `LookPast` rows of the acquire machine in the core): with no entry
+    /// of the member's role open between its position and the end of the
+    /// log, the committed entries there join its view and the loop's step
+    /// is taken on that view (the far-future cap with its own `seen_past`);
+    /// to challenge it mints, to wait it waits; otherwise, and with an
+    /// entry of its role open, it polls as for any held-back check.
     fn look_past(&self, s: &mut State, m: usize, end: u16) {
         let from = s.members[m].read_upto as usize;
         let mut view = self.view(s, m);

@@ -88,7 +88,8 @@ pub struct Member {
     pub health: Health,
 }
 
-/// The acquire loop's memory (see `core/src/leadership/acquire.rs`).
+/// The acquire loop's memory (the core's `Memory`,
+/// `core/src/leadership/acquire/machine/vocabulary.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Acquire {
     /// The offsets of the registrations this process wrote.
@@ -107,7 +108,7 @@ pub struct Acquire {
     /// was first seen (the far-future-deadline cap).
     pub seen: Option<(FencingToken, i64, u8)>,
     /// The same for the views past an open transaction (the core keeps
-    /// them apart: `seen_past` in `acquire_loop`).
+    /// them apart: `seen_past` in the acquire machine's memory).
     pub seen_past: Option<(FencingToken, i64, u8)>,
 }
 

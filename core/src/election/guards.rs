@@ -1,7 +1,7 @@
 //! The acquire loop's rules beside [`evaluate`](super::evaluate): pure
 //! functions of a role's state, the member's clocks and the loop's own
-//! memory, called by the loop (`core/src/leadership/acquire.rs`) and by the
-//! model check (`model/`), so the model checks these very rules.
+//! memory, called by the loop (`core/src/leadership/acquire/machine.rs`)
+//! and by the model check (`model/`), so the model checks these very rules.
 //!
 //! | rule | when | result |
 //! | --- | --- | --- |
