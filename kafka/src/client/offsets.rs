@@ -550,3 +550,160 @@ fn nothing_committed(asked: &[(String, Vec<i32>)]) -> Vec<PartitionCommitted> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(topic: &str, partition: i32, offset: i64, metadata: Option<&str>) -> OffsetToCommit {
+        OffsetToCommit {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            metadata: metadata.map(str::to_owned),
+        }
+    }
+
+    /// A committed partition as the tests compare it: index, offset,
+    /// metadata and leader epoch.
+    type Sent<'a> = (i32, i64, Option<&'a str>, i32);
+
+    /// No group membership: generation -1, an empty member id, no
+    /// instance id; the producer's id and epoch; one entry per topic.
+    #[test]
+    fn a_commit_names_the_producer_and_no_member() {
+        let token = ProducerEpoch::new(77, 3);
+        let offsets = [
+            pos("in", 0, 10, Some("m")),
+            pos("other", 2, 5, None),
+            pos("in", 1, 11, None),
+        ];
+        let req = txn_offset_commit("role", token, "g", &offsets);
+        assert_eq!(req.transactional_id.0.as_str(), "role");
+        assert_eq!(req.group_id.0.as_str(), "g");
+        assert_eq!((req.producer_id.0, req.producer_epoch), (77, 3));
+        assert_eq!(req.generation_id, -1);
+        assert!(req.member_id.is_empty());
+        assert_eq!(req.group_instance_id, None);
+        let topics: Vec<(&str, Vec<Sent>)> = req
+            .topics
+            .iter()
+            .map(|t| {
+                let parts = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.partition_index,
+                            p.committed_offset,
+                            p.committed_metadata.as_ref().map(|m| m.as_str()),
+                            p.committed_leader_epoch,
+                        )
+                    })
+                    .collect();
+                (t.name.0.as_str(), parts)
+            })
+            .collect();
+        assert_eq!(
+            topics,
+            vec![
+                ("in", vec![(0, 10, Some("m"), -1), (1, 11, None, -1)]),
+                ("other", vec![(2, 5, None, -1)]),
+            ]
+        );
+    }
+
+    /// Both layouts ask for stable offsets only, of the partitions asked.
+    #[test]
+    fn an_offset_fetch_requires_stable_offsets_in_both_layouts() {
+        let asked = [("in".to_owned(), vec![0, 1])];
+        let v7 = offset_fetch_request("g", &asked, 7);
+        assert!(v7.require_stable);
+        assert_eq!(v7.group_id.0.as_str(), "g");
+        let topics = v7.topics.expect("topics");
+        assert_eq!(topics[0].name.0.as_str(), "in");
+        assert_eq!(topics[0].partition_indexes, vec![0, 1]);
+        assert!(v7.groups.is_empty());
+
+        let v8 = offset_fetch_request("g", &asked, 8);
+        assert!(v8.require_stable);
+        assert_eq!(v8.groups.len(), 1);
+        assert_eq!(v8.groups[0].group_id.0.as_str(), "g");
+        let topics = v8.groups[0].topics.as_ref().expect("topics");
+        assert_eq!(topics[0].name.0.as_str(), "in");
+        assert_eq!(topics[0].partition_indexes, vec![0, 1]);
+    }
+
+    /// The answer in the order asked; a partition left out is not taken
+    /// for one without a commit.
+    #[test]
+    fn answers_come_in_the_order_asked_and_none_is_left_out() {
+        let asked = [("a".to_owned(), vec![1, 0]), ("b".to_owned(), vec![0])];
+        let p = |topic: &str, partition, committed| PartitionCommitted {
+            topic: topic.to_owned(),
+            partition,
+            committed,
+        };
+        let found = vec![
+            p("b", 0, Committed::Pending),
+            p("a", 0, Committed::Nothing),
+            p(
+                "a",
+                1,
+                Committed::At {
+                    offset: 4,
+                    metadata: None,
+                },
+            ),
+        ];
+        let ordered = in_order(&asked, found.clone()).expect("all answered");
+        let keys: Vec<(&str, i32)> = ordered
+            .iter()
+            .map(|p| (p.topic.as_str(), p.partition))
+            .collect();
+        assert_eq!(keys, vec![("a", 1), ("a", 0), ("b", 0)]);
+        assert_eq!(
+            in_order(&asked, found[1..].to_vec()),
+            Err(("b".to_owned(), 0))
+        );
+        assert!(nothing_committed(&asked)
+            .iter()
+            .all(|p| p.committed == Committed::Nothing));
+    }
+
+    /// Bad input is refused before any request; no offsets, no request.
+    #[tokio::test]
+    async fn bad_groups_are_refused_before_any_request() {
+        // Nothing listens there: a request would fail otherwise.
+        let client = Client::new(&Settings::new("127.0.0.1:9")).expect("client");
+        let token = ProducerEpoch::new(1, 0);
+        let soon = crate::deadline_in(std::time::Duration::from_secs(5));
+        let refused = |e: TxnError| match e {
+            TxnError::Refused(Error::InvalidArgument(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        let why = refused(
+            client
+                .add_offsets("role", token, "", soon)
+                .await
+                .unwrap_err(),
+        );
+        assert!(
+            why.contains("consumer group id \"\" must not be empty"),
+            "{why}"
+        );
+        let one = [pos("in", 0, 1, None)];
+        let e = client
+            .commit_offsets_in_txn("role", token, "", &one, soon)
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("must not be empty"));
+        let e = client.committed_offsets("", &[], soon).await.unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        client
+            .commit_offsets_in_txn("role", token, "g", &[], soon)
+            .await
+            .expect("nothing to commit");
+        assert_eq!(client.requests_sent(), 0);
+    }
+}
