@@ -293,10 +293,12 @@ fn one(got: Vec<PartitionCommitted>) -> Committed {
     got.into_iter().next().expect("one").committed
 }
 
-/// The marker (commit or abort) that ended the transaction holding the
-/// output record at `offset`: the coordinator writes it after its EndTxn
-/// answered, so it is read again until it is there (for at most [`STEP`]).
-async fn output_marker(client: &Client, offset: i64) -> Marker {
+/// The marker (commit or abort) of `token` that ended the transaction
+/// holding the output record at `offset` (the tests share the output
+/// partition, so other producers' markers may come first): the coordinator
+/// writes it after its EndTxn answered, so it is read again until it is
+/// there (for at most [`STEP`]).
+async fn output_marker(client: &Client, token: ProducerEpoch, offset: i64) -> Marker {
     let (_, _, output) = cluster();
     let deadline = deadline_in(STEP);
     loop {
@@ -304,7 +306,13 @@ async fn output_marker(client: &Client, offset: i64) -> Marker {
             .fetch_uncommitted(output, 0, offset + 1, 1 << 16, deadline)
             .await
             .expect("Fetch of the output");
-        if let Some(marker) = fetched.batches.batches.iter().find_map(|b| b.marker) {
+        let ours = fetched
+            .batches
+            .batches
+            .iter()
+            .filter(|b| b.producer_id == token.producer_id)
+            .find_map(|b| b.marker);
+        if let Some(marker) = ours {
             return marker;
         }
         assert!(
@@ -333,7 +341,7 @@ async fn offsets_commit_with_the_transaction() {
         committed(&client, &group).await,
         at(42, token.producer_epoch)
     );
-    assert_eq!(output_marker(&client, out).await, Marker::Commit);
+    assert_eq!(output_marker(&client, token, out).await, Marker::Commit);
 }
 
 #[tokio::test]
@@ -343,7 +351,7 @@ async fn an_aborted_transaction_leaves_the_offset_committed_before() {
     let token = epoch(&client, &id).await;
     transaction(&client, (&id, token, 0), &group, 10, true).await;
     let out = transaction(&client, (&id, token, 1), &group, 20, false).await;
-    assert_eq!(output_marker(&client, out).await, Marker::Abort);
+    assert_eq!(output_marker(&client, token, out).await, Marker::Abort);
     assert_eq!(
         committed(&client, &group).await,
         at(10, token.producer_epoch)

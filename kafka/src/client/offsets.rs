@@ -175,7 +175,8 @@ impl Client {
     /// EndTxn commits or drops (see the module docs). [`Client::add_offsets`]
     /// for the same group must come first in the transaction.
     ///
-    /// One attempt, as [`Client::add_offsets`]. A partition refused is
+    /// One attempt, as [`Client::add_offsets`]; no offsets, no request. An
+    /// offset below 0 is refused before any request. A partition refused is
     /// reported naming it: a newer epoch is [`TxnError::Fenced`] (nothing
     /// of the commit reaches the group); an unknown topic, metadata over
     /// the brokers' limit and a group with members of its own are
@@ -189,6 +190,16 @@ impl Client {
         deadline: Instant,
     ) -> Result<(), TxnError> {
         crate::error::check_group_id(group).map_err(TxnError::Refused)?;
+        if let Some(o) = offsets.iter().find(|o| o.offset < 0) {
+            return Err(TxnError::Refused(Error::InvalidArgument(format!(
+                "offset {} for {}/{} of group {}: an offset to commit is the next one to read, \
+                 0 or more",
+                o.offset,
+                crate::error::quote(&o.topic),
+                o.partition,
+                crate::error::quote(group)
+            ))));
+        }
         if offsets.is_empty() {
             return Ok(());
         }
@@ -211,6 +222,16 @@ impl Client {
                     })
                     .find(|(_, _, code)| *code != codes::NONE);
                 let Some((topic, partition, code)) = refused else {
+                    let answered: usize = resp.topics.iter().map(|t| t.partitions.len()).sum();
+                    if answered < offsets.len() {
+                        return Ok(Err(TxnError::Retry(format!(
+                            "TxnOffsetCommit for group {} at {} answered {answered} of {} \
+                             partitions",
+                            crate::error::quote(group),
+                            at.addr,
+                            offsets.len()
+                        ))));
+                    }
                     return Ok(Ok(()));
                 };
                 let what = format!(
@@ -700,6 +721,12 @@ mod tests {
         assert!(refused(e).contains("must not be empty"));
         let e = client.committed_offsets("", &[], soon).await.unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        let below = [pos("in", 3, -1, None)];
+        let e = client
+            .commit_offsets_in_txn("role", token, "g", &below, soon)
+            .await
+            .unwrap_err();
+        assert!(refused(e).contains("offset -1 for \"in\"/3"));
         client
             .commit_offsets_in_txn("role", token, "g", &[], soon)
             .await
