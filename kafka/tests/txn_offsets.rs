@@ -453,8 +453,9 @@ async fn a_fenced_epoch_cannot_commit_offsets() {
 
 /// AddOffsetsToTxn is what makes the offsets part of the transaction:
 /// without it the group coordinator refuses them (TRANSACTION_ABORTABLE,
-/// on brokers that verify transactions) or holds them pending, and the
-/// EndTxn that commits the transaction never commits them.
+/// on brokers that verify transactions: Kafka 4.1) or holds them pending
+/// (Kafka 3.6), and the EndTxn that commits the transaction never commits
+/// them.
 #[tokio::test]
 async fn offsets_without_add_offsets_never_commit() {
     let client = client();

@@ -22,7 +22,13 @@
 //! the group coordinator to add the partition to the transaction itself,
 //! under transaction version 2, which this client's EndTxn does not use.
 //! Without [`Client::add_offsets`] first, the transaction coordinator does
-//! not know the partition, so its EndTxn never decides the offsets.
+//! not know the partition, so its EndTxn never decides the offsets: a
+//! broker that verifies transactional writes (Kafka 4.1) refuses the commit
+//! (TRANSACTION_ABORTABLE), one that does not (Kafka 3.6) accepts it, and
+//! the offset stays pending until a later transaction of the same producer
+//! that adds the group ends, which decides it with its own outcome. A
+//! caller therefore sends [`Client::add_offsets`] for the group in every
+//! transaction that commits offsets, before [`Client::commit_offsets_in_txn`].
 //!
 //! The commit names no group member: generation -1, an empty member id and
 //! no group instance id (TxnOffsetCommit v3 and up; KIP-447 lets a member
