@@ -34,6 +34,13 @@ pub const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
 pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = E::TransactionalIdAuthorizationFailed.code();
 /// `TRANSACTIONAL_ID_NOT_FOUND`.
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = E::TransactionalIdNotFound.code();
+/// `TRANSACTION_ABORTABLE`: the request cannot join the producer's open
+/// transaction (a partition the broker could not verify as part of it,
+/// say); the transaction must be aborted, the epoch stays usable.
+pub const TRANSACTION_ABORTABLE: i16 = E::TransactionAbortable.code();
+/// `UNSTABLE_OFFSET_COMMIT`: an OffsetFetch with `require_stable` found an
+/// offset commit of an open transaction for the partition.
+pub const UNSTABLE_OFFSET_COMMIT: i16 = E::UnstableOffsetCommit.code();
 
 /// The kind of resource an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +102,11 @@ pub enum Meaning {
     /// `OPERATION_NOT_ATTEMPTED`: left alone because another part of the
     /// same request failed.
     NotAttempted,
+    /// The consumer group has members of its own (`ILLEGAL_GENERATION`,
+    /// `UNKNOWN_MEMBER_ID`, `FENCED_INSTANCE_ID`, `STALE_MEMBER_EPOCH`): a
+    /// commit made without group membership is refused while consumers
+    /// that joined the group hold it. No retry mends it while they do.
+    GroupHasMembers,
     /// Refused, and a retry would be refused the same way (an unknown code
     /// included).
     Refused,
@@ -153,6 +165,19 @@ pub fn meaning(api: ApiKey, code: i16) -> Meaning {
             | E::InvalidTransactionTimeout,
         ) => Meaning::Invalid,
         (_, E::OperationNotAttempted) => Meaning::NotAttempted,
+        (
+            _,
+            E::IllegalGeneration | E::UnknownMemberId | E::FencedInstanceId | E::StaleMemberEpoch,
+        ) => Meaning::GroupHasMembers,
+        (_, E::GroupIdNotFound) => Meaning::Missing(Resource::Group),
+        // An offset's metadata over the brokers' `offset.metadata.max.bytes`,
+        // a commit too large for `__consumer_offsets`, an empty group id.
+        (_, E::OffsetMetadataTooLarge | E::InvalidCommitOffsetSize | E::InvalidGroupId) => {
+            Meaning::Invalid
+        }
+        // Retriable by Kafka too; named for the reader: the transaction
+        // that holds the offset commit ends in its own time.
+        (A::OffsetFetch, E::UnstableOffsetCommit) => Meaning::Retry,
         (_, e) if e.is_retriable() => Meaning::Retry,
         _ => Meaning::Refused,
     }
@@ -195,9 +220,11 @@ mod tests {
                 UNSUPPORTED_SASL_MECHANISM,
                 UNSUPPORTED_VERSION,
                 TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                TRANSACTIONAL_ID_NOT_FOUND
+                TRANSACTIONAL_ID_NOT_FOUND,
+                UNSTABLE_OFFSET_COMMIT,
+                TRANSACTION_ABORTABLE
             ],
-            [3, 33, 35, 53, 105]
+            [3, 33, 35, 53, 105, 88, 120]
         );
     }
 
@@ -257,6 +284,53 @@ mod tests {
             (A::Produce, 87, Meaning::Invalid),
             (A::InitProducerId, 50, Meaning::Invalid),
             (A::AddPartitionsToTxn, 55, Meaning::NotAttempted),
+            // The transactional offset commit: AddOffsetsToTxn at the
+            // transaction coordinator, TxnOffsetCommit and OffsetFetch at
+            // the group coordinator.
+            (A::AddOffsetsToTxn, 16, Meaning::CoordinatorMoved),
+            (A::AddOffsetsToTxn, 14, Meaning::Retry),
+            (A::AddOffsetsToTxn, 51, Meaning::Busy),
+            (A::AddOffsetsToTxn, 47, Meaning::Fenced),
+            (A::AddOffsetsToTxn, 90, Meaning::Fenced),
+            (
+                A::AddOffsetsToTxn,
+                53,
+                Meaning::Denied(Resource::TransactionalId),
+            ),
+            (A::AddOffsetsToTxn, 30, Meaning::Denied(Resource::Group)),
+            (A::AddOffsetsToTxn, 48, Meaning::NoOpenTransaction),
+            (A::AddOffsetsToTxn, 120, Meaning::Refused), // TRANSACTION_ABORTABLE
+            (A::TxnOffsetCommit, 16, Meaning::CoordinatorMoved),
+            (A::TxnOffsetCommit, 15, Meaning::CoordinatorMoved),
+            (A::TxnOffsetCommit, 14, Meaning::Retry),
+            (A::TxnOffsetCommit, 7, Meaning::Retry),
+            (A::TxnOffsetCommit, 51, Meaning::Busy),
+            (A::TxnOffsetCommit, 47, Meaning::Fenced),
+            (A::TxnOffsetCommit, 90, Meaning::Fenced),
+            (A::TxnOffsetCommit, 22, Meaning::GroupHasMembers),
+            (A::TxnOffsetCommit, 25, Meaning::GroupHasMembers),
+            (A::TxnOffsetCommit, 82, Meaning::GroupHasMembers),
+            (A::TxnOffsetCommit, 113, Meaning::GroupHasMembers),
+            (A::TxnOffsetCommit, 12, Meaning::Invalid),
+            (A::TxnOffsetCommit, 28, Meaning::Invalid),
+            (A::TxnOffsetCommit, 29, Meaning::Denied(Resource::Topic)),
+            (A::TxnOffsetCommit, 30, Meaning::Denied(Resource::Group)),
+            (
+                A::TxnOffsetCommit,
+                53,
+                Meaning::Denied(Resource::TransactionalId),
+            ),
+            (A::TxnOffsetCommit, 3, Meaning::Missing(Resource::Topic)),
+            (A::TxnOffsetCommit, 48, Meaning::NoOpenTransaction),
+            (A::TxnOffsetCommit, 120, Meaning::Refused),
+            (A::OffsetFetch, 88, Meaning::Retry),
+            (A::OffsetFetch, 16, Meaning::CoordinatorMoved),
+            (A::OffsetFetch, 14, Meaning::Retry),
+            (A::OffsetFetch, 30, Meaning::Denied(Resource::Group)),
+            (A::OffsetFetch, 29, Meaning::Denied(Resource::Topic)),
+            (A::OffsetFetch, 3, Meaning::Missing(Resource::Topic)),
+            (A::OffsetFetch, 69, Meaning::Missing(Resource::Group)),
+            (A::OffsetFetch, 24, Meaning::Invalid),
             (A::Produce, 120, Meaning::Refused), // TRANSACTION_ABORTABLE
             (A::FindCoordinator, 42, Meaning::Refused), // INVALID_REQUEST
             (A::FindCoordinator, -1, Meaning::Refused), // UNKNOWN_SERVER_ERROR

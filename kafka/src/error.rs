@@ -110,6 +110,27 @@ impl fmt::Display for ProducerEpoch {
     }
 }
 
+/// Refuses a consumer group id the group requests cannot carry: empty (the
+/// group coordinator answers INVALID_GROUP_ID) or longer than a protocol
+/// string ([`Error::InvalidArgument`] naming it).
+pub fn check_group_id(group: &str) -> Result<()> {
+    let why = if group.is_empty() {
+        "must not be empty".to_owned()
+    } else if group.len() > i16::MAX as usize {
+        format!(
+            "is {} bytes of UTF-8, over the limit of {}",
+            group.len(),
+            i16::MAX
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidArgument(format!(
+        "consumer group id {} {why}",
+        quote(group)
+    )))
+}
+
 /// Refuses a transactional id the protocol cannot carry: empty, over
 /// 32,767 bytes, or with a NUL byte ([`Error::InvalidArgument`] naming it).
 pub fn check_transactional_id(id: &str) -> Result<()> {

@@ -41,8 +41,11 @@ mod wire;
 pub mod fake_broker;
 
 #[cfg(feature = "client")]
-pub use client::{ActiveProducer, BumpAnswer, Client, Fetched, TransactionDescription, TxnError};
-pub use error::{check_transactional_id, quote, Error, ProducerEpoch, Result};
+pub use client::{
+    ActiveProducer, BumpAnswer, Client, Committed, Fetched, OffsetToCommit, PartitionCommitted,
+    TransactionDescription, TxnError,
+};
+pub use error::{check_group_id, check_transactional_id, quote, Error, ProducerEpoch, Result};
 #[cfg(feature = "client")]
 pub use settings::Settings;
 

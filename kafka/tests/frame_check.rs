@@ -21,9 +21,10 @@ use kafka_protocol::messages::{
     add_partitions_to_txn_response as add_txn, describe_configs_response as configs,
     describe_producers_response as describe_producers,
     describe_transactions_response as describe_txn, find_coordinator_response as find_coord,
-    list_offsets_response as offsets, metadata_response as meta, BrokerId, EndTxnResponse,
-    InitProducerIdResponse, ProducerId, ResponseHeader, SaslAuthenticateResponse,
-    SaslHandshakeResponse, TopicName, TransactionalId,
+    list_offsets_response as offsets, metadata_response as meta,
+    offset_fetch_response as offset_fetch, txn_offset_commit_response as txn_commit,
+    AddOffsetsToTxnResponse, BrokerId, EndTxnResponse, GroupId, InitProducerIdResponse, ProducerId,
+    ResponseHeader, SaslAuthenticateResponse, SaslHandshakeResponse, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use krabka_kafka::frame_check::{
@@ -48,6 +49,9 @@ const CLIENT_VERSIONS: &[(i16, &[i16])] = &[
     (32, &[1, 2, 3, 4]),
     (2, &[2, 3, 4, 5, 6, 7, 8]),
     (1, &[4, 5, 6, 7, 8, 9, 10, 11, 12]),
+    (25, &[0, 1, 2, 3, 4]),
+    (28, &[0, 1, 2, 3, 4]),
+    (9, &[7, 8]),
 ];
 
 fn versions_of(api_key: i16) -> &'static [i16] {
@@ -534,6 +538,74 @@ fn fetch(g: &mut Gen, v: i16) -> FetchResponse {
         .with_unknown_tagged_fields(g.tags(flex))
 }
 
+fn txn_offset_commit(g: &mut Gen, v: i16) -> txn_commit::TxnOffsetCommitResponse {
+    let flex = v >= 3;
+    let partition = |g: &mut Gen| {
+        txn_commit::TxnOffsetCommitResponsePartition::default()
+            .with_partition_index(g.int())
+            .with_error_code(g.small())
+            .with_unknown_tagged_fields(g.tags(flex))
+    };
+    let topic = |g: &mut Gen| {
+        txn_commit::TxnOffsetCommitResponseTopic::default()
+            .with_name(TopicName(g.str()))
+            .with_partitions(g.many(partition))
+            .with_unknown_tagged_fields(g.tags(flex))
+    };
+    txn_commit::TxnOffsetCommitResponse::default()
+        .with_throttle_time_ms(g.int())
+        .with_topics(g.many(topic))
+        .with_unknown_tagged_fields(g.tags(flex))
+}
+
+fn offset_fetch(g: &mut Gen, v: i16) -> offset_fetch::OffsetFetchResponse {
+    // Both versions covered (7 and 8) are flexible.
+    let resp = offset_fetch::OffsetFetchResponse::default()
+        .with_throttle_time_ms(g.int())
+        .with_unknown_tagged_fields(g.tags(true));
+    if v <= 7 {
+        let partition = |g: &mut Gen| {
+            offset_fetch::OffsetFetchResponsePartition::default()
+                .with_partition_index(g.int())
+                .with_committed_offset(g.long())
+                .with_committed_leader_epoch(g.int())
+                .with_metadata(g.opt())
+                .with_error_code(g.small())
+                .with_unknown_tagged_fields(g.tags(true))
+        };
+        let topic = |g: &mut Gen| {
+            offset_fetch::OffsetFetchResponseTopic::default()
+                .with_name(TopicName(g.str()))
+                .with_partitions(g.many(partition))
+                .with_unknown_tagged_fields(g.tags(true))
+        };
+        return resp.with_topics(g.many(topic)).with_error_code(g.small());
+    }
+    let partition = |g: &mut Gen| {
+        offset_fetch::OffsetFetchResponsePartitions::default()
+            .with_partition_index(g.int())
+            .with_committed_offset(g.long())
+            .with_committed_leader_epoch(g.int())
+            .with_metadata(g.opt())
+            .with_error_code(g.small())
+            .with_unknown_tagged_fields(g.tags(true))
+    };
+    let topic = |g: &mut Gen| {
+        offset_fetch::OffsetFetchResponseTopics::default()
+            .with_name(TopicName(g.str()))
+            .with_partitions(g.many(partition))
+            .with_unknown_tagged_fields(g.tags(true))
+    };
+    let group = |g: &mut Gen| {
+        offset_fetch::OffsetFetchResponseGroup::default()
+            .with_group_id(GroupId(g.str()))
+            .with_topics(g.many(topic))
+            .with_error_code(g.small())
+            .with_unknown_tagged_fields(g.tags(true))
+    };
+    resp.with_groups(g.many(group))
+}
+
 fn encode<T: Encodable>(message: &T, version: i16) -> Vec<u8> {
     let mut buf = BytesMut::new();
     message
@@ -587,6 +659,15 @@ fn encoded(api_key: i16, v: i16, g: &mut Gen) -> Vec<u8> {
         32 => encode(&describe_configs(g, v), v),
         2 => encode(&list_offsets(g, v), v),
         1 => encode(&fetch(g, v), v),
+        25 => encode(
+            &AddOffsetsToTxnResponse::default()
+                .with_throttle_time_ms(g.int())
+                .with_error_code(g.small())
+                .with_unknown_tagged_fields(g.tags(v >= 3)),
+            v,
+        ),
+        28 => encode(&txn_offset_commit(g, v), v),
+        9 => encode(&offset_fetch(g, v), v),
         _ => panic!("no builder for API key {api_key}"),
     }
 }
@@ -613,6 +694,9 @@ fn decoded_rest(api_key: i16, v: i16, body: &[u8]) -> Result<usize, String> {
         32 => rest::<configs::DescribeConfigsResponse>(body, v),
         2 => rest::<offsets::ListOffsetsResponse>(body, v),
         1 => rest::<FetchResponse>(body, v),
+        25 => rest::<AddOffsetsToTxnResponse>(body, v),
+        28 => rest::<txn_commit::TxnOffsetCommitResponse>(body, v),
+        9 => rest::<offset_fetch::OffsetFetchResponse>(body, v),
         _ => panic!("no decoder for API key {api_key}"),
     }
 }
@@ -682,6 +766,9 @@ encodings_test! {
     describe_configs_encodings_pass_and_their_prefixes_fail: 32,
     list_offsets_encodings_pass_and_their_prefixes_fail: 2,
     fetch_encodings_pass_and_their_prefixes_fail: 1,
+    add_offsets_to_txn_encodings_pass_and_their_prefixes_fail: 25,
+    txn_offset_commit_encodings_pass_and_their_prefixes_fail: 28,
+    offset_fetch_encodings_pass_and_their_prefixes_fail: 9,
 }
 
 proptest! {
@@ -965,7 +1052,7 @@ fn covered_pairs_are_exactly_the_client_s() {
     sorted.sort_unstable();
     found.sort_unstable();
     assert_eq!(found, sorted);
-    assert_eq!(expected.len(), 70);
+    assert_eq!(expected.len(), 82);
 
     for &(key, versions) in CLIENT_VERSIONS {
         for v in -1..=20 {
@@ -986,7 +1073,7 @@ fn covered_pairs_are_exactly_the_client_s() {
             }
         }
     }
-    for key in [4, 8, 9, 19, 25, 33, 60, 66, i16::MAX] {
+    for key in [4, 8, 9, 19, 33, 60, 66, i16::MAX] {
         let checked = check_response(key, 0, &[0; 64]);
         assert!(
             matches!(checked, Err(FrameError::Unknown { .. })),

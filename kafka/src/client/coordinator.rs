@@ -8,8 +8,8 @@ use super::*;
 
 /// The longest a second look at FindCoordinator for an aged coordinator
 /// takes before the request goes to the cached coordinator all the same
-/// (as for an aged partition leader).
-const RELOOK_BOUND: Duration = Duration::from_secs(1);
+/// (as for an aged partition leader, or group coordinator).
+pub(super) const RELOOK_BOUND: Duration = Duration::from_secs(1);
 
 /// A FindCoordinator's answer.
 pub(super) enum Found {

@@ -15,13 +15,16 @@
 //! DescribeConfigs before a data partition joins a transaction (the
 //! `writable` module),
 //! DescribeProducers at a partition's leader (the `producers` module), a
-//! read_uncommitted Fetch at a partition's leader (the `fetch` module), and
+//! read_uncommitted Fetch at a partition's leader (the `fetch` module),
+//! AddOffsetsToTxn (v0 to v4) at the transaction coordinator and
+//! TxnOffsetCommit (v0 to v4) and OffsetFetch (v7 or v8, `require_stable`)
+//! at a consumer group's coordinator (the `offsets` and `group` modules), and
 //! the three authorizer questions that change nothing (the `access`
 //! module). Every one goes through the request layer (the `request`
 //! module) and, when retried, its one retry loop (the [`retry`] module).
 //!
-//! The coordinator of each transactional id, the leader of each partition
-//! and the connections to each broker are cached, so once they are known a
+//! The coordinator of each transactional id and of each consumer group, the
+//! leader of each partition and the connections to each broker are cached, so once they are known a
 //! request costs exactly one round trip. The client finds the coordinator
 //! again on `NOT_COORDINATOR`, `COORDINATOR_NOT_AVAILABLE`, on a
 //! connection error and once it is [`COORDINATOR_MAX_AGE`] old, and waits and retries on
@@ -81,8 +84,11 @@ mod access;
 mod confirm;
 mod coordinator;
 mod fetch;
+mod group;
 mod metadata;
 pub use metadata::LEADER_MAX_AGE;
+mod offsets;
+pub use offsets::{Committed, OffsetToCommit, PartitionCommitted};
 mod pool;
 mod producer_id;
 mod producers;
@@ -102,7 +108,7 @@ pub use fetch::Fetched;
 pub use producer_id::BumpAnswer;
 pub use producers::ActiveProducer;
 pub(crate) use request::Attempt;
-use request::{attempt_for, denied, read_answer, Reached, Target};
+use request::{attempt_for, denied, read_answer, Reached, Target, GROUP_HAS_MEMBERS};
 pub use retry::busy_pause;
 use retry::Backoff;
 pub use routes::{COORDINATOR_MAX_AGE, FORGET_AFTER};
@@ -175,6 +181,12 @@ struct Inner {
     /// Transactional id → its coordinator, the broker that named it and
     /// when (aged and swept as the `routes` module says).
     coordinators: StdMutex<routes::Aged<routes::Route>>,
+    /// Consumer group → its group coordinator, aged as `coordinators` (the
+    /// `group` module).
+    group_coordinators: StdMutex<routes::Aged<routes::Route>>,
+    /// Consumer group → a group coordinator forgotten for saying it moved
+    /// or for not answering: its next lookup asks it last.
+    group_suspect: StdMutex<routes::Aged<routes::Suspect>>,
     /// Transactional id → the coordinator answering CONCURRENT_TRANSACTIONS
     /// and since when (the `request` module's `note_busy`).
     busy_since: StdMutex<HashMap<String, (String, Instant)>>,
@@ -265,6 +277,8 @@ impl Client {
                 request_timeout: settings.request_timeout,
                 reached: AtomicBool::new(false),
                 coordinators: StdMutex::new(routes::Aged::new()),
+                group_coordinators: StdMutex::new(routes::Aged::new()),
+                group_suspect: StdMutex::new(routes::Aged::new()),
                 busy_since: StdMutex::new(HashMap::new()),
                 suspect: StdMutex::new(routes::Aged::new()),
                 leaders: StdMutex::new(HashMap::new()),

@@ -6,7 +6,8 @@
 //! [`Client::at`] owns, for one attempt:
 //!
 //! - **where it goes**: the transaction coordinator of a transactional id,
-//!   or the leader of a partition ([`Target`]; a request any bootstrap
+//!   the group coordinator of a consumer group, or the leader of a
+//!   partition ([`Target`]; a request any bootstrap
 //!   broker may answer goes through [`Client::at_bootstrap`]). The
 //!   coordinator and the leader are looked up once (FindCoordinator,
 //!   Metadata, each at a bootstrap broker) and cached;
@@ -75,6 +76,8 @@ impl From<Attempt> for Next<Error> {
 pub(super) enum Target<'a> {
     /// The transaction coordinator of this transactional id.
     Coordinator(&'a str),
+    /// The group coordinator of this consumer group.
+    Group(&'a str),
     /// The leader of this topic's partition.
     Leader(&'a str, i32),
 }
@@ -153,6 +156,7 @@ pub(super) fn attempt_for(api: ApiKey, code: i16, what: String) -> Attempt {
             "{}: the topic does not exist",
             said()
         ))),
+        Meaning::GroupHasMembers => Attempt::Fail(Error::fatal(said(), GROUP_HAS_MEMBERS)),
         Meaning::Fenced
         | Meaning::Missing(_)
         | Meaning::NoOpenTransaction
@@ -177,6 +181,12 @@ pub(super) fn read_answer(api: ApiKey, code: i16, what: String, acl: &str) -> Re
         _ => Err(attempt_for(api, code, what)),
     }
 }
+
+/// What a refusal meaning [`Meaning::GroupHasMembers`] asks of the caller.
+pub(super) const GROUP_HAS_MEMBERS: &str =
+    "the consumer group has members of its own (consumers that joined it with subscribe): \
+     offsets are committed here without group membership, which the group coordinator \
+     refuses while they hold it; use a group id that no consumer joins";
 
 /// What an authorization failure on a `resource` needs.
 pub(super) fn denied(resource: Resource) -> &'static str {
@@ -221,6 +231,7 @@ impl Client {
     {
         let addr = match target {
             Target::Coordinator(id) => self.coordinator(id, deadline).await?,
+            Target::Group(group) => self.group_coordinator(group, deadline).await?,
             Target::Leader(topic, partition) => {
                 self.partition_leader(topic, partition, deadline).await?
             }
@@ -232,6 +243,7 @@ impl Client {
                 // FindCoordinator: the next lookup asks the other brokers
                 // first.
                 Target::Coordinator(id) => self.distrust_coordinator(id, &addr),
+                Target::Group(group) => self.distrust_group_coordinator(group, &addr),
                 Target::Leader(topic, partition) => {
                     let named_by = self
                         .forget_leader(topic, partition)

@@ -122,10 +122,10 @@ impl From<Attempt> for TxnError {
 
 /// One attempt's result: the request layer's failures, or the request's
 /// own answer (which may be a [`TxnError`]).
-type Answered<T> = Result<Result<T, TxnError>, Attempt>;
+pub(super) type Answered<T> = Result<Result<T, TxnError>, Attempt>;
 
 /// The answer of an [`Client::at`] attempt, flattened.
-fn settle<T>(answered: Answered<T>) -> Result<T, TxnError> {
+pub(super) fn settle<T>(answered: Answered<T>) -> Result<T, TxnError> {
     answered.unwrap_or_else(|a| Err(a.into()))
 }
 
@@ -133,7 +133,7 @@ fn settle<T>(answered: Answered<T>) -> Result<T, TxnError> {
 /// writer; a coordinator that moved is [`Attempt::Moved`], so the layer
 /// forgets it, and CONCURRENT_TRANSACTIONS is [`Attempt::Busy`], so the
 /// layer keeps count of it.
-fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError, Attempt> {
+pub(super) fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError, Attempt> {
     let said = || format!("{what}: {}", code_name(code));
     Ok(match codes::meaning(api, code) {
         Meaning::CoordinatorMoved => return Err(Attempt::Moved(said())),
@@ -156,6 +156,7 @@ fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError, Attempt> 
              needed)",
         )),
         Meaning::Denied(resource) => TxnError::Refused(Error::fatal(said(), denied(resource))),
+        Meaning::GroupHasMembers => TxnError::Refused(Error::fatal(said(), GROUP_HAS_MEMBERS)),
         Meaning::Ok
         | Meaning::AlreadyWritten
         | Meaning::Missing(_)
@@ -401,6 +402,7 @@ impl Client {
                         // transaction of the epoch), TRANSACTION_ABORTABLE,
                         // and anything else.
                         Meaning::CoordinatorMoved
+                        | Meaning::GroupHasMembers
                         | Meaning::Missing(_)
                         | Meaning::NoOpenTransaction
                         | Meaning::NotAttempted

@@ -333,6 +333,35 @@ const FETCH_TOPIC: Schema = plain(&[
     f("partitions", Array(&s(&FETCH_PARTITION)), ALL),
 ]);
 
+// TxnOffsetCommit (28)
+const TXN_COMMIT_PARTITION: Schema = plain(&[
+    f("partition_index", Int32, ALL),
+    f("error_code", Int16, ALL),
+]);
+const TXN_COMMIT_TOPIC: Schema = plain(&[
+    f("name", Str, ALL),
+    f("partitions", Array(&s(&TXN_COMMIT_PARTITION)), ALL),
+]);
+
+// OffsetFetch (9)
+const FETCHED_OFFSET: Schema = plain(&[
+    f("partition_index", Int32, ALL),
+    f("committed_offset", Int64, ALL),
+    f("committed_leader_epoch", Int32, from(5)),
+    f("metadata", NullableStr, ALL),
+    f("error_code", Int16, ALL),
+]);
+const FETCHED_TOPIC: Schema = plain(&[
+    f("name", Str, to(9)),
+    f("topic_id", Uuid, from(10)),
+    f("partitions", Array(&s(&FETCHED_OFFSET)), ALL),
+]);
+const FETCHED_GROUP: Schema = plain(&[
+    f("group_id", Str, from(8)),
+    f("topics", Array(&s(&FETCHED_TOPIC)), from(8)),
+    f("error_code", Int16, from(8)),
+]);
+
 /// Every response the walker knows.
 pub(super) const APIS: &[Api] = &[
     Api {
@@ -519,5 +548,37 @@ pub(super) const APIS: &[Api] = &[
             ],
             tags: &[t(0, "node_endpoints", Array(&s(&FETCH_NODE)), from(16))],
         },
+    },
+    Api {
+        key: 25,
+        name: "AddOffsetsToTxn",
+        covered: &[0, 1, 2, 3, 4],
+        flexible_from: 3,
+        body: plain(&[
+            f("throttle_time_ms", Int32, ALL),
+            f("error_code", Int16, ALL),
+        ]),
+    },
+    Api {
+        key: 28,
+        name: "TxnOffsetCommit",
+        covered: &[0, 1, 2, 3, 4],
+        flexible_from: 3,
+        body: plain(&[
+            f("throttle_time_ms", Int32, ALL),
+            f("topics", Array(&s(&TXN_COMMIT_TOPIC)), ALL),
+        ]),
+    },
+    Api {
+        key: 9,
+        name: "OffsetFetch",
+        covered: &[7, 8],
+        flexible_from: 6,
+        body: plain(&[
+            f("throttle_time_ms", Int32, from(3)),
+            f("topics", Array(&s(&FETCHED_TOPIC)), to(7)),
+            f("error_code", Int16, between(2, 7)),
+            f("groups", Array(&s(&FETCHED_GROUP)), from(8)),
+        ]),
     },
 ];
