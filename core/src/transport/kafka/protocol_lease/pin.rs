@@ -29,7 +29,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{context, ending, retrying, Outcome, ProtocolLease, Tried, TxnError, TxnState};
+use super::outcome::{context, ending, reason, retrying, Outcome, Tried, TxnError};
+use super::ProtocolLease;
 use crate::error::Error;
 use crate::token::FencingToken;
 
@@ -61,6 +62,17 @@ pub(crate) struct Pin {
 }
 
 impl Pin {
+    /// The pin of no transaction.
+    pub(crate) const fn none() -> Pin {
+        Pin {
+            at: None,
+            began: None,
+            commit_sent: false,
+            abort_sent: false,
+            written: Vec::new(),
+        }
+    }
+
     /// The bookkeeping of a transaction that begins now.
     pub(crate) fn begin() -> Pin {
         Pin {
@@ -111,26 +123,7 @@ pub(crate) enum Proof {
     Unknown(String),
 }
 
-/// The reason of a failed request, in words.
-pub(super) fn reason(e: TxnError) -> String {
-    match e {
-        TxnError::Fenced(why)
-        | TxnError::Retry(why)
-        | TxnError::Busy(why)
-        | TxnError::Moved(why) => why,
-        TxnError::Refused(e) | TxnError::Broken(e) => e.to_string(),
-    }
-}
-
 impl ProtocolLease {
-    /// Back to no transaction open: the pin and the partitions go.
-    pub(crate) fn idle(&mut self) {
-        self.state = TxnState::Idle;
-        self.added.clear();
-        self.ahead = false;
-        self.pin = Pin::default();
-    }
-
     /// One EndTxn at the pin (or, without a pin, none), retried within
     /// `deadline`; `None` when the pin is no longer the coordinator (or
     /// there is none), with why.
@@ -140,7 +133,7 @@ impl ProtocolLease {
         commit: bool,
         deadline: Instant,
     ) -> std::result::Result<(Tried<()>, u32), String> {
-        let Some(pin) = self.pin.at.clone() else {
+        let Some(pin) = self.txn.pin().at.clone() else {
             return Err("no coordinator is known to have accepted the transaction".into());
         };
         let (kafka, token) = (self.kafka.clone(), self.token);
@@ -153,11 +146,11 @@ impl ProtocolLease {
         // Every attempt but a first one refused as moved may have reached a
         // coordinator.
         let sent = !(attempts == 1 && matches!(tried, Tried::Failed(TxnError::Moved(_))));
-        if sent {
+        if let Some(p) = self.txn.pin_mut().filter(|_| sent) {
             if commit {
-                self.pin.commit_sent = true;
+                p.commit_sent = true;
             } else {
-                self.pin.abort_sent = true;
+                p.abort_sent = true;
             }
         }
         match tried {
@@ -200,19 +193,20 @@ impl ProtocolLease {
         }
         let committing = matches!(d.state.as_str(), "PrepareCommit" | "CompleteCommit");
         let aborting = matches!(d.state.as_str(), "PrepareAbort" | "CompleteAbort");
-        let no_records = self.pin.written.is_empty() && self.unanswered.is_empty();
+        let pin = self.txn.pin();
+        let no_records = pin.written.is_empty() && self.txn.unanswered().is_empty();
         if d.state == "Ongoing" {
             return Proof::Open(addr);
         }
         if no_records && (committing || aborting || d.state == "Empty") {
             return Proof::Closed(None);
         }
-        let within_timeout = self.pin.began.is_some_and(|b| {
+        let within_timeout = pin.began.is_some_and(|b| {
             b.elapsed() < Duration::from_millis(u64::try_from(d.timeout_ms).unwrap_or(0))
         });
-        let ended = if committing && self.pin.commit_sent && within_timeout {
+        let ended = if committing && pin.commit_sent && within_timeout {
             Some(true)
-        } else if aborting && self.pin.abort_sent {
+        } else if aborting && pin.abort_sent {
             Some(false)
         } else {
             None
@@ -232,7 +226,7 @@ impl ProtocolLease {
                     d.state
                 )),
             },
-            Ok(()) => Proof::Closed((!self.pin.commit_sent).then_some(false)),
+            Ok(()) => Proof::Closed((!self.txn.pin().commit_sent).then_some(false)),
             Err(why) => Proof::Unknown(format!(
                 "the coordinator at {addr} reports {}, but {why}",
                 d.state
@@ -249,8 +243,12 @@ impl ProtocolLease {
     /// may show an earlier commit of the same epoch) cannot fake: the
     /// partition's leader holds the marker itself.
     async fn ended_by_this_epoch(&self, deadline: Instant) -> std::result::Result<(), String> {
-        let Some((topic, partition, _)) =
-            self.pin.written.iter().find(|(_, _, offset)| *offset >= 0)
+        let Some((topic, partition, _)) = self
+            .txn
+            .pin()
+            .written
+            .iter()
+            .find(|(_, _, offset)| *offset >= 0)
         else {
             return Err("no batch of the transaction has a known offset".into());
         };
@@ -283,8 +281,12 @@ impl ProtocolLease {
     /// Whether the last stable offset of a partition the transaction wrote
     /// is past the transaction's batch there: its markers are written.
     async fn past_a_batch(&self, deadline: Instant) -> std::result::Result<(), String> {
-        let Some((topic, partition, offset)) =
-            self.pin.written.iter().find(|(_, _, offset)| *offset >= 0)
+        let Some((topic, partition, offset)) = self
+            .txn
+            .pin()
+            .written
+            .iter()
+            .find(|(_, _, offset)| *offset >= 0)
         else {
             return Err("no batch of the transaction has a known offset".into());
         };
@@ -327,7 +329,7 @@ impl ProtocolLease {
                     return Ok(());
                 }
                 Ok((Tried::OutOfTime(why), _)) => {
-                    self.state = TxnState::CommitPending;
+                    self.enter_commit_pending();
                     return Err(Outcome::Keep(unknown(Error::transient(
                         context(role, what),
                         format!("EndTxn(commit) had no answer in time: {why}"),
@@ -352,7 +354,9 @@ impl ProtocolLease {
             match proof {
                 Proof::Open(addr) if repins < MAX_REPINS => {
                     repins += 1;
-                    self.pin.at = Some(addr);
+                    if let Some(pin) = self.txn.pin_mut() {
+                        pin.at = Some(addr);
+                    }
                 }
                 Proof::Closed(Some(true)) => {
                     self.idle();
@@ -373,7 +377,7 @@ impl ProtocolLease {
                     ))));
                 }
                 Proof::Superseded(why) => {
-                    let sent = self.pin.commit_sent;
+                    let sent = self.txn.pin().commit_sent;
                     self.idle();
                     let fenced = Error::Fenced(format!(
                         "{}: the epoch is superseded ({moved}; {why})",
@@ -388,7 +392,7 @@ impl ProtocolLease {
                         Proof::Unknown(why) => why,
                         _ => "the coordinator kept moving".to_owned(),
                     };
-                    self.state = TxnState::CommitPending;
+                    self.enter_commit_pending();
                     return Err(Outcome::Keep(unknown(Error::transient(
                         context(role, what),
                         format!("{moved}; {why}"),
@@ -417,7 +421,7 @@ impl ProtocolLease {
                 ),
             ))
         };
-        if !self.unanswered.is_empty() {
+        if !self.txn.unanswered().is_empty() {
             return Err(not_yet(format!(
                 "records sent to {} are not answered yet, and a copy of them still in flight \
                  could land after an abort of this epoch",
@@ -444,7 +448,9 @@ impl ProtocolLease {
             match proof {
                 Proof::Open(addr) if repins < MAX_REPINS => {
                     repins += 1;
-                    self.pin.at = Some(addr);
+                    if let Some(pin) = self.txn.pin_mut() {
+                        pin.at = Some(addr);
+                    }
                 }
                 Proof::Closed(_) => {
                     self.idle();

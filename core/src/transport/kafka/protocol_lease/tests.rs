@@ -2,6 +2,8 @@ use std::time::Duration;
 
 use super::batch::tests::rec;
 use super::*;
+use crate::error::Error;
+use crate::transport::OutRecord;
 
 /// A fake broker that leads partition 0 of topic `t`, coordinates every
 /// transactional id, leaves the first Produce unanswered and answers
@@ -69,9 +71,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
         .transact(
             "r",
             "write_guarded",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -81,7 +81,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
         Ok(()) => panic!("a write whose Produce had no answer succeeded"),
     };
     assert!(e.to_string().contains("not acknowledged in time"), "{e}");
-    assert_eq!(lease.unanswered.len(), 1);
+    assert_eq!(lease.unanswered().len(), 1);
     lease.release("r".into(), Duration::from_secs(5)).await;
     let sent: Vec<i16> = broker
         .requests()
@@ -310,9 +310,7 @@ async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Resu
         .transact(
             "r",
             "write_guarded",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -371,7 +369,7 @@ async fn a_commit_the_new_coordinator_holds_open_is_sent_there() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(sent(&a), A_UNTIL_MOVED);
     assert_eq!(
         sent(&b),
@@ -442,7 +440,7 @@ async fn a_commit_nothing_proves_is_unknown_and_never_asked_of_the_new_coordinat
         let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
         assert!(!dropped, "{case}: {e}");
         assert!(matches!(e, Error::OutcomeUnknown { .. }), "{case}: {e:?}");
-        assert_eq!(lease.state, TxnState::CommitPending, "{case}");
+        assert_eq!(lease.state(), TxnState::CommitPending, "{case}");
         let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
         if stable.is_some() {
             from_a.push("ListOffsets".into());
@@ -466,7 +464,7 @@ async fn a_commit_whose_markers_are_written_is_committed_without_an_end_txn() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
     from_a.push("ListOffsets".into());
     from_a.push("DescribeProducers".into());
@@ -499,7 +497,7 @@ fn lost_add_partitions(
 async fn lose_the_add_partitions_answer(lease: &mut ProtocolLease) {
     let (e, dropped) = failed(write(lease, Duration::from_millis(300)).await);
     assert!(!dropped && e.is_transient(), "{e}");
-    assert_eq!(lease.state, TxnState::AbortPending);
+    assert_eq!(lease.state(), TxnState::AbortPending);
 }
 
 #[tokio::test]
@@ -543,7 +541,7 @@ async fn an_abort_without_a_pin_trusts_no_invalid_txn_state() {
     let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
     assert!(!dropped && e.is_transient(), "{e}");
     assert!(e.to_string().contains("could not be aborted yet"), "{e}");
-    assert_eq!(lease.state, TxnState::AbortPending);
+    assert_eq!(lease.state(), TxnState::AbortPending);
     assert_eq!(
         sent_txn(&a),
         ["AddPartitionsToTxn", "DescribeTransactions"],
@@ -559,7 +557,7 @@ async fn the_healthy_path_sends_each_request_once_and_no_describe() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(
         sent(&a),
         [
@@ -588,7 +586,7 @@ async fn a_commit_left_unknown_is_resolved_by_the_next_write_once_proven() {
     let mut lease = writer(&a);
     let (e, _) = failed(write(&mut lease, Duration::from_secs(2)).await);
     assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e:?}");
-    assert_eq!(lease.state, TxnState::CommitPending);
+    assert_eq!(lease.state(), TxnState::CommitPending);
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the second write failed: {}", failed(Err(o)).0));
@@ -630,14 +628,13 @@ async fn a_write_after_opening_ahead_is_one_produce_and_one_commit() {
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
     open_ahead(&mut lease, Duration::from_secs(2)).await;
-    assert_eq!(lease.state, TxnState::Open);
-    assert!(lease.ahead);
+    assert_eq!(lease.state(), TxnState::Ahead);
     let before = sent_txn(&a).len();
     assert_eq!(before, 4, "{:?}", sent_txn(&a));
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(
         sent_txn(&a)[before..],
         ["Produce", "EndTxn"],
@@ -658,16 +655,14 @@ async fn a_write_refused_before_sending_leaves_the_transaction_opened_ahead() {
         .transact(
             "r",
             "write_guarded",
-            vec![bad],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![bad])),
             Instant::now() + Duration::from_secs(2),
         )
         .await;
     let (e, dropped) = failed(refused);
     assert!(!dropped, "{e}");
     assert!(e.to_string().contains("does not exist"), "{e}");
-    assert_eq!(lease.state, TxnState::Open, "nothing to abort");
+    assert_eq!(lease.state(), TxnState::Ahead, "nothing to abort");
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
@@ -684,8 +679,7 @@ async fn opening_ahead_without_an_answer_aborts_before_the_next_write() {
     let a = lost_add_partitions(|r| described(r, "Ongoing", TOKEN), 0, &end_txns);
     let mut lease = writer(&a);
     open_ahead(&mut lease, Duration::from_millis(300)).await;
-    assert_eq!(lease.state, TxnState::AbortPending);
-    assert!(!lease.ahead);
+    assert_eq!(lease.state(), TxnState::AbortPending);
     aborts_then_writes(&a, &mut lease, &end_txns).await;
 }
 
@@ -693,9 +687,9 @@ async fn opening_ahead_without_an_answer_aborts_before_the_next_write() {
 async fn nothing_is_opened_ahead_over_an_open_transaction() {
     let (a, _b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
     let mut lease = writer(&a);
-    lease.state = TxnState::CommitPending;
+    lease.txn = Txn::CommitPending(Open::default());
     open_ahead(&mut lease, Duration::from_secs(2)).await;
-    assert_eq!(lease.state, TxnState::CommitPending);
+    assert_eq!(lease.state(), TxnState::CommitPending);
     assert!(sent_txn(&a).is_empty());
 }
 
@@ -791,7 +785,7 @@ async fn a_refused_sequence_is_aborted_and_the_batch_sent_again_as_it_was() {
     let (a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 0);
     written(&mut lease).await;
     written(&mut lease).await;
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(end_txns.kinds(), ["commit", "abort", "commit"]);
     assert_eq!(
         sent_txn(&a),
@@ -914,9 +908,7 @@ async fn data_write(lease: &mut ProtocolLease) -> std::result::Result<(), Outcom
         .transact(
             "r",
             "write_guarded",
-            vec![data_record()],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![data_record()])),
             deadline,
         )
         .await
@@ -932,9 +924,7 @@ async fn lease_write(
         .transact(
             "r",
             "write_lease",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -959,7 +949,7 @@ async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
             "round {round}: {msg}"
         );
         assert!(
-            lease.unanswered.is_empty(),
+            lease.unanswered().is_empty(),
             "round {round}: nothing was sent"
         );
         let renewed = lease_write(&mut lease, Duration::from_secs(2)).await;
@@ -993,7 +983,7 @@ async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
     let written = data_write(&mut lease).await;
     let (e, _) = failed(written);
     assert!(e.to_string().contains("not acknowledged in time"), "{e}");
-    assert_eq!(lease.unanswered.len(), 1);
+    assert_eq!(lease.unanswered().len(), 1);
 
     let started = Instant::now();
     let (e, dropped) = failed(lease_write(&mut lease, Duration::from_secs(1)).await);
