@@ -8,10 +8,12 @@
 //! | [`krabka_kafka::TxnError`] (a transactional request) | [`TxnError`] | the same variant, its refusal as the crate's [`Error`] ([`retrying`]) |
 //! | the client's `retry::Tried` (a retried request) | [`Tried`]           | the same variant, its failure as a [`TxnError`] ([`retrying`]) |
 //! | [`TxnError`] that ends a step                  | [`Outcome`]          | [`ending`]: `Fenced` → `Drop(Fenced)`, "the epoch is superseded"; `Broken(e)` → `Drop(e)`; `Refused(e)` → `Keep(e)`; `Retry`, `Busy`, `Moved` → `Keep(Transient)` |
+//! | a commit's [`Error`] when it may have been carried out | [`Error::OutcomeUnknown`] | [`outcome_unknown`]: the cause kept as its source |
 //! | [`TxnError`], as words                         | a reason (`String`)  | [`reason`]: its message, or its error's |
 //! | a placing or writable check's [`Error`]        | the write's [`Error`] | [`unsent`]: a transient one names the write and says nothing was sent; others as they are |
 //! | [`Once`] (one try of a write)                  | [`Outcome`]          | `Ended(o)` → `o`; `Again` → the write's second try |
 //! | [`Outcome`] (the writer's answer)              | the epoch's answer   | [`Outcome::at_epoch`]: `Keep(e)` → `e`, the writer stays; `Drop(e)` → `e`, the writer is dropped and every later write fails with [`Gone::error`] |
+//! | the [`Outcome`] of aborting a transaction opened ahead, before a supersede | the supersede's answer | in `epoch.rs`: `Drop` of a fence → already superseded; any other → its error, the writer stays |
 //!
 //! What an error says, and its kind, is decided where it is made; a mapping
 //! here adds context, never changes a kind.
@@ -128,6 +130,16 @@ pub(crate) fn ending(role: &str, what: &str, e: TxnError) -> Outcome {
         TxnError::Retry(why) | TxnError::Busy(why) | TxnError::Moved(why) => {
             Outcome::Keep(Error::transient(context(role, what), why))
         }
+    }
+}
+
+/// The error of a commit of the write `what` of `role` whose outcome is
+/// not known (an [`Error::OutcomeUnknown`] with `e` as its cause): it may
+/// or may not have been carried out.
+pub(crate) fn outcome_unknown(role: &str, what: &str, e: Error) -> Error {
+    Error::OutcomeUnknown {
+        context: format!("{}: commit", context(role, what)),
+        source: Box::new(e),
     }
 }
 

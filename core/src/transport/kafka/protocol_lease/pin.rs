@@ -29,7 +29,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::outcome::{context, ending, reason, retrying, Outcome, Tried, TxnError};
+use super::outcome::{
+    context, ending, outcome_unknown, reason, retrying, Outcome, Tried, TxnError,
+};
 use super::ProtocolLease;
 use crate::error::Error;
 use crate::token::FencingToken;
@@ -309,45 +311,19 @@ impl ProtocolLease {
     }
 
     /// Commits the open transaction at its pin; when the coordinator moved
-    /// (or nothing pinned it), what [`Self::prove`] shows decides.
+    /// (or nothing pinned it), what [`Self::prove`] shows decides (rows C1
+    /// to C11 of the module table of `protocol_lease`).
     pub(crate) async fn commit(
         &mut self,
         role: &str,
         what: &str,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        let unknown = |e: Error| Error::OutcomeUnknown {
-            context: format!("{}: commit", context(role, what)),
-            source: Box::new(e),
-        };
         let mut repins = 0u32;
         loop {
             let moved = match self.end_at_pin(role, true, deadline).await {
                 Err(moved) => moved,
-                Ok((Tried::Done(()), _)) => {
-                    self.idle();
-                    return Ok(());
-                }
-                Ok((Tried::OutOfTime(why), _)) => {
-                    self.enter_commit_pending();
-                    return Err(Outcome::Keep(unknown(Error::transient(
-                        context(role, what),
-                        format!("EndTxn(commit) had no answer in time: {why}"),
-                    ))));
-                }
-                // A refusal (INVALID_TXN_STATE) from the pin: it has no
-                // open transaction of the epoch; nothing was committed.
-                Ok((Tried::Failed(TxnError::Refused(e)), _)) => {
-                    self.idle();
-                    return Err(Outcome::Keep(e));
-                }
-                // A fence after an unanswered EndTxn may follow a commit.
-                Ok((Tried::Failed(e @ TxnError::Fenced(_)), attempts)) if attempts > 1 => {
-                    return match ending(role, what, e) {
-                        Outcome::Drop(e) | Outcome::Keep(e) => Err(Outcome::Drop(unknown(e))),
-                    };
-                }
-                Ok((Tried::Failed(e), _)) => return Err(ending(role, what, e)),
+                Ok(answered) => return self.commit_answered(role, what, answered),
             };
             let proof = self.prove(role, deadline).await;
             tracing::debug!(role, %moved, ?proof, "a commit not answered by its pin");
@@ -358,46 +334,101 @@ impl ProtocolLease {
                         pin.at = Some(addr);
                     }
                 }
-                Proof::Closed(Some(true)) => {
-                    self.idle();
-                    return Ok(());
-                }
-                Proof::Closed(Some(false)) => {
-                    self.idle();
-                    return Err(Outcome::Keep(Error::transient(
+                proof => return self.commit_proven(role, what, &moved, proof),
+            }
+        }
+    }
+
+    /// What the pin's answer to an EndTxn(commit), after `attempts`
+    /// tries, makes of the commit (rows C1 to C5).
+    fn commit_answered(
+        &mut self,
+        role: &str,
+        what: &str,
+        (tried, attempts): (Tried<()>, u32),
+    ) -> std::result::Result<(), Outcome> {
+        match tried {
+            Tried::Done(()) => {
+                self.idle();
+                Ok(())
+            }
+            Tried::OutOfTime(why) => {
+                self.enter_commit_pending();
+                Err(Outcome::Keep(outcome_unknown(
+                    role,
+                    what,
+                    Error::transient(
                         context(role, what),
-                        format!("{moved}; the transaction was aborted, nothing of it committed"),
-                    )));
+                        format!("EndTxn(commit) had no answer in time: {why}"),
+                    ),
+                )))
+            }
+            // A refusal (INVALID_TXN_STATE) from the pin: it has no
+            // open transaction of the epoch; nothing was committed.
+            Tried::Failed(TxnError::Refused(e)) => {
+                self.idle();
+                Err(Outcome::Keep(e))
+            }
+            // A fence after an unanswered EndTxn may follow a commit.
+            Tried::Failed(e @ TxnError::Fenced(_)) if attempts > 1 => match ending(role, what, e) {
+                Outcome::Drop(e) | Outcome::Keep(e) => {
+                    Err(Outcome::Drop(outcome_unknown(role, what, e)))
                 }
-                Proof::Closed(None) => {
-                    self.idle();
-                    return Err(Outcome::Keep(unknown(Error::transient(
-                        context(role, what),
-                        format!("{moved}; the transaction ended, committed or aborted"),
-                    ))));
-                }
-                Proof::Superseded(why) => {
-                    let sent = self.txn.pin().commit_sent;
-                    self.idle();
-                    let fenced = Error::Fenced(format!(
-                        "{}: the epoch is superseded ({moved}; {why})",
-                        context(role, what)
-                    ));
-                    // A commit sent may have been carried out before the
-                    // epoch was bumped.
-                    return Err(Outcome::Drop(if sent { unknown(fenced) } else { fenced }));
-                }
-                Proof::Open(_) | Proof::Unknown(_) => {
-                    let why = match proof {
-                        Proof::Unknown(why) => why,
-                        _ => "the coordinator kept moving".to_owned(),
-                    };
-                    self.enter_commit_pending();
-                    return Err(Outcome::Keep(unknown(Error::transient(
-                        context(role, what),
-                        format!("{moved}; {why}"),
-                    ))));
-                }
+            },
+            Tried::Failed(e) => Err(ending(role, what, e)),
+        }
+    }
+
+    /// What `proof` makes of a commit its pin did not answer (`moved`
+    /// says why), short of a re-pin (rows C7 to C11).
+    fn commit_proven(
+        &mut self,
+        role: &str,
+        what: &str,
+        moved: &str,
+        proof: Proof,
+    ) -> std::result::Result<(), Outcome> {
+        let unknown = |e: Error| outcome_unknown(role, what, e);
+        match proof {
+            Proof::Closed(Some(true)) => {
+                self.idle();
+                Ok(())
+            }
+            Proof::Closed(Some(false)) => {
+                self.idle();
+                Err(Outcome::Keep(Error::transient(
+                    context(role, what),
+                    format!("{moved}; the transaction was aborted, nothing of it committed"),
+                )))
+            }
+            Proof::Closed(None) => {
+                self.idle();
+                Err(Outcome::Keep(unknown(Error::transient(
+                    context(role, what),
+                    format!("{moved}; the transaction ended, committed or aborted"),
+                ))))
+            }
+            Proof::Superseded(why) => {
+                let sent = self.txn.pin().commit_sent;
+                self.idle();
+                let fenced = Error::Fenced(format!(
+                    "{}: the epoch is superseded ({moved}; {why})",
+                    context(role, what)
+                ));
+                // A commit sent may have been carried out before the
+                // epoch was bumped.
+                Err(Outcome::Drop(if sent { unknown(fenced) } else { fenced }))
+            }
+            Proof::Open(_) | Proof::Unknown(_) => {
+                let why = match proof {
+                    Proof::Unknown(why) => why,
+                    _ => "the coordinator kept moving".to_owned(),
+                };
+                self.enter_commit_pending();
+                Err(Outcome::Keep(unknown(Error::transient(
+                    context(role, what),
+                    format!("{moved}; {why}"),
+                ))))
             }
         }
     }
