@@ -106,10 +106,10 @@
 //! |-----|-------|-------|--------|------|
 //! | W1  | Open | the records cannot be placed or checked writable | abort (A rows); fail with the cause, nothing sent | Idle, or AbortPending |
 //! | W2  | any other | the records cannot be placed or checked writable | fail with the cause, nothing sent | unchanged |
-//! | S1  | AbortPending, batches unanswered | a write or the release begins | send each again (same sequence) until answered, by half a lease write's time; out of time: fail transient naming the partitions, nothing of the write sent | AbortPending, none unanswered; goes on |
+//! | S1  | AbortPending, batches unanswered | a write or the release begins | send each again (same sequence) until answered, by the write's deadline (a lease write's: half its time); a refusal: not written, dropped; another failure: as [`ending`](outcome::ending) maps it; out of time: fail transient naming the partitions, nothing of the write sent | AbortPending, none unanswered; goes on |
 //! | S2  | AbortPending | (after S1) | abort (A rows) | Idle, goes on; or as A says |
 //! | S3  | CommitPending | a write begins | commit (C rows); report how it ended; unknown still: fail with it | Idle, goes on; or CommitPending |
-//! | S4  | Idle, Ahead | a write of no records | DescribeTransactions, confirmed: this epoch current: done; a newer one: drop, fenced; none or no answer: fail transient | unchanged |
+//! | S4  | Idle, Ahead | a write of no records | DescribeTransactions, confirmed: this epoch current: done; a newer one: drop, fenced; the id unknown or no answer: fail transient; a failure: fail with it | unchanged |
 //! | W3  | Idle | records placed | begin: a new pin | Open |
 //! | W4  | Ahead, Open | records placed | join the transaction | unchanged |
 //! | W5  | Ahead, Open | AddPartitionsToTxn answered (or nothing new to add) | pin the transaction to the coordinator that answered | Open, goes on |

@@ -15,9 +15,9 @@ impl ProtocolLease {
     /// whose marker clears what the leader kept of a late copy (see
     /// [`ProtocolLease::transact_once`]), learns from each partition's
     /// leader where the epoch's sequence stands there, and asks for the
-    /// second try. With a batch of the write still unanswered (`late`), or
-    /// an abort that cannot complete in time, the term ends as it did
-    /// before this second try existed: which sequence the leader holds
+    /// second try (row W13 of the module table). With a batch of the write
+    /// still unanswered (`late`), or an abort that cannot complete in time,
+    /// the term ends ([`Error::Fatal`]): which sequence the leader holds
     /// cannot be learned while a batch may still land.
     ///
     /// The leader's word decides the sequence of the second try, not the
@@ -28,7 +28,7 @@ impl ProtocolLease {
     /// while nothing of it commits. The leader shows the last sequence of
     /// the epoch: the batch's own (written, so the next one follows it) or
     /// the one before (not written, sent again as it was). Anything else,
-    /// or no answer, ends the term as a broken sequence did before.
+    /// or no answer, ends the term ([`Error::Fatal`]).
     pub(super) async fn abort_refused_sequence(
         &mut self,
         role: &str,
