@@ -7,6 +7,23 @@
 //! task, aborting a transaction it left open). Two epochs of one role, minted
 //! on one transport or on two, write as their own producer epochs: the older
 //! one is fenced by the broker.
+//!
+//! # How the epoch drives its writer
+//!
+//! The writer ([`ProtocolLease`]) is a state machine whose table is in the
+//! module doc of `protocol_lease`; the epoch holds it behind one lock and
+//! asks it for:
+//!
+//! * a write ([`Ask`]): under the lock, in a task of its own ([`Run`]),
+//!   so a caller that stops waiting never leaves a transaction half done.
+//!   Its [`Outcome`] becomes the caller's answer ([`Outcome::at_epoch`]);
+//!   a dropped writer is released, and every later write fails with why.
+//! * after a lease commits, the next transaction opened ahead (rows H1 to
+//!   H4), in the same task after a pause with the lock let go, unless a
+//!   write, a supersede or the release was asked first;
+//! * before a supersede's bump, the abort of a transaction opened ahead
+//!   (rows H5, H6);
+//! * when the epoch is dropped, the release (rows R1 to R3).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};

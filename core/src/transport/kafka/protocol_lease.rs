@@ -98,8 +98,9 @@
 //! event, what the writer does, and the state it is in after (a dropped
 //! writer is released, rows R). A write runs its steps in this order,
 //! each row ending the write unless it says "goes on". Rows W are in
-//! `write`, S and R in `settle`, C and A in `pin`, H in `ahead`, the
-//! refused sequence's second try (W13) in `sequence`; the tests name the
+//! `write`, S and R in `settle`, C and A in `pin` (what proves an
+//! outcome in `proof`), H in `ahead`, the refused sequence's second try
+//! (W13) in `sequence`; the tests name the
 //! rows they cover.
 //!
 //! | Row | State | Event | Action | Next |
@@ -175,6 +176,7 @@ mod batch;
 mod outcome;
 mod pin;
 mod place;
+mod proof;
 mod sequence;
 mod settle;
 mod write;
