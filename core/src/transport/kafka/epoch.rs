@@ -7,6 +7,23 @@
 //! task, aborting a transaction it left open). Two epochs of one role, minted
 //! on one transport or on two, write as their own producer epochs: the older
 //! one is fenced by the broker.
+//!
+//! # How the epoch drives its writer
+//!
+//! The writer ([`ProtocolLease`]) is a state machine whose table is in the
+//! module doc of `protocol_lease`; the epoch holds it behind one lock and
+//! asks it for:
+//!
+//! * a write ([`Ask`]): under the lock, in a task of its own ([`Run`]),
+//!   so a caller that stops waiting never leaves a transaction half done.
+//!   Its [`Outcome`] becomes the caller's answer ([`Outcome::at_epoch`]);
+//!   a dropped writer is released, and every later write fails with why.
+//! * after a lease commits, the next transaction opened ahead (rows H1 to
+//!   H4), in the same task after a pause with the lock let go, unless a
+//!   write, a supersede or the release was asked first;
+//! * before a supersede's bump, the abort of a transaction opened ahead
+//!   (rows H5, H6);
+//! * when the epoch is dropped, the release (rows R1 to R3).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -16,7 +33,7 @@ use async_trait::async_trait;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::describe::BumpAnswer;
-use super::protocol_lease::{Outcome, ProtocolLease};
+use super::protocol_lease::{Content, End, Gone, Outcome, ProtocolLease, Write};
 use super::{DescribeClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
@@ -45,9 +62,9 @@ const AHEAD_AFTER_MAX: Duration = Duration::from_millis(50);
 
 type Slot = Arc<AsyncMutex<Option<ProtocolLease>>>;
 
-/// What one transaction of the epoch writes.
+/// What one transaction of the epoch was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Write {
+enum Ask {
     /// A lease: its commit opens the next transaction ahead.
     Lease,
     /// A lease tombstone (a resign): nothing follows it.
@@ -56,6 +73,20 @@ enum Write {
     Guarded,
     /// Fault injection: the transaction stays open.
     LeftOpen,
+}
+
+impl Ask {
+    /// The writer's write of `records` for this ask.
+    fn write(self, records: Vec<OutRecord>) -> Write {
+        match self {
+            Ask::Lease | Ask::Tombstone => Write::commit(Content::Lease(records)),
+            Ask::Guarded => Write::commit(Content::Guarded(records)),
+            Ask::LeftOpen => Write {
+                content: Content::Lease(records),
+                end: End::LeaveOpen,
+            },
+        }
+    }
 }
 
 /// The held epoch of one role: implements [`LeaseWriter`].
@@ -82,12 +113,6 @@ pub struct KafkaEpoch {
     /// supersede, the release), changed under the slot's lock: a transaction
     /// opened ahead after a pause is opened only if nothing came first.
     asked: Arc<AtomicU64>,
-}
-
-#[derive(Clone)]
-enum Gone {
-    Fenced(String),
-    Fatal(String),
 }
 
 impl std::fmt::Debug for KafkaEpoch {
@@ -141,7 +166,7 @@ impl KafkaEpoch {
         self.transact(
             "write_lease_uncommitted",
             vec![record],
-            Write::LeftOpen,
+            Ask::LeftOpen,
             self.timeout,
         )
         .await
@@ -168,31 +193,27 @@ impl KafkaEpoch {
     }
 
     fn gone_error(&self, what: &str) -> Option<Error> {
-        let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        gone.map(|g| match g {
-            Gone::Fenced(why) => Error::Fenced(why),
-            Gone::Fatal(why) => Error::fatal(
-                format!("{what} for role {}", crate::error::quote(&self.role)),
-                format!("the epoch's producer was dropped after: {why}"),
-            ),
-        })
+        let gone = self.gone.lock().unwrap_or_else(|e| e.into_inner());
+        gone.as_ref().map(|g| g.error(&self.role, what))
     }
 
     /// One transaction of the producer within `within` (bounded by the
-    /// operation timeout too), with the error handling of rule 2; `data`
-    /// for a guarded write (see [`ProtocolLease::transact`]).
+    /// operation timeout too), with the error handling of rule 2 (see
+    /// [`ProtocolLease::transact`]). The transaction runs in its own task
+    /// ([`Run`]), holding the writer's lock, so a caller that stops
+    /// waiting never leaves it half done: the epoch's transaction state
+    /// and the coordinator's stay in step.
     async fn transact(
         &self,
         what: &str,
         records: Vec<OutRecord>,
-        write: Write,
+        ask: Ask,
         within: Duration,
     ) -> Result<()> {
-        let (leave_open, data) = (write == Write::LeftOpen, write == Write::Guarded);
         // A lease's commit opens the next transaction ahead, on the lease's
         // own partition (see the `ahead` module of `protocol_lease`).
-        let ahead = match (write, records.first()) {
-            (Write::Lease, Some(r)) => r.partition.map(|p| (r.topic.clone(), p)),
+        let ahead = match (ask, records.first()) {
+            (Ask::Lease, Some(r)) => r.partition.map(|p| (r.topic.clone(), p)),
             _ => None,
         };
         if let Some(e) = self.gone_error(what) {
@@ -202,7 +223,7 @@ impl KafkaEpoch {
         // completing (a caller that stopped waiting for it) takes the slot's
         // time out of it, never more.
         let deadline = super::deadline_in(within.min(self.timeout));
-        let Ok(mut guard) = tokio::time::timeout_at(deadline, self.slot.clone().lock_owned()).await
+        let Ok(guard) = tokio::time::timeout_at(deadline, self.slot.clone().lock_owned()).await
         else {
             return Err(Error::transient(
                 format!("{what} for role {}", crate::error::quote(&self.role)),
@@ -221,74 +242,114 @@ impl KafkaEpoch {
                 )
             }));
         }
-        let (role, what) = (self.role.clone(), what.to_owned());
-        let gone = Arc::clone(&self.gone);
-        let resolved = Arc::clone(&self.resolved);
-        let token_cell = Arc::clone(&self.token);
-        let (slot, asked) = (Arc::clone(&self.slot), Arc::clone(&self.asked));
         // Under the lock: this write is the last thing asked of the writer.
-        let this_write = asked.fetch_add(1, Ordering::SeqCst) + 1;
-        // The transaction runs in its own task, holding the slot's lock, so a
-        // caller that stops waiting never leaves it half done: the epoch's
-        // transaction state and the coordinator's stay in step.
-        // The answer goes back as soon as the transaction is done; the next
-        // one is opened ahead after a pause ([`AHEAD_AFTER_MIN`]), in the
-        // same task, with the lock let go meanwhile.
+        let this_write = self.asked.fetch_add(1, Ordering::SeqCst) + 1;
+        let run = Run {
+            role: self.role.clone(),
+            what: what.to_owned(),
+            gone: Arc::clone(&self.gone),
+            resolved: Arc::clone(&self.resolved),
+            token: Arc::clone(&self.token),
+            slot: Arc::clone(&self.slot),
+            asked: Arc::clone(&self.asked),
+            this_write,
+            ahead,
+        };
         let (answer, answered) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let producer = guard.as_mut().expect("checked above, under the same lock");
-            let started = tokio::time::Instant::now();
-            let result = producer
-                .transact(&role, &what, records, leave_open, data, deadline)
-                .await;
-            if let Some(committed) = producer.resolved.take() {
-                *resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
-            }
-            *token_cell.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
-            let result = match result {
-                Ok(()) => Ok(()),
-                Err(Outcome::Keep(e)) => Err(e),
-                Err(Outcome::Drop(e)) => {
-                    let reason = if e.means_fenced() {
-                        Gone::Fenced(e.to_string())
-                    } else {
-                        Gone::Fatal(e.to_string())
-                    };
-                    *gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
-                    if let Some(p) = guard.take() {
-                        tracing::info!(token = %p.token, error = %e, "dropping the epoch's producer");
-                        release(&role, p);
-                    }
-                    Err(e)
-                }
-            };
-            let opened = result.is_ok();
-            // The caller may have stopped waiting: nothing to tell then.
-            let _ = answer.send(result);
-            let Some((topic, partition)) = ahead.filter(|_| opened && guard.is_some()) else {
-                return;
-            };
-            let pause = started.elapsed().clamp(AHEAD_AFTER_MIN, AHEAD_AFTER_MAX);
-            drop(guard);
-            tokio::time::sleep(pause).await;
-            let mut guard = slot.lock_owned().await;
-            // A write, a supersede or the release came first: it did what
-            // it needed (a write adds its partition itself).
-            if asked.load(Ordering::SeqCst) != this_write {
-                return;
-            }
-            if let Some(producer) = guard.as_mut() {
-                producer
-                    .open_ahead(&role, &topic, partition, super::deadline_in(AHEAD_BOUND))
-                    .await;
-            }
-        });
+        tokio::spawn(run.go(guard, ask.write(records), deadline, answer));
         answered.await.unwrap_or_else(|_| {
             Err(Error::fatal(
                 "a lease transaction task",
                 "the task ended without an answer (it panicked)",
             ))
         })
+    }
+}
+
+/// One transaction of an epoch, in its own task: what it needs of the
+/// epoch's shared cells.
+struct Run {
+    role: String,
+    what: String,
+    gone: Arc<StdMutex<Option<Gone>>>,
+    resolved: Arc<StdMutex<Option<bool>>>,
+    token: Arc<StdMutex<FencingToken>>,
+    slot: Slot,
+    asked: Arc<AtomicU64>,
+    /// What [`KafkaEpoch::asked`] counted when this write was asked.
+    this_write: u64,
+    /// The lease's partition, to open the next transaction ahead on.
+    ahead: Option<(String, i32)>,
+}
+
+impl Run {
+    /// Runs `write` by `deadline` under the writer's lock `guard`, sends
+    /// the answer as soon as the transaction is done (dropping the writer
+    /// when the outcome says so), then, after a lease, opens the next one
+    /// ahead ([`Run::open_ahead`]).
+    async fn go(
+        self,
+        mut guard: tokio::sync::OwnedMutexGuard<Option<ProtocolLease>>,
+        write: Write,
+        deadline: tokio::time::Instant,
+        answer: tokio::sync::oneshot::Sender<Result<()>>,
+    ) {
+        let producer = guard
+            .as_mut()
+            .expect("checked by the caller, under the same lock");
+        let started = tokio::time::Instant::now();
+        let result = producer
+            .transact(&self.role, &self.what, write, deadline)
+            .await;
+        if let Some(committed) = producer.resolved.take() {
+            *self.resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
+        }
+        *self.token.lock().unwrap_or_else(|e| e.into_inner()) = producer.token;
+        let result = result.map_err(|outcome: Outcome| {
+            let (e, gone) = outcome.at_epoch();
+            if let Some(gone) = gone {
+                *self.gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(gone);
+                if let Some(p) = guard.take() {
+                    tracing::info!(token = %p.token, error = %e, "dropping the epoch's producer");
+                    release(&self.role, p);
+                }
+            }
+            e
+        });
+        let opened = result.is_ok();
+        // The caller may have stopped waiting: nothing to tell then.
+        let _ = answer.send(result);
+        if opened && guard.is_some() {
+            drop(guard);
+            self.open_ahead(started.elapsed()).await;
+        }
+    }
+
+    /// Opens the next transaction ahead on the lease's partition, after a
+    /// pause as long as the commit `took` ([`AHEAD_AFTER_MIN`] to
+    /// [`AHEAD_AFTER_MAX`]) with the writer's lock let go, unless anything
+    /// else was asked of the writer meanwhile.
+    async fn open_ahead(self, took: Duration) {
+        let Some((topic, partition)) = self.ahead else {
+            return;
+        };
+        tokio::time::sleep(took.clamp(AHEAD_AFTER_MIN, AHEAD_AFTER_MAX)).await;
+        let mut guard = self.slot.lock_owned().await;
+        // A write, a supersede or the release came first: it did what
+        // it needed (a write adds its partition itself).
+        if self.asked.load(Ordering::SeqCst) != self.this_write {
+            return;
+        }
+        if let Some(producer) = guard.as_mut() {
+            producer
+                .open_ahead(
+                    &self.role,
+                    &topic,
+                    partition,
+                    super::deadline_in(AHEAD_BOUND),
+                )
+                .await;
+        }
     }
 }
 
@@ -341,19 +402,19 @@ impl LeaseWriter for KafkaEpoch {
 
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()> {
         super::check_partition(record.partition)?;
-        let write = if record.value.is_some() {
-            Write::Lease
+        let ask = if record.value.is_some() {
+            Ask::Lease
         } else {
-            Write::Tombstone
+            Ask::Tombstone
         };
         let record = self.state_record(record);
-        self.transact("write_lease", vec![record], write, within)
+        self.transact("write_lease", vec![record], ask, within)
             .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("a guarded write", records, Write::Guarded, within)
+        self.transact("a guarded write", records, Ask::Guarded, within)
             .await
     }
 

@@ -29,8 +29,8 @@
 
 use tokio::time::Instant;
 
-use super::pin::{reason, Pin};
-use super::{retrying, ProtocolLease, Tried, TxnState};
+use super::outcome::{reason, retrying, Outcome, Tried};
+use super::{Open, ProtocolLease, Txn};
 
 impl ProtocolLease {
     /// Opens the next transaction with `topic`/`partition` added, by
@@ -46,13 +46,10 @@ impl ProtocolLease {
         partition: i32,
         deadline: Instant,
     ) {
-        if self.state != TxnState::Idle || !self.unanswered.is_empty() {
+        if !matches!(self.txn, Txn::Idle) {
             return;
         }
-        self.state = TxnState::Open;
-        self.added.clear();
-        self.pin = Pin::begin();
-        self.ahead = true;
+        self.txn = Txn::Ahead(Open::begin());
         let new = vec![(topic.to_owned(), vec![partition])];
         let (kafka, token) = (self.kafka.clone(), self.token);
         let added = retrying(deadline, || {
@@ -61,13 +58,14 @@ impl ProtocolLease {
         .await;
         match added {
             Tried::Done(at) => {
-                self.pin.at = Some(at);
-                self.added.insert((topic.to_owned(), partition));
+                if let Some(open) = self.txn.open_mut() {
+                    open.pin.at = Some(at);
+                    open.added.insert((topic.to_owned(), partition));
+                }
             }
             Tried::OutOfTime(why) => {
                 tracing::debug!(role, %why, "opening the next transaction ahead had no answer; it is aborted before the next write");
-                self.state = TxnState::AbortPending;
-                self.ahead = false;
+                self.enter_abort_pending(Vec::new());
             }
             // Nothing was added: a refusal or a fence shows again on the
             // next write's own requests, which report it.
@@ -88,11 +86,11 @@ impl ProtocolLease {
         &mut self,
         role: &str,
         deadline: Instant,
-    ) -> std::result::Result<(), super::Outcome> {
-        if self.state != TxnState::Open || !self.ahead {
+    ) -> std::result::Result<(), Outcome> {
+        if !matches!(self.txn, Txn::Ahead(_)) {
             return Ok(());
         }
-        self.state = TxnState::AbortPending;
+        self.enter_abort_pending(Vec::new());
         self.abort(role, "supersede", deadline).await
     }
 }

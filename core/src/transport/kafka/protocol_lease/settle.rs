@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{context, ending, produce_until, Outcome, ProtocolLease, Tried, TxnError, TxnState};
+use super::outcome::{context, ending, Outcome, Tried, TxnError};
+use super::{produce_until, ProtocolLease, Txn};
 use crate::error::Error;
 use crate::token::FencingToken;
 
@@ -32,7 +33,7 @@ impl ProtocolLease {
         e: TxnError,
         deadline: Instant,
     ) -> Outcome {
-        self.state = TxnState::AbortPending;
+        self.enter_abort_pending(Vec::new());
         match self.abort(role, what, deadline).await {
             Ok(()) => {}
             Err(Outcome::Drop(fenced)) => return Outcome::Drop(fenced),
@@ -53,16 +54,16 @@ impl ProtocolLease {
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
         self.settle_unanswered(role, what, settle_by).await?;
-        match self.state {
-            TxnState::Idle | TxnState::Open => Ok(()),
-            TxnState::AbortPending => self.abort(role, what, deadline).await,
-            TxnState::CommitPending => {
+        match self.txn {
+            Txn::Idle | Txn::Ahead(_) | Txn::Open(_) => Ok(()),
+            Txn::AbortPending { .. } => self.abort(role, what, deadline).await,
+            Txn::CommitPending(_) => {
                 let r = self.commit(role, what, deadline).await;
                 match &r {
                     Ok(()) => self.resolved = Some(true),
                     // Still unknown, whether or not the transaction is open.
                     Err(Outcome::Keep(Error::OutcomeUnknown { .. })) => {}
-                    Err(Outcome::Keep(e)) if self.state == TxnState::Idle => {
+                    Err(Outcome::Keep(e)) if matches!(self.txn, Txn::Idle) => {
                         tracing::debug!(error = %e, "an earlier commit did not happen");
                         self.resolved = Some(false);
                     }
@@ -77,7 +78,7 @@ impl ProtocolLease {
                 }
                 match r {
                     Ok(()) => Ok(()),
-                    Err(Outcome::Keep(_)) if self.state == TxnState::Idle => Ok(()),
+                    Err(Outcome::Keep(_)) if matches!(self.txn, Txn::Idle) => Ok(()),
                     Err(o) => Err(o),
                 }
             }
@@ -138,11 +139,13 @@ impl ProtocolLease {
         what: &str,
         deadline: Instant,
     ) -> std::result::Result<(), Outcome> {
-        while let Some(sent) = self.unanswered.pop() {
+        while let Some(sent) = self.txn.unanswered_mut().and_then(Vec::pop) {
             match produce_until(&self.kafka, role, &sent, deadline).await.0 {
                 Tried::Done(offset) => self.advance(&sent, offset),
                 Tried::OutOfTime(why) => {
-                    self.unanswered.push(sent);
+                    if let Some(unanswered) = self.txn.unanswered_mut() {
+                        unanswered.push(sent);
+                    }
                     return Err(Outcome::Keep(Error::transient(
                         context(role, what),
                         format!(
@@ -166,7 +169,8 @@ impl ProtocolLease {
     /// The partitions of the batches sent and not answered, as
     /// `"topic"/partition`.
     pub(super) fn unanswered_partitions(&self) -> Vec<String> {
-        self.unanswered
+        self.txn
+            .unanswered()
             .iter()
             .map(|s| format!("{}/{}", crate::error::quote(&s.topic), s.partition))
             .collect()
@@ -189,7 +193,7 @@ impl ProtocolLease {
     /// inside it (and is aborted with it) or is refused as an older epoch.
     /// Reported with a warning naming the role and the partitions.
     pub(crate) async fn release(mut self, role: String, within: Duration) {
-        if self.state == TxnState::Idle && self.unanswered.is_empty() {
+        if matches!(self.txn, Txn::Idle) {
             return;
         }
         let deadline = super::super::deadline_in(within);

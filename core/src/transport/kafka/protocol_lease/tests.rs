@@ -2,6 +2,8 @@ use std::time::Duration;
 
 use super::batch::tests::rec;
 use super::*;
+use crate::error::Error;
+use crate::transport::OutRecord;
 
 /// A fake broker that leads partition 0 of topic `t`, coordinates every
 /// transactional id, leaves the first Produce unanswered and answers
@@ -56,6 +58,7 @@ fn one_broker_cluster() -> krabka_kafka::fake_broker::FakeBroker {
     broker
 }
 
+/// Rows W3, W5, W11, R2, R3, A2 of the module table.
 #[tokio::test]
 async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
     use kafka_protocol::messages::ApiKey;
@@ -69,9 +72,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
         .transact(
             "r",
             "write_guarded",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -81,7 +82,7 @@ async fn a_release_settles_an_unanswered_batch_before_it_aborts() {
         Ok(()) => panic!("a write whose Produce had no answer succeeded"),
     };
     assert!(e.to_string().contains("not acknowledged in time"), "{e}");
-    assert_eq!(lease.unanswered.len(), 1);
+    assert_eq!(lease.unanswered().len(), 1);
     lease.release("r".into(), Duration::from_secs(5)).await;
     let sent: Vec<i16> = broker
         .requests()
@@ -310,9 +311,7 @@ async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Resu
         .transact(
             "r",
             "write_guarded",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -364,6 +363,7 @@ const A_UNTIL_MOVED: [&str; 6] = [
     "FindCoordinator",
 ];
 
+/// Rows C6, C1 of the module table.
 #[tokio::test]
 async fn a_commit_the_new_coordinator_holds_open_is_sent_there() {
     let (a, b) = stale_coordinator(|r| described(r, "Ongoing", TOKEN), None, None);
@@ -371,7 +371,7 @@ async fn a_commit_the_new_coordinator_holds_open_is_sent_there() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(sent(&a), A_UNTIL_MOVED);
     assert_eq!(
         sent(&b),
@@ -380,6 +380,7 @@ async fn a_commit_the_new_coordinator_holds_open_is_sent_there() {
     );
 }
 
+/// Rows C10 of the module table.
 #[tokio::test]
 async fn a_commit_after_the_epoch_moved_on_is_not_reported_committed() {
     let newer = FencingToken::new(TOKEN.producer_id, TOKEN.producer_epoch + 1);
@@ -394,6 +395,7 @@ async fn a_commit_after_the_epoch_moved_on_is_not_reported_committed() {
     assert_eq!(sent(&b), ["DescribeTransactions"], "no EndTxn at B");
 }
 
+/// Rows C11 of the module table.
 #[tokio::test]
 async fn a_commit_nothing_proves_is_unknown_and_never_asked_of_the_new_coordinator() {
     type Describe = fn(&Request) -> Reply;
@@ -442,7 +444,7 @@ async fn a_commit_nothing_proves_is_unknown_and_never_asked_of_the_new_coordinat
         let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
         assert!(!dropped, "{case}: {e}");
         assert!(matches!(e, Error::OutcomeUnknown { .. }), "{case}: {e:?}");
-        assert_eq!(lease.state, TxnState::CommitPending, "{case}");
+        assert_eq!(lease.state(), TxnState::CommitPending, "{case}");
         let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
         if stable.is_some() {
             from_a.push("ListOffsets".into());
@@ -455,6 +457,7 @@ async fn a_commit_nothing_proves_is_unknown_and_never_asked_of_the_new_coordinat
     }
 }
 
+/// Rows C7 of the module table.
 #[tokio::test]
 async fn a_commit_whose_markers_are_written_is_committed_without_an_end_txn() {
     // A wrote PrepareCommit and lost the partition before it answered; B
@@ -466,7 +469,7 @@ async fn a_commit_whose_markers_are_written_is_committed_without_an_end_txn() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     let mut from_a = A_UNTIL_MOVED.map(str::to_owned).to_vec();
     from_a.push("ListOffsets".into());
     from_a.push("DescribeProducers".into());
@@ -499,9 +502,10 @@ fn lost_add_partitions(
 async fn lose_the_add_partitions_answer(lease: &mut ProtocolLease) {
     let (e, dropped) = failed(write(lease, Duration::from_millis(300)).await);
     assert!(!dropped && e.is_transient(), "{e}");
-    assert_eq!(lease.state, TxnState::AbortPending);
+    assert_eq!(lease.state(), TxnState::AbortPending);
 }
 
+/// Rows W6, S2, A5, A2 of the module table.
 #[tokio::test]
 async fn an_abort_without_a_pin_goes_where_the_transaction_is_shown_open() {
     let end_txns = EndTxns::default();
@@ -531,6 +535,7 @@ async fn aborts_then_writes(a: &FakeBroker, lease: &mut ProtocolLease, end_txns:
     assert_eq!(end_txns.kinds(), ["abort", "commit"]);
 }
 
+/// Rows W6, S2, A8 of the module table.
 #[tokio::test]
 async fn an_abort_without_a_pin_trusts_no_invalid_txn_state() {
     // A would answer an EndTxn(abort) INVALID_TXN_STATE ("nothing open"),
@@ -543,7 +548,7 @@ async fn an_abort_without_a_pin_trusts_no_invalid_txn_state() {
     let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
     assert!(!dropped && e.is_transient(), "{e}");
     assert!(e.to_string().contains("could not be aborted yet"), "{e}");
-    assert_eq!(lease.state, TxnState::AbortPending);
+    assert_eq!(lease.state(), TxnState::AbortPending);
     assert_eq!(
         sent_txn(&a),
         ["AddPartitionsToTxn", "DescribeTransactions"],
@@ -552,6 +557,7 @@ async fn an_abort_without_a_pin_trusts_no_invalid_txn_state() {
     assert!(end_txns.kinds().is_empty());
 }
 
+/// Rows W3, W5, W10, C1 of the module table.
 #[tokio::test]
 async fn the_healthy_path_sends_each_request_once_and_no_describe() {
     let (a, b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
@@ -559,7 +565,7 @@ async fn the_healthy_path_sends_each_request_once_and_no_describe() {
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(
         sent(&a),
         [
@@ -573,6 +579,7 @@ async fn the_healthy_path_sends_each_request_once_and_no_describe() {
     assert!(sent(&b).is_empty());
 }
 
+/// Rows C11, S3, C7 of the module table.
 #[tokio::test]
 async fn a_commit_left_unknown_is_resolved_by_the_next_write_once_proven() {
     // The first DescribeTransactions at B knows nothing; the second shows
@@ -588,7 +595,7 @@ async fn a_commit_left_unknown_is_resolved_by_the_next_write_once_proven() {
     let mut lease = writer(&a);
     let (e, _) = failed(write(&mut lease, Duration::from_secs(2)).await);
     assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e:?}");
-    assert_eq!(lease.state, TxnState::CommitPending);
+    assert_eq!(lease.state(), TxnState::CommitPending);
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the second write failed: {}", failed(Err(o)).0));
@@ -614,6 +621,7 @@ async fn open_ahead(lease: &mut ProtocolLease, within: Duration) {
     lease.open_ahead("r", "t", 0, Instant::now() + within).await;
 }
 
+/// Rows H1, W4, W10, C1 of the module table.
 #[tokio::test]
 async fn a_write_after_opening_ahead_is_one_produce_and_one_commit() {
     let end_txns = EndTxns::default();
@@ -630,14 +638,13 @@ async fn a_write_after_opening_ahead_is_one_produce_and_one_commit() {
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
     open_ahead(&mut lease, Duration::from_secs(2)).await;
-    assert_eq!(lease.state, TxnState::Open);
-    assert!(lease.ahead);
+    assert_eq!(lease.state(), TxnState::Ahead);
     let before = sent_txn(&a).len();
     assert_eq!(before, 4, "{:?}", sent_txn(&a));
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(
         sent_txn(&a)[before..],
         ["Produce", "EndTxn"],
@@ -646,6 +653,7 @@ async fn a_write_after_opening_ahead_is_one_produce_and_one_commit() {
     assert_eq!(end_txns.kinds(), ["commit", "commit"]);
 }
 
+/// Rows H1, W2, W4 of the module table.
 #[tokio::test]
 async fn a_write_refused_before_sending_leaves_the_transaction_opened_ahead() {
     let (a, _b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
@@ -658,16 +666,14 @@ async fn a_write_refused_before_sending_leaves_the_transaction_opened_ahead() {
         .transact(
             "r",
             "write_guarded",
-            vec![bad],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![bad])),
             Instant::now() + Duration::from_secs(2),
         )
         .await;
     let (e, dropped) = failed(refused);
     assert!(!dropped, "{e}");
     assert!(e.to_string().contains("does not exist"), "{e}");
-    assert_eq!(lease.state, TxnState::Open, "nothing to abort");
+    assert_eq!(lease.state(), TxnState::Ahead, "nothing to abort");
     write(&mut lease, Duration::from_secs(2))
         .await
         .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
@@ -678,24 +684,25 @@ async fn a_write_refused_before_sending_leaves_the_transaction_opened_ahead() {
     );
 }
 
+/// Rows H2, S2, A5, A2 of the module table.
 #[tokio::test]
 async fn opening_ahead_without_an_answer_aborts_before_the_next_write() {
     let end_txns = EndTxns::default();
     let a = lost_add_partitions(|r| described(r, "Ongoing", TOKEN), 0, &end_txns);
     let mut lease = writer(&a);
     open_ahead(&mut lease, Duration::from_millis(300)).await;
-    assert_eq!(lease.state, TxnState::AbortPending);
-    assert!(!lease.ahead);
+    assert_eq!(lease.state(), TxnState::AbortPending);
     aborts_then_writes(&a, &mut lease, &end_txns).await;
 }
 
+/// Rows H4 of the module table.
 #[tokio::test]
 async fn nothing_is_opened_ahead_over_an_open_transaction() {
     let (a, _b) = two_brokers(Box::new(|_, _| None), Box::new(|_, _| None));
     let mut lease = writer(&a);
-    lease.state = TxnState::CommitPending;
+    lease.txn = Txn::CommitPending(Open::default());
     open_ahead(&mut lease, Duration::from_secs(2)).await;
-    assert_eq!(lease.state, TxnState::CommitPending);
+    assert_eq!(lease.state(), TxnState::CommitPending);
     assert!(sent_txn(&a).is_empty());
 }
 
@@ -784,6 +791,7 @@ async fn written(lease: &mut ProtocolLease) {
 
 const REFUSED: i16 = OUT_OF_ORDER_SEQUENCE_NUMBER;
 
+/// Rows W13 of the module table.
 #[tokio::test]
 async fn a_refused_sequence_is_aborted_and_the_batch_sent_again_as_it_was() {
     // The second write's batch (sequence 1) is refused once; the leader
@@ -791,7 +799,7 @@ async fn a_refused_sequence_is_aborted_and_the_batch_sent_again_as_it_was() {
     let (a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 0);
     written(&mut lease).await;
     written(&mut lease).await;
-    assert_eq!(lease.state, TxnState::Idle);
+    assert_eq!(lease.state(), TxnState::Idle);
     assert_eq!(end_txns.kinds(), ["commit", "abort", "commit"]);
     assert_eq!(
         sent_txn(&a),
@@ -813,6 +821,7 @@ async fn a_refused_sequence_is_aborted_and_the_batch_sent_again_as_it_was() {
     assert_eq!(sequences.seen(), [0, 1, 1, 2]);
 }
 
+/// Rows W13 of the module table.
 #[tokio::test]
 async fn a_refused_batch_an_earlier_attempt_wrote_is_sent_again_after_it() {
     // The leader shows the refused batch's own sequence (1) as the epoch's
@@ -825,6 +834,7 @@ async fn a_refused_batch_an_earlier_attempt_wrote_is_sent_again_after_it() {
     assert_eq!(sequences.seen(), [0, 1, 2]);
 }
 
+/// Rows W13 (dropped) of the module table.
 #[tokio::test]
 async fn a_refused_sequence_the_leader_cannot_place_ends_the_term() {
     let (_a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED], 7);
@@ -837,6 +847,7 @@ async fn a_refused_sequence_the_leader_cannot_place_ends_the_term() {
     assert_eq!(sequences.seen(), [0, 1]);
 }
 
+/// Rows W13, W14 of the module table.
 #[tokio::test]
 async fn a_sequence_refused_twice_in_one_write_ends_the_term() {
     let (_a, _b, mut lease, end_txns, sequences) = refusing(&[0, REFUSED, REFUSED], 0);
@@ -914,9 +925,7 @@ async fn data_write(lease: &mut ProtocolLease) -> std::result::Result<(), Outcom
         .transact(
             "r",
             "write_guarded",
-            vec![data_record()],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![data_record()])),
             deadline,
         )
         .await
@@ -932,9 +941,7 @@ async fn lease_write(
         .transact(
             "r",
             "write_lease",
-            vec![rec("k", Some("v"), &[])],
-            false,
-            false,
+            Write::commit(Content::Lease(vec![rec("k", Some("v"), &[])])),
             deadline,
         )
         .await
@@ -944,6 +951,8 @@ async fn lease_write(
 /// handshake sends nothing there, so nothing of it can land later: it
 /// fails at once with its transaction aborted, and the lease writes of the
 /// term go on, round after round.
+///
+/// Rows W12, A2 of the module table.
 #[tokio::test]
 async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
     let (a, _b, end_txns) = silent_data_leader(Box::new(|_, _| Some(Reply::Silence)));
@@ -959,7 +968,7 @@ async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
             "round {round}: {msg}"
         );
         assert!(
-            lease.unanswered.is_empty(),
+            lease.unanswered().is_empty(),
             "round {round}: nothing was sent"
         );
         let renewed = lease_write(&mut lease, Duration::from_secs(2)).await;
@@ -983,6 +992,8 @@ async fn a_data_leader_never_reached_costs_the_write_not_the_lease() {
 /// term's epoch, neither by a lease write (which fails within half its
 /// time, naming the partition) nor by the release (which leaves it to the
 /// coordinator's bumped abort).
+///
+/// Rows W11, S1, R2 of the module table.
 #[tokio::test]
 async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
     let (a, _b, end_txns) = silent_data_leader(Box::new(|r, _| match r.key() {
@@ -993,7 +1004,7 @@ async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
     let written = data_write(&mut lease).await;
     let (e, _) = failed(written);
     assert!(e.to_string().contains("not acknowledged in time"), "{e}");
-    assert_eq!(lease.unanswered.len(), 1);
+    assert_eq!(lease.unanswered().len(), 1);
 
     let started = Instant::now();
     let (e, dropped) = failed(lease_write(&mut lease, Duration::from_secs(1)).await);
@@ -1010,4 +1021,174 @@ async fn a_batch_sent_and_unanswered_is_never_aborted_with_the_epoch() {
     );
     lease.release("r".into(), Duration::from_millis(500)).await;
     assert_eq!(end_txns.kinds(), Vec::<&str>::new(), "no abort was sent");
+}
+
+// ---------------------------------------------------------------------------
+// Rows of the table the tests above leave out.
+// ---------------------------------------------------------------------------
+
+/// A writer on [`two_brokers`] whose A logs its EndTxns and answers them
+/// `end_code`, or not at all with `None`.
+fn logging_end_txns(end_code: Option<i16>) -> (FakeBroker, FakeBroker, EndTxns) {
+    let end_txns = EndTxns::default();
+    let log = end_txns.clone();
+    let (a, b) = two_brokers(
+        Box::new(move |r, _| match (r.key(), end_code) {
+            (Some(ApiKey::EndTxn), Some(code)) => Some(log.answer(r, code)),
+            (Some(ApiKey::EndTxn), None) => Some(Reply::Silence),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    (a, b, end_txns)
+}
+
+/// Row W9: a batch over `message.max.bytes` is refused before it is sent,
+/// naming its size, and the transaction it was added to is aborted.
+#[tokio::test]
+async fn a_batch_over_the_largest_is_refused_unsent_and_its_transaction_aborted() {
+    let (a, _b, end_txns) = logging_end_txns(Some(0));
+    let mut lease = writer(&a);
+    lease.max_batch = 10;
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(!dropped, "{e}");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains("over message.max.bytes (10)"), "{e}");
+    assert_eq!(lease.state(), TxnState::Idle);
+    assert_eq!(sent_txn(&a), ["AddPartitionsToTxn", "EndTxn"]);
+    assert_eq!(end_txns.kinds(), ["abort"]);
+}
+
+/// Row C2: an EndTxn(commit) without an answer leaves the outcome unknown,
+/// and the commit pending for the next write.
+#[tokio::test]
+async fn a_commit_without_an_answer_is_unknown_and_pending() {
+    let (a, _b, _end_txns) = logging_end_txns(None);
+    let mut lease = writer(&a);
+    let (e, dropped) = failed(write(&mut lease, Duration::from_millis(300)).await);
+    assert!(!dropped, "{e}");
+    assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e:?}");
+    assert!(e.to_string().contains("no answer in time"), "{e}");
+    assert_eq!(lease.state(), TxnState::CommitPending);
+}
+
+/// Row C3: the pin's INVALID_TXN_STATE to a commit says nothing was open:
+/// the write fails with it, and the writer is idle.
+#[tokio::test]
+async fn a_commit_the_pin_finds_nothing_open_for_fails_and_leaves_the_writer_idle() {
+    let (a, _b, end_txns) = logging_end_txns(Some(48));
+    let mut lease = writer(&a);
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(!dropped, "{e}");
+    assert!(e.is_transient(), "{e:?}");
+    assert_eq!(lease.state(), TxnState::Idle);
+    assert_eq!(end_txns.kinds(), ["commit"]);
+}
+
+/// Row W15: a Produce fenced (INVALID_PRODUCER_EPOCH) ends the term.
+#[tokio::test]
+async fn a_produce_fenced_drops_the_writer() {
+    let (a, _b) = two_brokers(
+        Box::new(|r, _| match r.key() {
+            Some(ApiKey::Produce) => Some(produced(r, 47)),
+            _ => None,
+        }),
+        Box::new(|_, _| None),
+    );
+    let mut lease = writer(&a);
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(dropped, "{e}");
+    assert!(e.means_fenced(), "{e:?}");
+}
+
+/// Row W1: records that cannot be placed, with a transaction open (left
+/// open by an earlier write), abort that transaction: nothing of it
+/// commits later.
+#[tokio::test]
+async fn a_write_refused_before_sending_aborts_an_open_transaction() {
+    let (a, _b, end_txns) = logging_end_txns(Some(0));
+    let mut lease = writer(&a);
+    let left_open = Write {
+        content: Content::Lease(vec![rec("k", Some("v"), &[])]),
+        end: End::LeaveOpen,
+    };
+    lease
+        .transact(
+            "r",
+            "write_lease",
+            left_open,
+            Instant::now() + Duration::from_secs(2),
+        )
+        .await
+        .unwrap_or_else(|o| panic!("the write failed: {}", failed(Err(o)).0));
+    assert_eq!(lease.state(), TxnState::Open);
+    let mut bad = rec("k", Some("v"), &[]);
+    bad.partition = Some(5);
+    let refused = Write::commit(Content::Lease(vec![bad]));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let (e, dropped) = failed(
+        lease
+            .transact("r", "write_guarded", refused, deadline)
+            .await,
+    );
+    assert!(!dropped, "{e}");
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    assert_eq!(lease.state(), TxnState::Idle);
+    assert_eq!(end_txns.kinds(), ["abort"]);
+}
+
+/// Rows A6 then W3: a transaction pinned nowhere that the coordinator
+/// shows aborted, with no record of it sent, is done with: the write goes
+/// on without an EndTxn for it.
+#[tokio::test]
+async fn an_abort_the_coordinator_shows_done_sends_no_end_txn() {
+    let end_txns = EndTxns::default();
+    let a = lost_add_partitions(|r| described(r, "CompleteAbort", TOKEN), 0, &end_txns);
+    let mut lease = writer(&a);
+    lose_the_add_partitions_answer(&mut lease).await;
+    written(&mut lease).await;
+    assert_eq!(
+        sent_txn(&a),
+        [
+            "AddPartitionsToTxn",
+            "DescribeTransactions",
+            "AddPartitionsToTxn",
+            "Produce",
+            "EndTxn"
+        ]
+    );
+    assert_eq!(end_txns.kinds(), ["commit"]);
+}
+
+/// Row A7: a transaction to abort whose coordinator shows a newer epoch
+/// ends the term, fenced, without an EndTxn.
+#[tokio::test]
+async fn an_abort_the_coordinator_shows_superseded_drops_the_writer() {
+    let newer = FencingToken::new(TOKEN.producer_id, TOKEN.producer_epoch + 1);
+    let end_txns = EndTxns::default();
+    let a = lost_add_partitions(move |r| described(r, "Ongoing", newer), 0, &end_txns);
+    let mut lease = writer(&a);
+    lose_the_add_partitions_answer(&mut lease).await;
+    let (e, dropped) = failed(write(&mut lease, Duration::from_secs(2)).await);
+    assert!(dropped && e.means_fenced(), "{e:?}");
+    assert!(end_txns.kinds().is_empty());
+}
+
+/// Rows H5, H6 and R1: a supersede aborts a transaction opened ahead and
+/// nothing else; the release of an idle writer sends nothing.
+#[tokio::test]
+async fn only_a_transaction_opened_ahead_is_aborted_before_a_supersede() {
+    let (a, _b, end_txns) = logging_end_txns(Some(0));
+    let mut lease = writer(&a);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    assert!(lease.abort_ahead("r", deadline).await.is_ok());
+    assert!(sent_txn(&a).is_empty(), "H6: nothing to abort");
+    open_ahead(&mut lease, Duration::from_secs(2)).await;
+    assert_eq!(lease.state(), TxnState::Ahead);
+    assert!(lease.abort_ahead("r", deadline).await.is_ok());
+    assert_eq!(lease.state(), TxnState::Idle);
+    assert_eq!(end_txns.kinds(), ["abort"]);
+    let before = sent_txn(&a).len();
+    lease.release("r".into(), Duration::from_secs(1)).await;
+    assert_eq!(sent_txn(&a).len(), before, "R1: nothing sent");
 }
