@@ -86,48 +86,13 @@ pub(crate) fn duration_millis(d: Duration) -> i64 {
     d.as_millis().min(i64::MAX as u128) as i64
 }
 
-/// Exponential backoff: the pause after each failure in a row, from
-/// `initial` doubling up to `max`, back to `initial` after a success, each
-/// pause scaled by a random factor in [0.8, 1.2) so that members (or the
-/// roles of one process) that failed together do not retry in lockstep.
-/// The caller sleeps on its own clock.
-#[derive(Debug, Clone)]
-pub(crate) struct Backoff {
-    next: Duration,
-    initial: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
-        Backoff {
-            next: initial,
-            initial,
-            max,
-        }
-    }
-    /// The next pause, jittered (and doubles the one after).
-    pub(crate) fn take(&mut self) -> Duration {
-        let d = self.next;
-        self.next = self.next.saturating_mul(2).min(self.max);
-        jittered(d)
-    }
-    /// Starts over from the initial pause.
-    pub(crate) fn reset(&mut self) {
-        self.next = self.initial;
-    }
-}
-
-/// `d` scaled by a factor in [0.8, 1.2): a fresh `RandomState` is seeded
-/// differently each time, randomness enough to spread retries without a
-/// dependency.
-fn jittered(d: Duration) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    let unit = (h.finish() % 1_000) as f64 / 1_000.0;
-    d.mul_f64(0.8 + 0.4 * unit)
-}
+/// The members' back-off (the acquire loop, the renewal task, the
+/// observer): the project's one jittered back-off, `krabka_backoff::Backoff`
+/// (pauses from `initial` doubling up to `max`, back to `initial` after
+/// [`Backoff::reset`], each scaled by a random factor in [0.8, 1.2) so that
+/// members, or the roles of one process, that failed together do not retry
+/// in lockstep). The caller sleeps on its own clock.
+pub(crate) use krabka_backoff::Backoff;
 
 // ---------------------------------------------------------------- system clock
 
@@ -615,37 +580,5 @@ impl Drop for ManualSleep {
                 self.inner.sleepers_changed.notify_waiters();
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod backoff_tests {
-    use super::*;
-
-    #[test]
-    fn pauses_double_to_the_bound_each_within_a_fifth() {
-        let (initial, max) = (Duration::from_millis(100), Duration::from_secs(5));
-        let mut b = Backoff::new(initial, max);
-        let nominal = [100u64, 200, 400, 800, 1_600, 3_200, 5_000, 5_000];
-        for n in nominal {
-            let d = b.take().as_secs_f64() * 1_000.0;
-            let n = n as f64;
-            assert!((0.8 * n..1.2 * n).contains(&d), "{d} ms for {n} ms");
-        }
-        b.reset();
-        let d = b.take();
-        assert!(
-            d >= initial.mul_f64(0.8) && d < initial.mul_f64(1.2),
-            "{d:?}"
-        );
-    }
-
-    #[test]
-    fn members_that_fail_together_do_not_retry_in_lockstep() {
-        let first: Vec<Duration> = (0..20)
-            .map(|_| Backoff::new(Duration::from_secs(1), Duration::from_secs(5)).take())
-            .collect();
-        let distinct: std::collections::HashSet<_> = first.iter().collect();
-        assert!(distinct.len() > 10, "{first:?}");
     }
 }
