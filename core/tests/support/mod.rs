@@ -871,11 +871,7 @@ impl FaultSetup {
 pub async fn wait_opened_ahead(t: &KafkaTransport, role: &str, topic: &str, partition: i32) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let d = t
-            .describe_client()
-            .describe_transaction(role)
-            .await
-            .unwrap();
+        let d = t.kafka_client().describe_transaction(role).await.unwrap();
         let open = d.as_ref().is_some_and(|d| {
             d.state == "Ongoing" && d.topics == [(topic.to_owned(), vec![partition])]
         });

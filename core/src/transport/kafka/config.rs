@@ -62,7 +62,7 @@ use crate::error::{Error, Result};
 ///
 /// Both are at most `i32::MAX` milliseconds (librdkafka's limit).
 ///
-/// The project's own protocol client ([`super::DescribeClient`]: the
+/// The project's own protocol client ([`super::KafkaClient`]: the
 /// DescribeTransactions requests and the epoch bump) reads the same
 /// security settings: TLS (rustls) and SASL PLAIN, SCRAM-SHA-256,
 /// SCRAM-SHA-512 and OAUTHBEARER (with a token provider:
@@ -411,7 +411,7 @@ impl KafkaConfig {
     }
 
     /// Checks the security settings as the project's own protocol client
-    /// (the [`super::DescribeClient`]) reads them: `security.protocol`
+    /// (the [`super::KafkaClient`]) reads them: `security.protocol`
     /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism(s)`
     /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 with `sasl.username` and
     /// `sasl.password`, or OAUTHBEARER with a token provider

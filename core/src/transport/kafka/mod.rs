@@ -1,7 +1,7 @@
 //! The Kafka transport, on two clients:
 //!
 //! * the project's own protocol client, the crate `krabka-kafka`
-//!   ([`krabka_kafka::Client`], reached through [`DescribeClient`]): every
+//!   ([`krabka_kafka::Client`], reached through [`KafkaClient`]): every
 //!   mint, lease record and guarded write (`protocol_lease`), the describes,
 //!   the conditional bump of a resign, the standby's look at the last stable
 //!   offset, the member's access check. Its settings come from the same
@@ -108,9 +108,9 @@ use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateRecord};
 
+mod client;
 mod client_settings;
 mod config;
-mod describe;
 mod epoch;
 mod librdkafka;
 mod oauth;
@@ -123,13 +123,16 @@ mod seen;
 mod state_reader;
 mod topic;
 
+pub use client::{BumpAnswer, DescribeClient, KafkaClient, TransactionDescription};
 pub use config::KafkaConfig;
-pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use oauth::{OAuthToken, OAuthTokenError, TokenProviderError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
 pub use reader::READER_GROUP;
 pub use topic::{check_state_topic, ensure_state_topic, TopicReport, TopicSpec};
+// The client module under its former name, which `epoch` still imports
+// from.
+use client as describe;
 
 pub use librdkafka::background_drops;
 pub(crate) use librdkafka::{
@@ -159,7 +162,7 @@ type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 /// One transport per process (a [`crate::client::Client`] holds one). It
 /// holds a plain idempotent producer for registrations, one read_committed
 /// consumer for every state partition it reads (each partition on a queue of
-/// its own), and a [`DescribeClient`], the protocol client through whose
+/// its own), and a [`KafkaClient`], the protocol client through whose
 /// connections every held epoch writes. Every producer and consumer is
 /// created with the settings of the [`KafkaConfig`].
 ///
@@ -177,7 +180,7 @@ pub struct KafkaTransport {
     config: KafkaConfig,
     client_suffix: String,
     registrar: Option<Producer>,
-    describe: DescribeClient,
+    client: KafkaClient,
     /// Serialises the mints of one role on this transport; a role's entry
     /// lasts while a mint of it runs or waits.
     mint_locks: role_locks::RoleLocks,
@@ -213,11 +216,11 @@ impl KafkaTransport {
     ///
     /// Builds the registration producer and the DescribeTransactions client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
-    /// address or a security setting the describe client cannot honour (or
+    /// address or a security setting the protocol client cannot honour (or
     /// a certificate file it cannot read) is refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
     pub fn new(config: KafkaConfig, member_id: Option<&str>) -> Result<KafkaTransport> {
         config.validate()?;
-        let describe = DescribeClient::new(&config)?;
+        let client = KafkaClient::new(&config)?;
         let client_suffix = match member_id {
             Some(m) if !m.is_empty() => config::client_id_part(m),
             _ => "member".to_owned(),
@@ -244,7 +247,7 @@ impl KafkaTransport {
             config,
             client_suffix,
             registrar: Some(registrar),
-            describe,
+            client,
             mint_locks: role_locks::RoleLocks::default(),
             readers: Arc::new(StdMutex::new(HashMap::new())),
             state_consumer: std::sync::OnceLock::new(),
@@ -259,9 +262,16 @@ impl KafkaTransport {
         &self.config
     }
 
-    /// The transport's DescribeTransactions client.
-    pub fn describe_client(&self) -> &DescribeClient {
-        &self.describe
+    /// The transport's protocol client: the one every held epoch writes
+    /// through, and that describes, bumps and checks access.
+    pub fn kafka_client(&self) -> &KafkaClient {
+        &self.client
+    }
+
+    /// The transport's protocol client ([`KafkaTransport::kafka_client`]).
+    #[deprecated(note = "named for one of its uses: use `kafka_client`")]
+    pub fn describe_client(&self) -> &KafkaClient {
+        &self.client
     }
 
     /// How many times the state consumers of this transport were positioned:
@@ -339,7 +349,7 @@ impl KafkaTransport {
         options: &crate::election::ElectionOptions,
     ) -> Result<PreflightReport> {
         self.preflight
-            .report(&self.config, &self.describe, role, options)
+            .report(&self.config, &self.client, role, options)
             .await
     }
 
@@ -383,9 +393,9 @@ impl KafkaTransport {
         check_role(role)?;
         let lease_ms = lease_millis(lease_duration)?;
         let locks = self.mint_locks.clone();
-        let (config, describe, minted) = (
+        let (config, client, minted) = (
             self.config.clone(),
-            self.describe.clone(),
+            self.client.clone(),
             Arc::clone(&self.minted),
         );
         let role = role.to_owned();
@@ -394,7 +404,7 @@ impl KafkaTransport {
             let _serialised = locks.lock(&role).await;
             let deadline = deadline_in(config.operation_timeout());
             let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
-            let result = describe
+            let result = client
                 .kafka()
                 .init_producer_id(&role, timeout_ms, deadline)
                 .await
@@ -405,11 +415,11 @@ impl KafkaTransport {
                     minted.fetch_add(1, Ordering::Relaxed);
                     KafkaEpoch::new(
                         &config,
-                        describe.clone(),
+                        client.clone(),
                         role.clone(),
                         lease_ms,
                         ProtocolLease::new(
-                            describe.kafka().clone(),
+                            client.kafka().clone(),
                             token,
                             protocol_lease::max_batch_bytes(&config),
                         ),
@@ -557,7 +567,7 @@ fn lease_millis(lease: Duration) -> Result<u64> {
 impl Describer for KafkaTransport {
     async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
         check_role(role)?;
-        self.describe.describe_epoch(role).await
+        self.client.describe_epoch(role).await
     }
 }
 
@@ -579,7 +589,7 @@ impl Coordinator for KafkaTransport {
         options: &crate::election::ElectionOptions,
     ) -> Result<()> {
         self.preflight
-            .check(&self.config, &self.describe, role, options)
+            .check(&self.config, &self.client, role, options)
             .await
     }
 }

@@ -29,7 +29,7 @@ impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
         // An unreachable cluster fails here within the connect timeout;
         // the consumer would wait out its operation timeout, twice.
-        self.describe.kafka().ensure_reached().await?;
+        self.client.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
@@ -40,7 +40,7 @@ impl StateReader for KafkaTransport {
     }
 
     async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
-        self.describe.kafka().ensure_reached().await?;
+        self.client.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
@@ -88,7 +88,7 @@ impl KafkaTransport {
     async fn high_watermark(&self, partition: i32) -> Result<i64> {
         let deadline = deadline_in(self.config.operation_timeout());
         Ok(self
-            .describe
+            .client
             .kafka()
             .end_offset(self.config.state_topic(), partition, false, deadline)
             .await?)
@@ -151,7 +151,7 @@ impl KafkaTransport {
         // The second read, the last stable offset: ListOffsets read_committed.
         let deadline = deadline_in(self.config.operation_timeout());
         let stable = self
-            .describe
+            .client
             .kafka()
             .end_offset(self.config.state_topic(), partition, true, deadline)
             .await?;

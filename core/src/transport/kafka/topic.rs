@@ -185,7 +185,7 @@ pub async fn ensure_state_topic(
 /// bootstrap address and the connect timeout, a host that does not resolve
 /// or a refused password or certificate fails at once, named.
 async fn reach(config: &KafkaConfig) -> Result<()> {
-    let client = super::DescribeClient::new(config)?;
+    let client = super::KafkaClient::new(config)?;
     let kafka = client.kafka();
     kafka.check_access().await?;
     kafka.ensure_reached().await?;
