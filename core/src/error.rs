@@ -1,4 +1,23 @@
 //! Errors of the core.
+//!
+//! The one place where the errors of the project's Kafka client
+//! (`krabka_kafka::Error`, feature `kafka-client`) and the crate's meet,
+//! both ways:
+//!
+//! | `krabka_kafka::Error`            | the crate's `Error`                   | way         |
+//! |----------------------------------|---------------------------------------|-------------|
+//! | `InvalidArgument(m)`             | `InvalidArgument(m)`                  | both        |
+//! | `Fenced(m)`                      | `Fenced(m)`                           | client→core |
+//! | `Transient { context, source }`  | `Transient { context, source }`       | client→core |
+//! | `Fatal { context, source }`      | `Fatal { context, source }`           | both        |
+//! | a kind the client adds later     | `Fatal` ("a Kafka client request", it) | client→core |
+//! | (none)                           | any other kind: stays the crate's     | core→client |
+//!
+//! Client to core (`From<krabka_kafka::Error> for Error`) is every answer of
+//! the client the transport passes on. Core to client
+//! (`Error::into_kafka_client`) is an error a binding's token provider
+//! returns to the client: only the kinds the client acts on (a fatal error
+//! is not retried, an invalid argument is reported as such) become its own.
 
 use std::fmt;
 
@@ -330,7 +349,7 @@ impl Error {
 #[cfg(feature = "kafka-client")]
 impl From<krabka_kafka::Error> for Error {
     /// The Kafka client's error as the crate's, kind for kind, its message
-    /// and cause kept.
+    /// and cause kept (the table of this module's docs).
     fn from(e: krabka_kafka::Error) -> Self {
         match e {
             krabka_kafka::Error::InvalidArgument(m) => Error::InvalidArgument(m),
@@ -342,6 +361,22 @@ impl From<krabka_kafka::Error> for Error {
             // The client's error is non-exhaustive: a kind it adds later is
             // fatal here until this crate learns it.
             other => Error::fatal("a Kafka client request", other),
+        }
+    }
+}
+
+#[cfg(feature = "kafka-client")]
+impl Error {
+    /// The crate's error as the Kafka client's own kind where the client
+    /// has one it acts on: [`Error::Fatal`] and [`Error::InvalidArgument`],
+    /// message and cause kept. Any other kind comes back unchanged as the
+    /// `Err`, for the caller to pass on as it is (the table of this
+    /// module's docs).
+    pub(crate) fn into_kafka_client(self) -> std::result::Result<krabka_kafka::Error, Error> {
+        match self {
+            Error::Fatal { context, source } => Ok(krabka_kafka::Error::Fatal { context, source }),
+            Error::InvalidArgument(m) => Ok(krabka_kafka::Error::InvalidArgument(m)),
+            other => Err(other),
         }
     }
 }

@@ -526,16 +526,14 @@ fn is_secret(key: &str) -> bool {
 /// A provider's error for the Kafka client's token source, which keeps a
 /// fatal error fatal and an invalid argument invalid only when they are its
 /// own kinds: the crate's [`Error::Fatal`] and [`Error::InvalidArgument`]
-/// (what a binding's provider returns) become the client's, message and
-/// cause kept; any other error stays as it is (a retry may mend it).
+/// (what a binding's provider returns) become the client's
+/// ([`Error::into_kafka_client`], the one mapping between the two); any
+/// other error stays as it is (a retry may mend it).
 fn as_client_error(e: OAuthTokenError) -> OAuthTokenError {
     match e.downcast::<Error>() {
-        Ok(core) => match *core {
-            Error::Fatal { context, source } => {
-                Box::new(krabka_kafka::Error::Fatal { context, source })
-            }
-            Error::InvalidArgument(m) => Box::new(krabka_kafka::Error::InvalidArgument(m)),
-            other => Box::new(other),
+        Ok(core) => match core.into_kafka_client() {
+            Ok(client) => Box::new(client),
+            Err(other) => Box::new(other),
         },
         Err(e) => e,
     }
