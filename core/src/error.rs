@@ -385,6 +385,45 @@ impl Error {
 mod tests {
     use super::*;
 
+    /// Every row of the module docs' table of the Kafka client boundary.
+    #[cfg(feature = "kafka-client")]
+    #[test]
+    fn the_kafka_client_boundary_maps_as_the_table_says() {
+        use krabka_kafka::Error as K;
+        let cause = || Box::<dyn std::error::Error + Send + Sync>::from("cause");
+        let core = |e: K| Error::from(e);
+        assert!(
+            matches!(core(K::InvalidArgument("m".into())), Error::InvalidArgument(m) if m == "m")
+        );
+        assert!(matches!(core(K::Fenced("m".into())), Error::Fenced(m) if m == "m"));
+        let transient = K::Transient {
+            context: "c".into(),
+            source: cause(),
+        };
+        assert!(matches!(core(transient), Error::Transient { context, .. } if context == "c"));
+        let fatal = K::Fatal {
+            context: "c".into(),
+            source: cause(),
+        };
+        assert!(matches!(core(fatal), Error::Fatal { context, .. } if context == "c"));
+
+        let client = |e: Error| e.into_kafka_client();
+        assert!(
+            matches!(client(Error::InvalidArgument("m".into())), Ok(K::InvalidArgument(m)) if m == "m")
+        );
+        assert!(
+            matches!(client(Error::fatal("c", "cause")), Ok(K::Fatal { context, .. }) if context == "c")
+        );
+        assert!(matches!(
+            client(Error::transient("c", "cause")),
+            Err(Error::Transient { .. })
+        ));
+        assert!(matches!(
+            client(Error::Fenced("m".into())),
+            Err(Error::Fenced(_))
+        ));
+    }
+
     #[test]
     fn kinds_have_stable_values_and_names() {
         let expected = [
