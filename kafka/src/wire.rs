@@ -367,39 +367,10 @@ impl Connection {
         close_pending(&self.pending, why);
     }
 
-    /// Sends one request and waits for its response.
-    pub(super) async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
-        &self,
-        key: ApiKey,
-        version: i16,
-        req: &Req,
-        deadline: Instant,
-    ) -> std::io::Result<Resp> {
-        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation_id;
-        header.client_id = Some(self.client_id.clone());
-        let mut frame = BytesMut::with_capacity(128);
-        frame.put_i32(0); // the size, filled in below
-        encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
-        req.encode(&mut frame, version).map_err(protocol_error)?;
-        let size = i32::try_from(frame.len() - 4)
-            .map_err(|_| std::io::Error::other("request too large"))?;
-        frame[..4].copy_from_slice(&size.to_be_bytes());
-
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(why) = &p.closed {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    why.clone(),
-                ));
-            }
-            p.waiters.insert(correlation_id, tx);
-        }
+    /// Writes one whole request frame by `deadline`, or closes the
+    /// connection: a write that failed, timed out or was abandoned half-way
+    /// leaves the stream unusable for any later request.
+    async fn write_frame(&self, frame: &[u8], deadline: Instant) -> std::io::Result<()> {
         // A caller that stops waiting mid-write (its future dropped) leaves a
         // half-written frame: the guard then closes the connection, as the
         // timeout path does, so no later request shares a corrupt stream.
@@ -416,27 +387,52 @@ impl Connection {
             if let Some(why) = self.closed_because() {
                 return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, why));
             }
-            w.write_all(&frame).await?;
+            w.write_all(frame).await?;
             // TLS keeps written bytes in its buffer until flushed.
             w.flush().await
         })
         .await;
         mid_write.done = true;
         match written {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
                 self.close(format!("write failed: {e}"));
-                return Err(e);
+                Err(e)
             }
             Err(_) => {
                 // A frame may be half written: the connection is unusable.
                 self.close("write timed out".into());
-                return Err(std::io::Error::new(
+                Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     "write timed out",
-                ));
+                ))
             }
         }
+    }
+
+    /// Sends one request and waits for its response.
+    pub(super) async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+        deadline: Instant,
+    ) -> std::io::Result<Resp> {
+        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let frame = request_frame(key, version, correlation_id, &self.client_id, req)?;
+
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &p.closed {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    why.clone(),
+                ));
+            }
+            p.waiters.insert(correlation_id, tx);
+        }
+        self.write_frame(&frame, deadline).await?;
         self.requests.count(key);
         let mut body = match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(b)) => b,
@@ -600,6 +596,29 @@ async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pendin
         }
     };
     close_pending(&pending, why);
+}
+
+/// One request's frame: its size, header and body, encoded for `version`.
+fn request_frame<Req: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: &StrBytes,
+    req: &Req,
+) -> std::io::Result<BytesMut> {
+    let mut header = RequestHeader::default();
+    header.request_api_key = key as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(client_id.clone());
+    let mut frame = BytesMut::with_capacity(128);
+    frame.put_i32(0); // the size, filled in below
+    encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
+    req.encode(&mut frame, version).map_err(protocol_error)?;
+    let size =
+        i32::try_from(frame.len() - 4).map_err(|_| std::io::Error::other("request too large"))?;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(frame)
 }
 
 #[cfg(test)]

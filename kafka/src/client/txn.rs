@@ -309,34 +309,22 @@ impl Client {
         deadline: Instant,
         sent: &AtomicBool,
     ) -> Result<i64, TxnError> {
-        let what = || {
-            format!(
-                "Produce to {}/{partition} for {}",
-                crate::error::quote(topic),
-                crate::error::quote(transactional_id)
-            )
-        };
+        let what = || produce_what(transactional_id, topic, partition);
         let target = Target::Leader(topic, partition);
         settle(
             self.at(target, deadline, |at| {
                 let records = records.clone();
                 async move {
                     let version = at.version(ApiKey::Produce, (3, PRODUCE_MAX), "")?;
-                    let mut part = PartitionProduceData::default();
-                    part.index = partition;
-                    part.records = Some(records);
-                    let mut t = TopicProduceData::default();
-                    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
-                    t.partition_data = vec![part];
-                    let mut req = ProduceRequest::default();
-                    req.transactional_id = Some(TransactionalId(StrBytes::from_string(
-                        transactional_id.to_owned(),
-                    )));
-                    req.acks = -1;
                     // The leader answers (REQUEST_TIMED_OUT at worst)
                     // before this attempt gives up on it.
-                    req.timeout_ms = at.broker_wait_ms();
-                    req.topic_data = vec![t];
+                    let req = produce_request(
+                        transactional_id,
+                        topic,
+                        partition,
+                        records,
+                        at.broker_wait_ms(),
+                    );
                     sent.store(true, Ordering::SeqCst);
                     let resp: ProduceResponse =
                         self.exchange(&at, ApiKey::Produce, version, &req).await?;
@@ -532,4 +520,39 @@ impl Client {
         })
         .await
     }
+}
+
+/// What a Produce is, for its errors: its topic, partition and
+/// transactional id.
+fn produce_what(transactional_id: &str, topic: &str, partition: i32) -> String {
+    format!(
+        "Produce to {}/{partition} for {}",
+        crate::error::quote(topic),
+        crate::error::quote(transactional_id)
+    )
+}
+
+/// A transactional Produce of `records` to `topic`/`partition`, every
+/// in-sync replica acknowledging (`acks` -1) within `timeout_ms`.
+fn produce_request(
+    transactional_id: &str,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+    timeout_ms: i32,
+) -> ProduceRequest {
+    let mut part = PartitionProduceData::default();
+    part.index = partition;
+    part.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partition_data = vec![part];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+        transactional_id.to_owned(),
+    )));
+    req.acks = -1;
+    req.timeout_ms = timeout_ms;
+    req.topic_data = vec![t];
+    req
 }
