@@ -58,7 +58,6 @@ PENDING = {
     "kafka/src/security.rs",
     "kafka/src/oauth.rs",
     "kafka/src/client/mod.rs",
-    "kafka/src/client/txn.rs",
 }
 
 TEST_MODULE = re.compile(r"^mod\s+\w+\s*\{")
