@@ -55,7 +55,6 @@ PENDING = {
     "core/src/transport/kafka/reader.rs",
     "core/src/transport/kafka/topic.rs",
     "kafka/src/wire.rs",
-    "kafka/src/oauth.rs",
     "kafka/src/client/mod.rs",
 }
 
