@@ -54,7 +54,6 @@ PENDING = {
     "core/src/transport/kafka/config.rs",
     "core/src/transport/kafka/reader.rs",
     "core/src/transport/kafka/topic.rs",
-    "kafka/src/wire.rs",
     "kafka/src/client/mod.rs",
 }
 
