@@ -15,7 +15,7 @@
 //!
 //! Client to core (`From<krabka_kafka::Error> for Error`) is every answer of
 //! the client the transport passes on. Core to client
-//! (`Error::into_kafka_client`) is an error a binding's token provider
+//! (`Error::into_kafka_client`, feature `kafka`) is an error a binding's token provider
 //! returns to the client: only the kinds the client acts on (a fatal error
 //! is not retried, an invalid argument is reported as such) become its own.
 
@@ -365,7 +365,8 @@ impl From<krabka_kafka::Error> for Error {
     }
 }
 
-#[cfg(feature = "kafka-client")]
+// Only the Kafka transport hands errors to the client (a token provider's).
+#[cfg(feature = "kafka")]
 impl Error {
     /// The crate's error as the Kafka client's own kind where the client
     /// has one it acts on: [`Error::Fatal`] and [`Error::InvalidArgument`],
@@ -386,7 +387,7 @@ mod tests {
     use super::*;
 
     /// Every row of the module docs' table of the Kafka client boundary.
-    #[cfg(feature = "kafka-client")]
+    #[cfg(feature = "kafka")]
     #[test]
     fn the_kafka_client_boundary_maps_as_the_table_says() {
         use krabka_kafka::Error as K;
