@@ -51,7 +51,6 @@ PENDING = {
     # Not yet split.
     "core/src/transport/kafka/config.rs",
     "core/src/transport/kafka/reader.rs",
-    "core/src/transport/kafka/topic.rs",
     "kafka/src/client/mod.rs",
 }
 
