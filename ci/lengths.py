@@ -50,7 +50,6 @@ PENDING = {
     "core/src/transport/kafka/protocol_lease.rs",
     # Not yet split.
     "core/src/transport/kafka/config.rs",
-    "core/src/transport/kafka/reader.rs",
     "kafka/src/client/mod.rs",
 }
 
