@@ -49,7 +49,6 @@ PENDING = {
     "core/src/leadership/acquire.rs",
     "core/src/transport/kafka/protocol_lease.rs",
     # Not yet split.
-    "core/src/transport/kafka/config.rs",
     "kafka/src/client/mod.rs",
 }
 
