@@ -54,7 +54,7 @@ use crate::error::{Error, Result};
 ///   bounds the first contact with the cluster: when no broker of the
 ///   bootstrap address answers within it, a member's acquire and a describe
 ///   fail with [`Error::Transient`] naming the bootstrap address, instead of
-///   waiting. It also bounds each connect of the DescribeTransactions client.
+///   waiting. It also bounds each connect of the protocol client.
 ///   Once a broker has answered, a member that loses the cluster keeps
 ///   retrying (and reports each retry as an event).
 /// * The **operation timeout** ([`KafkaConfig::with_operation_timeout`],

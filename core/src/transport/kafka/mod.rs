@@ -216,7 +216,7 @@ impl KafkaTransport {
     /// digits, `.`, `_` and `-` goes in shortened and hashed, so that it
     /// never overflows a request header.
     ///
-    /// Builds the registration producer and the DescribeTransactions client
+    /// Builds the registration producer and the protocol client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
     /// address or a security setting the protocol client cannot honour (or
     /// a certificate file it cannot read) is refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
