@@ -18,7 +18,7 @@
 //!   wakes, so a suspend that outlasted the deadline is noticed at the first
 //!   check after the resume.
 //!
-//! * [`SystemClock`] reads [`SystemTime`], `CLOCK_BOOTTIME` for the boot
+//! * [`SystemClock`] reads [`SystemTime`](std::time::SystemTime), `CLOCK_BOOTTIME` for the boot
 //!   clock on Linux and Android (elsewhere the monotonic clock of
 //!   [`std::time::Instant`], which may or may not count suspended time), and
 //!   sleeps with tokio timers. Tokio timers run on a monotonic clock, so a

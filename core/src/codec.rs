@@ -34,7 +34,7 @@
 //!
 //! # Decoding and the order of checks
 //!
-//! A decoder returns a [`FormatError`] whose `part` is the record part it
+//! A decoder returns a [`FormatError`](crate::FormatError) whose `part` is the record part it
 //! decodes (`key`, `registration value`, `lease value`) and whose `message`
 //! names the field, the byte offset and what failed. It reads the fields in
 //! layout order and checks each field completely when it reaches it; the

@@ -141,7 +141,7 @@ impl ManualClock {
     /// move forward by `d` (saturating), the monotonic clock does not, so no
     /// monotonic timer ([`Clock::sleep`]) fires, as tokio's timers do not
     /// run while a machine is suspended. Wall-clock timers
-    /// ([`Clock::sleep_until`]) now due fire, as [`SystemClock`]'s re-read
+    /// ([`Clock::sleep_until`]) now due fire, as [`SystemClock`](super::SystemClock)'s re-read
     /// the wall clock within a slice of the resume.
     pub fn suspend(&self, d: Duration) {
         let due = {
