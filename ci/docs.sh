@@ -3,7 +3,7 @@
 # target/doc-site/, every warning an error:
 #
 #   rust/    rustdoc of the core (krabka-coordination), the Kafka client
-#            (krabka-kafka) and the fenced-store helpers
+#            (krabka-kafka), its back-off (krabka-backoff) and the fenced-store helpers
 #            (krabka-coordination-stores, both drivers), without their
 #            dependencies. The workspace lints warn on `missing_docs`, so a
 #            public item without a doc comment fails here, as do broken
@@ -43,7 +43,7 @@ mkdir -p "$SITE"
 
 doc_rust() {
     RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings -D missing_docs -D rustdoc::missing_crate_level_docs" \
-        cargo doc --quiet -p krabka-coordination -p krabka-kafka --no-deps
+        cargo doc --quiet -p krabka-coordination -p krabka-kafka -p krabka-backoff --no-deps
     RUSTDOCFLAGS="${RUSTDOCFLAGS:-} -D warnings -D missing_docs -D rustdoc::missing_crate_level_docs" \
         cargo doc --quiet -p krabka-coordination-stores --features postgres,sqlite --no-deps
     rm -rf "$SITE/rust"
@@ -133,6 +133,7 @@ cat >"$SITE/index.html" <<'EOF'
 <ul>
 <li><a href="rust/krabka_coordination/index.html">Rust: krabka-coordination</a>,
     <a href="rust/krabka_kafka/index.html">krabka-kafka</a>,
+    <a href="rust/krabka_backoff/index.html">krabka-backoff</a>,
     <a href="rust/krabka_coordination_stores/index.html">krabka-coordination-stores</a></li>
 <li><a href="python/krabka_coordination.html">Python: krabka_coordination</a></li>
 <li><a href="node/index.html">Node.js: krabka-coordination</a></li>

@@ -45,6 +45,7 @@ export KRABKA_CI_UMBRELLA=1
 
 step fmt;    ci/fmt.sh
 step "comments (ci/comments.sh)"; ci/comments.sh
+step "file lengths (ci/lengths.sh)"; ci/lengths.sh
 step clippy; ci/clippy.sh
 step "one core build for the four bindings"; ci/unified.sh
 

@@ -1,4 +1,23 @@
 //! Errors of the core.
+//!
+//! The one place where the errors of the project's Kafka client
+//! (`krabka_kafka::Error`, feature `kafka-client`) and the crate's meet,
+//! both ways:
+//!
+//! | `krabka_kafka::Error`            | the crate's `Error`                   | way         |
+//! |----------------------------------|---------------------------------------|-------------|
+//! | `InvalidArgument(m)`             | `InvalidArgument(m)`                  | both        |
+//! | `Fenced(m)`                      | `Fenced(m)`                           | client→core |
+//! | `Transient { context, source }`  | `Transient { context, source }`       | client→core |
+//! | `Fatal { context, source }`      | `Fatal { context, source }`           | both        |
+//! | a kind the client adds later     | `Fatal` ("a Kafka client request", it) | client→core |
+//! | (none)                           | any other kind: stays the crate's     | core→client |
+//!
+//! Client to core (`From<krabka_kafka::Error> for Error`) is every answer of
+//! the client the transport passes on. Core to client
+//! (`Error::into_kafka_client`, feature `kafka`) is an error a binding's token provider
+//! returns to the client: only the kinds the client acts on (a fatal error
+//! is not retried, an invalid argument is reported as such) become its own.
 
 use std::fmt;
 
@@ -330,7 +349,7 @@ impl Error {
 #[cfg(feature = "kafka-client")]
 impl From<krabka_kafka::Error> for Error {
     /// The Kafka client's error as the crate's, kind for kind, its message
-    /// and cause kept.
+    /// and cause kept (the table of this module's docs).
     fn from(e: krabka_kafka::Error) -> Self {
         match e {
             krabka_kafka::Error::InvalidArgument(m) => Error::InvalidArgument(m),
@@ -346,9 +365,65 @@ impl From<krabka_kafka::Error> for Error {
     }
 }
 
+// Only the Kafka transport hands errors to the client (a token provider's).
+#[cfg(feature = "kafka")]
+impl Error {
+    /// The crate's error as the Kafka client's own kind where the client
+    /// has one it acts on: [`Error::Fatal`] and [`Error::InvalidArgument`],
+    /// message and cause kept. Any other kind comes back unchanged as the
+    /// `Err`, for the caller to pass on as it is (the table of this
+    /// module's docs).
+    pub(crate) fn into_kafka_client(self) -> std::result::Result<krabka_kafka::Error, Error> {
+        match self {
+            Error::Fatal { context, source } => Ok(krabka_kafka::Error::Fatal { context, source }),
+            Error::InvalidArgument(m) => Ok(krabka_kafka::Error::InvalidArgument(m)),
+            other => Err(other),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every row of the module docs' table of the Kafka client boundary.
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn the_kafka_client_boundary_maps_as_the_table_says() {
+        use krabka_kafka::Error as K;
+        let cause = || Box::<dyn std::error::Error + Send + Sync>::from("cause");
+        let core = |e: K| Error::from(e);
+        assert!(
+            matches!(core(K::InvalidArgument("m".into())), Error::InvalidArgument(m) if m == "m")
+        );
+        assert!(matches!(core(K::Fenced("m".into())), Error::Fenced(m) if m == "m"));
+        let transient = K::Transient {
+            context: "c".into(),
+            source: cause(),
+        };
+        assert!(matches!(core(transient), Error::Transient { context, .. } if context == "c"));
+        let fatal = K::Fatal {
+            context: "c".into(),
+            source: cause(),
+        };
+        assert!(matches!(core(fatal), Error::Fatal { context, .. } if context == "c"));
+
+        let client = |e: Error| e.into_kafka_client();
+        assert!(
+            matches!(client(Error::InvalidArgument("m".into())), Ok(K::InvalidArgument(m)) if m == "m")
+        );
+        assert!(
+            matches!(client(Error::fatal("c", "cause")), Ok(K::Fatal { context, .. }) if context == "c")
+        );
+        assert!(matches!(
+            client(Error::transient("c", "cause")),
+            Err(Error::Transient { .. })
+        ));
+        assert!(matches!(
+            client(Error::Fenced("m".into())),
+            Err(Error::Fenced(_))
+        ));
+    }
 
     #[test]
     fn kinds_have_stable_values_and_names() {

@@ -48,6 +48,10 @@
 //!   and cut off and a clock the test drives, for testing leader code
 //!   without Kafka.
 
+// Production functions fit on a screen: at most the lines clippy.toml
+// allows (tests aside).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod client;
 pub mod clock;
 pub mod codec;

@@ -24,7 +24,7 @@ use krabka_coordination::client::Client;
 use krabka_coordination::events::{self, EventReceiver};
 use krabka_coordination::leadership::LeadershipOptions;
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport, TopicSpec,
+    ensure_state_topic, KafkaClient, KafkaConfig, KafkaTransport, TopicSpec,
 };
 use krabka_coordination::transport::LeaseWriter;
 use krabka_coordination::ErrorKind;
@@ -359,7 +359,7 @@ async fn a_describe_only_party_checks_authority_but_cannot_lead() {
     let leader = alice.acquire(&role, "a", options(&alice)).await.unwrap();
 
     // carol's protocol client alone: one request per describe.
-    let carol = DescribeClient::new(&s.config("carol")).unwrap();
+    let carol = KafkaClient::new(&s.config("carol")).unwrap();
     assert_eq!(carol.describe_epoch(&role).await.unwrap(), leader.token());
     let client = Client::new(s.config("carol")).unwrap();
     let status = client.describe_leadership(&role).await.expect("describe");

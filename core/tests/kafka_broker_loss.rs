@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::DescribeClient;
+use krabka_coordination::transport::kafka::KafkaClient;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -105,7 +105,7 @@ async fn the_leader_rides_out(fault: Fault) {
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    let describe = DescribeClient::new(cfg).unwrap();
+    let describe = KafkaClient::new(cfg).unwrap();
     let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), boot);
     let state_leader = partition_leader(boot, cfg.state_topic(), partition_of(&role));
     let mut victims = match fault {
@@ -128,7 +128,7 @@ async fn the_leader_rides_out(fault: Fault) {
             async move {
                 while t0.elapsed() < RIDE_OUT {
                     // A new client each time: a client keeps the coordinator it found.
-                    let describe = DescribeClient::new(&cfg).unwrap();
+                    let describe = KafkaClient::new(&cfg).unwrap();
                     if let Ok(addr) = describe.coordinator_address(&role).await {
                         if node_of(&addr, &boot) != victim {
                             return Some(t0.elapsed());

@@ -22,7 +22,7 @@ mod support;
 
 use std::time::Duration;
 
-use krabka_coordination::transport::kafka::{ensure_state_topic, DescribeClient, KafkaTransport};
+use krabka_coordination::transport::kafka::{ensure_state_topic, KafkaClient, KafkaTransport};
 use krabka_coordination::transport::{LeaseWriter, StateReader};
 use krabka_coordination::ErrorKind;
 use support::*;
@@ -48,7 +48,7 @@ async fn a_registration_lost_with_the_coordinator_does_not_end_the_term() {
         .await
         .expect("a write before the fault");
 
-    let describe = DescribeClient::new(&cfg).unwrap();
+    let describe = KafkaClient::new(&cfg).unwrap();
     let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), &boot);
     let down = DownNode::pause(&coordinator);
     let e = epoch

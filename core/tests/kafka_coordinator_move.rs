@@ -22,7 +22,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaTransport};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaTransport};
 use krabka_coordination::transport::LeaseWriter;
 use support::*;
 
@@ -120,7 +120,7 @@ async fn a_mint_finds_the_coordinator_a_preferred_leader_election_moved() {
     let boot = bootstrap3();
     let cfg = config(&boot).with_operation_timeout(Duration::from_secs(20));
     ensure_shared_topic(&cfg, 3, 2).await;
-    let describe = DescribeClient::new(&cfg).unwrap();
+    let describe = KafkaClient::new(&cfg).unwrap();
     // Its coordinator is known once asked: __transaction_state exists.
     describe
         .coordinator_address(&unique("coordinator-move-probe"))

@@ -33,7 +33,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::leadership::{describe_leadership, LeadershipStatus};
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaTransport};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaTransport};
 use krabka_coordination::transport::LeaseWriter;
 use krabka_coordination::{ErrorKind, FencingToken};
 use support::*;
@@ -173,7 +173,7 @@ type Described = Result<LeadershipStatus, (ErrorKind, String)>;
 /// a process per check does.
 async fn describe_fresh(boot: &str, role: &str) -> Described {
     let cfg = config(boot).with_operation_timeout(Duration::from_secs(3));
-    let client = DescribeClient::new(&cfg).unwrap();
+    let client = KafkaClient::new(&cfg).unwrap();
     match client.describe_epoch(role).await {
         Ok(token) => Ok(LeadershipStatus { token }),
         Err(e) => Err((e.kind(), e.to_string())),
@@ -206,7 +206,7 @@ async fn a_cut_off_coordinator_never_calls_a_deposed_token_authoritative() {
     )
     .unwrap();
     let x = third
-        .describe_client()
+        .kafka_client()
         .coordinator_address(&role)
         .await
         .unwrap();
@@ -231,7 +231,7 @@ async fn a_cut_off_coordinator_never_calls_a_deposed_token_authoritative() {
     let new = successor.mint_epoch(&role, LEASE).await.unwrap().token();
     let minted_at = Instant::now();
     let now_at = successor
-        .describe_client()
+        .kafka_client()
         .coordinator_address(&role)
         .await
         .unwrap();

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaEpoch, KafkaTransport};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaEpoch, KafkaTransport};
 use krabka_coordination::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateReader};
 use krabka_coordination::{Error, ErrorKind, FencingToken, NO_EPOCH};
 use support::*;
@@ -59,7 +59,7 @@ async fn mint_gives_increasing_tokens_and_describe_names_the_newest() {
 
     assert_eq!(a.describe_epoch(&role).await.unwrap(), third);
     assert_eq!(b.describe_epoch(&role).await.unwrap(), third);
-    let outsider = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let outsider = KafkaClient::new(&config(&bootstrap())).unwrap();
     assert_eq!(outsider.describe_epoch(&role).await.unwrap(), third);
     let d = outsider
         .describe_transaction(&role)
@@ -85,7 +85,7 @@ async fn describe_costs_one_request_once_the_coordinator_is_known() {
     let epoch = t.acquire_epoch(&role, LEASE).await.unwrap();
     let token = epoch.token();
 
-    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let client = KafkaClient::new(&config(&bootstrap())).unwrap();
     assert_eq!(client.describe_epoch(&role).await.unwrap(), token);
     let warm = client.requests_sent();
     assert!(warm >= 3, "the first describe needs ApiVersions, FindCoordinator and DescribeTransactions, sent {warm}");
@@ -119,7 +119,7 @@ async fn describe_costs_one_request_once_the_coordinator_is_known() {
     }
     let opened = client.connections_made() - connections;
     assert!(
-        opened < DescribeClient::CONNECTIONS_PER_BROKER as u64,
+        opened < KafkaClient::CONNECTIONS_PER_BROKER as u64,
         "at most the bound per broker: opened {opened}"
     );
     assert_eq!(client.requests_sent() - before - opened, 20);
@@ -358,7 +358,7 @@ async fn dropping_an_epoch_aborts_its_open_transaction() {
         .write_lease_uncommitted(lease_record(&role, Some(open.clone())))
         .await
         .unwrap();
-    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let client = KafkaClient::new(&config(&bootstrap())).unwrap();
     let d = client.describe_transaction(&role).await.unwrap().unwrap();
     assert_eq!(d.state, "Ongoing", "the transaction is open");
     drop(epoch);
@@ -530,7 +530,7 @@ async fn aborted_and_crashed_writes_never_appear() {
         !has_value(&records, &open),
         "the killed writer's open lease must never be visible"
     );
-    let d = DescribeClient::new(&cfg)
+    let d = KafkaClient::new(&cfg)
         .unwrap()
         .describe_epoch(&role2)
         .await
@@ -605,7 +605,7 @@ async fn a_holder_stalled_past_its_transaction_timeout_is_fenced() {
 
     // Wait (on the coordinator, not on a clock) until it has aborted the
     // transaction and bumped the epoch.
-    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let client = KafkaClient::new(&config(&bootstrap())).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let bumped = loop {
         let d = client.describe_epoch(&role).await.unwrap();
@@ -680,7 +680,7 @@ async fn a_crashed_holder_is_replaced() {
     let mut parts = ready.split_whitespace().map(|s| s.parse::<i64>().unwrap());
     let old = FencingToken::new(parts.next().unwrap(), parts.next().unwrap() as i16);
 
-    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let client = KafkaClient::new(&config(&bootstrap())).unwrap();
     let before = client
         .describe_transaction(&role)
         .await
@@ -813,7 +813,7 @@ async fn a_deposed_bump_leaves_the_successors_open_transaction_alone() {
     new.write_lease_uncommitted(lease_record(&role, Some(lease_value("b", new.token(), 1))))
         .await
         .unwrap();
-    let client = DescribeClient::new(&config(&bootstrap())).unwrap();
+    let client = KafkaClient::new(&config(&bootstrap())).unwrap();
     let d = client.describe_transaction(&role).await.unwrap().unwrap();
     assert_eq!((d.state.as_str(), d.token), ("Ongoing", new.token()));
 
@@ -927,7 +927,7 @@ async fn member_checks_at_once_ask_the_shared_questions_once() {
     init_tracing();
     let options = krabka_coordination::ElectionOptions::default();
     let cost = |t: &KafkaTransport| {
-        let c = t.describe_client();
+        let c = t.kafka_client();
         c.requests_sent() - c.connections_made()
     };
     let one = transport("check-one").await;
@@ -1048,7 +1048,7 @@ async fn a_tombstone_right_after_a_lease_leaves_no_transaction_opened_ahead() {
     // Past the longest pause before opening ahead (50 ms), and then some.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let d = t
-        .describe_client()
+        .kafka_client()
         .describe_transaction(&role)
         .await
         .unwrap()

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use krabka_coordination::client::Client;
 use krabka_coordination::events;
 use krabka_coordination::transport::kafka::{
-    DescribeClient, KafkaConfig, OAuthToken, OAuthTokenError, TopicSpec,
+    KafkaClient, KafkaConfig, OAuthToken, OAuthTokenError, TopicSpec,
 };
 use krabka_coordination::{Error, ErrorKind, NO_EPOCH};
 use support::*;
@@ -63,7 +63,7 @@ fn jwt_provider(
 
 /// Describes a role no one took and finds its coordinator.
 async fn describe_unknown(config: &KafkaConfig) -> Result<(), Error> {
-    let client = DescribeClient::new(config)?;
+    let client = KafkaClient::new(config)?;
     let role = unique("oauth-nobody");
     assert_eq!(client.describe_epoch(&role).await?, NO_EPOCH);
     let coordinator = client.coordinator_address(&role).await?;
@@ -150,7 +150,7 @@ async fn leadership_round(config: &KafkaConfig, hold: Duration, idle: Duration) 
     assert!(leader.is_held(), "the leadership ended while held");
     assert_eq!(leader.token(), token, "the epoch stayed the same");
     // A protocol client of its own, from a clone: same answer.
-    let other = DescribeClient::new(&config).unwrap();
+    let other = KafkaClient::new(&config).unwrap();
     assert_eq!(other.describe_epoch(&role).await.unwrap(), token);
     leader.resign().await.expect("resign");
     let status = client.describe_leadership(&role).await.expect("describe");

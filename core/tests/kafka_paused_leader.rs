@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::DescribeClient;
+use krabka_coordination::transport::kafka::KafkaClient;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -37,7 +37,7 @@ async fn a_paused_data_leader_costs_writes_not_the_lease() {
     let (boot, cfg, data, client) = (&setup.boot, &setup.cfg, &setup.data, &setup.client);
     let victim = partition_leader(boot, data, 0);
     // A role whose lease never needs the data partition's leader.
-    let describe = DescribeClient::new(cfg).unwrap();
+    let describe = KafkaClient::new(cfg).unwrap();
     let mut role = None;
     for _ in 0..200 {
         let r = unique("paused-leader");

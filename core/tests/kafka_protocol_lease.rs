@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport,
+    ensure_state_topic, KafkaClient, KafkaConfig, KafkaTransport,
 };
 use krabka_coordination::transport::{Describer, LeaseWriter, OutRecord, StateReader};
 use krabka_kafka::client::retry;
@@ -60,7 +60,7 @@ async fn forty_held_epochs_share_the_protocol_clients_connections_and_add_no_thr
         )
         .await
         .unwrap();
-    let (threads_before, connections_before) = (threads(), t.describe_client().connections_made());
+    let (threads_before, connections_before) = (threads(), t.kafka_client().connections_made());
 
     let mut held = Vec::new();
     for i in 0..40 {
@@ -96,7 +96,7 @@ async fn forty_held_epochs_share_the_protocol_clients_connections_and_add_no_thr
     while let Some(r) = renewals.join_next().await {
         r.unwrap().expect("a renewal");
     }
-    let (threads_after, connections_after) = (threads(), t.describe_client().connections_made());
+    let (threads_after, connections_after) = (threads(), t.kafka_client().connections_made());
     // librdkafka's path builds a producer per role (about 15 threads each);
     // tokio's blocking pool may add a few threads, never one per role.
     assert!(
@@ -105,7 +105,7 @@ async fn forty_held_epochs_share_the_protocol_clients_connections_and_add_no_thr
     );
     // One broker: at most the client's bound, however many roles (and one
     // more, should the bootstrap address name the broker otherwise).
-    let bound = DescribeClient::CONNECTIONS_PER_BROKER as u64 + 1;
+    let bound = KafkaClient::CONNECTIONS_PER_BROKER as u64 + 1;
     assert!(
         connections_after <= bound,
         "40 held epochs made {connections_before} -> {connections_after} connections to one broker (bound {bound})"
@@ -259,7 +259,7 @@ async fn one_guarded_write(
     held.write_guarded(vec![data_record(&topic, 0, b"one")], WITHIN)
         .await
         .expect("a committed guarded write");
-    let kafka = t.describe_client().kafka().clone();
+    let kafka = t.kafka_client().kafka().clone();
     (t, topic, role, held, kafka)
 }
 
@@ -381,7 +381,7 @@ async fn a_late_copy_of_a_lease_does_not_end_the_term() {
     held.write_lease(lease(1), WITHIN)
         .await
         .expect("the first lease");
-    let kafka = t.describe_client().kafka().clone();
+    let kafka = t.kafka_client().kafka().clone();
     until_nothing_open(&kafka, &topic, token.producer_id).await;
     // The opening ahead is off the write's path: the copy comes after it.
     wait_opened_ahead(&t, &role, &topic, 0).await;

@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::client::Client;
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, TopicSpec};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaConfig, TopicSpec};
 use krabka_coordination::NO_EPOCH;
 use support::*;
 
@@ -26,7 +26,7 @@ fn reauth_config() -> KafkaConfig {
 
 /// Describes `role` every 100 ms for `period` with `client`; every answer
 /// must come. Returns how many describes were made.
-async fn describe_for(client: &DescribeClient, role: &str, period: Duration) -> u32 {
+async fn describe_for(client: &KafkaClient, role: &str, period: Duration) -> u32 {
     let until = Instant::now() + period;
     let mut n = 0;
     while Instant::now() < until {
@@ -44,7 +44,7 @@ async fn describe_for(client: &DescribeClient, role: &str, period: Duration) -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_protocol_client_keeps_working_across_several_session_lifetimes() {
     init_tracing();
-    let client = DescribeClient::new(&reauth_config()).expect("client");
+    let client = KafkaClient::new(&reauth_config()).expect("client");
     let role = unique("reauth-nobody");
     assert_eq!(
         client.describe_epoch(&role).await.expect("describe"),
@@ -73,7 +73,7 @@ async fn the_protocol_client_keeps_working_across_several_session_lifetimes() {
     );
 
     // The other listener sets no lifetime: one connection throughout.
-    let plain = DescribeClient::new(&secured().config("SCRAM-SHA-512", "admin")).unwrap();
+    let plain = KafkaClient::new(&secured().config("SCRAM-SHA-512", "admin")).unwrap();
     describe_for(&plain, &role, lifetime * 2).await;
     assert_eq!(plain.sasl_session_lifetime(), None);
     assert_eq!(plain.connections_made(), 1);

@@ -10,7 +10,7 @@ mod support;
 
 use std::time::Duration;
 
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, KafkaTransport};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaConfig, KafkaTransport};
 use krabka_coordination::transport::{Describer, LeaseWriter};
 use krabka_coordination::Error;
 use support::*;
@@ -44,7 +44,7 @@ async fn the_fence_holds_while_a_broker_restarts() {
         .unwrap();
 
     // Stop the broker of the role's transaction coordinator.
-    let client = DescribeClient::new(&cfg).unwrap();
+    let client = KafkaClient::new(&cfg).unwrap();
     let coordinator = client.coordinator_address(&role).await.unwrap();
     let stopped = DownNode::stop(node_of(&coordinator, &boot)).await;
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use krabka_coordination::client::Client;
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, TopicSpec};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaConfig, TopicSpec};
 use krabka_coordination::{Error, ErrorKind, NO_EPOCH};
 use support::*;
 
@@ -29,7 +29,7 @@ const MECHANISMS: [&str; 3] = ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"];
 /// Describes a role no one took and checks the coordinator's address, with
 /// `config`; returns the error if any.
 async fn describe_unknown(config: &KafkaConfig) -> Result<(), Error> {
-    let client = DescribeClient::new(config)?;
+    let client = KafkaClient::new(config)?;
     let role = unique("secured-nobody");
     assert_eq!(client.describe_epoch(&role).await?, NO_EPOCH);
     let coordinator = client.coordinator_address(&role).await?;
@@ -149,10 +149,10 @@ async fn a_client_certificate_with_an_encrypted_key_is_presented() {
         .set("ssl.key.password", Secured::CLIENT_KEY_PASSWORD);
     describe_unknown(&config).await.expect("mutual TLS");
     // A wrong key password is refused when the client is made, naming the key.
-    let e = DescribeClient::new(&config.clone().set("ssl.key.password", "wrong")).unwrap_err();
+    let e = KafkaClient::new(&config.clone().set("ssl.key.password", "wrong")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("ssl.key.location"), "{e}");
-    let e = DescribeClient::new(&config.set("ssl.key.password", "")).unwrap_err();
+    let e = KafkaClient::new(&config.set("ssl.key.password", "")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
 
@@ -188,7 +188,7 @@ async fn a_leadership_round_on_the_secured_cluster() {
     let status = client.describe_leadership(&role).await.expect("describe");
     assert!(status.authoritative(&leader.token()), "{status:?}");
     // The protocol client alone, with another mechanism, sees the same.
-    let other = DescribeClient::new(&cluster.config("PLAIN", "admin")).unwrap();
+    let other = KafkaClient::new(&cluster.config("PLAIN", "admin")).unwrap();
     assert_eq!(other.describe_epoch(&role).await.unwrap(), leader.token());
     let token = leader.token();
     leader.resign().await.expect("resign");

@@ -25,7 +25,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use krabka_coordination::events;
-use krabka_coordination::transport::kafka::DescribeClient;
+use krabka_coordination::transport::kafka::KafkaClient;
 use support::*;
 
 const LEASE: Duration = Duration::from_secs(20);
@@ -92,7 +92,7 @@ async fn a_partition_below_its_min_insync_replicas_fails_the_write_and_keeps_the
 
     // A node that is neither the role's coordinator nor its state
     // partition's leader: the lease itself never needs it.
-    let describe = DescribeClient::new(cfg).unwrap();
+    let describe = KafkaClient::new(cfg).unwrap();
     let coordinator = node_of(&describe.coordinator_address(&role).await.unwrap(), boot);
     let state_leader = partition_leader(boot, cfg.state_topic(), partition_of(&role));
     let victim = ["1", "2", "3"]

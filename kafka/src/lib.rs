@@ -19,6 +19,10 @@
 //! Without its default feature `client`, the crate is [`codes`],
 //! [`frame_check`], [`records`] and [`Error`] alone: no tokio, no TLS.
 
+// Production functions fit on a screen: at most the lines clippy.toml
+// allows (tests aside).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codes;

@@ -147,35 +147,7 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
         offset: base_offset,
         what,
     };
-    let magic = b[16] as i8;
-    if magic != 2 {
-        return Err(RecordsError::Magic {
-            offset: base_offset,
-            magic,
-        });
-    }
-    let crc = u32::from_be_bytes([b[17], b[18], b[19], b[20]]);
-    let computed = crc32c::crc32c(&b[CRC_FROM..]);
-    if crc != computed {
-        return Err(malformed(format!(
-            "checksum {crc:#010x} but the bytes give {computed:#010x}"
-        )));
-    }
-    let attributes = be_i16(&b[21..]);
-    let codec = match attributes & 0x07 {
-        0 => None,
-        1 => Some("gzip"),
-        2 => Some("snappy"),
-        3 => Some("lz4"),
-        4 => Some("zstd"),
-        _ => Some("an unknown codec"),
-    };
-    if let Some(codec) = codec {
-        return Err(RecordsError::Compressed {
-            offset: base_offset,
-            codec,
-        });
-    }
+    let attributes = check_frame(b, base_offset)?;
     let transactional = attributes & 0x10 != 0;
     let control = attributes & 0x20 != 0;
     let last_delta = be_i32(&b[23..]);
@@ -230,6 +202,46 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
         marker,
         records,
     })
+}
+
+/// Checks what a batch's records are read under: the magic byte (2), the
+/// checksum of its bytes, and no compression. Returns the batch's
+/// attributes.
+fn check_frame(b: &Bytes, base_offset: i64) -> Result<i16, RecordsError> {
+    let magic = b[16] as i8;
+    if magic != 2 {
+        return Err(RecordsError::Magic {
+            offset: base_offset,
+            magic,
+        });
+    }
+    let malformed = |what: String| RecordsError::Malformed {
+        offset: base_offset,
+        what,
+    };
+    let crc = u32::from_be_bytes([b[17], b[18], b[19], b[20]]);
+    let computed = crc32c::crc32c(&b[CRC_FROM..]);
+    if crc != computed {
+        return Err(malformed(format!(
+            "checksum {crc:#010x} but the bytes give {computed:#010x}"
+        )));
+    }
+    let attributes = be_i16(&b[21..]);
+    let codec = match attributes & 0x07 {
+        0 => None,
+        1 => Some("gzip"),
+        2 => Some("snappy"),
+        3 => Some("lz4"),
+        4 => Some("zstd"),
+        _ => Some("an unknown codec"),
+    };
+    if let Some(codec) = codec {
+        return Err(RecordsError::Compressed {
+            offset: base_offset,
+            codec,
+        });
+    }
+    Ok(attributes)
 }
 
 /// The marker a control record's key names (version 0, type 0 ABORT or

@@ -1,4 +1,4 @@
-//! The wire under the DescribeTransactions client: one connection per
+//! The wire under the protocol client: one connection per
 //! broker (TCP, TLS over TCP with `ssl` / `sasl_ssl`) carrying concurrent
 //! requests, each with its own correlation id; a writer lock keeps each frame
 //! whole on the wire, and a reader task hands each response to the request
@@ -202,139 +202,6 @@ impl Connection {
         Ok(conn)
     }
 
-    /// SaslHandshake v1 then SaslAuthenticate until the mechanism is done
-    /// (KIP-152). Returns the session lifetime the broker set, if any.
-    async fn authenticate(
-        &self,
-        sasl: &SaslSettings,
-        deadline: Instant,
-    ) -> Result<Option<std::time::Duration>, OpenError> {
-        let context = || {
-            format!(
-                "SASL {} authentication with {} at {}",
-                sasl.mechanism,
-                sasl.who(),
-                self.addr
-            )
-        };
-        let fatal = |why: String| OpenError::Fail(Error::fatal(context(), why));
-        if self.version_for(ApiKey::SaslHandshake, (1, 1)).is_none() {
-            return Err(fatal(
-                "the broker does not speak SaslHandshake v1 (Kafka 1.0 or newer is needed)".into(),
-            ));
-        }
-        let Some(auth_version) = self.version_for(ApiKey::SaslAuthenticate, (0, 2)) else {
-            return Err(fatal("the broker does not speak SaslAuthenticate".into()));
-        };
-        let mut req = SaslHandshakeRequest::default();
-        req.mechanism = StrBytes::from_static_str(sasl.mechanism.name());
-        let resp: SaslHandshakeResponse = self
-            .request(ApiKey::SaslHandshake, 1, &req, deadline)
-            .await?;
-        match resp.error_code {
-            codes::NONE => {}
-            codes::UNSUPPORTED_SASL_MECHANISM => {
-                let enabled: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
-                return Err(fatal(format!(
-                    "the broker does not enable the mechanism {} on this listener (it enables: {})",
-                    sasl.mechanism,
-                    enabled.join(", ")
-                )));
-            }
-            code => return Err(fatal(format!("SaslHandshake answered {}", code_name(code)))),
-        }
-        let (mut exchange, first) = match &sasl.credentials {
-            Credentials::Token(source) => {
-                let token = self.token(source, deadline).await?;
-                Exchange::oauth(token.value())
-            }
-            Credentials::Password { .. } => Exchange::start(sasl).map_err(fatal)?,
-        };
-        let mut out = first;
-        loop {
-            let mut req = SaslAuthenticateRequest::default();
-            req.auth_bytes = Bytes::from(std::mem::take(&mut out));
-            let resp: SaslAuthenticateResponse = self
-                .request(ApiKey::SaslAuthenticate, auth_version, &req, deadline)
-                .await?;
-            if resp.error_code != codes::NONE {
-                // The broker's message names the mechanism, never the password.
-                return Err(fatal(format!(
-                    "the broker refused the credentials: {}{}{}",
-                    code_name(resp.error_code),
-                    resp.error_message
-                        .as_ref()
-                        .map(|m| format!(": {}", m.as_str()))
-                        .unwrap_or_default(),
-                    exchange
-                        .refusal()
-                        .map(|r| format!(" (the broker's answer to the token: {r})"))
-                        .unwrap_or_default()
-                )));
-            }
-            match exchange.step(&resp.auth_bytes).map_err(fatal)? {
-                Step::Send(next) => out = next,
-                Step::Done => {
-                    let lifetime = u64::try_from(resp.session_lifetime_ms)
-                        .ok()
-                        .filter(|ms| *ms > 0)
-                        .map(std::time::Duration::from_millis);
-                    return Ok(lifetime);
-                }
-            }
-        }
-    }
-
-    /// A token from the OAUTHBEARER token provider (which may block) on
-    /// tokio's blocking pool, by `deadline`.
-    async fn token(
-        &self,
-        source: &Arc<TokenSource>,
-        deadline: Instant,
-    ) -> Result<OAuthToken, OpenError> {
-        let source = Arc::clone(source);
-        match tokio::time::timeout_at(
-            deadline,
-            tokio::task::spawn_blocking(move || source.token()),
-        )
-        .await
-        {
-            Ok(Ok(Ok(token))) => Ok(token),
-            Ok(Ok(Err(e))) => Err(OpenError::Fail(e)),
-            Ok(Err(join)) => Err(OpenError::Fail(Error::fatal(
-                "getting an OAUTHBEARER token from the token provider",
-                join.to_string(),
-            ))),
-            Err(_) => Err(OpenError::Retry(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the OAUTHBEARER token provider did not answer within the connect timeout",
-            ))),
-        }
-    }
-
-    async fn api_versions(&self, deadline: Instant) -> std::io::Result<HashMap<i16, (i16, i16)>> {
-        let mut req = ApiVersionsRequest::default();
-        req.client_software_name = StrBytes::from_static_str("krabka-coordination");
-        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
-        let mut resp: ApiVersionsResponse =
-            self.request(ApiKey::ApiVersions, 3, &req, deadline).await?;
-        if resp.error_code == codes::UNSUPPORTED_VERSION {
-            // UNSUPPORTED_VERSION: an old broker; v0 has no body fields.
-            resp = self.request(ApiKey::ApiVersions, 0, &req, deadline).await?;
-        }
-        if resp.error_code != codes::NONE {
-            return Err(std::io::Error::other(format!(
-                "ApiVersions answered {}",
-                code_name(resp.error_code)
-            )));
-        }
-        Ok(resp
-            .api_keys
-            .iter()
-            .map(|k| (k.api_key, (k.min_version, k.max_version)))
-            .collect())
-    }
-
     /// The highest version of `key` both sides support.
     pub(super) fn version_for(&self, key: ApiKey, ours: (i16, i16)) -> Option<i16> {
         let (min, max) = *self.versions.get(&(key as i16))?;
@@ -367,39 +234,10 @@ impl Connection {
         close_pending(&self.pending, why);
     }
 
-    /// Sends one request and waits for its response.
-    pub(super) async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
-        &self,
-        key: ApiKey,
-        version: i16,
-        req: &Req,
-        deadline: Instant,
-    ) -> std::io::Result<Resp> {
-        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
-        let mut header = RequestHeader::default();
-        header.request_api_key = key as i16;
-        header.request_api_version = version;
-        header.correlation_id = correlation_id;
-        header.client_id = Some(self.client_id.clone());
-        let mut frame = BytesMut::with_capacity(128);
-        frame.put_i32(0); // the size, filled in below
-        encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
-        req.encode(&mut frame, version).map_err(protocol_error)?;
-        let size = i32::try_from(frame.len() - 4)
-            .map_err(|_| std::io::Error::other("request too large"))?;
-        frame[..4].copy_from_slice(&size.to_be_bytes());
-
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(why) = &p.closed {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    why.clone(),
-                ));
-            }
-            p.waiters.insert(correlation_id, tx);
-        }
+    /// Writes one whole request frame by `deadline`, or closes the
+    /// connection: a write that failed, timed out or was abandoned half-way
+    /// leaves the stream unusable for any later request.
+    async fn write_frame(&self, frame: &[u8], deadline: Instant) -> std::io::Result<()> {
         // A caller that stops waiting mid-write (its future dropped) leaves a
         // half-written frame: the guard then closes the connection, as the
         // timeout path does, so no later request shares a corrupt stream.
@@ -416,27 +254,52 @@ impl Connection {
             if let Some(why) = self.closed_because() {
                 return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, why));
             }
-            w.write_all(&frame).await?;
+            w.write_all(frame).await?;
             // TLS keeps written bytes in its buffer until flushed.
             w.flush().await
         })
         .await;
         mid_write.done = true;
         match written {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
                 self.close(format!("write failed: {e}"));
-                return Err(e);
+                Err(e)
             }
             Err(_) => {
                 // A frame may be half written: the connection is unusable.
                 self.close("write timed out".into());
-                return Err(std::io::Error::new(
+                Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     "write timed out",
-                ));
+                ))
             }
         }
+    }
+
+    /// Sends one request and waits for its response.
+    pub(super) async fn request<Req: Encodable, Resp: Decodable + HeaderVersion>(
+        &self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+        deadline: Instant,
+    ) -> std::io::Result<Resp> {
+        let correlation_id = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let frame = request_frame(key, version, correlation_id, &self.client_id, req)?;
+
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(why) = &p.closed {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    why.clone(),
+                ));
+            }
+            p.waiters.insert(correlation_id, tx);
+        }
+        self.write_frame(&frame, deadline).await?;
         self.requests.count(key);
         let mut body = match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(b)) => b,
@@ -601,6 +464,31 @@ async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pendin
     };
     close_pending(&pending, why);
 }
+
+/// One request's frame: its size, header and body, encoded for `version`.
+fn request_frame<Req: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    client_id: &StrBytes,
+    req: &Req,
+) -> std::io::Result<BytesMut> {
+    let mut header = RequestHeader::default();
+    header.request_api_key = key as i16;
+    header.request_api_version = version;
+    header.correlation_id = correlation_id;
+    header.client_id = Some(client_id.clone());
+    let mut frame = BytesMut::with_capacity(128);
+    frame.put_i32(0); // the size, filled in below
+    encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
+    req.encode(&mut frame, version).map_err(protocol_error)?;
+    let size =
+        i32::try_from(frame.len() - 4).map_err(|_| std::io::Error::other("request too large"))?;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(frame)
+}
+
+mod handshake;
 
 #[cfg(test)]
 mod tests;

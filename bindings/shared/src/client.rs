@@ -99,7 +99,7 @@ impl KafkaClient {
     pub fn describe_requests(&self) -> u64 {
         self.kafka
             .as_ref()
-            .map_or(0, |k| k.transport.describe_client().describes_sent())
+            .map_or(0, |k| k.transport.kafka_client().describes_sent())
     }
 
     /// Acquires `role` as `member` (the core's [`Client::acquire`]): the

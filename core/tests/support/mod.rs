@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use krabka_coordination::transport::kafka::{
-    ensure_state_topic, DescribeClient, KafkaConfig, KafkaTransport, TopicReport,
+    ensure_state_topic, KafkaClient, KafkaConfig, KafkaTransport, TopicReport,
 };
 use krabka_coordination::transport::{OutRecord, StateReader, StateRecord};
 use krabka_coordination::Record;
@@ -873,7 +873,7 @@ impl FaultSetup {
 /// it holds the role's transactions for up to the brokers'
 /// `request.timeout.ms` (30 s), which the lease-sizing rule for a paused
 /// broker covers and a test of a shorter lease must not run into.
-pub async fn wait_markers_written(describe: &DescribeClient, role: &str) {
+pub async fn wait_markers_written(describe: &KafkaClient, role: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let d = describe.describe_transaction(role).await.unwrap();
@@ -897,11 +897,7 @@ pub async fn wait_markers_written(describe: &DescribeClient, role: &str) {
 pub async fn wait_opened_ahead(t: &KafkaTransport, role: &str, topic: &str, partition: i32) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let d = t
-            .describe_client()
-            .describe_transaction(role)
-            .await
-            .unwrap();
+        let d = t.kafka_client().describe_transaction(role).await.unwrap();
         let open = d.as_ref().is_some_and(|d| {
             d.state == "Ongoing" && d.topics == [(topic.to_owned(), vec![partition])]
         });

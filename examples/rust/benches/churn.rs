@@ -450,7 +450,7 @@ async fn run(a: &Args, transport: Arc<KafkaTransport>, client: Client) -> Result
                     fds as f64,
                     threads as f64,
                     tokio::runtime::Handle::current().metrics().num_alive_tasks() as f64,
-                    transport.describe_client().kafka().coordinators_cached() as f64,
+                    transport.kafka_client().kafka().coordinators_cached() as f64,
                     transport.mint_locks_held() as f64,
                     transport.state_view_keys().await as f64,
                     churn.in_flight.load(Ordering::Relaxed) as f64,

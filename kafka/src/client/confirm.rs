@@ -228,40 +228,59 @@ impl Client {
                 }
             })
             .await;
-        let id = crate::error::quote(transactional_id);
         match asked {
             Ok(()) => Ok(()),
             Err(Attempt::Fail(e)) => Err(Attempt::Fail(e)),
-            Err(other) => {
-                let others = named_others.into_inner().unwrap_or_else(|e| e.into_inner());
-                if others.is_empty() {
-                    if !heard.into_inner() {
-                        // Not one broker of the list answered: it may be
-                        // out of date (brokers replaced under new
-                        // addresses) or the view of a broker behind the
-                        // others.
-                        self.forget_brokers();
-                    }
-                    Err(Attempt::Again(format!(
-                        "the answer of {addr} to DescribeTransactions for {id} is not taken: no \
-                         other broker confirmed it is the coordinator ({})",
-                        match other {
-                            Attempt::Moved(r)
-                            | Attempt::NoAnswer(r)
-                            | Attempt::Again(r)
-                            | Attempt::Busy(r) => r,
-                            Attempt::Fail(e) => e.to_string(),
-                        }
-                    )))
-                } else {
-                    Err(Attempt::Moved(format!(
-                        "the answer of {addr} to DescribeTransactions for {id} is not taken: it \
-                         may be cut off from the cluster, whose other brokers name another \
-                         coordinator ({})",
-                        others.join("; ")
-                    )))
-                }
+            Err(other) => Err(self.not_confirmed(
+                transactional_id,
+                addr,
+                other,
+                named_others.into_inner().unwrap_or_else(|e| e.into_inner()),
+                heard.into_inner(),
+            )),
+        }
+    }
+
+    /// Why the answer of `addr` about `transactional_id` is not taken, once
+    /// asking the other brokers ended in `other`: [`Attempt::Moved`] when
+    /// some named another coordinator (`named_others`), else
+    /// [`Attempt::Again`]; when not one of them answered (`heard` false) the
+    /// cached broker list is forgotten, as it may be out of date.
+    fn not_confirmed(
+        &self,
+        transactional_id: &str,
+        addr: &str,
+        other: Attempt,
+        others: Vec<String>,
+        heard: bool,
+    ) -> Attempt {
+        let id = crate::error::quote(transactional_id);
+        if others.is_empty() {
+            if !heard {
+                // Not one broker of the list answered: it may be
+                // out of date (brokers replaced under new
+                // addresses) or the view of a broker behind the
+                // others.
+                self.forget_brokers();
             }
+            Attempt::Again(format!(
+                "the answer of {addr} to DescribeTransactions for {id} is not taken: no \
+                 other broker confirmed it is the coordinator ({})",
+                match other {
+                    Attempt::Moved(r)
+                    | Attempt::NoAnswer(r)
+                    | Attempt::Again(r)
+                    | Attempt::Busy(r) => r,
+                    Attempt::Fail(e) => e.to_string(),
+                }
+            ))
+        } else {
+            Attempt::Moved(format!(
+                "the answer of {addr} to DescribeTransactions for {id} is not taken: it \
+                 may be cut off from the cluster, whose other brokers name another \
+                 coordinator ({})",
+                others.join("; ")
+            ))
         }
     }
 

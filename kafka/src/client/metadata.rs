@@ -25,6 +25,7 @@
 //!   not cached, and that broker is asked last next time (KIP-320's rule).
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponseTopic};
 use kafka_protocol::messages::{ApiKey, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use std::time::Duration;
@@ -235,6 +236,56 @@ impl Client {
         }
     }
 
+    /// Caches the leaders `t` (an answer of `broker`, whose broker list is
+    /// `brokers`) names for `topic`, except where it names an older leader
+    /// epoch than one seen before (same topic id): those partitions, with
+    /// the epoch named and the one seen, are returned and not cached.
+    fn learn_leaders(
+        &self,
+        topic: &str,
+        t: &MetadataResponseTopic,
+        brokers: &[MetadataResponseBroker],
+        broker: &str,
+    ) -> Vec<(i32, i32, i32)> {
+        let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
+        let mut epochs = self
+            .inner
+            .leader_epochs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let topic_id = t.topic_id.as_u128();
+        let mut behind = Vec::new();
+        for p in &t.partitions {
+            if p.leader_id.0 < 0 {
+                continue;
+            }
+            let key = (topic.to_owned(), p.partition_index);
+            // -1: a broker too old to say (Metadata before v7).
+            if p.leader_epoch >= 0 {
+                match epochs.get(&key) {
+                    Some(&(id, seen)) if id == topic_id && p.leader_epoch < seen => {
+                        behind.push((p.partition_index, p.leader_epoch, seen));
+                        continue;
+                    }
+                    _ => {
+                        epochs.insert(key.clone(), (topic_id, p.leader_epoch));
+                    }
+                }
+            }
+            if let Some(b) = brokers.iter().find(|b| b.node_id == p.leader_id) {
+                leaders.insert(
+                    key,
+                    Leader {
+                        addr: format_addr(b.host.as_str(), b.port),
+                        learned: Instant::now(),
+                        named_by: broker.to_owned(),
+                    },
+                );
+            }
+        }
+        behind
+    }
+
     /// Asks a bootstrap broker for the topic's partitions and caches their
     /// leaders and their count; returns the layout and the broker that
     /// answered.
@@ -292,45 +343,7 @@ impl Client {
                     replicas: p.replica_nodes.len(),
                 })
                 .collect();
-            let behind = {
-                let mut leaders = self.inner.leaders.lock().unwrap_or_else(|e| e.into_inner());
-                let mut epochs = self
-                    .inner
-                    .leader_epochs
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                let topic_id = t.topic_id.as_u128();
-                let mut behind = Vec::new();
-                for p in &t.partitions {
-                    if p.leader_id.0 < 0 {
-                        continue;
-                    }
-                    let key = (topic.to_owned(), p.partition_index);
-                    // -1: a broker too old to say (Metadata before v7).
-                    if p.leader_epoch >= 0 {
-                        match epochs.get(&key) {
-                            Some(&(id, seen)) if id == topic_id && p.leader_epoch < seen => {
-                                behind.push((p.partition_index, p.leader_epoch, seen));
-                                continue;
-                            }
-                            _ => {
-                                epochs.insert(key.clone(), (topic_id, p.leader_epoch));
-                            }
-                        }
-                    }
-                    if let Some(b) = resp.brokers.iter().find(|b| b.node_id == p.leader_id) {
-                        leaders.insert(
-                            key,
-                            Leader {
-                                addr: format_addr(b.host.as_str(), b.port),
-                                learned: Instant::now(),
-                                named_by: broker.clone(),
-                            },
-                        );
-                    }
-                }
-                behind
-            };
+            let behind = self.learn_leaders(topic, t, &resp.brokers, broker);
             if !behind.is_empty() {
                 tracing::debug!(
                     topic,

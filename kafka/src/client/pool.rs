@@ -105,6 +105,37 @@ impl Client {
             .contains_key(addr)
     }
 
+    /// Opens a connection to `addr` by `connect_deadline`. A failure a
+    /// retry may mend marks the broker's connections down (counting the
+    /// failure for the requests waiting for this connect) and, if it timed
+    /// out, the broker stalled: [`Attempt::Moved`].
+    async fn open(
+        &self,
+        pool: &BrokerConnections,
+        addr: &str,
+        connect_deadline: Instant,
+    ) -> Result<Connection, Attempt> {
+        Connection::open(
+            addr,
+            self.inner.client_id.clone(),
+            Arc::clone(&self.inner.requests),
+            connect_deadline,
+            &self.inner.security,
+        )
+        .await
+        .map_err(|e| match e {
+            OpenError::Fail(e) => Attempt::Fail(e),
+            OpenError::Retry(e) => {
+                pool.up.store(false, Ordering::Relaxed);
+                pool.connect_failures.fetch_add(1, Ordering::Relaxed);
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    self.stalled(addr);
+                }
+                Attempt::Moved(format!("connecting to {addr}: {e}"))
+            }
+        })
+    }
+
     /// A live connection to `addr` in the caller's sole use until the
     /// returned [`Leased`] is dropped, connecting (and handshaking) if
     /// needed.
@@ -183,46 +214,11 @@ impl Client {
         let bound = deadline.min(deadline_in(
             attempt.unwrap_or_else(|| self.attempt_timeout(addr)),
         ));
-        // While no connection to the broker is up, one connect at a time;
-        // when the one waited for fails, this request goes elsewhere too.
-        let _first = if pool.up.load(Ordering::Relaxed) {
-            None
-        } else {
-            let failed = pool.connect_failures.load(Ordering::Relaxed);
-            let Ok(g) = tokio::time::timeout_at(bound, pool.first_connect.lock()).await else {
-                return Err(Attempt::Moved(format!(
-                    "connecting to {addr}: another request's connect to it did not finish in time"
-                )));
-            };
-            if pool.connect_failures.load(Ordering::Relaxed) != failed {
-                return Err(Attempt::Moved(format!(
-                    "connecting to {addr}: another request's connect to it failed"
-                )));
-            }
-            Some(g)
-        };
+        let _first = first_connect_turn(&pool, addr, bound).await?;
         *slot = None;
         // One unreachable broker must not use up the whole budget.
         let connect_deadline = bound.min(deadline_in(self.inner.connect_timeout));
-        let conn = Connection::open(
-            addr,
-            self.inner.client_id.clone(),
-            Arc::clone(&self.inner.requests),
-            connect_deadline,
-            &self.inner.security,
-        )
-        .await
-        .map_err(|e| match e {
-            OpenError::Fail(e) => Attempt::Fail(e),
-            OpenError::Retry(e) => {
-                pool.up.store(false, Ordering::Relaxed);
-                pool.connect_failures.fetch_add(1, Ordering::Relaxed);
-                if e.kind() == std::io::ErrorKind::TimedOut {
-                    self.stalled(addr);
-                }
-                Attempt::Moved(format!("connecting to {addr}: {e}"))
-            }
-        })?;
+        let conn = self.open(&pool, addr, connect_deadline).await?;
         self.answered(addr);
         self.inner.reached.store(true, Ordering::Relaxed);
         self.inner.connects.fetch_add(1, Ordering::Relaxed);
@@ -289,6 +285,33 @@ impl Client {
             }
         }
     }
+}
+
+/// The turn of a request to connect to `addr` (by `bound`): while no
+/// connection to the broker is up, one connect at a time, and when the one
+/// waited for fails, this request goes elsewhere too ([`Attempt::Moved`]).
+/// `None` when a connection is up (no turn needed); else the guard of the
+/// turn, held while this request connects.
+async fn first_connect_turn<'a>(
+    pool: &'a BrokerConnections,
+    addr: &str,
+    bound: Instant,
+) -> Result<Option<tokio::sync::MutexGuard<'a, ()>>, Attempt> {
+    if pool.up.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    let failed = pool.connect_failures.load(Ordering::Relaxed);
+    let Ok(g) = tokio::time::timeout_at(bound, pool.first_connect.lock()).await else {
+        return Err(Attempt::Moved(format!(
+            "connecting to {addr}: another request's connect to it did not finish in time"
+        )));
+    };
+    if pool.connect_failures.load(Ordering::Relaxed) != failed {
+        return Err(Attempt::Moved(format!(
+            "connecting to {addr}: another request's connect to it failed"
+        )));
+    }
+    Ok(Some(g))
 }
 
 /// The connections of one broker.

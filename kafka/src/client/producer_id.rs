@@ -1,4 +1,4 @@
-//! The InitProducerId requests of the describe client: a mint, and the
+//! The InitProducerId requests of the client: a mint, and the
 //! conditional epoch bump of a resign (KIP-360: the caller's producer id and
 //! epoch must still be current).
 

@@ -44,30 +44,12 @@ const BUSY_TRIES: u32 = 10;
 /// The longest pause after CONCURRENT_TRANSACTIONS.
 const BUSY_MAX: Duration = Duration::from_millis(100);
 
-/// The pauses between tries: from `first`, doubling up to `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    /// The pause after the first failed try.
-    pub first: Duration,
-    /// The longest pause.
-    pub max: Duration,
-}
-
-impl Backoff {
-    /// Lookups and questions (FindCoordinator, Metadata, DescribeTransactions,
-    /// the ACL check): 20 ms, doubling up to 500 ms.
-    pub const LOOKUP: Backoff = Backoff {
-        first: Duration::from_millis(20),
-        max: Duration::from_millis(500),
-    };
-    /// The requests of a held epoch (InitProducerId, AddPartitionsToTxn,
-    /// Produce, EndTxn): 2 ms, doubling up to 200 ms. A term's writes wait
-    /// for nothing longer than they must.
-    pub const TRANSACTION: Backoff = Backoff {
-        first: Duration::from_millis(2),
-        max: Duration::from_millis(200),
-    };
-}
+use krabka_backoff::jittered;
+/// The pauses between tries: from `first`, doubling up to `max`, each
+/// jittered; the one back-off of the project (the `krabka-backoff` crate,
+/// which the core's members use too). [`Backoff::LOOKUP`] and
+/// [`Backoff::TRANSACTION`] are the client's schedules.
+pub use krabka_backoff::Backoff;
 
 /// What a failed try asks of [`retry`].
 #[derive(Debug)]
@@ -125,7 +107,7 @@ where
     Fut: Future<Output = Result<T, N>>,
     N: Into<Next<E>>,
 {
-    let mut pause = backoff.first;
+    let mut backoff = backoff;
     let mut busy = 0u32;
     // The reason of the try before, for a last try that ran out of time
     // with less to say (no answer at all, no broker reached in the little
@@ -145,13 +127,11 @@ where
             Next::Stop(e) => return Tried::Failed(e),
             Next::Again(why) => {
                 busy = 0;
-                let wait = pause;
-                pause = (pause * 2).min(backoff.max);
-                (wait, why)
+                (backoff.take(), why)
             }
             Next::Soon(why) => {
                 busy += 1;
-                (busy_pause(busy), why)
+                (jittered(busy_pause(busy)), why)
             }
         };
         let Some(wait) = pause_within(wait, deadline) else {
@@ -163,26 +143,12 @@ where
     }
 }
 
-/// The pause before the next try: `wait` jittered, and at most half the
-/// time left before `deadline`; `None` once less than [`LAST_TRY`] is left.
+/// The pause before the next try: `wait` (already jittered), and at most
+/// half the time left before `deadline`; `None` once less than [`LAST_TRY`]
+/// is left.
 pub(crate) fn pause_within(wait: Duration, deadline: Instant) -> Option<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
-    (left >= LAST_TRY).then(|| jittered(wait).min(left / 2))
-}
-
-/// `d` scaled by a factor in [0.8, 1.2).
-fn jittered(d: Duration) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    // A fresh RandomState is seeded differently each time: enough
-    // randomness to spread retries, without a dependency.
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |t| t.as_nanos()),
-    );
-    let unit = (h.finish() % 1_000) as f64 / 1_000.0;
-    d.mul_f64(0.8 + 0.4 * unit)
+    (left >= LAST_TRY).then(|| wait.min(left / 2))
 }
 
 #[cfg(test)]
@@ -199,28 +165,14 @@ mod tests {
         assert_eq!(busy_pause(u32::MAX), BUSY_MAX);
     }
 
-    #[test]
-    fn jitter_stays_within_a_fifth() {
-        for _ in 0..1_000 {
-            let j = jittered(Duration::from_millis(100));
-            assert!(
-                j >= Duration::from_millis(80) && j < Duration::from_millis(120),
-                "{j:?}"
-            );
-        }
-    }
-
     /// Pauses double from `first` to `max` (with jitter), a Stop ends at
     /// once, and the deadline ends the loop with the last reason.
     #[tokio::test(start_paused = true)]
     async fn backs_off_and_stops_at_the_deadline() {
         let start = Instant::now();
         let tries = Cell::new(Vec::new());
-        let b = Backoff {
-            first: Duration::from_millis(100),
-            max: Duration::from_millis(400),
-        };
-        let out: Tried<(), ()> = retry(start + Duration::from_secs(2), b, || {
+        let b = Backoff::new(Duration::from_millis(100), Duration::from_millis(400));
+        let out: Tried<(), ()> = retry(start + Duration::from_secs(2), b.clone(), || {
             let mut t = tries.take();
             t.push(start.elapsed());
             let n = t.len();

@@ -42,8 +42,12 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::time::Instant;
 
-use super::retry::Next;
 use super::*;
+
+mod error;
+
+pub use error::TxnError;
+pub(super) use error::{settle, txn_error};
 
 /// The highest AddPartitionsToTxn a client sends (v4 and up are for brokers).
 const ADD_PARTITIONS_MAX: i16 = 3;
@@ -52,122 +56,6 @@ const END_TXN_MAX: i16 = 4;
 /// The highest Produce without transaction version 2's implicit partition
 /// registration.
 const PRODUCE_MAX: i16 = 11;
-
-/// How a transactional request failed, and what the writer does next. `E`
-/// is the error type of the refusals; a caller with errors of its own maps
-/// them with [`TxnError::map_err`].
-#[derive(Debug)]
-pub enum TxnError<E = Error> {
-    /// A newer epoch of the transactional id exists (INVALID_PRODUCER_EPOCH,
-    /// PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING): the term is over.
-    Fenced(String),
-    /// No answer, or an answer that may change (a moved leader or
-    /// coordinator, too few in-sync replicas): the request may or may not
-    /// have been carried out; send the same request again after a pause.
-    Retry(String),
-    /// CONCURRENT_TRANSACTIONS: the epoch's previous transaction is being
-    /// completed (its markers written), which takes milliseconds; send the
-    /// request again after a short pause.
-    Busy(String),
-    /// Refused, and certainly not carried out (no authorization, an unknown
-    /// topic, a record the broker will not take): the transaction must be
-    /// aborted; the epoch stays usable.
-    Refused(E),
-    /// The epoch cannot write any more (a broken sequence): the term ends.
-    Broken(E),
-    /// An EndTxn pinned to the broker that accepted the transaction found
-    /// the transactional id's coordinator at another broker: nothing was
-    /// sent. The message names both addresses.
-    Moved(String),
-}
-
-impl<E> TxnError<E> {
-    /// The same failure, its error mapped with `f`.
-    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> TxnError<F> {
-        match self {
-            TxnError::Fenced(why) => TxnError::Fenced(why),
-            TxnError::Retry(why) => TxnError::Retry(why),
-            TxnError::Busy(why) => TxnError::Busy(why),
-            TxnError::Moved(why) => TxnError::Moved(why),
-            TxnError::Refused(e) => TxnError::Refused(f(e)),
-            TxnError::Broken(e) => TxnError::Broken(f(e)),
-        }
-    }
-}
-
-impl<E> From<TxnError<E>> for Next<TxnError<E>> {
-    fn from(e: TxnError<E>) -> Self {
-        match e {
-            TxnError::Retry(why) => Next::Again(why),
-            TxnError::Busy(why) => Next::Soon(why),
-            other => Next::Stop(other),
-        }
-    }
-}
-
-impl From<Attempt> for TxnError {
-    /// A request that did not get to an answer: what may pass is
-    /// [`TxnError::Retry`] (the layer forgot a coordinator or leader that
-    /// moved), a failure for good is [`TxnError::Refused`].
-    fn from(a: Attempt) -> Self {
-        match a {
-            Attempt::Moved(why) | Attempt::NoAnswer(why) | Attempt::Again(why) => {
-                TxnError::Retry(why)
-            }
-            Attempt::Busy(why) => TxnError::Busy(why),
-            Attempt::Fail(e) => TxnError::Refused(e),
-        }
-    }
-}
-
-/// One attempt's result: the request layer's failures, or the request's
-/// own answer (which may be a [`TxnError`]).
-pub(super) type Answered<T> = Result<Result<T, TxnError>, Attempt>;
-
-/// The answer of an [`Client::at`] attempt, flattened.
-pub(super) fn settle<T>(answered: Answered<T>) -> Result<T, TxnError> {
-    answered.unwrap_or_else(|a| Err(a.into()))
-}
-
-/// What error `code` of a request `api` to the coordinator means for the
-/// writer; a coordinator that moved is [`Attempt::Moved`], so the layer
-/// forgets it, and CONCURRENT_TRANSACTIONS is [`Attempt::Busy`], so the
-/// layer keeps count of it.
-pub(super) fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError, Attempt> {
-    let said = || format!("{what}: {}", code_name(code));
-    Ok(match codes::meaning(api, code) {
-        Meaning::CoordinatorMoved => return Err(Attempt::Moved(said())),
-        Meaning::Fenced => TxnError::Fenced(said()),
-        // At the layer, so it counts how long the coordinator has been busy
-        // (`Client::note_busy`); it reaches the caller as TxnError::Busy.
-        Meaning::Busy => return Err(Attempt::Busy(said())),
-        Meaning::Retry | Meaning::OutcomeUnknown | Meaning::LeaderMoved => TxnError::Retry(said()),
-        Meaning::NoOpenTransaction => TxnError::Refused(Error::transient(
-            what,
-            format!(
-                "{}: the coordinator has no such open transaction",
-                code_name(code)
-            ),
-        )),
-        Meaning::Missing(Resource::Topic) => TxnError::Refused(Error::InvalidArgument(said())),
-        Meaning::Denied(Resource::Topic) => TxnError::Refused(Error::fatal(
-            what,
-            "not authorized to write a topic of the transaction (an ACL allowing WRITE on it is \
-             needed)",
-        )),
-        Meaning::Denied(resource) => TxnError::Refused(Error::fatal(said(), denied(resource))),
-        Meaning::GroupHasMembers => TxnError::Refused(Error::fatal(said(), GROUP_HAS_MEMBERS)),
-        Meaning::Ok
-        | Meaning::AlreadyWritten
-        | Meaning::Missing(_)
-        | Meaning::BrokenSequence
-        | Meaning::Invalid
-        | Meaning::NotAttempted
-        | Meaning::Refused => {
-            TxnError::Refused(Error::fatal(said(), "the broker refused the request"))
-        }
-    })
-}
 
 impl Client {
     /// InitProducerId for `transactional_id` with the lease as the
@@ -310,34 +198,22 @@ impl Client {
         deadline: Instant,
         sent: &AtomicBool,
     ) -> Result<i64, TxnError> {
-        let what = || {
-            format!(
-                "Produce to {}/{partition} for {}",
-                crate::error::quote(topic),
-                crate::error::quote(transactional_id)
-            )
-        };
+        let what = || produce_what(transactional_id, topic, partition);
         let target = Target::Leader(topic, partition);
         settle(
             self.at(target, deadline, |at| {
                 let records = records.clone();
                 async move {
                     let version = at.version(ApiKey::Produce, (3, PRODUCE_MAX), "")?;
-                    let mut part = PartitionProduceData::default();
-                    part.index = partition;
-                    part.records = Some(records);
-                    let mut t = TopicProduceData::default();
-                    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
-                    t.partition_data = vec![part];
-                    let mut req = ProduceRequest::default();
-                    req.transactional_id = Some(TransactionalId(StrBytes::from_string(
-                        transactional_id.to_owned(),
-                    )));
-                    req.acks = -1;
                     // The leader answers (REQUEST_TIMED_OUT at worst)
                     // before this attempt gives up on it.
-                    req.timeout_ms = at.broker_wait_ms();
-                    req.topic_data = vec![t];
+                    let req = produce_request(
+                        transactional_id,
+                        topic,
+                        partition,
+                        records,
+                        at.broker_wait_ms(),
+                    );
                     sent.store(true, Ordering::SeqCst);
                     let resp: ProduceResponse =
                         self.exchange(&at, ApiKey::Produce, version, &req).await?;
@@ -534,4 +410,39 @@ impl Client {
         })
         .await
     }
+}
+
+/// What a Produce is, for its errors: its topic, partition and
+/// transactional id.
+fn produce_what(transactional_id: &str, topic: &str, partition: i32) -> String {
+    format!(
+        "Produce to {}/{partition} for {}",
+        crate::error::quote(topic),
+        crate::error::quote(transactional_id)
+    )
+}
+
+/// A transactional Produce of `records` to `topic`/`partition`, every
+/// in-sync replica acknowledging (`acks` -1) within `timeout_ms`.
+fn produce_request(
+    transactional_id: &str,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+    timeout_ms: i32,
+) -> ProduceRequest {
+    let mut part = PartitionProduceData::default();
+    part.index = partition;
+    part.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partition_data = vec![part];
+    let mut req = ProduceRequest::default();
+    req.transactional_id = Some(TransactionalId(StrBytes::from_string(
+        transactional_id.to_owned(),
+    )));
+    req.acks = -1;
+    req.timeout_ms = timeout_ms;
+    req.topic_data = vec![t];
+    req
 }

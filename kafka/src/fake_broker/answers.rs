@@ -215,55 +215,8 @@ fn error_answer(request: &Request, code: i16) -> Result<Reply, Reply> {
             Reply::of(request, &answer)
         }
         Some(ApiKey::EndTxn) => end_txn(request, code),
-        Some(ApiKey::AddPartitionsToTxn) => {
-            let asked: AddPartitionsToTxnRequest = asked(request)?;
-            let topics = |topics: Vec<AddPartitionsToTxnTopic>| -> Vec<_> {
-                topics
-                    .into_iter()
-                    .map(|topic| {
-                        let partitions = topic.partitions.iter().map(|&index| {
-                            AddPartitionsToTxnPartitionResult::default()
-                                .with_partition_index(index)
-                                .with_partition_error_code(code)
-                        });
-                        AddPartitionsToTxnTopicResult::default()
-                            .with_name(topic.name)
-                            .with_results_by_partition(partitions.collect())
-                    })
-                    .collect()
-            };
-            let answer = if request.api_version >= 4 {
-                let results = asked.transactions.into_iter().map(|txn| {
-                    AddPartitionsToTxnResult::default()
-                        .with_transactional_id(txn.transactional_id)
-                        .with_topic_results(topics(txn.topics))
-                });
-                AddPartitionsToTxnResponse::default().with_results_by_transaction(results.collect())
-            } else {
-                AddPartitionsToTxnResponse::default()
-                    .with_results_by_topic_v3_and_below(topics(asked.v3_and_below_topics))
-            };
-            Reply::of(request, &answer)
-        }
-        Some(ApiKey::Produce) => {
-            let asked: ProduceRequest = asked(request)?;
-            let responses = asked.topic_data.into_iter().map(|topic| {
-                let partitions = topic.partition_data.iter().map(|partition| {
-                    PartitionProduceResponse::default()
-                        .with_index(partition.index)
-                        .with_error_code(code)
-                        .with_base_offset(-1)
-                });
-                TopicProduceResponse::default()
-                    .with_name(topic.name)
-                    .with_topic_id(topic.topic_id)
-                    .with_partition_responses(partitions.collect())
-            });
-            Reply::of(
-                request,
-                &ProduceResponse::default().with_responses(responses.collect()),
-            )
-        }
+        Some(ApiKey::AddPartitionsToTxn) => add_partitions_error(request, code)?,
+        Some(ApiKey::Produce) => produce_error(request, code)?,
         Some(ApiKey::DescribeTransactions) => {
             let asked: DescribeTransactionsRequest = asked(request)?;
             let states = asked.transactional_ids.into_iter().map(|id| {
@@ -298,6 +251,59 @@ fn error_answer(request: &Request, code: i16) -> Result<Reply, Reply> {
             request.api_key, request.api_version
         )),
     })
+}
+
+/// An AddPartitionsToTxn answer giving every partition asked `code`.
+fn add_partitions_error(request: &Request, code: i16) -> Result<Reply, Reply> {
+    let asked: AddPartitionsToTxnRequest = asked(request)?;
+    let topics = |topics: Vec<AddPartitionsToTxnTopic>| -> Vec<_> {
+        topics
+            .into_iter()
+            .map(|topic| {
+                let partitions = topic.partitions.iter().map(|&index| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(index)
+                        .with_partition_error_code(code)
+                });
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(topic.name)
+                    .with_results_by_partition(partitions.collect())
+            })
+            .collect()
+    };
+    let answer = if request.api_version >= 4 {
+        let results = asked.transactions.into_iter().map(|txn| {
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(txn.transactional_id)
+                .with_topic_results(topics(txn.topics))
+        });
+        AddPartitionsToTxnResponse::default().with_results_by_transaction(results.collect())
+    } else {
+        AddPartitionsToTxnResponse::default()
+            .with_results_by_topic_v3_and_below(topics(asked.v3_and_below_topics))
+    };
+    Ok(Reply::of(request, &answer))
+}
+
+/// A Produce answer giving every partition asked `code`, offset -1.
+fn produce_error(request: &Request, code: i16) -> Result<Reply, Reply> {
+    let asked: ProduceRequest = asked(request)?;
+    let responses = asked.topic_data.into_iter().map(|topic| {
+        let partitions = topic.partition_data.iter().map(|partition| {
+            PartitionProduceResponse::default()
+                .with_index(partition.index)
+                .with_error_code(code)
+                .with_base_offset(-1)
+        });
+        TopicProduceResponse::default()
+            .with_name(topic.name)
+            .with_topic_id(topic.topic_id)
+            .with_partition_responses(partitions.collect())
+    });
+    Ok(Reply::of(
+        request,
+        &ProduceResponse::default().with_responses(responses.collect()),
+    ))
 }
 
 /// A Metadata answer: `topic` with one partition per entry of `leaders`

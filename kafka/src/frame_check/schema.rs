@@ -2,6 +2,10 @@
 //! `kafka-protocol` 0.18's generated decoders (`src/messages/*_response.rs`):
 //! each field with the versions it is present in, each known tagged field
 //! with its tag and versions, and per API its first flexible version.
+//!
+//! Long module: one transcription, table for table in the order of the
+//! decoders it copies, so that a reviewer checks it against them side by
+//! side; splitting it would only scatter the tables.
 
 use Ty::{
     Array, Bool, Bytes, Int16, Int32, Int64, Int8, NullableArray, NullableStr, Records, Str, Uuid,

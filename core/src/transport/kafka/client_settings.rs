@@ -111,45 +111,7 @@ impl Refusals {
 /// [`Error::InvalidArgument`] naming the setting.
 pub(crate) fn security(config: &KafkaConfig) -> Result<Security> {
     let mut refused = Refusals::default();
-    for (key, value) in config.settings() {
-        let lower = key.to_ascii_lowercase();
-        let family = lower.starts_with("ssl.")
-            || lower.starts_with("ssl_")
-            || lower.starts_with("sasl.")
-            || lower.starts_with("sasl_");
-        if family && !SSL_KEYS.contains(&key) && !SASL_KEYS.contains(&key) {
-            if lower.starts_with("sasl.oauthbearer.") {
-                refused.push(format!(
-                    "{key} is not supported (librdkafka's own OAUTHBEARER token retrieval; \
-                         supply tokens with a token provider instead)"
-                ));
-            } else {
-                refused.push(format!("{key} is not supported"));
-            }
-        }
-        if key == "enable.sasl.oauthbearer.unsecure.jwt"
-            && !matches!(value.to_ascii_lowercase().as_str(), "false" | "0")
-        {
-            refused.push(format!(
-                "enable.sasl.oauthbearer.unsecure.jwt={value} (librdkafka's own unsigned test \
-                     tokens; supply tokens with a token provider instead)"
-            ));
-        }
-        if key == "sasl.oauthbearer.method" && !value.eq_ignore_ascii_case("default") {
-            refused.push(format!(
-                "sasl.oauthbearer.method={value} (librdkafka fetching tokens itself; only \
-                     `default` is supported: supply tokens with a token provider)"
-            ));
-        }
-        if key == "enable.ssl.certificate.verification"
-            && !matches!(value.to_ascii_lowercase().as_str(), "true" | "1")
-        {
-            refused.push(format!(
-                "enable.ssl.certificate.verification={value} (the protocol client always \
-                     verifies the broker's certificate; trust its CA with ssl.ca.location instead)"
-            ));
-        }
-    }
+    refuse_unsupported(config, &mut refused);
     let protocol = match config.get("security.protocol") {
         None => Protocol::Plaintext,
         Some(v) => Protocol::parse(v).unwrap_or_else(|| {
@@ -193,6 +155,51 @@ pub(crate) fn security(config: &KafkaConfig) -> Result<Security> {
         tls,
         sasl: if protocol.sasl() { sasl } else { None },
     })
+}
+
+/// Adds to `refused` every setting of `config` the protocol client does not
+/// honour: an `ssl.*` or `sasl.*` key it does not know, and librdkafka's own
+/// token retrieval, unsigned test tokens and unverified certificates.
+fn refuse_unsupported(config: &KafkaConfig, refused: &mut Refusals) {
+    for (key, value) in config.settings() {
+        let lower = key.to_ascii_lowercase();
+        let family = lower.starts_with("ssl.")
+            || lower.starts_with("ssl_")
+            || lower.starts_with("sasl.")
+            || lower.starts_with("sasl_");
+        if family && !SSL_KEYS.contains(&key) && !SASL_KEYS.contains(&key) {
+            if lower.starts_with("sasl.oauthbearer.") {
+                refused.push(format!(
+                    "{key} is not supported (librdkafka's own OAUTHBEARER token retrieval; \
+                         supply tokens with a token provider instead)"
+                ));
+            } else {
+                refused.push(format!("{key} is not supported"));
+            }
+        }
+        if key == "enable.sasl.oauthbearer.unsecure.jwt"
+            && !matches!(value.to_ascii_lowercase().as_str(), "false" | "0")
+        {
+            refused.push(format!(
+                "enable.sasl.oauthbearer.unsecure.jwt={value} (librdkafka's own unsigned test \
+                     tokens; supply tokens with a token provider instead)"
+            ));
+        }
+        if key == "sasl.oauthbearer.method" && !value.eq_ignore_ascii_case("default") {
+            refused.push(format!(
+                "sasl.oauthbearer.method={value} (librdkafka fetching tokens itself; only \
+                     `default` is supported: supply tokens with a token provider)"
+            ));
+        }
+        if key == "enable.ssl.certificate.verification"
+            && !matches!(value.to_ascii_lowercase().as_str(), "true" | "1")
+        {
+            refused.push(format!(
+                "enable.ssl.certificate.verification={value} (the protocol client always \
+                     verifies the broker's certificate; trust its CA with ssl.ca.location instead)"
+            ));
+        }
+    }
 }
 
 fn sasl_settings(

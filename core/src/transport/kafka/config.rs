@@ -54,7 +54,7 @@ use crate::error::{Error, Result};
 ///   bounds the first contact with the cluster: when no broker of the
 ///   bootstrap address answers within it, a member's acquire and a describe
 ///   fail with [`Error::Transient`] naming the bootstrap address, instead of
-///   waiting. It also bounds each connect of the DescribeTransactions client.
+///   waiting. It also bounds each connect of the protocol client.
 ///   Once a broker has answered, a member that loses the cluster keeps
 ///   retrying (and reports each retry as an event).
 /// * The **operation timeout** ([`KafkaConfig::with_operation_timeout`],
@@ -62,7 +62,7 @@ use crate::error::{Error, Result};
 ///
 /// Both are at most `i32::MAX` milliseconds (librdkafka's limit).
 ///
-/// The project's own protocol client ([`super::DescribeClient`]: the
+/// The project's own protocol client ([`super::KafkaClient`]: the
 /// DescribeTransactions requests and the epoch bump) reads the same
 /// security settings: TLS (rustls) and SASL PLAIN, SCRAM-SHA-256,
 /// SCRAM-SHA-512 and OAUTHBEARER (with a token provider:
@@ -335,98 +335,6 @@ impl KafkaConfig {
         self.connect_timeout
     }
 
-    /// Checks the values the transport relies on: a non-empty bootstrap
-    /// address and state topic, a fetch wait within librdkafka's bounds,
-    /// positive operation and connect timeouts of at most
-    /// [`KafkaConfig::MAX_TIMEOUT`], no `transactional.id` (the transport
-    /// sets it to each role) and a `client.id` a request header holds.
-    /// Every error is [`Error::InvalidArgument`] naming the value.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(v) = &self.removed_lease_path {
-            return Err(Error::InvalidArgument(format!(
-                "the setting {} (given as {}) was removed: every held role now writes \
-                 through the protocol client, and the librdkafka lease path is gone; remove the \
-                 setting (see the CHANGELOG)",
-                Self::REMOVED_LEASE_PATH_SETTING,
-                crate::error::quote(v)
-            )));
-        }
-        if let Some(v) = &self.hanging_transactions {
-            let v = v.trim();
-            if !v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false") {
-                return Err(Error::InvalidArgument(format!(
-                    "the setting {}={} must be true or false",
-                    Self::ALLOW_HANGING_TRANSACTIONS_SETTING,
-                    crate::error::quote(v)
-                )));
-            }
-        }
-        if self.bootstrap.trim().is_empty() {
-            return Err(Error::InvalidArgument(
-                "the bootstrap address is empty".into(),
-            ));
-        }
-        if self.state_topic.is_empty() {
-            return Err(Error::InvalidArgument(
-                "the state topic name is empty".into(),
-            ));
-        }
-        let wait = self.fetch_wait.as_millis();
-        if wait > 300_000 {
-            return Err(Error::InvalidArgument(format!(
-                "fetch wait {} is over librdkafka's limit of 300 s (fetch.wait.max.ms)",
-                crate::human::duration(self.fetch_wait)
-            )));
-        }
-        for (what, d) in [
-            ("operation timeout", self.operation_timeout),
-            ("connect timeout", self.connect_timeout),
-        ] {
-            if d.is_zero() || d > Self::MAX_TIMEOUT {
-                return Err(Error::InvalidArgument(format!(
-                    "the {what} must be above zero and at most {} ms ({}, librdkafka's limit), got {}",
-                    Self::MAX_TIMEOUT.as_millis(),
-                    crate::human::duration(Self::MAX_TIMEOUT),
-                    crate::human::duration(d)
-                )));
-            }
-        }
-        if let Some(role) = self.get("transactional.id") {
-            return Err(Error::InvalidArgument(format!(
-                "the setting transactional.id={} is refused: the transport sets it to each role (the role is \
-                 the transactional id); remove it",
-                crate::error::quote(role)
-            )));
-        }
-        if let Some(id) = self.get("client.id") {
-            if id.len() > Self::MAX_CLIENT_ID_LEN {
-                return Err(Error::InvalidArgument(format!(
-                    "the setting client.id={} is over the {} bytes a Kafka request header holds",
-                    crate::error::quote(id),
-                    Self::MAX_CLIENT_ID_LEN
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks the security settings as the project's own protocol client
-    /// (the [`super::DescribeClient`]) reads them: `security.protocol`
-    /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; `sasl.mechanism(s)`
-    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 with `sasl.username` and
-    /// `sasl.password`, or OAUTHBEARER with a token provider
-    /// ([`KafkaConfig::with_oauth_token_provider`]; `sasl.oauthbearer.method`
-    /// may only be `default`); `ssl.ca.location`, `ssl.ca.pem`,
-    /// `ssl.certificate.location` / `.pem`, `ssl.key.location` / `.pem`,
-    /// `ssl.key.password` and `ssl.endpoint.identification.algorithm`
-    /// (`https`, the default, or `none`). Any other `ssl.*` or `sasl.*`
-    /// setting, and a value it cannot honour, is refused with an
-    /// [`Error::InvalidArgument`] naming each of them. The files the
-    /// settings name are read and must hold what they should.
-    pub fn check_security(&self) -> Result<()> {
-        super::client_settings::security(self).map(drop)
-    }
-
     /// The timeout in whole milliseconds, at least 1, for librdkafka.
     pub(crate) fn operation_timeout_ms(&self) -> u64 {
         (self.operation_timeout.as_millis() as u64).max(1)
@@ -526,20 +434,20 @@ fn is_secret(key: &str) -> bool {
 /// A provider's error for the Kafka client's token source, which keeps a
 /// fatal error fatal and an invalid argument invalid only when they are its
 /// own kinds: the crate's [`Error::Fatal`] and [`Error::InvalidArgument`]
-/// (what a binding's provider returns) become the client's, message and
-/// cause kept; any other error stays as it is (a retry may mend it).
+/// (what a binding's provider returns) become the client's
+/// ([`Error::into_kafka_client`], the one mapping between the two); any
+/// other error stays as it is (a retry may mend it).
 fn as_client_error(e: OAuthTokenError) -> OAuthTokenError {
     match e.downcast::<Error>() {
-        Ok(core) => match *core {
-            Error::Fatal { context, source } => {
-                Box::new(krabka_kafka::Error::Fatal { context, source })
-            }
-            Error::InvalidArgument(m) => Box::new(krabka_kafka::Error::InvalidArgument(m)),
-            other => Box::new(other),
+        Ok(core) => match core.into_kafka_client() {
+            Ok(client) => Box::new(client),
+            Err(other) => Box::new(other),
         },
         Err(e) => e,
     }
 }
+
+mod checks;
 
 #[cfg(test)]
 mod tests;

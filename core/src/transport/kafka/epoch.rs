@@ -32,9 +32,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::describe::BumpAnswer;
+use super::client::BumpAnswer;
 use super::protocol_lease::{Content, End, Gone, Outcome, ProtocolLease, Write};
-use super::{DescribeClient, KafkaConfig};
+use super::{KafkaClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Superseded};
@@ -100,7 +100,7 @@ pub struct KafkaEpoch {
     token: Arc<StdMutex<FencingToken>>,
     /// The lease (the transaction timeout) in milliseconds.
     lease_ms: u64,
-    describe: DescribeClient,
+    client: KafkaClient,
     state_topic: String,
     timeout: Duration,
     slot: Slot,
@@ -127,7 +127,7 @@ impl std::fmt::Debug for KafkaEpoch {
 impl KafkaEpoch {
     pub(super) fn new(
         config: &KafkaConfig,
-        describe: DescribeClient,
+        client: KafkaClient,
         role: String,
         lease_ms: u64,
         producer: ProtocolLease,
@@ -136,7 +136,7 @@ impl KafkaEpoch {
             role,
             token: Arc::new(StdMutex::new(producer.token)),
             lease_ms,
-            describe,
+            client,
             state_topic: config.state_topic().to_owned(),
             timeout: config.operation_timeout(),
             slot: Arc::new(AsyncMutex::new(Some(producer))),
@@ -460,7 +460,7 @@ impl LeaseWriter for KafkaEpoch {
         }
         let within = deadline.saturating_duration_since(tokio::time::Instant::now());
         match self
-            .describe
+            .client
             .bump_if_current(&self.role, self.token(), timeout_ms, within)
             .await?
         {

@@ -1,7 +1,7 @@
 //! The Kafka transport, on two clients:
 //!
 //! * the project's own protocol client, the crate `krabka-kafka`
-//!   ([`krabka_kafka::Client`], reached through [`DescribeClient`]): every
+//!   ([`krabka_kafka::Client`], reached through [`KafkaClient`]): every
 //!   mint, lease record and guarded write (`protocol_lease`), the describes,
 //!   the conditional bump of a resign, the standby's look at the last stable
 //!   offset, the member's access check. Its settings come from the same
@@ -108,23 +108,27 @@ use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{Coordinator, Describer, LeaseWriter, Registrar, StateRecord};
 
+mod client;
 mod client_settings;
 mod config;
-mod describe;
 mod epoch;
 mod librdkafka;
+mod mint;
 mod oauth;
 mod past_stable;
 mod preflight;
 mod protocol_lease;
 mod reader;
+mod registrar;
 mod role_locks;
 mod seen;
 mod state_reader;
 mod topic;
 
+#[allow(deprecated)]
+pub use client::DescribeClient;
+pub use client::{BumpAnswer, KafkaClient, TransactionDescription};
 pub use config::KafkaConfig;
-pub use describe::{BumpAnswer, DescribeClient, TransactionDescription};
 pub use epoch::KafkaEpoch;
 pub use oauth::{OAuthToken, OAuthTokenError, TokenProviderError};
 pub use preflight::{PreflightReport, BROKER_LOSS_MARGIN};
@@ -159,7 +163,7 @@ type ReaderSlot = Arc<AsyncMutex<Option<PartitionReader>>>;
 /// One transport per process (a [`crate::client::Client`] holds one). It
 /// holds a plain idempotent producer for registrations, one read_committed
 /// consumer for every state partition it reads (each partition on a queue of
-/// its own), and a [`DescribeClient`], the protocol client through whose
+/// its own), and a [`KafkaClient`], the protocol client through whose
 /// connections every held epoch writes. Every producer and consumer is
 /// created with the settings of the [`KafkaConfig`].
 ///
@@ -177,7 +181,7 @@ pub struct KafkaTransport {
     config: KafkaConfig,
     client_suffix: String,
     registrar: Option<Producer>,
-    describe: DescribeClient,
+    client: KafkaClient,
     /// Serialises the mints of one role on this transport; a role's entry
     /// lasts while a mint of it runs or waits.
     mint_locks: role_locks::RoleLocks,
@@ -211,13 +215,13 @@ impl KafkaTransport {
     /// digits, `.`, `_` and `-` goes in shortened and hashed, so that it
     /// never overflows a request header.
     ///
-    /// Builds the registration producer and the DescribeTransactions client
+    /// Builds the registration producer and the protocol client
     /// at once, so a setting librdkafka rejects, a malformed bootstrap
-    /// address or a security setting the describe client cannot honour (or
+    /// address or a security setting the protocol client cannot honour (or
     /// a certificate file it cannot read) is refused here ([`Error::InvalidArgument`] naming it). Connects lazily.
     pub fn new(config: KafkaConfig, member_id: Option<&str>) -> Result<KafkaTransport> {
         config.validate()?;
-        let describe = DescribeClient::new(&config)?;
+        let client = KafkaClient::new(&config)?;
         let client_suffix = match member_id {
             Some(m) if !m.is_empty() => config::client_id_part(m),
             _ => "member".to_owned(),
@@ -244,7 +248,7 @@ impl KafkaTransport {
             config,
             client_suffix,
             registrar: Some(registrar),
-            describe,
+            client,
             mint_locks: role_locks::RoleLocks::default(),
             readers: Arc::new(StdMutex::new(HashMap::new())),
             state_consumer: std::sync::OnceLock::new(),
@@ -259,9 +263,16 @@ impl KafkaTransport {
         &self.config
     }
 
-    /// The transport's DescribeTransactions client.
-    pub fn describe_client(&self) -> &DescribeClient {
-        &self.describe
+    /// The transport's protocol client: the one every held epoch writes
+    /// through, and that describes, bumps and checks access.
+    pub fn kafka_client(&self) -> &KafkaClient {
+        &self.client
+    }
+
+    /// The transport's protocol client ([`KafkaTransport::kafka_client`]).
+    #[deprecated(note = "named for one of its uses: use `kafka_client`")]
+    pub fn describe_client(&self) -> &KafkaClient {
+        &self.client
     }
 
     /// How many times the state consumers of this transport were positioned:
@@ -339,7 +350,7 @@ impl KafkaTransport {
         options: &crate::election::ElectionOptions,
     ) -> Result<PreflightReport> {
         self.preflight
-            .report(&self.config, &self.describe, role, options)
+            .report(&self.config, &self.client, role, options)
             .await
     }
 
@@ -370,129 +381,6 @@ impl KafkaTransport {
             self.preflight.logged(w);
         }
         Ok(report)
-    }
-
-    /// Mints the epoch of `role` (InitProducerId with `transactional.id =
-    /// role` and the lease as the transaction timeout) and returns it as a
-    /// [`KafkaEpoch`] owned by the caller. [`Coordinator::acquire_epoch`] is
-    /// this, boxed.
-    ///
-    /// The mint runs in its own task under the role's mint lock: an epoch
-    /// minted for a caller that stopped waiting is released at once.
-    pub async fn mint_epoch(&self, role: &str, lease_duration: Duration) -> Result<KafkaEpoch> {
-        check_role(role)?;
-        let lease_ms = lease_millis(lease_duration)?;
-        let locks = self.mint_locks.clone();
-        let (config, describe, minted) = (
-            self.config.clone(),
-            self.describe.clone(),
-            Arc::clone(&self.minted),
-        );
-        let role = role.to_owned();
-        let (tx, rx) = tokio::sync::oneshot::channel::<Result<KafkaEpoch>>();
-        tokio::spawn(async move {
-            let _serialised = locks.lock(&role).await;
-            let deadline = deadline_in(config.operation_timeout());
-            let timeout_ms = i32::try_from(lease_ms).unwrap_or(i32::MAX);
-            let result = describe
-                .kafka()
-                .init_producer_id(&role, timeout_ms, deadline)
-                .await
-                .map_err(Error::from)
-                .map(|producer| {
-                    let token = FencingToken::from(producer);
-                    tracing::debug!(role, %token, "epoch minted");
-                    minted.fetch_add(1, Ordering::Relaxed);
-                    KafkaEpoch::new(
-                        &config,
-                        describe.clone(),
-                        role.clone(),
-                        lease_ms,
-                        ProtocolLease::new(
-                            describe.kafka().clone(),
-                            token,
-                            protocol_lease::max_batch_bytes(&config),
-                        ),
-                    )
-                });
-            // A caller that gave up drops the receiver: the epoch it minted
-            // is released here (KafkaEpoch's drop), nothing else.
-            let _ = tx.send(result);
-        });
-        rx.await
-            .map_err(|e| Error::fatal("an acquire_epoch task", e))?
-    }
-
-    /// The partition's reader, locked for one call, created on first use.
-    async fn reader(
-        &self,
-        partition: i32,
-    ) -> Result<tokio::sync::OwnedMutexGuard<Option<PartitionReader>>> {
-        check_partition(partition)?;
-        let slot: ReaderSlot = {
-            let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(readers.entry(partition).or_default())
-        };
-        let mut guard = slot.lock_owned().await;
-        if guard.is_none() {
-            let shared = match self.state_consumer.get() {
-                Some(c) => c,
-                None => {
-                    let made = StateConsumer::new(&self.config, &self.client_suffix)?;
-                    // Another reader may have made one first: keep that one.
-                    // The first one made starts the task that keeps the
-                    // readers' views current: here, where a runtime runs
-                    // (the bindings build transports outside one).
-                    if self.state_consumer.set(made).is_ok() {
-                        tokio::spawn(keep_readers_up(Arc::downgrade(&self.readers)));
-                    }
-                    self.state_consumer.get().expect("set above")
-                }
-            };
-            *guard = Some(PartitionReader::new(
-                shared,
-                &self.config,
-                partition,
-                Arc::clone(&self.seeks),
-            ));
-        }
-        Ok(guard)
-    }
-}
-
-/// How often [`keep_readers_up`] takes in what the readers' partitions
-/// brought.
-const KEEP_UP_EVERY: Duration = Duration::from_secs(1);
-
-/// Every [`KEEP_UP_EVERY`] from the first read of the state topic, takes
-/// into each idle reader's kept view what librdkafka fetched of its
-/// partition since its last read ([`PartitionReader::keep_up`]), until the
-/// transport is dropped. A leader's follower stands where the term began;
-/// its resign asks whether another member is registered, and starts from
-/// the view ([`StateReader::kept_state`]) rather than reading every
-/// renewal of the partition's other roles since. The cost grows with the
-/// records written, each taken in once per process.
-async fn keep_readers_up(readers: std::sync::Weak<StdMutex<HashMap<i32, ReaderSlot>>>) {
-    loop {
-        tokio::time::sleep(KEEP_UP_EVERY).await;
-        let Some(readers) = readers.upgrade() else {
-            return;
-        };
-        let slots: Vec<ReaderSlot> = readers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        drop(readers);
-        for slot in slots {
-            // A reader in use is current anyway.
-            if let Ok(mut reader) = slot.try_lock() {
-                if let Some(r) = reader.as_mut() {
-                    r.keep_up().await;
-                }
-            }
-        }
     }
 }
 
@@ -551,78 +439,6 @@ fn lease_millis(lease: Duration) -> Result<u64> {
         )));
     }
     Ok(ms as u64)
-}
-
-#[async_trait]
-impl Describer for KafkaTransport {
-    async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
-        check_role(role)?;
-        self.describe.describe_epoch(role).await
-    }
-}
-
-#[async_trait]
-impl Coordinator for KafkaTransport {
-    async fn acquire_epoch(
-        &self,
-        role: &str,
-        lease_duration: Duration,
-    ) -> Result<Box<dyn LeaseWriter>> {
-        Ok(Box::new(self.mint_epoch(role, lease_duration).await?))
-    }
-
-    /// See [`KafkaTransport::preflight`]: the same checks, with each
-    /// warning logged once per transport.
-    async fn check_member(
-        &self,
-        role: &str,
-        options: &crate::election::ElectionOptions,
-    ) -> Result<()> {
-        self.preflight
-            .check(&self.config, &self.describe, role, options)
-            .await
-    }
-}
-
-#[async_trait]
-impl Registrar for KafkaTransport {
-    async fn append(&self, record: StateRecord) -> Result<i64> {
-        let StateRecord {
-            partition,
-            key,
-            value,
-        } = record;
-        check_partition(partition)?;
-        let producer = self
-            .registrar
-            .as_ref()
-            .expect("the registration producer lives as long as the transport");
-        let topic = self.config.state_topic();
-        let mut record = FutureRecord::<[u8], [u8]>::to(topic)
-            .partition(partition)
-            .key(key.as_slice());
-        if let Some(v) = &value {
-            record = record.payload(v.as_slice());
-        }
-        let context = format!("append to {topic}/{partition}");
-        match producer.send(record, self.config.operation_timeout()).await {
-            Ok(delivery) => Ok(delivery.offset),
-            Err((e, _)) => {
-                if let Some((code, reason)) = producer.client().fatal_error() {
-                    return Err(Error::fatal(
-                        context,
-                        format!("fatal producer error {code:?}: {reason}"),
-                    ));
-                }
-                Err(match e.rdkafka_error_code() {
-                    Some(RDKafkaErrorCode::UnknownPartition) => Error::InvalidArgument(format!(
-                        "{context}: the topic has no partition {partition}"
-                    )),
-                    _ => kafka_error(&context, e),
-                })
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ impl KafkaTransport {
             )));
         }
         let topic = self.config.state_topic();
-        let kafka = self.describe.kafka();
+        let kafka = self.client.kafka();
         let deadline = deadline_in(self.config.operation_timeout());
         let mut fetched = kafka
             .fetch_uncommitted(topic, partition, position, FETCH_BYTES, deadline)

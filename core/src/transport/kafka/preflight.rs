@@ -16,7 +16,7 @@
 //!   `cleanup.policy=compact` ([`Error::Fatal`] naming the topic and the
 //!   numbers otherwise; a missing topic says how to create it);
 //! * the member's ACLs, asked of the authorizer with requests that change
-//!   nothing (the describe client's `access` module): WRITE and DESCRIBE on
+//!   nothing (the protocol client's `access` module): WRITE and DESCRIBE on
 //!   TransactionalId `<role>`, DESCRIBE on the state readers' consumer
 //!   group, READ on the state topic; a denial is [`Error::Fatal`] naming the
 //!   resource and the ACL, before anything is registered. Asked for every
@@ -49,8 +49,8 @@ use rdkafka::admin::{AdminOptions, ConfigResource, ResourceSpecifier};
 use rdkafka::error::{KafkaResult, RDKafkaErrorCode};
 use tokio::sync::Mutex as AsyncMutex;
 
+use super::client::KafkaClient;
 use super::config::KafkaConfig;
-use super::describe::DescribeClient;
 use super::topic::{self, Admin, TopicFacts, TopicReport};
 use super::{drop_off_thread, lease_millis};
 use crate::election::ElectionOptions;
@@ -142,7 +142,7 @@ impl Preflight {
     pub(super) async fn report(
         &self,
         config: &KafkaConfig,
-        describe: &DescribeClient,
+        client: &KafkaClient,
         role: &str,
         options: &ElectionOptions,
     ) -> Result<PreflightReport> {
@@ -153,15 +153,15 @@ impl Preflight {
         // On a secured cluster, a refused password or an untrusted
         // certificate fails here at once, named, instead of as librdkafka's
         // timeout below.
-        describe.kafka().check_access().await?;
+        client.kafka().check_access().await?;
         // A broker too old for a member is refused here, naming what it
         // lacks, not at the first resign or describe.
-        let versions = describe.kafka().check_versions().await?;
+        let versions = client.kafka().check_versions().await?;
         let facts = self.facts(config, options.partitions).await?;
         facts.topic.check(options.partitions)?;
         // The ACLs a member needs, while nothing is registered yet.
         let partition = crate::partition::role_partition(role, options.partitions)?;
-        describe
+        client
             .kafka()
             .check_member_access(
                 role,
@@ -223,11 +223,11 @@ impl Preflight {
     pub(super) async fn check(
         &self,
         config: &KafkaConfig,
-        describe: &DescribeClient,
+        client: &KafkaClient,
         role: &str,
         options: &ElectionOptions,
     ) -> Result<()> {
-        let report = self.report(config, describe, role, options).await?;
+        let report = self.report(config, client, role, options).await?;
         for w in &report.warnings {
             self.warn_once(w);
         }

@@ -3,16 +3,21 @@
 //! `reader` module), and the look at the partition's ends (the high
 //! watermark, the last stable offset) through the protocol client.
 //!
+//! Each partition read has a reader ([`KafkaTransport::reader`]), created
+//! on first use and kept current by [`keep_readers_up`] while idle.
+//!
 //! A whole-partition read first waits, at most [`MARKER_WAIT`], for the
 //! markers of a commit acknowledged a moment ago, so a read right after a
 //! write sees it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{check_partition, deadline_in, KafkaTransport};
+use super::reader::{PartitionReader, StateConsumer};
+use super::{check_partition, deadline_in, KafkaTransport, ReaderSlot};
 use crate::error::{Error, Result};
 use crate::transport::{Backlog, PastStable, ReadBatch, Record, StateReader};
 
@@ -29,7 +34,7 @@ impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
         // An unreachable cluster fails here within the connect timeout;
         // the consumer would wait out its operation timeout, twice.
-        self.describe.kafka().ensure_reached().await?;
+        self.client.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
@@ -40,7 +45,7 @@ impl StateReader for KafkaTransport {
     }
 
     async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
-        self.describe.kafka().ensure_reached().await?;
+        self.client.kafka().ensure_reached().await?;
         self.wait_for_markers(partition).await;
         let mut reader = self.reader(partition).await?;
         reader
@@ -88,7 +93,7 @@ impl KafkaTransport {
     async fn high_watermark(&self, partition: i32) -> Result<i64> {
         let deadline = deadline_in(self.config.operation_timeout());
         Ok(self
-            .describe
+            .client
             .kafka()
             .end_offset(self.config.state_topic(), partition, false, deadline)
             .await?)
@@ -151,10 +156,84 @@ impl KafkaTransport {
         // The second read, the last stable offset: ListOffsets read_committed.
         let deadline = deadline_in(self.config.operation_timeout());
         let stable = self
-            .describe
+            .client
             .kafka()
             .end_offset(self.config.state_topic(), partition, true, deadline)
             .await?;
         Ok(Backlog::of(position, high, stable))
+    }
+}
+
+impl KafkaTransport {
+    /// The partition's reader, locked for one call, created on first use.
+    pub(super) async fn reader(
+        &self,
+        partition: i32,
+    ) -> Result<tokio::sync::OwnedMutexGuard<Option<PartitionReader>>> {
+        check_partition(partition)?;
+        let slot: ReaderSlot = {
+            let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(readers.entry(partition).or_default())
+        };
+        let mut guard = slot.lock_owned().await;
+        if guard.is_none() {
+            let shared = match self.state_consumer.get() {
+                Some(c) => c,
+                None => {
+                    let made = StateConsumer::new(&self.config, &self.client_suffix)?;
+                    // Another reader may have made one first: keep that one.
+                    // The first one made starts the task that keeps the
+                    // readers' views current: here, where a runtime runs
+                    // (the bindings build transports outside one).
+                    if self.state_consumer.set(made).is_ok() {
+                        tokio::spawn(keep_readers_up(Arc::downgrade(&self.readers)));
+                    }
+                    self.state_consumer.get().expect("set above")
+                }
+            };
+            *guard = Some(PartitionReader::new(
+                shared,
+                &self.config,
+                partition,
+                Arc::clone(&self.seeks),
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+/// How often [`keep_readers_up`] takes in what the readers' partitions
+/// brought.
+const KEEP_UP_EVERY: Duration = Duration::from_secs(1);
+
+/// Every [`KEEP_UP_EVERY`] from the first read of the state topic, takes
+/// into each idle reader's kept view what librdkafka fetched of its
+/// partition since its last read ([`PartitionReader::keep_up`]), until the
+/// transport is dropped. A leader's follower stands where the term began;
+/// its resign asks whether another member is registered, and starts from
+/// the view ([`StateReader::kept_state`]) rather than reading every
+/// renewal of the partition's other roles since. The cost grows with the
+/// records written, each taken in once per process.
+async fn keep_readers_up(readers: std::sync::Weak<StdMutex<HashMap<i32, ReaderSlot>>>) {
+    loop {
+        tokio::time::sleep(KEEP_UP_EVERY).await;
+        let Some(readers) = readers.upgrade() else {
+            return;
+        };
+        let slots: Vec<ReaderSlot> = readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        drop(readers);
+        for slot in slots {
+            // A reader in use is current anyway.
+            if let Ok(mut reader) = slot.try_lock() {
+                if let Some(r) = reader.as_mut() {
+                    r.keep_up().await;
+                }
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! `describe_leadership` through one `DescribeClient`: latency of
+//! `describe_leadership` through one `KafkaClient`: latency of
 //! sequential calls, then requests per second with `--describe-concurrency`
 //! calls in flight. A third party needs only the narrow `Describer` seam.
 
@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use krabka_coordination::leadership::describe_leadership;
-use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig, KafkaTransport};
+use krabka_coordination::transport::kafka::{KafkaClient, KafkaConfig, KafkaTransport};
 use krabka_coordination::transport::{Coordinator, Describer};
 use krabka_coordination::{FencingToken, Result};
 use krabka_examples::now_ms;
@@ -15,9 +15,9 @@ use serde_json::{json, Value};
 use crate::stats::{ms, stat_line, stats};
 use crate::Args;
 
-/// A third party's describer: a `DescribeClient` and nothing that mints.
+/// A third party's describer: a `KafkaClient` and nothing that mints.
 #[derive(Clone)]
-struct DescribeOnly(DescribeClient);
+struct DescribeOnly(KafkaClient);
 
 #[async_trait]
 impl Describer for DescribeOnly {
@@ -54,7 +54,7 @@ pub async fn describe(a: &Args, config: &KafkaConfig) -> std::result::Result<Val
         .await
         .map_err(|e| e.to_string())?;
     let token = epoch.token();
-    let client = DescribeClient::new(config).map_err(|e| e.to_string())?;
+    let client = KafkaClient::new(config).map_err(|e| e.to_string())?;
     let coord = DescribeOnly(client.clone());
     // Warm up: connection, ApiVersions, FindCoordinator.
     for _ in 0..50 {

@@ -23,7 +23,7 @@
 //! * **crash-inproc** (`inproc.rs`): the same with both members in this
 //!   process.
 //! * **describe** (`describe.rs`): `describe_leadership` through one
-//!   `DescribeClient`.
+//!   `KafkaClient`.
 //!
 //! Under `cargo test` (no `--bench` argument) it only checks its command
 //! line: the benchmark needs a real Kafka and minutes.

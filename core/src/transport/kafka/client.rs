@@ -1,9 +1,9 @@
-//! [`DescribeClient`]: the transport's handle on the project's Kafka
+//! [`KafkaClient`]: the transport's handle on the project's Kafka
 //! protocol client ([`krabka_kafka::Client`]), in the core's terms: roles
 //! checked as the record layout checks them, fencing tokens, the core's
 //! errors. A third party that only checks who is authoritative for a role
-//! uses it directly; the transport's lease writers use the client beneath
-//! ([`DescribeClient::kafka`]).
+//! uses it directly; the transport's mints, lease writers and resigns use
+//! the client beneath ([`KafkaClient::kafka`]).
 
 use std::time::Duration;
 
@@ -45,7 +45,7 @@ impl From<krabka_kafka::TransactionDescription> for TransactionDescription {
     }
 }
 
-/// The answer to [`DescribeClient::bump_if_current`].
+/// The answer to [`KafkaClient::bump_if_current`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BumpAnswer {
     /// The token was current; the coordinator bumped it to this one.
@@ -55,26 +55,33 @@ pub enum BumpAnswer {
     NotCurrent(String),
 }
 
-/// Who holds the newest epoch of a role, asked of the transaction
-/// coordinator with DescribeTransactions.
+/// The project's Kafka protocol client in the core's terms: who holds the
+/// newest epoch of a role (DescribeTransactions), the conditional bump of a
+/// resign, and the client beneath ([`KafkaClient::kafka`]) through which the
+/// transport mints epochs and every held epoch writes and commits.
 ///
 /// Cheap to clone; clones share the cached coordinators and connections.
 /// Needs a tokio runtime.
 ///
 /// ```no_run
 /// # async fn f() -> krabka_coordination::Result<()> {
-/// use krabka_coordination::transport::kafka::{DescribeClient, KafkaConfig};
-/// let client = DescribeClient::new(&KafkaConfig::new("127.0.0.1:9092"))?;
+/// use krabka_coordination::transport::kafka::{KafkaClient, KafkaConfig};
+/// let client = KafkaClient::new(&KafkaConfig::new("127.0.0.1:9092"))?;
 /// let token = client.describe_epoch("billing").await?;
 /// println!("billing is led by epoch {token}");
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
-pub struct DescribeClient {
+pub struct KafkaClient {
     kafka: krabka_kafka::Client,
 }
 
-impl DescribeClient {
+/// The former name of [`KafkaClient`], which named one of its uses: the
+/// same type, kept so that code written against 0.1 builds.
+#[deprecated(note = "the same type as `KafkaClient`: name that instead")]
+pub type DescribeClient = KafkaClient;
+
+impl KafkaClient {
     /// The most connections the client keeps to one broker: one while
     /// requests come one at a time, more while they overlap.
     pub const CONNECTIONS_PER_BROKER: usize = krabka_kafka::Client::CONNECTIONS_PER_BROKER;
@@ -85,7 +92,7 @@ impl DescribeClient {
     /// (see [`KafkaConfig::check_security`]) and a malformed bootstrap
     /// address. Reads the certificate and key files the settings name.
     pub fn new(config: &KafkaConfig) -> Result<Self> {
-        Ok(DescribeClient {
+        Ok(KafkaClient {
             kafka: krabka_kafka::Client::new(&client_settings::settings(config)?)?,
         })
     }
@@ -97,7 +104,7 @@ impl DescribeClient {
 
     /// The current fencing token of `role`, or [`NO_EPOCH`] when the
     /// coordinator does not know it; confirmed as
-    /// [`DescribeClient::describe_transaction`] says.
+    /// [`KafkaClient::describe_transaction`] says.
     pub async fn describe_epoch(&self, role: &str) -> Result<FencingToken> {
         Ok(self
             .describe_transaction(role)
