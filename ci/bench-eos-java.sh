@@ -37,7 +37,10 @@
 # the load average before the run, the versions and the settings.
 #
 # Environment: RECORDS, PARTITIONS, BATCHES, PRODUCER_SETTINGS, and the cluster's
-# KAFKA_STATE_DIR / KAFKA_PORT_3 (ci/kafka.sh --help). Stops the cluster it started only with STOP=1.
+# KAFKA_STATE_DIR / KAFKA_PORT_3 (ci/kafka.sh --help). The stock producer's figures are the
+# peer's; a second run with e.g. PRODUCER_SETTINGS=retry.backoff.ms=10 (the default is 100)
+# shows how much of each transaction the producer spends waiting to retry a request, since
+# that setting changes nothing else. Stops the cluster it started only with STOP=1.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
