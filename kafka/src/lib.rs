@@ -42,8 +42,9 @@ pub mod fake_broker;
 
 #[cfg(feature = "client")]
 pub use client::{
-    ActiveProducer, BumpAnswer, Client, Committed, Fetched, OffsetToCommit, PartitionCommitted,
-    TransactionDescription, TxnError,
+    ActiveProducer, BumpAnswer, Client, Committed, Fetched, OffsetToCommit, OutOfRange,
+    PartitionCommitted, PartitionRead, ReadError, ReadFrom, Reset, TransactionDescription,
+    TxnError,
 };
 pub use error::{check_group_id, check_transactional_id, quote, Error, ProducerEpoch, Result};
 #[cfg(feature = "client")]

@@ -163,6 +163,7 @@ pub(super) fn attempt_for(api: ApiKey, code: i16, what: String) -> Attempt {
         | Meaning::BrokenSequence
         | Meaning::Invalid
         | Meaning::NotAttempted
+        | Meaning::OutOfRange
         | Meaning::Refused => Attempt::Fail(Error::fatal(said(), "the broker refused the request")),
     }
 }

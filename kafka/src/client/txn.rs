@@ -163,6 +163,7 @@ pub(super) fn txn_error(api: ApiKey, code: i16, what: String) -> Result<TxnError
         | Meaning::BrokenSequence
         | Meaning::Invalid
         | Meaning::NotAttempted
+        | Meaning::OutOfRange
         | Meaning::Refused => {
             TxnError::Refused(Error::fatal(said(), "the broker refused the request"))
         }
@@ -406,6 +407,7 @@ impl Client {
                         | Meaning::Missing(_)
                         | Meaning::NoOpenTransaction
                         | Meaning::NotAttempted
+                        | Meaning::OutOfRange
                         | Meaning::Refused => TxnError::Refused(Error::transient(
                             what(),
                             format!("{}; the transaction must be aborted", said()),
