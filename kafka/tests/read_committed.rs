@@ -481,3 +481,26 @@ async fn compressed_batches_of_every_codec_read_as_written() {
         assert_eq!(values(&seen), want, "{codec}");
     }
 }
+
+/// A read at the end of the log waits at the leader (the long poll) and
+/// returns a record written while it waits.
+#[tokio::test]
+async fn a_read_at_the_end_waits_for_the_next_record() {
+    let client = client();
+    let topic = topic("poll").await;
+    let mut plain = Writer::plain();
+    plain.write(&client, &topic, "before").await;
+    let waiting = {
+        let (client, topic) = (client.clone(), topic.clone());
+        tokio::spawn(async move {
+            client
+                .read_committed(&from(&topic, 1), STEP / 2, 1 << 20, deadline_in(STEP))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    plain.write(&client, &topic, "while waiting").await;
+    let got = waiting.await.expect("the read").expect("read_committed");
+    assert_eq!(values(&collect(&got[0])), ["while waiting"], "{got:?}");
+    assert_eq!(got[0].next_offset, 2);
+}
