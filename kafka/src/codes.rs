@@ -107,6 +107,10 @@ pub enum Meaning {
     /// commit made without group membership is refused while consumers
     /// that joined the group hold it. No retry mends it while they do.
     GroupHasMembers,
+    /// `OFFSET_OUT_OF_RANGE` to a Fetch: the offset asked is outside the
+    /// partition's log (deleted by retention, a topic recreated). The
+    /// caller chooses where to read instead.
+    OutOfRange,
     /// Refused, and a retry would be refused the same way (an unknown code
     /// included).
     Refused,
@@ -135,6 +139,7 @@ pub fn meaning(api: ApiKey, code: i16) -> Meaning {
         }
         // A new leader that has not caught up with the high watermark yet.
         (A::ListOffsets, E::OffsetNotAvailable) => Meaning::LeaderMoved,
+        (A::Fetch, E::OffsetOutOfRange) => Meaning::OutOfRange,
         (_, E::UnknownTopicOrPartition) => Meaning::Missing(Resource::Topic),
         (_, E::TransactionalIdNotFound) => Meaning::Missing(Resource::TransactionalId),
         (_, E::NotCoordinator | E::CoordinatorNotAvailable) => Meaning::CoordinatorMoved,
@@ -331,6 +336,14 @@ mod tests {
             (A::OffsetFetch, 3, Meaning::Missing(Resource::Topic)),
             (A::OffsetFetch, 69, Meaning::Missing(Resource::Group)),
             (A::OffsetFetch, 24, Meaning::Invalid),
+            // A read_committed Fetch.
+            (A::Fetch, 1, Meaning::OutOfRange),
+            (A::Fetch, 3, Meaning::LeaderMoved),
+            (A::Fetch, 6, Meaning::LeaderMoved),
+            (A::Fetch, 74, Meaning::LeaderMoved),
+            (A::Fetch, 29, Meaning::Denied(Resource::Topic)),
+            (A::Fetch, 56, Meaning::Retry), // KAFKA_STORAGE_ERROR
+            (A::ListOffsets, 1, Meaning::Refused),
             (A::Produce, 120, Meaning::Refused), // TRANSACTION_ABORTABLE
             (A::FindCoordinator, 42, Meaning::Refused), // INVALID_REQUEST
             (A::FindCoordinator, -1, Meaning::Refused), // UNKNOWN_SERVER_ERROR

@@ -12,7 +12,10 @@
 //! * [`frame_check`]: the bound on what a response frame may make the
 //!   decoder allocate, checked before it decodes.
 //! * [`records`]: the record batches of a Fetch answer, read with every
-//!   length checked first.
+//!   length checked first, compressed ones decompressed within a bound.
+//! * [`Client::read_committed`]: a read_committed reader's Fetch of
+//!   assigned partitions, and [`Client::reset_offset`] for its reset
+//!   policy.
 //! * [`Error`]: what failed, and whether a retry may mend it.
 
 //!
@@ -46,8 +49,9 @@ pub mod fake_broker;
 
 #[cfg(feature = "client")]
 pub use client::{
-    ActiveProducer, BumpAnswer, Client, Committed, Fetched, OffsetToCommit, PartitionCommitted,
-    TransactionDescription, TxnError,
+    ActiveProducer, BumpAnswer, Client, Committed, Fetched, OffsetToCommit, OutOfRange,
+    PartitionCommitted, PartitionRead, ReadError, ReadFrom, Reset, TransactionDescription,
+    TxnError,
 };
 pub use error::{check_group_id, check_transactional_id, quote, Error, ProducerEpoch, Result};
 #[cfg(feature = "client")]

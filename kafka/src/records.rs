@@ -13,8 +13,13 @@
 //! - **a cut last batch is not an error**: a broker may end an answer in
 //!   the middle of a batch (its byte limits); the walk stops there and
 //!   [`Batches::next_offset`] says where to fetch again;
-//! - **what it does not read**: a compressed batch (the codec is named in
-//!   the error) and a batch of another magic are errors, not guesses.
+//! - **compressed batches**: gzip, snappy, lz4 and zstd batches are
+//!   decompressed (pure Rust codecs); the bytes one answer decompresses to
+//!   are at most [`DECOMPRESSED_MAX`]: a batch that would pass it ends the
+//!   walk as a cut batch does, unless it is the first, which is
+//!   [`RecordsError::TooLarge`];
+//! - **what it does not read**: a codec Kafka does not define and a batch
+//!   of another magic are errors, not guesses.
 //!
 //! A control batch (a transaction marker) is read into
 //! [`Batch::marker`]: COMMIT or ABORT of the batch's producer.
@@ -84,13 +89,31 @@ pub enum RecordsError {
         /// What is wrong.
         what: String,
     },
-    /// A compressed batch: this reader reads uncompressed batches only.
-    #[error("the record batch at offset {offset} is compressed ({codec}); only uncompressed batches are read")]
+    /// A compressed batch whose codec Kafka does not define, or whose
+    /// compressed bytes its codec cannot read.
+    #[error(
+        "the record batch at offset {offset} is compressed ({codec}) and cannot be read: {what}"
+    )]
     Compressed {
         /// The batch's base offset.
         offset: i64,
         /// The codec's name.
         codec: &'static str,
+        /// What the codec said.
+        what: String,
+    },
+    /// A compressed batch that decompresses to more than
+    /// [`DECOMPRESSED_MAX`] bytes.
+    #[error(
+        "the record batch at offset {offset} ({codec}) decompresses to more than {limit} bytes"
+    )]
+    TooLarge {
+        /// The batch's base offset.
+        offset: i64,
+        /// The codec's name.
+        codec: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
     },
     /// A batch of another format than magic 2.
     #[error("the record batch at offset {offset} has magic {magic}; only magic 2 is read")]
@@ -110,10 +133,14 @@ const CRC_FROM: usize = 21;
 /// key and value lengths, header count (one byte each).
 const MIN_RECORD: usize = 7;
 
+/// The most bytes the compressed batches of one answer decompress to.
+pub const DECOMPRESSED_MAX: usize = 64 << 20;
+
 /// The batches in `bytes` (a Fetch answer's `records` of one partition).
 pub fn read_batches(bytes: &Bytes) -> Result<Batches, RecordsError> {
     let mut out = Batches::default();
     let mut at = 0usize;
+    let mut budget = DECOMPRESSED_MAX;
     while bytes.len() - at >= 12 {
         let base_offset = be_i64(&bytes[at..]);
         let length = be_i32(&bytes[at + 8..]);
@@ -133,7 +160,11 @@ pub fn read_batches(bytes: &Bytes) -> Result<Batches, RecordsError> {
             // Cut by the broker's byte limit: fetch again from here.
             break;
         };
-        let batch = read_batch(&bytes.slice(at..end), base_offset)?;
+        let batch = match read_batch(&bytes.slice(at..end), base_offset, &mut budget) {
+            // Past the answer's budget: fetch again from here.
+            Err(RecordsError::TooLarge { .. }) if !out.batches.is_empty() => break,
+            other => other?,
+        };
         out.next_offset = Some(batch.last_offset + 1);
         out.batches.push(batch);
         at = end;
@@ -141,13 +172,15 @@ pub fn read_batches(bytes: &Bytes) -> Result<Batches, RecordsError> {
     Ok(out)
 }
 
-/// One whole batch (`b` holds exactly its bytes).
-fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
+/// One whole batch (`b` holds exactly its bytes); what a compressed one
+/// decompresses to is taken from `budget`.
+fn read_batch(b: &Bytes, base_offset: i64, budget: &mut usize) -> Result<Batch, RecordsError> {
     let malformed = |what: String| RecordsError::Malformed {
         offset: base_offset,
         what,
     };
     let attributes = check_frame(b, base_offset)?;
+    let body = records_of(b, attributes, base_offset, budget)?;
     let transactional = attributes & 0x10 != 0;
     let control = attributes & 0x20 != 0;
     let last_delta = be_i32(&b[23..]);
@@ -162,7 +195,7 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
     let producer_id = be_i64(&b[43..]);
     let producer_epoch = be_i16(&b[51..]);
     let count = be_i32(&b[57..]);
-    let left = b.len() - HEADER;
+    let left = body.len();
     let fits = usize::try_from(count).is_ok_and(|c| c <= left / MIN_RECORD);
     if !fits {
         return Err(malformed(format!(
@@ -170,8 +203,8 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
         )));
     }
     let mut r = Reader {
-        b,
-        at: HEADER,
+        b: &body,
+        at: 0,
         base_offset,
     };
     let mut records = Vec::new();
@@ -184,10 +217,10 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
             records.push(rec);
         }
     }
-    if r.at != b.len() {
+    if r.at != body.len() {
         return Err(malformed(format!(
             "{} bytes after the last record",
-            b.len() - r.at
+            body.len() - r.at
         )));
     }
     if control && marker.is_none() {
@@ -204,9 +237,8 @@ fn read_batch(b: &Bytes, base_offset: i64) -> Result<Batch, RecordsError> {
     })
 }
 
-/// Checks what a batch's records are read under: the magic byte (2), the
-/// checksum of its bytes, and no compression. Returns the batch's
-/// attributes.
+/// Checks what a batch's records are read under: the magic byte (2) and
+/// the checksum of its bytes. Returns the batch's attributes.
 fn check_frame(b: &Bytes, base_offset: i64) -> Result<i16, RecordsError> {
     let magic = b[16] as i8;
     if magic != 2 {
@@ -227,21 +259,44 @@ fn check_frame(b: &Bytes, base_offset: i64) -> Result<i16, RecordsError> {
         )));
     }
     let attributes = be_i16(&b[21..]);
-    let codec = match attributes & 0x07 {
-        0 => None,
-        1 => Some("gzip"),
-        2 => Some("snappy"),
-        3 => Some("lz4"),
-        4 => Some("zstd"),
-        _ => Some("an unknown codec"),
-    };
-    if let Some(codec) = codec {
-        return Err(RecordsError::Compressed {
-            offset: base_offset,
-            codec,
-        });
-    }
     Ok(attributes)
+}
+
+/// The record bytes of the batch `b`: after its header, decompressed for a
+/// compressed batch (taking what they take from `budget`).
+fn records_of(
+    b: &Bytes,
+    attributes: i16,
+    base_offset: i64,
+    budget: &mut usize,
+) -> Result<Bytes, RecordsError> {
+    let codec = match codec::Codec::of(attributes) {
+        Ok(None) => return Ok(b.slice(HEADER..)),
+        Ok(Some(codec)) => codec,
+        Err(n) => {
+            return Err(RecordsError::Compressed {
+                offset: base_offset,
+                codec: "an unknown codec",
+                what: format!("codec number {n} is not Kafka's"),
+            })
+        }
+    };
+    match codec::decompress(codec, &b[HEADER..], *budget) {
+        Ok(body) => {
+            *budget -= body.len();
+            Ok(Bytes::from(body))
+        }
+        Err(codec::Failed::TooLarge(limit)) => Err(RecordsError::TooLarge {
+            offset: base_offset,
+            codec: codec.name(),
+            limit,
+        }),
+        Err(codec::Failed::Broken(what)) => Err(RecordsError::Compressed {
+            offset: base_offset,
+            codec: codec.name(),
+            what,
+        }),
+    }
 }
 
 /// The marker a control record's key names (version 0, type 0 ABORT or
@@ -363,6 +418,8 @@ fn be_i32(b: &[u8]) -> i32 {
 fn be_i16(b: &[u8]) -> i16 {
     i16::from_be_bytes(b[..2].try_into().expect("2 bytes"))
 }
+
+mod codec;
 
 #[cfg(test)]
 mod tests;

@@ -34,8 +34,10 @@ impl Client {
     /// connection until `deadline`; then [`Error::Transient`]. A topic the
     /// principal may not READ is [`Error::Fatal`]; an offset outside the
     /// log (a topic recreated, records deleted) and batches this client
-    /// cannot read (compressed ones) are refused ([`Error::Fatal`] naming
-    /// the offset or the codec).
+    /// cannot read (malformed, a codec Kafka does not define, or more than
+    /// [`crate::records::DECOMPRESSED_MAX`] decompressed) are refused
+    /// ([`Error::Fatal`] naming the offset or the codec). Compressed
+    /// batches are read as [`crate::records`] says.
     pub async fn fetch_uncommitted(
         &self,
         topic: &str,

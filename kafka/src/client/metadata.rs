@@ -370,6 +370,8 @@ impl Client {
 
 /// ListOffsets' timestamp for "the end of the log".
 const LATEST: i64 = -1;
+/// ListOffsets' timestamp for "the start of the log".
+const EARLIEST: i64 = -2;
 
 impl Client {
     /// The end of `topic`/`partition` as its leader reports it with one
@@ -384,10 +386,42 @@ impl Client {
         committed: bool,
         deadline: Instant,
     ) -> crate::error::Result<i64> {
+        self.list_offset(topic, partition, (LATEST, committed), deadline)
+            .await
+    }
+
+    /// The start of `topic`/`partition` (its log start offset: the oldest
+    /// record kept) as its leader reports it with one ListOffsets. Retries
+    /// a moved leader and a broken connection until `deadline`; then
+    /// [`Error::Transient`].
+    pub async fn start_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        deadline: Instant,
+    ) -> crate::error::Result<i64> {
+        self.list_offset(topic, partition, (EARLIEST, false), deadline)
+            .await
+    }
+
+    /// One ListOffsets of `at` (its timestamp, and read_committed or not),
+    /// retried until `deadline`.
+    async fn list_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        (timestamp, committed): (i64, bool),
+        deadline: Instant,
+    ) -> crate::error::Result<i64> {
         let started = Instant::now();
         let context = || {
             format!(
-                "reading the end of {}/{partition}",
+                "reading the {} of {}/{partition}",
+                if timestamp == EARLIEST {
+                    "start"
+                } else {
+                    "end"
+                },
                 crate::error::quote(topic)
             )
         };
@@ -395,7 +429,10 @@ impl Client {
             self.at(
                 Target::Leader(topic, partition),
                 deadline,
-                |at| async move { self.end_offset_at(&at, topic, partition, committed).await },
+                |at| async move {
+                    self.offset_at(&at, topic, partition, (timestamp, committed))
+                        .await
+                },
             )
         })
         .await
@@ -413,12 +450,12 @@ impl Client {
     }
 
     /// One ListOffsets at the leader reached.
-    async fn end_offset_at(
+    async fn offset_at(
         &self,
         at: &Reached,
         topic: &str,
         partition: i32,
-        committed: bool,
+        (timestamp, committed): (i64, bool),
     ) -> Result<i64, Attempt> {
         use kafka_protocol::messages::list_offsets_request::{
             ListOffsetsPartition, ListOffsetsTopic,
@@ -431,7 +468,7 @@ impl Client {
         let mut p = ListOffsetsPartition::default();
         p.partition_index = partition;
         p.current_leader_epoch = -1;
-        p.timestamp = LATEST;
+        p.timestamp = timestamp;
         let mut t = ListOffsetsTopic::default();
         t.name = TopicName(StrBytes::from_string(topic.to_owned()));
         t.partitions = vec![p];

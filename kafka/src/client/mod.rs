@@ -15,7 +15,9 @@
 //! DescribeConfigs before a data partition joins a transaction (the
 //! `writable` module),
 //! DescribeProducers at a partition's leader (the `producers` module), a
-//! read_uncommitted Fetch at a partition's leader (the `fetch` module),
+//! read_uncommitted Fetch at a partition's leader (the `fetch` module), a
+//! read_committed Fetch of assigned partitions at their leaders and
+//! ListOffsets earliest or latest for a reset policy (the `read` module),
 //! AddOffsetsToTxn (v0 to v4) at the transaction coordinator and
 //! TxnOffsetCommit (v0 to v4) and OffsetFetch (v7 or v8, `require_stable`)
 //! at a consumer group's coordinator (the `offsets` and `group` modules), and
@@ -81,6 +83,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 mod access;
+mod committed;
 mod confirm;
 mod coordinator;
 mod fetch;
@@ -92,6 +95,8 @@ pub use offsets::{Committed, OffsetToCommit, PartitionCommitted};
 mod pool;
 mod producer_id;
 mod producers;
+mod read;
+pub use read::{OutOfRange, PartitionRead, ReadError, ReadFrom, Reset};
 mod request;
 mod resolve;
 pub mod retry;

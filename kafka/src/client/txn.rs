@@ -282,6 +282,7 @@ impl Client {
                         | Meaning::Missing(_)
                         | Meaning::NoOpenTransaction
                         | Meaning::NotAttempted
+                        | Meaning::OutOfRange
                         | Meaning::Refused => TxnError::Refused(Error::transient(
                             what(),
                             format!("{}; the transaction must be aborted", said()),

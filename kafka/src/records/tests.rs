@@ -193,13 +193,23 @@ fn compressed_and_old_batches_are_refused_by_name() {
     let crc = crc32c::crc32c(&raw[CRC_FROM..12 + be_i32(&raw[8..]) as usize]);
     raw[17..21].copy_from_slice(&crc.to_be_bytes());
     let e = read_batches(&Bytes::from(raw)).unwrap_err();
-    assert_eq!(
-        e,
-        RecordsError::Compressed {
-            offset: 10,
-            codec: "zstd"
-        }
+    assert!(
+        matches!(
+            e,
+            RecordsError::Compressed {
+                offset: 10,
+                codec: "zstd",
+                ..
+            }
+        ),
+        "{e}"
     );
+    let mut raw = a_transaction_then_its_commit().to_vec();
+    raw[22] |= 0x06; // not Kafka's
+    let crc = crc32c::crc32c(&raw[CRC_FROM..12 + be_i32(&raw[8..]) as usize]);
+    raw[17..21].copy_from_slice(&crc.to_be_bytes());
+    let e = read_batches(&Bytes::from(raw)).unwrap_err();
+    assert!(e.to_string().contains("codec number 6"), "{e}");
     let mut raw = a_transaction_then_its_commit().to_vec();
     raw[16] = 1;
     let e = read_batches(&Bytes::from(raw)).unwrap_err();
@@ -242,4 +252,69 @@ proptest! {
         }
         let _ = read_batches(&Bytes::from(raw));
     }
+}
+
+/// `batch` (one uncompressed batch) with its records gzipped: the
+/// attributes, length and checksum made to match.
+fn gzipped(batch: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&batch[HEADER..]).unwrap();
+    let body = e.finish().unwrap();
+    let mut out = batch[..HEADER].to_vec();
+    out.extend_from_slice(&body);
+    let len = (out.len() - 12) as i32;
+    out[8..12].copy_from_slice(&len.to_be_bytes());
+    out[22] |= 0x01;
+    let crc = crc32c::crc32c(&out[CRC_FROM..]);
+    out[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(out)
+}
+
+#[test]
+fn a_compressed_batch_reads_as_its_records() {
+    let records: Vec<Record> = (0..20)
+        .map(|i| {
+            let v = format!("value {i}");
+            theirs(100 + i, None, Some(v.as_bytes()), (7, 0), false, false)
+        })
+        .collect();
+    let plain = encode(&records).freeze();
+    let want = read_batches(&plain).unwrap();
+    assert_eq!(want.batches.len(), 1, "{want:?}");
+    let got = read_batches(&gzipped(&plain)).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.batches[0].records.len(), 20);
+    assert_eq!(got.next_offset, Some(120));
+}
+
+/// A batch that decompresses past the answer's budget ends the walk
+/// before it; alone first, it is an error naming the limit.
+#[test]
+fn decompression_past_the_budget_ends_the_walk() {
+    let big = vec![b'z'; DECOMPRESSED_MAX / 2 + 1];
+    let one = |offset| {
+        let r = theirs(offset, None, Some(&big), (-1, -1), false, false);
+        gzipped(&encode(&[r]))
+    };
+    let mut two = one(0).to_vec();
+    two.extend_from_slice(&one(1));
+    let got = read_batches(&Bytes::from(two)).unwrap();
+    assert_eq!(got.batches.len(), 1);
+    assert_eq!(got.next_offset, Some(1));
+
+    let huge = vec![b'z'; DECOMPRESSED_MAX + 1];
+    let r = theirs(5, None, Some(&huge), (-1, -1), false, false);
+    let e = read_batches(&gzipped(&encode(&[r]))).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RecordsError::TooLarge {
+                offset: 5,
+                codec: "gzip",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }

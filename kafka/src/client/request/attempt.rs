@@ -57,6 +57,7 @@ pub(in crate::client) fn attempt_for(api: ApiKey, code: i16, what: String) -> At
         | Meaning::BrokenSequence
         | Meaning::Invalid
         | Meaning::NotAttempted
+        | Meaning::OutOfRange
         | Meaning::Refused => Attempt::Fail(Error::fatal(said(), "the broker refused the request")),
     }
 }

@@ -119,6 +119,7 @@ pub(in crate::client) fn txn_error(
         | Meaning::BrokenSequence
         | Meaning::Invalid
         | Meaning::NotAttempted
+        | Meaning::OutOfRange
         | Meaning::Refused => {
             TxnError::Refused(Error::fatal(said(), "the broker refused the request"))
         }
