@@ -88,6 +88,7 @@ mod confirm;
 mod coordinator;
 mod fetch;
 mod group;
+mod list_offsets;
 mod metadata;
 pub use metadata::LEADER_MAX_AGE;
 mod offsets;
