@@ -20,11 +20,6 @@ LIMIT), and its module doc gives no reason (...)` and fails.
 Functions over about 80 lines are clippy's (`too_many_lines`, threshold in
 clippy.toml); this checks files only.
 
-PENDING names the files over LIMIT that are still to be split: each is
-printed as a warning on every run, and the check fails once one of them is
-no longer over LIMIT (so the entry goes) or is no longer tracked. A file
-not in PENDING gets no such grace: the list only shrinks.
-
 `--self-test` checks the counting and the marker on the examples in
 SELF_TEST.
 
@@ -39,12 +34,6 @@ from pathlib import Path
 LIMIT = 500
 ROOTS = ("core/src", "kafka/src", "kafka/backoff/src")
 MARKER = "//! Long module:"
-
-# Files over LIMIT still to be split along their seams. Remove an entry when
-# its file is split (the check fails on a stale entry); never add one.
-PENDING = {
-    "kafka/src/client/mod.rs",
-}
 
 TEST_MODULE = re.compile(r"^mod\s+\w+\s*\{")
 
@@ -163,18 +152,8 @@ def main(argv):
     for f in files:
         text = Path(f).read_text(encoding="utf-8")
         msg = check(f, text)
-        if msg and f in PENDING:
-            print(f"lengths: warning: still to be split: {msg}", file=sys.stderr)
-        elif msg:
+        if msg:
             hits.append(msg)
-        elif f in PENDING:
-            hits.append(
-                f"{f}: listed in PENDING (ci/lengths.py) but no longer over "
-                f"{LIMIT} lines without a reason: remove its entry"
-            )
-    if not named:
-        gone = sorted(PENDING - set(files))
-        hits += [f"{f}: listed in PENDING (ci/lengths.py) but not tracked: remove its entry" for f in gone]
     for h in hits:
         print(h, file=sys.stderr)
     if hits:

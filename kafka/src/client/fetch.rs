@@ -98,3 +98,35 @@ impl Client {
         .await
     }
 }
+
+/// A Fetch of one partition from `offset` that waits for nothing and
+/// returns at most the first batch (the broker returns a whole first batch,
+/// whatever the byte limits); `isolation_level` 0 is read_uncommitted, 1
+/// read_committed. For versions 4 to 12, which name the topic.
+pub(super) fn one_batch_fetch(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    isolation_level: i8,
+) -> FetchRequest {
+    let mut part = FetchPartition::default();
+    part.partition = partition;
+    part.fetch_offset = offset;
+    part.partition_max_bytes = 1;
+    part.current_leader_epoch = -1;
+    part.last_fetched_epoch = -1;
+    part.log_start_offset = -1;
+    let mut t = FetchTopic::default();
+    t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partitions = vec![part];
+    let mut req = FetchRequest::default();
+    req.replica_id = BrokerId(-1);
+    req.max_wait_ms = 0;
+    req.min_bytes = 0;
+    req.max_bytes = 1;
+    req.isolation_level = isolation_level;
+    req.session_id = 0;
+    req.session_epoch = -1;
+    req.topics = vec![t];
+    req
+}

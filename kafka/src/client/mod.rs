@@ -83,10 +83,13 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
 mod access;
+mod address;
+use address::{format_addr, parse_bootstrap};
 mod committed;
 mod confirm;
 mod coordinator;
 mod fetch;
+use fetch::one_batch_fetch;
 mod group;
 mod list_offsets;
 mod metadata;
@@ -448,33 +451,6 @@ impl Client {
     }
 }
 
-/// A Fetch of one partition from `offset` that waits for nothing and
-/// returns at most the first batch (the broker returns a whole first batch,
-/// whatever the byte limits); `isolation_level` 0 is read_uncommitted, 1
-/// read_committed. For versions 4 to 12, which name the topic.
-fn one_batch_fetch(topic: &str, partition: i32, offset: i64, isolation_level: i8) -> FetchRequest {
-    let mut part = FetchPartition::default();
-    part.partition = partition;
-    part.fetch_offset = offset;
-    part.partition_max_bytes = 1;
-    part.current_leader_epoch = -1;
-    part.last_fetched_epoch = -1;
-    part.log_start_offset = -1;
-    let mut t = FetchTopic::default();
-    t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
-    t.partitions = vec![part];
-    let mut req = FetchRequest::default();
-    req.replica_id = BrokerId(-1);
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
-    req.max_bytes = 1;
-    req.isolation_level = isolation_level;
-    req.session_id = 0;
-    req.session_epoch = -1;
-    req.topics = vec![t];
-    req
-}
-
 /// A request's version range as the codec knows it.
 trait VersionsRange {
     const VERSIONS_RANGE: (i16, i16);
@@ -497,51 +473,6 @@ impl VersionsRange for DescribeTransactionsRequest {
 /// `code` in words (see [`codes::name`]).
 pub(super) fn code_name(code: i16) -> String {
     codes::name(code)
-}
-
-fn format_addr(host: &str, port: i32) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-/// Splits `host:port[,host:port...]`, dropping a `<protocol>://` prefix that
-/// names the configured `security.protocol` (librdkafka refuses another one
-/// too).
-fn parse_bootstrap(bootstrap: &str, protocol: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for raw in bootstrap.split(',') {
-        let entry = raw.trim();
-        if entry.is_empty() {
-            continue;
-        }
-        let entry = match entry.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case(protocol) => rest,
-            Some((scheme, _)) => {
-                return Err(Error::InvalidArgument(format!(
-                    "bootstrap address {entry:?} names the protocol {scheme}, but security.protocol is {protocol}"
-                )))
-            }
-            None => entry,
-        };
-        let port_ok = entry
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
-        if !port_ok {
-            return Err(Error::InvalidArgument(format!(
-                "bootstrap address {entry:?} is not host:port"
-            )));
-        }
-        out.push(entry.to_owned());
-    }
-    if out.is_empty() {
-        return Err(Error::InvalidArgument(format!(
-            "bootstrap address {bootstrap:?} names no broker"
-        )));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
