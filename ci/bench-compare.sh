@@ -76,7 +76,11 @@ echo "kafka:    $bootstrap"
 settings=(--lease-ms 2000 --renew-ms 500 --stagger-ms 500 --members 2)
 run() {
     local rev=$1 parts=(--only handover-procs)
-    if "$out/$rev/leadership" --help 2>&1 | grep -q -- '--renewal-trials'; then
+    # The help text is read whole first: `| grep -q` would close the pipe
+    # early, and pipefail would count the writer's SIGPIPE as a failure.
+    local help
+    help=$("$out/$rev/leadership" --help 2>&1 || true)
+    if [[ $help == *--renewal-trials* ]]; then
         parts+=(--only renewal --renewal-trials "$TRIALS")
     fi
     echo "--- round $2, $rev"
