@@ -18,9 +18,11 @@
 //!   records to read first (`None`), so what is sorted here lies wholly at
 //!   or past the first open transaction, which Kafka's log cleaner never
 //!   reaches: no marker of it has been compacted away;
-//! - **bounded**: at most [`MAX_BYTES`] are read; past that, and on a
-//!   batch this client cannot read (a compressed one), the answer is
-//!   `None` and the caller waits as for any open transaction.
+//! - **bounded**: at most [`MAX_BYTES`] are read (compressed batches
+//!   decompressed, within the records decoder's own bound); past that, and
+//!   on a batch this client cannot read (a codec Kafka does not define,
+//!   broken bytes), the answer is `None` and the caller waits as for any
+//!   open transaction.
 
 use std::collections::HashMap;
 
