@@ -45,6 +45,9 @@ fuzz_target!(|data: &[u8]| {
         ApiKey::Metadata => decode::<MetadataResponse>(body, version),
         ApiKey::DescribeConfigs => decode::<DescribeConfigsResponse>(body, version),
         ApiKey::ListOffsets => decode::<ListOffsetsResponse>(body, version),
+        ApiKey::AddOffsetsToTxn => decode::<AddOffsetsToTxnResponse>(body, version),
+        ApiKey::TxnOffsetCommit => decode::<TxnOffsetCommitResponse>(body, version),
+        ApiKey::OffsetFetch => decode::<OffsetFetchResponse>(body, version),
         ApiKey::Fetch => {
             // And the record batches a Fetch answer carries, through the
             // reader that looks past an open transaction.
