@@ -5,7 +5,7 @@
 //! by a fatal error or a cancel, is cleared and its epoch superseded, so
 //! standbys do not wait out a lease nobody renews.
 
-mod world;
+use crate::world;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
