@@ -463,3 +463,5 @@ async fn produce_until(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_offsets;
