@@ -758,6 +758,31 @@ async fn a_broker_too_old_is_refused_at_start_naming_what_it_lacks() {
     );
     assert!(!message.contains("DescribeProducers"), "{message}");
 
+    // OffsetFetch below v7 (no `require_stable`): the committed offsets a
+    // new leader resumes from could be about to be replaced.
+    let mut versions = without(ApiKey::OffsetFetch);
+    versions.push((ApiKey::OffsetFetch as i16, 0, 6));
+    let no_stable = FakeBroker::start_with(
+        Config {
+            api_versions: versions,
+            ..Config::default()
+        },
+        |_| Reply::Default,
+    );
+    let c = client(
+        &no_stable.addr(),
+        Duration::from_secs(2),
+        Duration::from_secs(2),
+    );
+    let (outcome, _) = timed(
+        "the version check",
+        Duration::from_secs(2),
+        c.check_versions(),
+    )
+    .await;
+    let message = fatal("check_versions", outcome);
+    names(&message, &["OffsetFetch v7 or newer (Kafka 2.5)"]);
+
     // Kafka 3.5: everything, but no verification (AddPartitionsToTxn v4).
     let mut versions = without(ApiKey::AddPartitionsToTxn);
     versions.push((ApiKey::AddPartitionsToTxn as i16, 0, 3));

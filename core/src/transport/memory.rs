@@ -20,7 +20,10 @@
 //!   partition's last stable offset back: nothing at or after it is read
 //!   until the epoch's next write commits it or a newer mint of the role
 //!   aborts it;
-//! * offsets are per partition and grow by one per record.
+//! * offsets are per partition and grow by one per record;
+//! * a consumer group's offsets committed in a guarded write's transaction
+//!   commit or abort with its records, and a read of them waits while one
+//!   is pending (the `offsets` module).
 //!
 //! Failure injection: [`MemoryCluster::set_unavailable`] makes every call fail
 //! with a transient error, to test retries; [`MemoryCluster::set_stalled`]
@@ -45,6 +48,7 @@ use crate::error::{Error, Result};
 use crate::token::{FencingToken, NO_EPOCH};
 mod epoch;
 pub mod faults;
+mod offsets;
 mod transport;
 
 pub use epoch::MemoryEpoch;
@@ -52,8 +56,9 @@ pub use faults::{Faults, ProcessClock, ProcessState};
 pub use transport::MemoryTransport;
 
 use crate::transport::{
-    check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch,
-    Record, Registrar, StateReader, StateRecord, Superseded,
+    check_guarded, check_offsets, Backlog, CommittedOffset, ConsumedOffsets, Coordinator,
+    Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Record, Registrar, StateReader,
+    StateRecord, Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.
@@ -123,6 +128,8 @@ struct Inner {
     min_lease_duration: Option<Duration>,
     /// How many records have committed.
     commits: u64,
+    /// The consumer groups' offsets (the `offsets` module).
+    group_offsets: HashMap<offsets::GroupKey, offsets::GroupOffset>,
 }
 
 /// The shared state of an in-memory "cluster".
@@ -130,6 +137,9 @@ struct Inner {
 pub struct MemoryCluster {
     inner: Arc<Mutex<Inner>>,
     changed: Arc<Notify>,
+    /// Notified when a transaction may have been decided (a write of an
+    /// epoch, a mint): a read of pending offsets looks again.
+    decided: Arc<Notify>,
     clock: Arc<dyn Clock>,
     state_topic: String,
 }
@@ -151,6 +161,7 @@ impl MemoryCluster {
                 ..Default::default()
             })),
             changed: Arc::new(Notify::new()),
+            decided: Arc::new(Notify::new()),
             clock,
             state_topic: crate::STATE_TOPIC.to_owned(),
         }
@@ -336,8 +347,10 @@ impl MemoryCluster {
 impl MemoryCluster {
     /// The coordinator's next token of `role`: the epoch bumped, or a new
     /// producer id at epoch 0 once the epoch is exhausted (or for a new id).
-    /// Commits or aborts (`to`) every entry a transaction of `role` left open.
+    /// Commits or aborts (`to`) every entry a transaction of `role` left
+    /// open, and the group offsets it left pending.
     fn decide_open(inner: &mut Inner, role: &str, to: EntryState) {
+        MemoryCluster::decide_offsets(inner, role, to == EntryState::Committed);
         let mut commits = inner.commits;
         for log in inner.partitions.values_mut() {
             for e in log.iter_mut() {

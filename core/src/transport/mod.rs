@@ -11,7 +11,9 @@
 //!   writes go through the producer that the epoch binds, and dropping it
 //!   releases that producer.
 //!
-//! [`Transport`] is all four. Three methods have default bodies:
+//! [`Transport`] is all four. Three methods have default bodies (and the
+//! offsets methods of [`LeaseWriter`] have none, so a wrapper that does not
+//! forward them does not compile):
 //! [`StateReader::read_state`] (every record, through `read_partition`),
 //! [`StateReader::kept_state`] (`None`) and
 //! [`StateReader::read_past_stable`] (`None`). A wrapper (a timing shim, a
@@ -32,6 +34,9 @@ use crate::token::FencingToken;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod memory;
+mod offsets;
+
+pub use offsets::{check_offsets, check_query, CommittedOffset, ConsumedOffsets, InputOffset};
 
 /// A committed record of `__coordination_state`, as a [`StateReader`] returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,6 +322,39 @@ pub trait LeaseWriter: Send + Sync {
     /// write fails with [`crate::Error::Fenced`] and none of its records
     /// become visible.
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()>;
+
+    /// [`LeaseWriter::write_guarded`] with the input offsets `offsets`
+    /// committed for their consumer group in the same transaction: the
+    /// records and the offsets commit together or not at all. A deposed
+    /// holder's write fails with [`crate::Error::Fenced`], and the group's
+    /// offsets stay as they were. `records` may be empty (only the offsets
+    /// commit); with no offsets it is [`LeaseWriter::write_guarded`].
+    /// Offsets that [`check_offsets`] refuses fail the write with
+    /// [`crate::Error::InvalidArgument`], nothing sent.
+    ///
+    /// Required, with no default: a wrapper that did not forward it would
+    /// commit records without their offsets.
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()>;
+
+    /// What consumer group `group` has committed for `partitions` (by
+    /// topic), in the order asked: only offsets of decided transactions. A
+    /// partition whose offset a pending commit of an open transaction
+    /// holds is waited for, within `within`; still pending then,
+    /// [`crate::Error::Transient`] naming the group and the partitions.
+    ///
+    /// Required, with no default, as
+    /// [`LeaseWriter::write_guarded_with_offsets`].
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>>;
 
     /// How an earlier write of this epoch that failed with
     /// [`crate::Error::OutcomeUnknown`] ended, once a later write completed it

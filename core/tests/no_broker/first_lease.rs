@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use krabka_coordination::leadership::describe_role_state;
 use krabka_coordination::transport::memory::MemoryTransport;
 use krabka_coordination::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Registrar,
-    StateReader, StateRecord, Superseded,
+    Backlog, CommittedOffset, ConsumedOffsets, Coordinator, Describer, LeaseWriter, OutRecord,
+    PastStable, ReadBatch, Registrar, StateReader, StateRecord, Superseded,
 };
 use krabka_coordination::{ElectionOptions, Error, ErrorKind, FencingToken, Record, Result};
 use tokio_util::sync::CancellationToken;
@@ -106,6 +106,28 @@ impl LeaseWriter for ScriptedEpoch {
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         self.inner.write_guarded(records, within).await
+    }
+
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()> {
+        self.inner
+            .write_guarded_with_offsets(records, offsets, within)
+            .await
+    }
+
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>> {
+        self.inner
+            .committed_offsets(group, partitions, within)
+            .await
     }
 
     fn take_resolved(&self) -> Option<bool> {

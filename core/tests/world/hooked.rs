@@ -25,8 +25,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use krabka_coordination::transport::memory::MemoryTransport;
 use krabka_coordination::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Registrar,
-    StateReader, StateRecord, Superseded,
+    Backlog, CommittedOffset, ConsumedOffsets, Coordinator, Describer, LeaseWriter, OutRecord,
+    PastStable, ReadBatch, Registrar, StateReader, StateRecord, Superseded,
 };
 use krabka_coordination::{ElectionOptions, FencingToken, Record, Result};
 
@@ -152,6 +152,29 @@ impl LeaseWriter for HookedEpoch {
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         self.overrun().await;
         self.inner.write_guarded(records, within).await
+    }
+
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()> {
+        self.overrun().await;
+        self.inner
+            .write_guarded_with_offsets(records, offsets, within)
+            .await
+    }
+
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>> {
+        self.inner
+            .committed_offsets(group, partitions, within)
+            .await
     }
 
     fn take_resolved(&self) -> Option<bool> {

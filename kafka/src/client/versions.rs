@@ -74,6 +74,23 @@ const NEEDED: &[Need] = &[
         least: 0,
         since: "3.0",
     },
+    // A guarded write's input offsets in its transaction.
+    Need {
+        key: ApiKey::AddOffsetsToTxn,
+        least: 0,
+        since: "0.11",
+    },
+    Need {
+        key: ApiKey::TxnOffsetCommit,
+        least: 0,
+        since: "0.11",
+    },
+    // The committed offsets a new leader resumes from (`require_stable`).
+    Need {
+        key: ApiKey::OffsetFetch,
+        least: 7,
+        since: "2.5",
+    },
 ];
 
 /// Broker-side transaction verification (KIP-890 part 1): the partition

@@ -4,6 +4,8 @@
 //!
 //! * `renewal`: the renewal task, a state machine with its table;
 //! * `writes`: guarded writes and their bounds;
+//! * `offsets`: guarded writes that commit input offsets, and the
+//!   committed offsets a new leader resumes from;
 //! * `resign`: the resign, in numbered steps.
 //!
 //! # The term's mutable state and its locks
@@ -26,6 +28,7 @@
 //! once and never across an await, so nothing nests inside them (`ended`'s
 //! update only counts a metric). The flags and tokens are read without a
 //! lock: each only ever moves one way.
+mod offsets;
 mod renewal;
 mod resign;
 mod writes;

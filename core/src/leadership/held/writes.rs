@@ -22,7 +22,40 @@ use std::time::Duration;
 
 use super::{ended_error, fenced_reason, Held, Leadership};
 use crate::error::{Error, Result};
-use crate::transport::OutRecord;
+use crate::transport::{ConsumedOffsets, LeaseWriter, OutRecord};
+
+/// What one guarded write sends through the epoch.
+pub(super) enum Payload {
+    /// Records alone ([`LeaseWriter::write_guarded`]).
+    Records(Vec<OutRecord>),
+    /// Records with input offsets, at least one, in the same transaction
+    /// ([`LeaseWriter::write_guarded_with_offsets`]).
+    WithOffsets(Vec<OutRecord>, ConsumedOffsets),
+}
+
+impl Payload {
+    /// `records` with `offsets`; records alone when there are no offsets,
+    /// so such a write is exactly [`Leadership::write`].
+    pub(super) fn of(records: Vec<OutRecord>, offsets: ConsumedOffsets) -> Payload {
+        if offsets.offsets.is_empty() {
+            Payload::Records(records)
+        } else {
+            Payload::WithOffsets(records, offsets)
+        }
+    }
+
+    /// Sends it through `epoch` within `within`.
+    async fn send(self, epoch: &dyn LeaseWriter, within: Duration) -> Result<()> {
+        match self {
+            Payload::Records(records) => epoch.write_guarded(records, within).await,
+            Payload::WithOffsets(records, offsets) => {
+                epoch
+                    .write_guarded_with_offsets(records, offsets, within)
+                    .await
+            }
+        }
+    }
+}
 
 impl Held {
     /// The lease time a renewal is always left: a guarded write may not
@@ -93,7 +126,10 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.held.unless_crashed(self.write_now(records)).await,
+                None => {
+                    let payload = Payload::Records(records);
+                    self.held.unless_crashed(self.write_now(payload)).await
+                }
             }
         }
     }
@@ -109,14 +145,17 @@ impl Leadership {
         async move {
             match refused {
                 Some(e) => Err(e),
-                None => self.held.unless_crashed(self.write_now(records)).await,
+                None => {
+                    let payload = Payload::Records(records);
+                    self.held.unless_crashed(self.write_now(payload)).await
+                }
             }
         }
     }
 
     /// Step 1: the error of a write called once a resign was called, else
     /// `None`.
-    fn refused_after_resign(&self) -> Option<Error> {
+    pub(super) fn refused_after_resign(&self) -> Option<Error> {
         if self.held.resign_called.load(Ordering::SeqCst) {
             tracing::debug!(parent: &self.held.member.span, "a guarded write called after resign was refused; nothing was sent");
             return Some(Error::Resigned);
@@ -125,13 +164,13 @@ impl Leadership {
     }
 
     /// Steps 2 to 5 (see the module docs).
-    async fn write_now(&self, records: Vec<OutRecord>) -> Result<()> {
+    pub(super) async fn write_now(&self, payload: Payload) -> Result<()> {
         let held = &self.held;
         let _producer = self.producer().await?;
         let within = self.bound()?;
         let written = tokio::select! {
             biased;
-            w = held.epoch.write_guarded(records, within) => w,
+            w = payload.send(held.epoch.as_ref(), within) => w,
             _ = held.member.options.clock.sleep(held.left()) => return Err(self.overran()),
         };
         held.report_resolved();

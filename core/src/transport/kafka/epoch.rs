@@ -37,7 +37,10 @@ use super::protocol_lease::{Content, End, Gone, Outcome, ProtocolLease, Write};
 use super::{KafkaClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
-use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Superseded};
+use crate::transport::{
+    check_guarded, check_offsets, check_query, CommittedOffset, ConsumedOffsets, LeaseWriter,
+    OutRecord, StateRecord, Superseded,
+};
 
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
@@ -76,11 +79,15 @@ enum Ask {
 }
 
 impl Ask {
-    /// The writer's write of `records` for this ask.
-    fn write(self, records: Vec<OutRecord>) -> Write {
+    /// The writer's write of `records` (with `offsets`, for a guarded
+    /// write) for this ask.
+    fn write(self, records: Vec<OutRecord>, offsets: Option<ConsumedOffsets>) -> Write {
         match self {
             Ask::Lease | Ask::Tombstone => Write::commit(Content::Lease(records)),
-            Ask::Guarded => Write::commit(Content::Guarded(records)),
+            Ask::Guarded => Write::commit(match offsets {
+                Some(offsets) => Content::GuardedWithOffsets(records, offsets),
+                None => Content::Guarded(records),
+            }),
             Ask::LeftOpen => Write {
                 content: Content::Lease(records),
                 end: End::LeaveOpen,
@@ -165,7 +172,7 @@ impl KafkaEpoch {
         let record = self.state_record(record);
         self.transact(
             "write_lease_uncommitted",
-            vec![record],
+            (vec![record], None),
             Ask::LeftOpen,
             self.timeout,
         )
@@ -206,7 +213,7 @@ impl KafkaEpoch {
     async fn transact(
         &self,
         what: &str,
-        records: Vec<OutRecord>,
+        (records, offsets): (Vec<OutRecord>, Option<ConsumedOffsets>),
         ask: Ask,
         within: Duration,
     ) -> Result<()> {
@@ -256,7 +263,7 @@ impl KafkaEpoch {
             ahead,
         };
         let (answer, answered) = tokio::sync::oneshot::channel();
-        tokio::spawn(run.go(guard, ask.write(records), deadline, answer));
+        tokio::spawn(run.go(guard, ask.write(records, offsets), deadline, answer));
         answered.await.unwrap_or_else(|_| {
             Err(Error::fatal(
                 "a lease transaction task",
@@ -363,6 +370,21 @@ pub(super) fn release(role: &str, p: ProtocolLease) {
     }
 }
 
+/// The core's view of one partition the protocol client read.
+fn committed_offset(p: krabka_kafka::PartitionCommitted) -> CommittedOffset {
+    let (offset, metadata) = match p.committed {
+        krabka_kafka::Committed::At { offset, metadata } => (Some(offset), metadata),
+        // `committed_offsets` waits out pending commits; none is left.
+        krabka_kafka::Committed::Nothing | krabka_kafka::Committed::Pending => (None, None),
+    };
+    CommittedOffset {
+        topic: p.topic,
+        partition: p.partition,
+        offset,
+        metadata,
+    }
+}
+
 impl Drop for KafkaEpoch {
     fn drop(&mut self) {
         // Nothing is opened ahead after the release.
@@ -408,14 +430,43 @@ impl LeaseWriter for KafkaEpoch {
             Ask::Tombstone
         };
         let record = self.state_record(record);
-        self.transact("write_lease", vec![record], ask, within)
+        self.transact("write_lease", (vec![record], None), ask, within)
             .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
-        self.transact("a guarded write", records, Ask::Guarded, within)
+        self.transact("a guarded write", (records, None), Ask::Guarded, within)
             .await
+    }
+
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()> {
+        check_guarded(&records, &self.state_topic)?;
+        check_offsets(&offsets)?;
+        let offsets = (!offsets.offsets.is_empty()).then_some(offsets);
+        self.transact("a guarded write", (records, offsets), Ask::Guarded, within)
+            .await
+    }
+
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>> {
+        check_query(group, partitions)?;
+        let deadline = super::deadline_in(within);
+        let found = self
+            .client
+            .kafka()
+            .committed_offsets(group, partitions, deadline)
+            .await?;
+        Ok(found.into_iter().map(committed_offset).collect())
     }
 
     fn take_resolved(&self) -> Option<bool> {

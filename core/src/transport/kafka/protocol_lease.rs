@@ -17,6 +17,11 @@
 //!    partition;
 //! 3. EndTxn(commit), at most v4, so the epoch stays the term's.
 //!
+//! A guarded write with input offsets adds AddOffsetsToTxn for the group
+//! after step 1 and TxnOffsetCommit (v4 or lower, no group membership)
+//! between steps 2 and 3, so the offsets commit or abort with the records
+//! (the `offsets` module).
+//!
 //! Shortly after a lease commits (not a tombstone, not a guarded write), the
 //! next transaction is opened ahead ([`ProtocolLease::open_ahead`], the `ahead`
 //! module): step 1 for the state partition is done then, off the path of
@@ -97,8 +102,9 @@
 //! The contract the code is checked against: each row is a state, an
 //! event, what the writer does, and the state it is in after (a dropped
 //! writer is released, rows R). A write runs its steps in this order,
-//! each row ending the write unless it says "goes on". Rows W are in
-//! `write`, S and R in `settle`, C and A in `pin` (what proves an
+//! each row ending the write unless it says "goes on" (the offsets rows
+//! W16 to W19 come after W5, W20 to W23 after W10). Rows W are in
+//! `write` (W16 to W23 in `offsets`), S and R in `settle`, C and A in `pin` (what proves an
 //! outcome in `proof`), H in `ahead`, the refused sequence's second try
 //! (W13) in `sequence`; the tests name the
 //! rows they cover.
@@ -110,7 +116,7 @@
 //! | S1  | AbortPending, batches unanswered | a write or the release begins | send each again (same sequence) until answered, by the write's deadline (a lease write's: half its time); a refusal: not written, dropped; another failure: as [`ending`](outcome::ending) maps it; out of time: fail transient naming the partitions, nothing of the write sent | AbortPending, none unanswered; goes on |
 //! | S2  | AbortPending | (after S1) | abort (A rows) | Idle, goes on; or as A says |
 //! | S3  | CommitPending | a write begins | commit (C rows); report how it ended; unknown still: fail with it | Idle, goes on; or CommitPending |
-//! | S4  | Idle, Ahead | a write of no records | DescribeTransactions, confirmed: this epoch current: done; a newer one: drop, fenced; the id unknown or no answer: fail transient; a failure: fail with it | unchanged |
+//! | S4  | Idle, Ahead | a write of no records and no offsets | DescribeTransactions, confirmed: this epoch current: done; a newer one: drop, fenced; the id unknown or no answer: fail transient; a failure: fail with it | unchanged |
 //! | W3  | Idle | records placed | begin: a new pin | Open |
 //! | W4  | Ahead, Open | records placed | join the transaction | unchanged |
 //! | W5  | Ahead, Open | AddPartitionsToTxn answered (or nothing new to add) | pin the transaction to the coordinator that answered | Open, goes on |
@@ -118,12 +124,20 @@
 //! | W7  | Ahead, Open | AddPartitionsToTxn refused | abort (A rows); fail with the refusal | Idle, or AbortPending |
 //! | W8  | Ahead, Open | AddPartitionsToTxn fenced, or any other failure | fail as [`ending`](outcome::ending) maps it | unchanged, or dropped |
 //! | W9  | Open | a batch cannot be encoded, or is over `message.max.bytes` | abort (A rows); fail invalid argument, nothing sent | Idle, or AbortPending |
-//! | W10 | Open | every batch acknowledged | the sequences move on; commit (C rows), or leave open | as C says; Open |
+//! | W10 | Open | every batch acknowledged | the sequences move on; with offsets, commit them (W20 to W23); commit (C rows), or leave open | as C says; Open |
 //! | W11 | Open | a batch sent without an answer in time | fail transient ("not acknowledged in time") | AbortPending, the batch unanswered |
 //! | W12 | Open | a batch refused, or its leader never reached (nothing sent) | none unanswered: abort (A rows); else keep the abort pending; fail with the refusal | Idle, or AbortPending |
 //! | W13 | Open, first try | a partition refuses the epoch's sequence | abort, ask each refusing partition's leader where the sequence stands (DescribeProducers), try again; a batch unanswered, an abort not done, or a sequence the leader cannot place: drop, fatal | Idle, second try; or dropped |
 //! | W14 | Open, second try | a partition refuses the epoch's sequence | drop, fatal | dropped |
 //! | W15 | Open | a Produce fenced | drop, fenced | dropped |
+//! | W16 | Ahead, Open | offsets to commit: AddOffsetsToTxn for the group answered | pin the transaction to the coordinator that answered | unchanged, goes on |
+//! | W17 | Ahead, Open | AddOffsetsToTxn without an answer in time | fail transient (the coordinator may have added the group) | AbortPending |
+//! | W18 | Ahead, Open | AddOffsetsToTxn refused (no READ on the group) | abort (A rows); fail with the refusal | Idle, or AbortPending |
+//! | W19 | Ahead, Open | AddOffsetsToTxn fenced, or any other failure | fail as [`ending`](outcome::ending) maps it | unchanged, or dropped |
+//! | W20 | Open | (after W10) TxnOffsetCommit answered for every partition | commit (C rows); from its sending on, no proof takes the transaction for one without content | as C says |
+//! | W21 | Open | TxnOffsetCommit without an answer in time | fail transient (the group coordinator may hold the pending commit) | AbortPending |
+//! | W22 | Open | TxnOffsetCommit refused (a group with members, an unknown topic, metadata too large, not verified in the transaction) | abort (A rows); fail with the refusal | Idle, or AbortPending |
+//! | W23 | Open | TxnOffsetCommit fenced, or any other failure | fail as [`ending`](outcome::ending) maps it | unchanged, or dropped |
 //! | C1  | Open, CommitPending | EndTxn(commit) at the pin answered | done | Idle |
 //! | C2  | Open, CommitPending | EndTxn(commit) without an answer in time | fail, outcome unknown | CommitPending |
 //! | C3  | Open, CommitPending | the pin refuses (INVALID_TXN_STATE: nothing open) | fail with the refusal | Idle |
@@ -173,6 +187,7 @@ use crate::token::FencingToken;
 
 mod ahead;
 mod batch;
+mod offsets;
 mod outcome;
 mod pin;
 mod place;
@@ -448,3 +463,5 @@ async fn produce_until(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_offsets;

@@ -51,6 +51,7 @@ impl MemoryEpoch {
         let writer = Some((self.role.clone(), self.token));
         MemoryCluster::append(&mut inner, &topic, partition, key, value, state, writer);
         drop(inner);
+        cluster.decided.notify_waiters();
         if committed {
             cluster.changed.notify_waiters();
         }
@@ -74,6 +75,59 @@ impl MemoryEpoch {
             MemoryCluster::decide_open(inner, &self.role, to);
             *self.resolved.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
         }
+    }
+
+    /// A guarded write of `records`, with `offsets` committed in its
+    /// transaction: both commit, or both stay pending while its commit is
+    /// unconfirmed; a fenced epoch writes neither.
+    async fn guarded(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: Option<ConsumedOffsets>,
+        within: Duration,
+    ) -> Result<()> {
+        self.transport.gate("write_guarded").await?;
+        let cluster = &self.transport.cluster;
+        check_guarded(&records, &cluster.state_topic)?;
+        let topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
+        cluster
+            .wait_unstalled(&topics, within, "write_guarded")
+            .await?;
+        let mut inner = cluster.enter("write_guarded")?;
+        self.check_epoch(&inner)?;
+        self.complete_pending(&mut inner);
+        MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
+        let unknown = inner.commit_unknown.take();
+        let state = match unknown {
+            Some(_) => EntryState::Open(self.role.clone(), self.token),
+            None => EntryState::Committed,
+        };
+        if let Some(offsets) = offsets {
+            MemoryCluster::stage_offsets(&mut inner, &self.role, offsets, unknown.is_none());
+        }
+        for r in records {
+            let partition = r.partition.unwrap_or(0);
+            MemoryCluster::append(
+                &mut inner,
+                &r.topic,
+                partition,
+                r.key.unwrap_or_default(),
+                r.value,
+                state.clone(),
+                Some((self.role.clone(), self.token)),
+            );
+        }
+        drop(inner);
+        cluster.changed.notify_waiters();
+        cluster.decided.notify_waiters();
+        if let Some(committed) = unknown {
+            *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
+            return Err(Error::OutcomeUnknown {
+                context: format!("a guarded write for role {:?}: commit", self.role),
+                source: "the commit was sent but not confirmed".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Answers `Fenced` when the coordinator's token of the role is no longer
@@ -120,44 +174,31 @@ impl LeaseWriter for MemoryEpoch {
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
-        self.transport.gate("write_guarded").await?;
-        let cluster = &self.transport.cluster;
-        check_guarded(&records, &cluster.state_topic)?;
-        let topics: Vec<&str> = records.iter().map(|r| r.topic.as_str()).collect();
-        cluster
-            .wait_unstalled(&topics, within, "write_guarded")
-            .await?;
-        let mut inner = cluster.enter("write_guarded")?;
-        self.check_epoch(&inner)?;
-        self.complete_pending(&mut inner);
-        MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
-        let unknown = inner.commit_unknown.take();
-        let state = match unknown {
-            Some(_) => EntryState::Open(self.role.clone(), self.token),
-            None => EntryState::Committed,
-        };
-        for r in records {
-            let partition = r.partition.unwrap_or(0);
-            MemoryCluster::append(
-                &mut inner,
-                &r.topic,
-                partition,
-                r.key.unwrap_or_default(),
-                r.value,
-                state.clone(),
-                Some((self.role.clone(), self.token)),
-            );
-        }
-        drop(inner);
-        cluster.changed.notify_waiters();
-        if let Some(committed) = unknown {
-            *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = Some(committed);
-            return Err(Error::OutcomeUnknown {
-                context: format!("a guarded write for role {:?}: commit", self.role),
-                source: "the commit was sent but not confirmed".into(),
-            });
-        }
-        Ok(())
+        self.guarded(records, None, within).await
+    }
+
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()> {
+        check_offsets(&offsets)?;
+        let offsets = (!offsets.offsets.is_empty()).then_some(offsets);
+        self.guarded(records, offsets, within).await
+    }
+
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>> {
+        self.transport.gate("committed_offsets").await?;
+        self.transport
+            .cluster
+            .committed_offsets(group, partitions, within)
+            .await
     }
 
     fn take_resolved(&self) -> Option<bool> {

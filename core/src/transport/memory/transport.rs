@@ -64,6 +64,8 @@ impl MemoryTransport {
         let mut inner = self.cluster.enter("acquire_epoch")?;
         let token = MemoryCluster::bump(&mut inner, role);
         drop(inner);
+        // The bump aborted what the previous epoch left open.
+        self.cluster.decided.notify_waiters();
         let id = self
             .next_epoch_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use krabka_coordination::election::ElectionOptions;
 use krabka_coordination::transport::{
-    Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Registrar,
-    StateReader, StateRecord, Superseded, Transport,
+    Backlog, CommittedOffset, ConsumedOffsets, Coordinator, Describer, LeaseWriter, OutRecord,
+    PastStable, ReadBatch, Registrar, StateReader, StateRecord, Superseded, Transport,
 };
 use krabka_coordination::{FencingToken, Record, Result};
 use serde_json::{json, Value};
@@ -246,6 +246,37 @@ impl LeaseWriter for TimedEpoch {
         let t = Instant::now();
         let r = self.inner.write_guarded(records, within).await;
         self.rec.record("write_guarded", t, 0, r.is_ok());
+        r
+    }
+
+    async fn write_guarded_with_offsets(
+        &self,
+        records: Vec<OutRecord>,
+        offsets: ConsumedOffsets,
+        within: Duration,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let r = self
+            .inner
+            .write_guarded_with_offsets(records, offsets, within)
+            .await;
+        self.rec
+            .record("write_guarded_with_offsets", t, 0, r.is_ok());
+        r
+    }
+
+    async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<CommittedOffset>> {
+        let t = Instant::now();
+        let r = self
+            .inner
+            .committed_offsets(group, partitions, within)
+            .await;
+        self.rec.record("committed_offsets", t, 0, r.is_ok());
         r
     }
 

@@ -54,6 +54,9 @@ pub(crate) struct Pin {
     pub(super) commit_sent: bool,
     /// An EndTxn(abort) of the transaction was sent.
     pub(super) abort_sent: bool,
+    /// A TxnOffsetCommit of the transaction was sent: the group
+    /// coordinator may hold a pending offset commit of it.
+    pub(super) offsets_sent: bool,
     /// The transaction's batches the leaders acknowledged: topic, partition,
     /// base offset.
     pub(super) written: Vec<(String, i32, i64)>,
@@ -67,6 +70,7 @@ impl Pin {
             began: None,
             commit_sent: false,
             abort_sent: false,
+            offsets_sent: false,
             written: Vec::new(),
         }
     }

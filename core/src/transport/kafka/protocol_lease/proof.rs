@@ -35,7 +35,7 @@ pub(crate) enum Proof {
     /// * a PrepareAbort or CompleteAbort state after an EndTxn(abort) was
     ///   sent, with such a last stable offset;
     /// * for a transaction without a record (none acknowledged, none
-    ///   unanswered), any state with the epoch but `Ongoing`: a stale view
+    ///   unanswered) and without offsets (no TxnOffsetCommit sent), any state with the epoch but `Ongoing`: a stale view
     ///   leaves at worst a transaction without records open, which the
     ///   next write joins or the transaction timeout aborts.
     Closed(Option<bool>),
@@ -85,7 +85,8 @@ impl ProtocolLease {
         let committing = matches!(d.state.as_str(), "PrepareCommit" | "CompleteCommit");
         let aborting = matches!(d.state.as_str(), "PrepareAbort" | "CompleteAbort");
         let pin = self.txn.pin();
-        let no_records = pin.written.is_empty() && self.txn.unanswered().is_empty();
+        let no_records =
+            pin.written.is_empty() && self.txn.unanswered().is_empty() && !pin.offsets_sent;
         if d.state == "Ongoing" {
             return Proof::Open(addr);
         }

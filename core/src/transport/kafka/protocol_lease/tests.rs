@@ -109,24 +109,24 @@ use kafka_protocol::messages::ApiKey;
 use krabka_kafka::fake_broker::{self, Endpoint, FakeBroker, Reply, Request};
 
 /// The held epoch of the tests below.
-const TOKEN: FencingToken = FencingToken::new(11, 3);
+pub(super) const TOKEN: FencingToken = FencingToken::new(11, 3);
 
 /// Where the two brokers of [`two_brokers`] listen.
 #[derive(Clone)]
-struct Endpoints {
-    a: Endpoint,
-    b: Endpoint,
+pub(super) struct Endpoints {
+    pub(super) a: Endpoint,
+    pub(super) b: Endpoint,
 }
 
 /// A script of one broker of [`two_brokers`]: `Some` answers the request,
 /// `None` leaves it to [`usual`].
-type Script = Box<dyn Fn(&Request, &Endpoints) -> Option<Reply> + Send + Sync>;
+pub(super) type Script = Box<dyn Fn(&Request, &Endpoints) -> Option<Reply> + Send + Sync>;
 
 /// What a broker of [`two_brokers`] answers unless its script says
 /// otherwise: Metadata with A leading `t`/0, FindCoordinator naming A,
 /// AddPartitionsToTxn and EndTxn without error, Produce at offset 7, and
 /// ApiVersions; anything else is a script error.
-fn usual(r: &Request, at: &Endpoints) -> Reply {
+pub(super) fn usual(r: &Request, at: &Endpoints) -> Reply {
     use kafka_protocol::messages::metadata_response::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
@@ -173,7 +173,7 @@ fn usual(r: &Request, at: &Endpoints) -> Reply {
 
 /// Two fake brokers, A (node 1, the bootstrap broker, leader of `t`/0) and
 /// B (node 2), each answering with its script, then [`usual`].
-fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
+pub(super) fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
     use krabka_kafka::fake_broker::Config;
     let at = std::sync::Arc::new(std::sync::OnceLock::<Endpoints>::new());
     let start = |node_id: i32, script: Script| {
@@ -252,7 +252,7 @@ fn producer_at(r: &Request, epoch: i32, last_sequence: i32) -> Reply {
 
 /// The requests `broker` read, by name, ApiVersions left out; an EndTxn is
 /// not told apart by its kind (see [`end_txns`]).
-fn sent(broker: &FakeBroker) -> Vec<String> {
+pub(super) fn sent(broker: &FakeBroker) -> Vec<String> {
     broker
         .requests()
         .iter()
@@ -266,7 +266,7 @@ fn sent(broker: &FakeBroker) -> Vec<String> {
 
 /// The transactional requests `broker` read, by name: [`sent`] without
 /// the lookups (Metadata, FindCoordinator).
-fn sent_txn(broker: &FakeBroker) -> Vec<String> {
+pub(super) fn sent_txn(broker: &FakeBroker) -> Vec<String> {
     let mut requests = sent(broker);
     requests.retain(|k| k != "Metadata" && k != "FindCoordinator");
     requests
@@ -274,11 +274,11 @@ fn sent_txn(broker: &FakeBroker) -> Vec<String> {
 
 /// A log of the EndTxn requests a script answered: `true` for a commit.
 #[derive(Clone, Default)]
-struct EndTxns(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+pub(super) struct EndTxns(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
 
 impl EndTxns {
     /// Notes the EndTxn `r` and answers it with `code`.
-    fn answer(&self, r: &Request, code: i16) -> Reply {
+    pub(super) fn answer(&self, r: &Request, code: i16) -> Reply {
         let asked: kafka_protocol::messages::EndTxnRequest = match r.decode() {
             Ok(asked) => asked,
             Err(e) => return Reply::ScriptError(e.to_string()),
@@ -287,7 +287,7 @@ impl EndTxns {
         fake_broker::end_txn(r, code)
     }
 
-    fn kinds(&self) -> Vec<&'static str> {
+    pub(super) fn kinds(&self) -> Vec<&'static str> {
         let log = self.0.lock().unwrap();
         log.iter()
             .map(|c| if *c { "commit" } else { "abort" })
@@ -296,7 +296,7 @@ impl EndTxns {
 }
 
 /// A writer of [`TOKEN`] on a client of `bootstrap`.
-fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
+pub(super) fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
     let mut settings = krabka_kafka::Settings::new(bootstrap.addr());
     settings.operation_timeout = Duration::from_secs(2);
     settings.connect_timeout = Duration::from_secs(2);
@@ -318,7 +318,7 @@ async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Resu
 }
 
 /// The error of a write that failed, and whether the epoch was dropped.
-fn failed(outcome: std::result::Result<(), Outcome>) -> (Error, bool) {
+pub(super) fn failed(outcome: std::result::Result<(), Outcome>) -> (Error, bool) {
     match outcome {
         Ok(()) => panic!("the write succeeded"),
         Err(Outcome::Keep(e)) => (e, false),

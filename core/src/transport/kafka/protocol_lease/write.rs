@@ -10,7 +10,7 @@ use super::outcome::{context, ending, retrying, unsent, Once, Outcome, Tried, Tx
 use super::place::{by_topic, Placed};
 use super::{encode_batch, produce_until, ProtocolLease, Sent, Txn};
 use crate::error::Error;
-use crate::transport::OutRecord;
+use crate::transport::{ConsumedOffsets, OutRecord};
 
 /// What a write puts in its transaction. Each kind of content is one
 /// variant, so a content that adds to the transaction more than records
@@ -27,27 +27,41 @@ pub(crate) enum Content {
     /// partition that could hold the transaction open fails the write
     /// before anything is sent, so the role's renewals never wait for it.
     Guarded(Vec<OutRecord>),
+    /// A guarded write's records (checked as [`Content::Guarded`]'s, and
+    /// possibly none) with a consumer group's input offsets (at least
+    /// one), committed in the same transaction (the `offsets` module).
+    GuardedWithOffsets(Vec<OutRecord>, ConsumedOffsets),
 }
 
 impl Content {
     /// The records to produce.
     pub(crate) fn records(&self) -> &[OutRecord] {
         match self {
-            Content::Lease(records) | Content::Guarded(records) => records,
+            Content::Lease(records)
+            | Content::Guarded(records)
+            | Content::GuardedWithOffsets(records, _) => records,
+        }
+    }
+
+    /// The input offsets to commit in the transaction, if any.
+    pub(crate) fn offsets(&self) -> Option<&ConsumedOffsets> {
+        match self {
+            Content::GuardedWithOffsets(_, offsets) => Some(offsets),
+            Content::Lease(_) | Content::Guarded(_) => None,
         }
     }
 
     /// Whether every partition is checked able to take the write before
     /// anything is sent.
     pub(crate) fn checks_writable(&self) -> bool {
-        matches!(self, Content::Guarded(_))
+        matches!(self, Content::Guarded(_) | Content::GuardedWithOffsets(..))
     }
 
     /// The time by which what an earlier write left must be settled, for
     /// a write due by `deadline`.
     fn settle_by(&self, deadline: Instant) -> Instant {
         match self {
-            Content::Guarded(_) => deadline,
+            Content::Guarded(_) | Content::GuardedWithOffsets(..) => deadline,
             Content::Lease(_) => {
                 let now = Instant::now();
                 now + deadline.saturating_duration_since(now) / 2
@@ -156,7 +170,8 @@ impl ProtocolLease {
         };
         let settle_by = write.content.settle_by(deadline);
         self.finish_pending(role, what, settle_by, deadline).await?;
-        if placed.is_empty() && matches!(self.txn, Txn::Idle | Txn::Ahead(_)) {
+        let offsets = write.content.offsets();
+        if placed.is_empty() && offsets.is_none() && matches!(self.txn, Txn::Idle | Txn::Ahead(_)) {
             // Nothing to write, and no transaction to begin: an EndTxn with
             // nothing added would only be answered from the coordinator's
             // cache. The epoch is checked instead.
@@ -164,11 +179,18 @@ impl ProtocolLease {
         }
         self.begin();
         self.add_partitions(role, what, &placed, deadline).await?;
+        if let Some(offsets) = offsets {
+            self.add_offsets(role, what, &offsets.group, deadline)
+                .await?;
+        }
         // From here the transaction holds (or may hold) records.
         self.ahead_to_open();
         let batches = self.encode(role, what, &placed, deadline).await?;
         let answers = self.produce(role, what, batches, deadline).await?;
         self.judge(role, what, answers, try_, deadline).await?;
+        if let Some(offsets) = offsets {
+            self.commit_offsets(role, what, offsets, deadline).await?;
+        }
         match write.end {
             End::LeaveOpen => Ok(()),
             End::Commit => Ok(self.commit(role, what, deadline).await?),
