@@ -5,8 +5,10 @@
 //! per input record to partition 0 of `--pipe-to`, committing the input
 //! offsets in the same guarded transaction
 //! ([`Leadership::write_with_offsets`]). Each output's value is a JSON
-//! object with the input's offset and value, the writer's member id and
-//! token, so a read_committed reader of the output can check that every
+//! object with the input's offset (`in_offset`, and as `seq`, the field the
+//! guarded records of `--data-topic` number themselves with) and value
+//! (`in_value`), the writer's member id and token (`producer_id`, `epoch`),
+//! so a read_committed reader of the output can check that every
 //! input appears exactly once, in input order, under tokens that never go
 //! back.
 //!
@@ -129,6 +131,7 @@ async fn write_chunk(
             key: r.key.clone(),
             value: Some(
                 json!({
+                    "seq": r.offset,
                     "in_offset": r.offset,
                     "in_value": r.value.as_deref().map(String::from_utf8_lossy),
                     "member": member,
