@@ -197,6 +197,12 @@ impl KafkaClient {
     /// [`crate::Error::Transient`] naming the group and the partitions. Bad
     /// arguments ([`crate::transport::check_query`]) are
     /// [`crate::Error::InvalidArgument`], nothing sent.
+    ///
+    /// Read by a new leader, this is where it resumes only after its mint
+    /// aborted the previous leader's open transaction: call
+    /// [`crate::leadership::Leadership::committed_offsets`], which can only
+    /// run then. Read from here, outside any term, an answer may be
+    /// replaced by a deposed leader's transaction that commits later.
     pub async fn committed_offsets(
         &self,
         group: &str,
