@@ -201,8 +201,9 @@ impl KafkaClient {
     /// Read by a new leader, this is where it resumes only after its mint
     /// aborted the previous leader's open transaction: call
     /// [`crate::leadership::Leadership::committed_offsets`], which can only
-    /// run then. Read from here, outside any term, an answer may be
-    /// replaced by a deposed leader's transaction that commits later.
+    /// run then. Read from here, outside any term, an answer may be moved
+    /// later by a transaction of the role's leader (or of one not fenced
+    /// yet) whose offset commit was not sent when it was read.
     pub async fn committed_offsets(
         &self,
         group: &str,
