@@ -314,9 +314,9 @@ async fn supersede(held: &Held, within: Duration) {
 }
 
 /// Step 6: deregisters `m` within `bound` unless `early` (the
-/// deregistration in the tombstone's transaction) did, emits `deregistered` when it
-/// succeeded, and returns `result` (the tombstone's), else the
-/// deregistration's failure.
+/// deregistration in the tombstone's transaction) did, emits
+/// `deregistered` when it succeeded, and returns `result` (the
+/// tombstone's), else the deregistration's failure.
 async fn deregister(
     m: &Member,
     bound: Duration,
