@@ -52,8 +52,9 @@ pub use faults::{Faults, ProcessClock, ProcessState};
 pub use transport::MemoryTransport;
 
 use crate::transport::{
-    check_guarded, Backlog, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch,
-    Record, Registrar, StateReader, StateRecord, Superseded,
+    check_guarded, check_tombstone_and_deregistration, Backlog, Coordinator, Describer,
+    LeaseWriter, OutRecord, PastStable, ReadBatch, Record, Registrar, StateReader, StateRecord,
+    Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.

@@ -37,7 +37,10 @@ use super::protocol_lease::{Content, End, Gone, Outcome, ProtocolLease, Write};
 use super::{KafkaClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
-use crate::transport::{check_guarded, LeaseWriter, OutRecord, StateRecord, Superseded};
+use crate::transport::{
+    check_guarded, check_tombstone_and_deregistration, LeaseWriter, OutRecord, StateRecord,
+    Superseded,
+};
 
 /// How long releasing a producer waits to abort a transaction it left open.
 const RELEASE_ABORT_BOUND: Duration = Duration::from_secs(5);
@@ -410,6 +413,29 @@ impl LeaseWriter for KafkaEpoch {
         let record = self.state_record(record);
         self.transact("write_lease", vec![record], ask, within)
             .await
+    }
+
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        check_tombstone_and_deregistration(&tombstone, &deregistration)?;
+        super::check_partition(tombstone.partition)?;
+        // One partition, so one batch of the transaction: the tombstone
+        // first, then the deregistration.
+        let records = vec![
+            self.state_record(tombstone),
+            self.state_record(deregistration),
+        ];
+        self.transact(
+            "write_lease_and_deregister",
+            records,
+            Ask::Tombstone,
+            within,
+        )
+        .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
