@@ -126,74 +126,105 @@ ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not
     --topic "$KRABKA_C_TOPIC" --partitions 1 --replication-factor 1 >/dev/null
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP, guarded writes to $KRABKA_C_TOPIC"
 
-passed=0
-failed=0
+# Each suite's outcome is a line of $RESULTS ("pass NAME" or "fail NAME"),
+# so that suites run in the two lanes below count alike.
+RESULTS="$WORK/results"
+: >"$RESULTS"
 run() { # run NAME COMMAND...: counts the suite, shows its output
     local name=$1
     shift
     echo "--- $name"
-    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "ci/c.sh: $name FAILED" >&2; fi
+    if "$@"; then
+        echo "pass $name" >>"$RESULTS"
+    else
+        echo "fail $name" >>"$RESULTS"
+        echo "ci/c.sh: $name FAILED" >&2
+    fi
 }
 
-step "C tests"
-run golden "$BUILD/test_golden" golden
-run args "$BUILD/test_args"
-run kafka "$BUILD/test_kafka"
-run close "$BUILD/test_close"
-run failover "$BUILD/test_failover" "$BUILD/member"
-run observe "$BUILD/test_observe" "$BUILD/member"
-run lead "$BUILD/test_lead" "$BUILD/member"
-run log "$BUILD/test_log"
-run topic "$BUILD/test_topic"
-run metrics "$BUILD/test_metrics"
-run options "$BUILD/test_options"
-run oauth "$BUILD/test_oauth"
-run testing_kit "$BUILD/test_testing_kit"
+plain_suites() {
+    step "C tests"
+    run golden "$BUILD/test_golden" golden
+    run args "$BUILD/test_args"
+    run kafka "$BUILD/test_kafka"
+    run close "$BUILD/test_close"
+    run failover "$BUILD/test_failover" "$BUILD/member"
+    run observe "$BUILD/test_observe" "$BUILD/member"
+    run lead "$BUILD/test_lead" "$BUILD/member"
+    run log "$BUILD/test_log"
+    run topic "$BUILD/test_topic"
+    run metrics "$BUILD/test_metrics"
+    run options "$BUILD/test_options"
+    run oauth "$BUILD/test_oauth"
+    run testing_kit "$BUILD/test_testing_kit"
+}
 
-step "C tests under AddressSanitizer (LeakSanitizer on)"
-# fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
-# suppressions (bindings/c/tests/lsan.supp, each explained) match exact frames.
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:fast_unwind_on_malloc=0
-export LSAN_OPTIONS="suppressions=$ROOT/bindings/c/tests/lsan.supp:print_suppressions=0"
-run golden.asan "$BUILD/test_golden.asan" golden
-run args.asan "$BUILD/test_args.asan"
-run kafka.asan "$BUILD/test_kafka.asan"
-run close.asan "$BUILD/test_close.asan"
-run failover.asan "$BUILD/test_failover.asan" "$BUILD/member.asan"
-run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
-run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
-run log.asan "$BUILD/test_log.asan"
-run topic.asan "$BUILD/test_topic.asan"
-run metrics.asan "$BUILD/test_metrics.asan"
-run options.asan "$BUILD/test_options.asan"
-run oauth.asan "$BUILD/test_oauth.asan"
-run testing_kit.asan "$BUILD/test_testing_kit.asan"
-unset ASAN_OPTIONS LSAN_OPTIONS
+asan_suites() {
+    step "C tests under AddressSanitizer (LeakSanitizer on)"
+    # fast_unwind_on_malloc=0: whole stacks through the Rust frames, so the
+    # suppressions (bindings/c/tests/lsan.supp, each explained) match exact frames.
+    local ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:fast_unwind_on_malloc=0
+    local LSAN_OPTIONS="suppressions=$ROOT/bindings/c/tests/lsan.supp:print_suppressions=0"
+    export ASAN_OPTIONS LSAN_OPTIONS
+    run golden.asan "$BUILD/test_golden.asan" golden
+    run args.asan "$BUILD/test_args.asan"
+    run kafka.asan "$BUILD/test_kafka.asan"
+    run close.asan "$BUILD/test_close.asan"
+    run failover.asan "$BUILD/test_failover.asan" "$BUILD/member.asan"
+    run observe.asan "$BUILD/test_observe.asan" "$BUILD/member.asan"
+    run lead.asan "$BUILD/test_lead.asan" "$BUILD/member.asan"
+    run log.asan "$BUILD/test_log.asan"
+    run topic.asan "$BUILD/test_topic.asan"
+    run metrics.asan "$BUILD/test_metrics.asan"
+    run options.asan "$BUILD/test_options.asan"
+    run oauth.asan "$BUILD/test_oauth.asan"
+    run testing_kit.asan "$BUILD/test_testing_kit.asan"
+}
 
-step "C tests under valgrind memcheck"
-# --child-silent-after-fork: test_args forks a child that must refuse its
-# parent's client, and a handle in a process that did not make it is leaked
-# by design (its threads are the parent's); the parent is checked in full.
-VG=(valgrind --quiet --child-silent-after-fork=yes --error-exitcode=97 --leak-check=full
-    --show-leak-kinds=definite,indirect,possible
-    --errors-for-leak-kinds=definite,indirect,possible --suppressions=bindings/c/tests/valgrind.supp)
-run golden.valgrind "${VG[@]}" "$BUILD/test_golden" golden
-run args.valgrind "${VG[@]}" "$BUILD/test_args"
-run kafka.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_kafka"
-# The failover test under valgrind, its members too: member a is killed
-# (SIGKILL, no leak check by design); member b and the test itself exit
-# normally and are checked in full.
-run failover.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_failover" "${VG[@]}" "$BUILD/member"
-# The observer under valgrind: member b is killed (SIGKILL), as above.
-run observe.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_observe" "${VG[@]}" "$BUILD/member"
-# The leader loop under valgrind: member b is killed (SIGKILL), as above.
-run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "$BUILD/member"
-run log.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_log"
-run topic.valgrind "${VG[@]}" "$BUILD/test_topic"
-run metrics.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_metrics"
-run options.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_options"
-run oauth.valgrind "${VG[@]}" "$BUILD/test_oauth"
-run testing_kit.valgrind "${VG[@]}" "$BUILD/test_testing_kit"
+valgrind_suites() {
+    step "C tests under valgrind memcheck"
+    # --child-silent-after-fork: test_args forks a child that must refuse its
+    # parent's client, and a handle in a process that did not make it is leaked
+    # by design (its threads are the parent's); the parent is checked in full.
+    local VG=(valgrind --quiet --child-silent-after-fork=yes --error-exitcode=97 --leak-check=full
+        --show-leak-kinds=definite,indirect,possible
+        --errors-for-leak-kinds=definite,indirect,possible --suppressions=bindings/c/tests/valgrind.supp)
+    run golden.valgrind "${VG[@]}" "$BUILD/test_golden" golden
+    run args.valgrind "${VG[@]}" "$BUILD/test_args"
+    run kafka.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_kafka"
+    # The failover test under valgrind, its members too: member a is killed
+    # (SIGKILL, no leak check by design); member b and the test itself exit
+    # normally and are checked in full.
+    run failover.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_failover" "${VG[@]}" "$BUILD/member"
+    # The observer under valgrind: member b is killed (SIGKILL), as above.
+    run observe.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_observe" "${VG[@]}" "$BUILD/member"
+    # The leader loop under valgrind: member b is killed (SIGKILL), as above.
+    run lead.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_lead" "${VG[@]}" "$BUILD/member"
+    run log.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_log"
+    run topic.valgrind "${VG[@]}" "$BUILD/test_topic"
+    run metrics.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_metrics"
+    run options.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_options"
+    run oauth.valgrind "${VG[@]}" "$BUILD/test_oauth"
+    run testing_kit.valgrind "${VG[@]}" "$BUILD/test_testing_kit"
+}
+
+# Two lanes side by side: the valgrind runs (CPU-bound, one core) beside the
+# plain and AddressSanitizer runs (which mostly wait on Kafka and on leases).
+# Every suite uses roles of its own (named by its pid), so the lanes never
+# contend for a role. Each lane's output is printed whole when both ended.
+(plain_suites; asan_suites) >"$WORK/lane-plain.log" 2>&1 &
+lane_plain=$!
+valgrind_suites >"$WORK/lane-valgrind.log" 2>&1 &
+lane_valgrind=$!
+wait "$lane_plain" || true
+wait "$lane_valgrind" || true
+cat "$WORK/lane-plain.log" "$WORK/lane-valgrind.log"
+passed=$(grep -c '^pass ' "$RESULTS" || true)
+failed=$(grep -c '^fail ' "$RESULTS" || true)
+if [[ $((passed + failed)) -ne 38 ]]; then
+    echo "ci/c.sh: expected 38 suite results from the two lanes, got $((passed + failed))" >&2
+    failed=$((failed + 1))
+fi
 
 step "example: examples/c/worker.c (make, the pkg-config line), a few seconds on Kafka"
 make --no-print-directory -C examples/c -B worker >/dev/null

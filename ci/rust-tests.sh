@@ -74,8 +74,11 @@ ci/kafka.sh start 1 >/dev/null
 ci/kafka.sh tool topics --bootstrap-server 127.0.0.1:19092 --create --if-not-exists \
     --topic billing-out --partitions 1 --replication-factor 1 >/dev/null
 timed cargo test --workspace --doc --exclude krabka-coordination-c
-# The core without the Kafka transport must build and pass on its own.
-timed cargo test -p krabka-coordination --no-default-features --lib --tests
+# The core without the Kafka transport must build and pass on its own: its
+# unit tests here; every target of it type-checks in ci/clippy.sh, and its
+# test suites run above with the default features, rather than being built
+# and linked a second time for this build alone.
+timed cargo test -p krabka-coordination --no-default-features --lib
 # A tool that only asks who is authoritative builds the Kafka client and the
 # core's types without librdkafka: the kafka-client feature, and no rdkafka in
 # its dependency tree.

@@ -343,7 +343,7 @@ impl TestProcess {
 }
 
 /// `docs/testing.md`, whose Rust example `cargo test --doc` compiles (the
-/// same test runs in `core/tests/testing_kit.rs`).
+/// same test runs in `core/tests/no_broker/testing_kit.rs`).
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/testing.md")]
 pub struct TestingGuide;

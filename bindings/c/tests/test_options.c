@@ -13,12 +13,14 @@
  * The refusals need no cluster (they come before any I/O); the accepted
  * acquire and state topic run on KRABKA_BOOTSTRAP (the one-node cluster).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -234,7 +236,7 @@ static void accepted_on_kafka(const char *bootstrap) {
     bool created = false;
     char role[64];
 
-    snprintf(role, sizeof role, "c-options-%ld-%ld", (long)time(NULL), (long)clock());
+    snprintf(role, sizeof role, "c-options-%ld-%ld", (long)getpid(), (long)time(NULL));
     REQUIRE(krabka_client_new(keys, &bootstrap, 1, NULL, &client, error_init(&te)) == KRABKA_RESULT_OK, "client: %s",
             te.buf);
     krabka_topic_options_init(&bt.o, sizeof bt);

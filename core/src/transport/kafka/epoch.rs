@@ -38,8 +38,8 @@ use super::{KafkaClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{
-    check_guarded, check_offsets, CommittedOffset, ConsumedOffsets, LeaseWriter, OutRecord,
-    StateRecord, Superseded,
+    check_guarded, check_offsets, check_tombstone_and_deregistration, CommittedOffset,
+    ConsumedOffsets, LeaseWriter, OutRecord, StateRecord, Superseded,
 };
 
 /// How long releasing a producer waits to abort a transaction it left open.
@@ -389,6 +389,29 @@ impl LeaseWriter for KafkaEpoch {
         let record = self.state_record(record);
         self.transact("write_lease", (vec![record], None), ask, within)
             .await
+    }
+
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        check_tombstone_and_deregistration(&tombstone, &deregistration)?;
+        super::check_partition(tombstone.partition)?;
+        // One partition, so one batch of the transaction: the tombstone
+        // first, then the deregistration.
+        let records = vec![
+            self.state_record(tombstone),
+            self.state_record(deregistration),
+        ];
+        self.transact(
+            "write_lease_and_deregister",
+            (records, None),
+            Ask::Tombstone,
+            within,
+        )
+        .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {

@@ -4,10 +4,10 @@
 //! `StandDown`; P5 is covered by a view whose step is `Register`.
 //!
 //! The rows with their actions, through the driver on the in-memory
-//! transport, are the integration tests': `core/tests/held_back_memory.rs`
-//! (C1, C2, B1 to B3, P1, P3), `roster_memory.rs` (J1, J6, B1's passed
-//! over), `events_memory.rs` and `owned_epochs.rs` (F2),
-//! `first_lease_memory.rs` (F3, F4) and `faults_memory.rs` (a cancel during
+//! transport, are the integration tests': `core/tests/no_broker/held_back.rs`
+//! (C1, C2, B1 to B3, P1, P3), `no_broker/roster.rs` (J1, J6, B1's passed
+//! over), `no_broker/events.rs` and `no_broker/owned_epochs.rs` (F2),
+//! `no_broker/first_lease.rs` (F3, F4) and `no_broker/faults.rs` (a cancel during
 //! `FirstLease`).
 
 use std::sync::Arc;

@@ -5,6 +5,8 @@ use super::*;
 use crate::error::Error;
 use crate::transport::OutRecord;
 
+mod rows;
+
 /// A fake broker that leads partition 0 of topic `t`, coordinates every
 /// transactional id, leaves the first Produce unanswered and answers
 /// everything else.

@@ -1,7 +1,7 @@
 //! A guarded write never takes the time a renewal needs, whatever the
 //! lease and renew interval (in-memory transport, manual clock).
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

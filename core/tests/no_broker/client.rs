@@ -3,7 +3,7 @@
 //! count, and the claim on a role ending with the acquire or the term.
 //! The client on a real Kafka is in `kafka_client`.
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 

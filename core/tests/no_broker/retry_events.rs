@@ -4,7 +4,7 @@
 //! cluster unreachable from the start fails the acquire promptly instead is
 //! tested on Kafka in `config_inputs`.
 
-mod world;
+use crate::world;
 
 use krabka_coordination::events::{self, Event, EventKind};
 use krabka_coordination::ErrorKind;

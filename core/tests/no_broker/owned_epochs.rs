@@ -3,7 +3,7 @@
 //! age, and a cancelled acquire releases only what it minted itself. The
 //! same on a real Kafka is in `kafka_epoch` and `kafka_client`.
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! deregistered, its observers end, its leader loops stop, and every later
 //! use is refused. The same on a real Kafka is tested in each binding.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! exactly: a cluster that stops answering, a write that hangs, a wall clock
 //! that steps, a member deposed without noticing.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! and a manual clock: every step of a member arrives as a typed event, in
 //! the order the member took it, with the values of that step.
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 

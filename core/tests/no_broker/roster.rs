@@ -3,7 +3,7 @@
 //! registrations of dead members, two live processes with one member id, a
 //! holder gone from the roster, a far-future deadline.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

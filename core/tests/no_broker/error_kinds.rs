@@ -2,7 +2,7 @@
 //! not of hand-built ones: a binding maps `Error::kind()`, never the text.
 //! A fatal error needs a real Kafka (`kafka_config` checks its kind).
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! is killed; the work learns when its term ends; a fenced member backs off
 //! before it contends again; the loop's cancel resigns.
 
-mod world;
+use crate::world;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

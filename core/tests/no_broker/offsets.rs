@@ -4,7 +4,7 @@
 //! committed; a deposed leader's write moves nothing; a pending commit is
 //! waited for; bad offsets are refused before anything is sent.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 

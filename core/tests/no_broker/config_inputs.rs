@@ -8,7 +8,7 @@
 //! are in `kafka_preflight`.
 #![cfg(feature = "kafka")]
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 use std::time::Duration;

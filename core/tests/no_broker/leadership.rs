@@ -6,8 +6,8 @@
 //! Every claim about Kafka's own behaviour is tested against a real broker
 //! in the `kafka_*` and `e2e_*` tests; these test our rules.
 
-mod captured;
-mod world;
+use crate::captured;
+use crate::world;
 
 use std::sync::Arc;
 use std::time::Duration;

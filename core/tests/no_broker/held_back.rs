@@ -7,8 +7,8 @@
 //! unread. No read follows the check that a transaction opened in between
 //! could hide something from.
 
-mod captured;
-mod world;
+use crate::captured;
+use crate::world;
 
 use std::sync::Arc;
 

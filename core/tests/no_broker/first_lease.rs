@@ -5,7 +5,7 @@
 //! by a fatal error or a cancel, is cleared and its epoch superseded, so
 //! standbys do not wait out a lease nobody renews.
 
-mod world;
+use crate::world;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,6 +102,17 @@ impl LeaseWriter for ScriptedEpoch {
             }
             Write::Fatal => Err(Error::fatal("write_lease", "refused for good")),
         }
+    }
+
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        self.inner
+            .write_lease_and_deregister(tombstone, deregistration, within)
+            .await
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {

@@ -3,7 +3,7 @@
 //! it may say that a lease lapsed. The same observer on Kafka is tested in
 //! `kafka_observe.rs`.
 
-mod world;
+use crate::world;
 
 use std::sync::Arc;
 use std::time::Duration;
