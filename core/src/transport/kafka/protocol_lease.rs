@@ -469,5 +469,3 @@ async fn produce_until(
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_offsets;
