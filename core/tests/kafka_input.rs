@@ -364,9 +364,12 @@ async fn an_offset_outside_the_log_fails_naming_it_or_resets_by_the_policy() {
 async fn once_the_term_ends_the_reader_is_refused_and_a_long_poll_is_cut_short() {
     let (held, k) = leader().await;
     let topic = committed_and_aborted(&k).await;
+    // A request timeout past the long poll, so the broker would hold the
+    // read for the whole max_wait.
+    let k = KafkaClient::new(&config(&bootstrap()).set("request.timeout.ms", "30000")).unwrap();
     let opts = InputOptions::default()
         .with_max_wait(Duration::from_secs(15))
-        .with_timeout(Duration::from_secs(30));
+        .with_timeout(Duration::from_secs(40));
     let mut reader = InputReader::new(
         &k,
         held.clone(),
@@ -390,8 +393,8 @@ async fn once_the_term_ends_the_reader_is_refused_and_a_long_poll_is_cut_short()
     let e = r.expect_err("no record once the term ended");
     assert_eq!(e.kind(), ErrorKind::Resigned, "{e}");
     assert!(
-        took < Duration::from_secs(10),
-        "the poll was cut short: {took:?}"
+        took < Duration::from_secs(4),
+        "the poll was cut short by the term's end: {took:?}"
     );
     assert!(matches!(reader.state(), ReaderState::Ended(_)));
     assert_eq!(reader.positions(), [InputPosition::new(&topic, 0, 8)]);
