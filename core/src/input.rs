@@ -59,6 +59,12 @@
 //!   term's end is known here (reads change nothing); what fences it is
 //!   the guarded write that commits outputs and offsets.
 //! - Record headers and timestamps are not returned.
+//! - A read cut short by the term's end leaves its connection busy at the
+//!   broker until the broker answers (up to [`InputOptions::max_wait`]):
+//!   read through a [`crate::transport::kafka::KafkaClient`] of the
+//!   reader's own, not the transport's
+//!   ([`crate::transport::kafka::KafkaTransport::kafka_client`]), so no
+//!   lease request queues behind a long poll.
 //!
 //! # States
 //!

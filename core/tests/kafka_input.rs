@@ -365,13 +365,16 @@ async fn once_the_term_ends_the_reader_is_refused_and_a_long_poll_is_cut_short()
     let (held, k) = leader().await;
     let topic = committed_and_aborted(&k).await;
     // A request timeout past the long poll, so the broker would hold the
-    // read for the whole max_wait.
-    let k = KafkaClient::new(&config(&bootstrap()).set("request.timeout.ms", "30000")).unwrap();
+    // read for the whole max_wait. The reader has a client of its own: the
+    // connection of a read cut short stays busy at the broker until it
+    // answers, and the writes below must not queue behind it.
+    let reading =
+        KafkaClient::new(&config(&bootstrap()).set("request.timeout.ms", "30000")).unwrap();
     let opts = InputOptions::default()
         .with_max_wait(Duration::from_secs(15))
         .with_timeout(Duration::from_secs(40));
     let mut reader = InputReader::new(
-        &k,
+        &reading,
         held.clone(),
         vec![InputPosition::new(&topic, 0, 0)],
         opts,
