@@ -58,7 +58,6 @@
 //! - Reading is not fenced: a deposed leader may still read until its
 //!   term's end is known here (reads change nothing); what fences it is
 //!   the guarded write that commits outputs and offsets.
-//! - Record headers and timestamps are not returned.
 //! - A read cut short by the term's end leaves its connection busy at the
 //!   broker until the broker answers (up to [`InputOptions::max_wait`]):
 //!   read through a [`crate::transport::kafka::KafkaClient`] of the
@@ -127,4 +126,12 @@ pub struct InputRecord {
     pub key: Option<Vec<u8>>,
     /// The value, or `None` for a null value (a tombstone).
     pub value: Option<Vec<u8>>,
+    /// The record's timestamp (epoch milliseconds): the producer's create
+    /// time, or the broker's append time for a topic with
+    /// `message.timestamp.type=LogAppendTime`; -1 when the producer gave
+    /// none.
+    pub timestamp: i64,
+    /// The record's headers, in their order: each key and its value
+    /// (`None` for a null value).
+    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }

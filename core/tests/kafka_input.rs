@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -28,6 +29,9 @@ use krabka_coordination::ErrorKind;
 use krabka_kafka::client::retry::{retry, Backoff, Tried};
 use krabka_kafka::{deadline_in, ProducerEpoch, TxnError};
 use support::*;
+
+/// The create time the test's producers give their records.
+const STAMP: i64 = 1_700_000_000_123;
 
 /// The longest one step (a request with its retries) may take.
 const STEP: Duration = Duration::from_secs(20);
@@ -124,11 +128,16 @@ impl Writer {
             timestamp_type: TimestampType::Creation,
             offset: 0,
             sequence: self.sequence,
-            timestamp: 0,
+            timestamp: STAMP,
             // The data topic is compacted: every record has a key.
             key: Some(Bytes::copy_from_slice(value.as_bytes())),
             value: Some(Bytes::copy_from_slice(value.as_bytes())),
-            headers: Default::default(),
+            headers: [(
+                StrBytes::from_static_str("h"),
+                Some(Bytes::copy_from_slice(value.as_bytes())),
+            )]
+            .into_iter()
+            .collect(),
             delete_horizon: false,
         };
         if self.token.is_some() {
@@ -216,6 +225,10 @@ async fn reads_committed_records_only_and_positions_end_exactly_past_them() {
     assert!(got
         .iter()
         .all(|r| r.topic == topic && r.partition == 0 && r.key == r.value));
+    for r in &got {
+        assert_eq!(r.timestamp, STAMP, "{r:?}");
+        assert_eq!(r.headers, [(b"h".to_vec(), r.value.clone())], "{r:?}");
+    }
     // Past c2 and its commit marker: the last stable offset, exactly.
     let end = k
         .kafka()

@@ -104,11 +104,15 @@ fn reads_data_batches_and_markers_as_kafka_protocol_does() {
                 offset: 10,
                 key: Some(Bytes::from_static(b"k1")),
                 value: Some(Bytes::from_static(b"v1")),
+                timestamp: 1_700_000_000_010,
+                headers: vec![(Bytes::from_static(b"h"), Some(Bytes::from_static(b"x")))],
             },
             BatchRecord {
                 offset: 11,
                 key: Some(Bytes::from_static(b"k2")),
                 value: None,
+                timestamp: 1_700_000_000_011,
+                headers: vec![(Bytes::from_static(b"h"), Some(Bytes::from_static(b"x")))],
             },
         ]
     );
