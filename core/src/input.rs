@@ -57,7 +57,9 @@
 //!   transaction), is the caller's. It commits nothing itself.
 //! - Reading is not fenced: a deposed leader may still read until its
 //!   term's end is known here (reads change nothing); what fences it is
-//!   the guarded write that commits outputs and offsets.
+//!   the guarded write that commits outputs and offsets. A resign under
+//!   way ends the term when it finishes: guarded writes are refused from
+//!   the resign's call, reads from its end.
 //! - A read cut short by the term's end leaves its connection busy at the
 //!   broker until the broker answers (up to [`InputOptions::max_wait`]):
 //!   read through a [`crate::transport::kafka::KafkaClient`] of the
