@@ -60,12 +60,12 @@
 //!   the guarded write that commits outputs and offsets. A resign under
 //!   way ends the term when it finishes: guarded writes are refused from
 //!   the resign's call, reads from its end.
-//! - A read cut short by the term's end leaves its connection busy at the
-//!   broker until the broker answers (up to [`InputOptions::max_wait`]):
-//!   read through a [`crate::transport::kafka::KafkaClient`] of the
-//!   reader's own, not the transport's
-//!   ([`crate::transport::kafka::KafkaTransport::kafka_client`]), so no
-//!   lease request queues behind a long poll.
+//! - A long poll holds one of the client's connections to each partition
+//!   leader for up to [`InputOptions::max_wait`]; the client's other
+//!   connections to that broker carry the term's renewals and guarded
+//!   writes meanwhile. A read cut short by the term's end closes its
+//!   connection (the broker still owes its answer), so the transport's
+//!   client ([`crate::client::Client::kafka_client`]) can be shared.
 //!
 //! # States
 //!
