@@ -42,6 +42,8 @@
 //! * [`leadership`]: acquire, hold, renew, resign; [`events`]: what a member
 //!   does, as typed events.
 //! * [`observe`]: watching roles without joining them.
+//! * `input` (feature `kafka`): a read_committed input reader bound to a
+//!   leadership's term, for a leader that consumes and produces.
 //! * [`transport`]: the four transport traits, the in-memory transport and
 //!   (feature `kafka`) the rdkafka transport.
 //! * [`testing`]: a test cluster in memory, with processes to crash, pause
@@ -59,6 +61,8 @@ pub mod election;
 pub mod error;
 pub mod events;
 pub mod human;
+#[cfg(feature = "kafka")]
+pub mod input;
 mod join;
 pub mod leadership;
 pub mod metrics;
