@@ -57,8 +57,15 @@
 //!   transaction), is the caller's. It commits nothing itself.
 //! - Reading is not fenced: a deposed leader may still read until its
 //!   term's end is known here (reads change nothing); what fences it is
-//!   the guarded write that commits outputs and offsets.
-//! - Record headers and timestamps are not returned.
+//!   the guarded write that commits outputs and offsets. A resign under
+//!   way ends the term when it finishes: guarded writes are refused from
+//!   the resign's call, reads from its end.
+//! - A long poll holds one of the client's connections to each partition
+//!   leader for up to [`InputOptions::max_wait`]; the client's other
+//!   connections to that broker carry the term's renewals and guarded
+//!   writes meanwhile. A read cut short by the term's end closes its
+//!   connection (the broker still owes its answer), so the transport's
+//!   client ([`crate::client::Client::kafka_client`]) can be shared.
 //!
 //! # States
 //!
@@ -122,4 +129,12 @@ pub struct InputRecord {
     pub key: Option<Vec<u8>>,
     /// The value, or `None` for a null value (a tombstone).
     pub value: Option<Vec<u8>>,
+    /// The record's timestamp (epoch milliseconds): the producer's create
+    /// time, or the broker's append time for a topic with
+    /// `message.timestamp.type=LogAppendTime`; -1 when the producer gave
+    /// none.
+    pub timestamp: i64,
+    /// The record's headers, in their order: each key and its value
+    /// (`None` for a null value).
+    pub headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }

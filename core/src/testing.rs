@@ -39,7 +39,9 @@
 //!   (see [`crate::transport::memory::faults`] for what each does to calls
 //!   and timers).
 //! * Read-back: [`TestCluster::guarded_writes`] (every committed guarded
-//!   write, in commit order, with its token) and
+//!   write, in commit order, with its token),
+//!   [`TestCluster::committed_offset`] (a consumer group's input position
+//!   committed with guarded writes) and
 //!   [`TestCluster::describe_leadership`] (the coordinator's answer now).
 //!
 //! # What it is not
@@ -228,6 +230,15 @@ impl TestCluster {
             .into_iter()
             .filter(|w| w.topic != crate::STATE_TOPIC)
             .collect()
+    }
+
+    /// What consumer group `group` has committed for `topic`/`partition`
+    /// (the offset of the next record to read), `None` when nothing: the
+    /// input position that guarded writes with offsets
+    /// ([`crate::leadership::Leadership::write_with_offsets`]) committed; a
+    /// commit still pending does not count.
+    pub fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Option<i64> {
+        self.cluster.committed_offset(group, topic, partition)
     }
 
     /// What the role's transaction coordinator says now, as

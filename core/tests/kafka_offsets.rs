@@ -257,3 +257,71 @@ async fn bad_offsets_are_refused_before_anything_is_sent() {
     assert_eq!(p.resume_at(&a).await, 0);
     a.resign().await.unwrap();
 }
+
+/// A predecessor's transaction left open with a pending offset commit (a
+/// leader that stalled between its TxnOffsetCommit and its EndTxn): the
+/// next leader's mint aborts it, so `committed_offsets` on its leadership
+/// never returns the pending offset, and the predecessor's epoch can no
+/// longer commit it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predecessors_pending_offsets_never_reach_the_next_leader() {
+    use krabka_kafka::client::retry::{retry, Backoff, Tried};
+    use krabka_kafka::{deadline_in, OffsetToCommit};
+    let p = Pipeline::new("eos-pending").await;
+    let c = client().await;
+    let t = transport("eos-stalled").await;
+    let raw = t.kafka_client().kafka().clone();
+    let stalled = raw
+        .init_producer_id(&p.role, 10_000, deadline_in(PATIENCE))
+        .await
+        .expect("the stalled leader's epoch");
+    let offsets = [OffsetToCommit {
+        topic: p.input.clone(),
+        partition: 0,
+        offset: 10,
+        metadata: None,
+    }];
+    done(
+        "AddOffsetsToTxn",
+        retry(deadline_in(PATIENCE), Backoff::TRANSACTION, || {
+            raw.add_offsets(&p.role, stalled, &p.group, deadline_in(PATIENCE))
+        })
+        .await,
+    );
+    done(
+        "TxnOffsetCommit",
+        retry(deadline_in(PATIENCE), Backoff::TRANSACTION, || {
+            raw.commit_offsets_in_txn(&p.role, stalled, &p.group, &offsets, deadline_in(PATIENCE))
+        })
+        .await,
+    );
+    let asked = [(p.input.clone(), vec![0])];
+    let seen = raw
+        .committed_offsets_now(&p.group, &asked, deadline_in(PATIENCE))
+        .await
+        .unwrap();
+    assert_eq!(seen[0].committed, krabka_kafka::Committed::Pending);
+
+    // The next leader's mint fences the stalled epoch and aborts its
+    // transaction: the offset it resumes from is not the pending one.
+    let a = c.acquire(&p.role, "a", options(&c)).await.expect("a leads");
+    assert_eq!(p.resume_at(&a).await, 0, "the pending offset was dropped");
+    let late = retry(deadline_in(PATIENCE), Backoff::TRANSACTION, || {
+        raw.commit_offsets_in_txn(&p.role, stalled, &p.group, &offsets, deadline_in(PATIENCE))
+    })
+    .await;
+    let fenced = matches!(late, Tried::Failed(krabka_kafka::TxnError::Fenced(_)));
+    assert!(fenced, "the stalled epoch's late commit is fenced");
+    assert_eq!(p.resume_at(&a).await, 0);
+    a.resign().await.unwrap();
+}
+
+/// The value of a request that succeeded within its retries.
+fn done<T>(what: &str, tried: krabka_kafka::client::retry::Tried<T, krabka_kafka::TxnError>) -> T {
+    use krabka_kafka::client::retry::Tried;
+    match tried {
+        Tried::Done(v) => v,
+        Tried::Failed(e) => panic!("{what}: {e:?}"),
+        Tried::OutOfTime(why) => panic!("{what}: out of time: {why}"),
+    }
+}

@@ -1348,3 +1348,98 @@ async fn what_a_reader_keeps_stays_current_without_reads() {
         "a deregistration written after the read"
     );
 }
+
+/// Every batch of partition 0 of `topic` as written (read_uncommitted,
+/// transaction markers included), in offset order.
+async fn batches_as_written(
+    kafka: &krabka_kafka::Client,
+    topic: &str,
+) -> Vec<krabka_kafka::records::Batch> {
+    let mut batches = Vec::new();
+    let mut from = 0;
+    loop {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        let fetched = kafka
+            .fetch_uncommitted(topic, 0, from, 1 << 20, deadline)
+            .await
+            .unwrap();
+        let next = fetched.batches.next_offset;
+        batches.extend(fetched.batches.batches);
+        match next {
+            Some(n) if n < fetched.high_watermark => from = n,
+            _ => return batches,
+        }
+    }
+}
+
+/// A resign with a standby waiting writes the lease tombstone and the
+/// member's deregistration in one transaction of the term's own epoch: one
+/// transactional batch of the term's producer id and epoch holds both (the
+/// tombstone first), its commit marker follows, no other batch holds the
+/// deregistration (the registrar wrote none), and a read_committed read
+/// returns both. The standby takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resign_with_a_standby_waiting_commits_tombstone_and_deregistration_together() {
+    use krabka_kafka::records::Marker;
+    let p = SharedPartition::new("one-txn").await;
+    let token = p.leader.token();
+    p.leader.resign().await.unwrap();
+    let b = tokio::time::timeout(Duration::from_secs(30), p.standby)
+        .await
+        .expect("the standby takes over")
+        .unwrap()
+        .unwrap();
+    assert!(b.token() > token, "{token} -> {}", b.token());
+
+    let kafka = p.probe.kafka_client().kafka().clone();
+    let batches = batches_as_written(&kafka, p.cfg.state_topic()).await;
+    let (tombstone, deregistration) = (lease_key(&p.role), reg_key(&p.role, "a"));
+    let holding = |key: &[u8]| -> Vec<&krabka_kafka::records::Batch> {
+        batches
+            .iter()
+            .filter(|b| {
+                b.records
+                    .iter()
+                    .any(|r| r.key.as_deref() == Some(key) && r.value.is_none())
+            })
+            .collect()
+    };
+    let with_tombstone = holding(&tombstone);
+    let with_deregistration = holding(&deregistration);
+    assert_eq!(with_tombstone.len(), 1, "{batches:#?}");
+    assert_eq!(
+        with_deregistration.len(),
+        1,
+        "deregistered once: {batches:#?}"
+    );
+    let batch = with_tombstone[0];
+    assert_eq!(
+        batch.base_offset, with_deregistration[0].base_offset,
+        "one batch: {batches:#?}"
+    );
+    assert!(batch.transactional, "{batch:?}");
+    assert_eq!(
+        (batch.producer_id, batch.producer_epoch),
+        (token.producer_id, token.producer_epoch),
+        "the term's own epoch: {batch:?}"
+    );
+    let keys: Vec<_> = batch.records.iter().map(|r| r.key.as_deref()).collect();
+    assert_eq!(
+        keys,
+        [Some(tombstone.as_slice()), Some(deregistration.as_slice())]
+    );
+    assert!(
+        batches.iter().any(|m| m.marker == Some(Marker::Commit)
+            && (m.producer_id, m.producer_epoch) == (token.producer_id, token.producer_epoch)
+            && m.base_offset > batch.last_offset),
+        "committed: {batches:#?}"
+    );
+    let committed = p.probe.read_partition(0).await.unwrap();
+    for key in [&tombstone, &deregistration] {
+        assert!(
+            committed.iter().any(|r| &r.key == key && r.value.is_none()),
+            "read_committed returns {key:?}"
+        );
+    }
+    b.resign().await.unwrap();
+}

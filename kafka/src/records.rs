@@ -45,6 +45,14 @@ pub struct BatchRecord {
     pub key: Option<Bytes>,
     /// The value, or `None` for a null value (a tombstone).
     pub value: Option<Bytes>,
+    /// The record's timestamp (epoch milliseconds): the producer's create
+    /// time, or the broker's append time for a topic that sets
+    /// `message.timestamp.type=LogAppendTime`; -1 when the producer gave
+    /// none.
+    pub timestamp: i64,
+    /// The record's headers, in their order: each key (never null) and its
+    /// value (`None` for a null value).
+    pub headers: Vec<(Bytes, Option<Bytes>)>,
 }
 
 /// One record batch.
@@ -202,10 +210,16 @@ fn read_batch(b: &Bytes, base_offset: i64, budget: &mut usize) -> Result<Batch, 
             "{count} records cannot fit in the {left} bytes left"
         )));
     }
+    // The batch's first and largest timestamps: a record's is the first
+    // plus its delta, or the largest for a log-append-time batch.
+    let first_timestamp = be_i64(&b[27..]);
+    let append_time = (attributes & 0x08 != 0).then(|| be_i64(&b[35..]));
     let mut r = Reader {
         b: &body,
         at: 0,
         base_offset,
+        first_timestamp,
+        append_time,
     };
     let mut records = Vec::new();
     let mut marker = None;
@@ -324,6 +338,9 @@ struct Reader<'a> {
     b: &'a Bytes,
     at: usize,
     base_offset: i64,
+    first_timestamp: i64,
+    /// The batch's append time, for a log-append-time batch.
+    append_time: Option<i64>,
 }
 
 impl Reader<'_> {
@@ -380,22 +397,28 @@ impl Reader<'_> {
             return Err(self.malformed("an empty record"));
         }
         self.at += 1; // attributes (unused)
-        self.varint(10)?; // timestamp delta
+        let timestamp_delta = self.varint(10)?;
         let delta = self.int()?;
         let key_len = self.int()?;
         let key = self.bytes(key_len, end)?;
         let value_len = self.int()?;
         let value = self.bytes(value_len, end)?;
-        let headers = self.int()?;
-        for _ in 0..headers.max(0) {
+        let count = self.int()?;
+        let mut headers = Vec::new();
+        for _ in 0..count.max(0) {
             let k = self.int()?;
             if k < 0 {
                 return Err(self.malformed("a header with a null key"));
             }
-            self.bytes(k, end)?;
+            let key = self.bytes(k, end)?.unwrap_or_default();
             let v = self.int()?;
-            self.bytes(v, end)?;
+            headers.push((key, self.bytes(v, end)?));
         }
+        let timestamp = match self.append_time {
+            Some(t) => t,
+            None if self.first_timestamp < 0 => -1,
+            None => self.first_timestamp.saturating_add(timestamp_delta),
+        };
         if self.at != end {
             return Err(self.malformed("a record's length does not match its fields"));
         }
@@ -403,6 +426,8 @@ impl Reader<'_> {
             offset: self.base_offset.saturating_add(delta),
             key,
             value,
+            timestamp,
+            headers,
         })
     }
 }

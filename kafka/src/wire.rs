@@ -19,14 +19,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
-use kafka_protocol::protocol::{
-    encode_request_header_into_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
-};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Mutex as AsyncMutex};
@@ -36,7 +34,6 @@ use tokio::time::Instant;
 use crate::client::code_name;
 use crate::codes;
 use crate::error::Error;
-use crate::frame_check;
 use crate::oauth::{OAuthToken, TokenSource};
 use crate::sasl::{Exchange, Step};
 use crate::security::{self, Credentials, SaslSettings, Security};
@@ -244,6 +241,7 @@ impl Connection {
         let mut mid_write = CloseUnlessDone {
             conn: self,
             done: false,
+            why: "a request was abandoned in the middle of its write",
         };
         let written = tokio::time::timeout_at(deadline, async {
             let mut w = self.writer.lock().await;
@@ -301,7 +299,18 @@ impl Connection {
         }
         self.write_frame(&frame, deadline).await?;
         self.requests.count(key);
-        let mut body = match tokio::time::timeout_at(deadline, rx).await {
+        // A caller that stops waiting for the response (its future dropped:
+        // a long poll cut short) leaves the broker owing it, and a broker
+        // answers a connection's requests in order: the next request here
+        // would wait behind it. The guard closes the connection then.
+        let mut awaiting = CloseUnlessDone {
+            conn: self,
+            done: false,
+            why: "a request was abandoned before its response",
+        };
+        let answered = tokio::time::timeout_at(deadline, rx).await;
+        awaiting.done = true;
+        let mut body = match answered {
             Ok(Ok(b)) => b,
             Ok(Err(_)) => {
                 let why = self
@@ -354,46 +363,17 @@ impl Connection {
     }
 }
 
-/// Checks a response frame (header and body) before anything decodes it
-/// (see [`frame_check`]) and returns the version its body is laid out in:
-/// the one asked for, or 0 for a broker's UNSUPPORTED_VERSION answer to an
-/// ApiVersions above its range, which Kafka writes as version 0.
-fn checked_layout(
-    key: ApiKey,
-    version: i16,
-    header_version: i16,
-    frame: &[u8],
-) -> Result<i16, frame_check::FrameError> {
-    let header_len = frame_check::check_response_header(header_version >= 1, frame)?;
-    let body = &frame[header_len..];
-    match frame_check::check_response(key as i16, version, body) {
-        Ok(()) => Ok(version),
-        Err(e) => {
-            let unsupported = body.get(..2) == Some(&codes::UNSUPPORTED_VERSION.to_be_bytes()[..]);
-            if key == ApiKey::ApiVersions
-                && version > 0
-                && unsupported
-                && frame_check::check_response(key as i16, 0, body).is_ok()
-            {
-                Ok(0)
-            } else {
-                Err(e)
-            }
-        }
-    }
-}
-
-/// Closes the connection when dropped before `done` is set.
+/// Closes the connection, for `why`, when dropped before `done` is set.
 struct CloseUnlessDone<'a> {
     conn: &'a Connection,
     done: bool,
+    why: &'static str,
 }
 
 impl Drop for CloseUnlessDone<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.conn
-                .close("a request was abandoned in the middle of its write".into());
+            self.conn.close(self.why.into());
         }
     }
 }
@@ -409,31 +389,6 @@ fn close_pending(pending: &StdMutex<Pending>, why: String) {
     }
     // Dropping the senders wakes every waiter with an error.
     p.waiters.clear();
-}
-
-/// Why a reply whose first four bytes are no Kafka frame size closed the
-/// connection: a server that answers in another protocol (an HTTP server,
-/// a TLS listener reached without TLS) is named as such.
-fn bad_frame(size: i32) -> String {
-    let bytes = size.to_be_bytes();
-    let other = |what: &str| {
-        format!(
-            "the server answered in another protocol than Kafka's ({what}): check that the \
-             address is a Kafka listener (a reply frame size of {size} is not Kafka's)"
-        )
-    };
-    if bytes.starts_with(b"HTTP") {
-        other("its reply begins with \"HTTP\", an HTTP server")
-    } else if bytes[0] == 0x15 && bytes[1] == 0x03 {
-        other("a TLS alert: a TLS listener; set security.protocol to SSL or SASL_SSL")
-    } else if bytes.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
-        other(&format!(
-            "its reply begins with the text {:?}",
-            String::from_utf8_lossy(&bytes)
-        ))
-    } else {
-        format!("bad response frame size {size}")
-    }
 }
 
 /// Reads response frames and hands each to the request waiting for it.
@@ -465,30 +420,10 @@ async fn read_loop(mut read: ReadHalf<BoxedStream>, pending: Arc<StdMutex<Pendin
     close_pending(&pending, why);
 }
 
-/// One request's frame: its size, header and body, encoded for `version`.
-fn request_frame<Req: Encodable>(
-    key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    client_id: &StrBytes,
-    req: &Req,
-) -> std::io::Result<BytesMut> {
-    let mut header = RequestHeader::default();
-    header.request_api_key = key as i16;
-    header.request_api_version = version;
-    header.correlation_id = correlation_id;
-    header.client_id = Some(client_id.clone());
-    let mut frame = BytesMut::with_capacity(128);
-    frame.put_i32(0); // the size, filled in below
-    encode_request_header_into_buffer(&mut frame, &header).map_err(protocol_error)?;
-    req.encode(&mut frame, version).map_err(protocol_error)?;
-    let size =
-        i32::try_from(frame.len() - 4).map_err(|_| std::io::Error::other("request too large"))?;
-    frame[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(frame)
-}
-
+mod frame;
 mod handshake;
+
+use frame::{bad_frame, checked_layout, request_frame};
 
 #[cfg(test)]
 mod tests;

@@ -9,126 +9,23 @@
 //! run (with the `KAFKA_*` settings of the environment); the tests fail,
 //! naming the cause, when neither gives a broker that answers.
 
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod support;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use krabka_kafka::client::retry::{retry, Backoff, Tried};
+use std::time::Duration;
+
 use krabka_kafka::{
     deadline_in, Client, Error, PartitionRead, ProducerEpoch, ReadError, ReadFrom, Reset, Settings,
     TxnError,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{bootstrap, kafka_sh, unique, STEP};
 
-/// The longest one step (a request with its retries) may take.
-const STEP: Duration = Duration::from_secs(20);
 /// How long a leader with nothing new waits in these tests' reads.
 const WAIT: Duration = Duration::from_millis(200);
 
-/// The single-node cluster's bootstrap address.
-fn bootstrap() -> &'static str {
-    static BOOTSTRAP: OnceLock<String> = OnceLock::new();
-    BOOTSTRAP.get_or_init(|| match std::env::var("KRABKA_BOOTSTRAP") {
-        Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
-        _ => start_kafka(),
-    })
-}
-
-/// `ci/kafka.sh start 1`, its last line the bootstrap address; panics
-/// (fails the test) naming why when there is none.
-fn start_kafka() -> String {
-    let out = kafka_sh(&["start", "1"], None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout.lines().last().map(str::trim) {
-        Some(addr) if out.status.success() && !addr.is_empty() => addr.to_owned(),
-        _ => panic!(
-            "a real Kafka is needed for this test: KRABKA_BOOTSTRAP is unset and \
-             `ci/kafka.sh start 1` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
-}
-
-/// Runs `ci/kafka.sh ARGS`, with `input` on its standard input.
-fn kafka_sh(args: &[&str], input: Option<&str>) -> std::process::Output {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/kafka.sh");
-    let mut child = Command::new("bash")
-        .arg(script)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{script} cannot run: {e}"));
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin
-        .write_all(input.unwrap_or_default().as_bytes())
-        .expect("write the tool's input");
-    drop(stdin);
-    child.wait_with_output().expect("the tool's output")
-}
-
-/// A name no earlier run used.
-fn unique(prefix: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-/// A new topic of one partition, made with one CreateTopics v5 at the
-/// bootstrap broker.
+/// A new topic of one partition (see [`support::create_topics`]).
 async fn topic(prefix: &str) -> String {
-    const VERSION: i16 = 5;
     let name = unique(prefix);
-    let broker = bootstrap().split(',').next().expect("a broker").trim();
-    let mut conn = tokio::net::TcpStream::connect(broker)
-        .await
-        .unwrap_or_else(|e| panic!("a real Kafka is needed: {broker} cannot be reached: {e}"));
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(StrBytes::from_string(name.clone()));
-    t.num_partitions = 1;
-    t.replication_factor = -1;
-    let mut req = CreateTopicsRequest::default();
-    req.timeout_ms = 10_000;
-    req.topics = vec![t];
-    let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::CreateTopics as i16;
-    header.request_api_version = VERSION;
-    header.correlation_id = 1;
-    header.client_id = Some(StrBytes::from_static_str("read-committed-test"));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, CreateTopicsRequest::header_version(VERSION))
-        .expect("encode the header");
-    req.encode(&mut body, VERSION).expect("encode CreateTopics");
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    conn.write_all(&frame).await.expect("send CreateTopics");
-    let len = conn.read_i32().await.expect("CreateTopics answer length");
-    let mut answer = vec![0u8; len as usize];
-    conn.read_exact(&mut answer)
-        .await
-        .expect("CreateTopics answer");
-    let mut answer = Bytes::from(answer);
-    ResponseHeader::decode(&mut answer, CreateTopicsResponse::header_version(VERSION))
-        .expect("decode the answer header");
-    let resp = CreateTopicsResponse::decode(&mut answer, VERSION).expect("decode CreateTopics");
-    for t in resp.topics {
-        assert_eq!(t.error_code, 0, "creating topic {name}");
-    }
+    support::create_topics(bootstrap(), &[&name], "read-committed-test").await;
     name
 }
 
@@ -138,17 +35,16 @@ fn client() -> Client {
     Client::new(&settings).expect("valid settings")
 }
 
-/// One transactional request through the client's retry loop.
+/// One transactional request through the client's retry loop; panics
+/// naming `what` when it fails.
 async fn tried<T, F, Fut>(what: &str, attempt: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, TxnError>>,
 {
-    match retry(deadline_in(STEP), Backoff::TRANSACTION, attempt).await {
-        Tried::Done(v) => v,
-        Tried::Failed(e) => panic!("{what}: {e:?}"),
-        Tried::OutOfTime(why) => panic!("{what}: out of time: {why}"),
-    }
+    support::tried(what, attempt)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"))
 }
 
 /// A producer of the topic: transactional (its id, epoch and next
@@ -194,34 +90,10 @@ impl Writer {
 
     /// Writes one record of `value`; returns its offset.
     async fn write(&mut self, client: &Client, topic: &str, value: &str) -> i64 {
-        let (pid, epoch) = self
-            .token
-            .map_or((-1, -1), |t| (t.producer_id, t.producer_epoch));
-        let record = Record {
-            transactional: self.token.is_some(),
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: 0,
-            sequence: self.sequence,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::copy_from_slice(value.as_bytes())),
-            headers: Default::default(),
-            delete_horizon: false,
-        };
+        let batch = support::batch(self.token, self.sequence, value);
         if self.token.is_some() {
             self.sequence += 1;
         }
-        let mut buf = BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        };
-        RecordBatchEncoder::encode(&mut buf, [&record], &options).expect("encode the batch");
-        let batch = buf.freeze();
         tried("Produce", || {
             client.produce(&self.id, topic, 0, batch.clone(), deadline_in(STEP))
         })

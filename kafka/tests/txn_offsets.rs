@@ -7,28 +7,19 @@
 //! run (with the `KAFKA_*` settings of the environment); the tests fail,
 //! naming the cause, when neither gives a broker that answers.
 
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+mod support;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use krabka_kafka::client::retry::{retry, Backoff, Tried};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::Bytes;
 use krabka_kafka::records::Marker;
 use krabka_kafka::{
     deadline_in, Client, Committed, Error, OffsetToCommit, PartitionCommitted, ProducerEpoch,
     Settings, TxnError,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{tried, unique, STEP};
 
-/// The longest one step (a request with its retries) may take.
-const STEP: Duration = Duration::from_secs(20);
 /// The transaction timeout of every epoch: long enough that no test's
 /// transaction times out while it looks at it.
 const TXN_TIMEOUT_MS: i32 = 60_000;
@@ -40,10 +31,7 @@ const IN_PARTITION: i32 = 0;
 fn cluster() -> &'static (String, String, String) {
     static CLUSTER: OnceLock<(String, String, String)> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let bootstrap = match std::env::var("KRABKA_BOOTSTRAP") {
-            Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
-            _ => start_kafka(),
-        };
+        let bootstrap = support::bootstrap().to_owned();
         let run = unique("eos");
         let (input, output) = (format!("{run}-in"), format!("{run}-out"));
         // On a thread of its own: the first test to get here runs in a
@@ -51,7 +39,7 @@ fn cluster() -> &'static (String, String, String) {
         let (b, i, o) = (bootstrap.clone(), input.clone(), output.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Runtime::new().expect("a runtime");
-            rt.block_on(create_topics(&b, &[&i, &o]));
+            rt.block_on(support::create_topics(&b, &[&i, &o], "txn-offsets-test"));
         })
         .join()
         .unwrap_or_else(|_| panic!("creating the topics {input} and {output} failed"));
@@ -59,107 +47,11 @@ fn cluster() -> &'static (String, String, String) {
     })
 }
 
-/// `ci/kafka.sh start 1`, its last line the bootstrap address; panics
-/// (fails the test) naming why when there is none.
-fn start_kafka() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/kafka.sh");
-    let out = std::process::Command::new("bash")
-        .args([script, "start", "1"])
-        .output()
-        .unwrap_or_else(|e| panic!("KRABKA_BOOTSTRAP is unset and {script} cannot run: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout.lines().last().map(str::trim) {
-        Some(addr) if out.status.success() && !addr.is_empty() => addr.to_owned(),
-        _ => panic!(
-            "a real Kafka is needed for this test: KRABKA_BOOTSTRAP is unset and \
-             `ci/kafka.sh start 1` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
-}
-
-/// A name no earlier run used.
-fn unique(prefix: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_nanos();
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
-
-/// Creates `topics` (one partition each) with one CreateTopics v5 at the
-/// bootstrap broker, the single node's controller-backed broker.
-async fn create_topics(bootstrap: &str, topics: &[&str]) {
-    const VERSION: i16 = 5;
-    let broker = bootstrap.split(',').next().expect("a broker").trim();
-    let mut conn = tokio::net::TcpStream::connect(broker)
-        .await
-        .unwrap_or_else(|e| panic!("a real Kafka is needed: {broker} cannot be reached: {e}"));
-    let mut req = CreateTopicsRequest::default();
-    req.timeout_ms = 10_000;
-    req.topics = topics
-        .iter()
-        .map(|name| {
-            let mut t = CreatableTopic::default();
-            t.name = TopicName(StrBytes::from_string((*name).to_owned()));
-            t.num_partitions = 1;
-            t.replication_factor = -1;
-            t
-        })
-        .collect();
-    let mut header = RequestHeader::default();
-    header.request_api_key = ApiKey::CreateTopics as i16;
-    header.request_api_version = VERSION;
-    header.correlation_id = 1;
-    header.client_id = Some(StrBytes::from_static_str("txn-offsets-test"));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, CreateTopicsRequest::header_version(VERSION))
-        .expect("encode the header");
-    req.encode(&mut body, VERSION).expect("encode CreateTopics");
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    conn.write_all(&frame).await.expect("send CreateTopics");
-    let len = conn.read_i32().await.expect("CreateTopics answer length");
-    let mut answer = vec![0u8; len as usize];
-    conn.read_exact(&mut answer)
-        .await
-        .expect("CreateTopics answer");
-    let mut answer = Bytes::from(answer);
-    ResponseHeader::decode(&mut answer, CreateTopicsResponse::header_version(VERSION))
-        .expect("decode the answer header");
-    let resp = CreateTopicsResponse::decode(&mut answer, VERSION).expect("decode CreateTopics");
-    for t in resp.topics {
-        assert_eq!(
-            t.error_code,
-            0,
-            "creating topic {}: {}",
-            t.name.0.as_str(),
-            krabka_kafka::codes::name(t.error_code)
-        );
-    }
-}
-
 fn client() -> Client {
     let (bootstrap, _, _) = cluster();
     let mut settings = Settings::new(bootstrap.clone());
     settings.operation_timeout = STEP;
     Client::new(&settings).expect("valid settings")
-}
-
-/// Runs one transactional request through the client's retry loop (as a
-/// lease writer does) for at most [`STEP`].
-async fn tried<T, F, Fut>(what: &str, attempt: F) -> Result<T, TxnError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, TxnError>>,
-{
-    match retry(deadline_in(STEP), Backoff::TRANSACTION, attempt).await {
-        Tried::Done(v) => Ok(v),
-        Tried::Failed(e) => Err(e),
-        Tried::OutOfTime(why) => panic!("{what}: out of time: {why}"),
-    }
 }
 
 /// A new epoch of a new transactional id.
@@ -174,28 +66,7 @@ async fn epoch(client: &Client, transactional_id: &str) -> ProducerEpoch {
 /// `sequence` (the epoch's batches before it on the partition, one record
 /// each).
 fn batch(token: ProducerEpoch, sequence: i32, value: &str) -> Bytes {
-    let record = Record {
-        transactional: true,
-        control: false,
-        partition_leader_epoch: -1,
-        producer_id: token.producer_id,
-        producer_epoch: token.producer_epoch,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence,
-        timestamp: 0,
-        key: None,
-        value: Some(Bytes::copy_from_slice(value.as_bytes())),
-        headers: Default::default(),
-        delete_horizon: false,
-    };
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [&record], &options).expect("encode the batch");
-    buf.freeze()
+    support::batch(Some(token), sequence, value)
 }
 
 /// The input partition's position `offset`, with `metadata`.

@@ -110,10 +110,13 @@ impl LeaseModel {
 
     /// The next step of a resign.
     ///
-    /// Current: the tombstone through the term's own epoch (fenced: the
-    /// successor's lease stands, nothing is bumped), then InitProducerId
-    /// with the term's producer id and epoch (refused when a newer epoch
-    /// exists), then deregistration. Old: an unconditional InitProducerId,
+    /// Current: with another member registered (read from the committed
+    /// records), the tombstone and the deregistration in one transaction
+    /// of the term's own epoch, and no bump (fenced: nothing of it written,
+    /// the successor's lease stands, deregistration follows). With no one
+    /// else registered: the tombstone through the term's own epoch (fenced:
+    /// nothing is bumped), then InitProducerId with the term's producer id
+    /// and epoch (refused when a newer epoch exists), then deregistration. Old: an unconditional InitProducerId,
     /// then the tombstone through the epoch it minted.
     pub(crate) fn resign_step(&self, s: &mut State, m: usize) {
         let Phase::Resigning { stage, since } = s.members[m].phase else {
@@ -123,6 +126,17 @@ impl LeaseModel {
         let own = s.members[m].term.expect("a resigner holds a term").token;
         let old = self.config.old.unconditional_resign;
         let next = match stage {
+            Resign::Tombstone(via) if !old && self.successor_waits(s, m) => {
+                let dereg = self.registration_keys[m].clone();
+                let lease = self.lease_keys[role].clone();
+                if kafka::write_txn_pair(s, role, via, (lease, None), (dereg, None)) {
+                    if let Some(term) = s.members[m].term.as_mut() {
+                        term.given_up = true;
+                    }
+                    return self.exit(s, m);
+                }
+                Resign::Deregister
+            }
             Resign::Tombstone(via) => {
                 let cleared =
                     kafka::write_txn(s, role, via, self.lease_keys[role].clone(), None, false);
@@ -155,6 +169,25 @@ impl LeaseModel {
             }
         };
         s.members[m].phase = Phase::Resigning { stage: next, since };
+    }
+
+    /// Whether a member other than `m` is registered for `m`'s role in the
+    /// committed records below the last stable offset (what the resign's
+    /// read returns before its transaction begins).
+    fn successor_waits(&self, s: &State, m: usize) -> bool {
+        let role = &self.config.roles[self.role_of(m)];
+        let mut state = krabka_coordination::RoleState::new(role.as_str());
+        let upto = s.last_stable() as usize;
+        for (offset, e) in s.log.iter().enumerate().take(upto) {
+            if e.status == crate::state::Status::Committed {
+                state
+                    .apply_parts(offset as i64, &e.key, e.value.as_deref())
+                    .expect("the model writes well-formed records");
+            }
+        }
+        let me = &self.config.members[m].id;
+        let waits = state.roster().any(|e| &e.member != me);
+        waits
     }
 
     /// A resign step's bound (one lease duration) ran out, the member cut

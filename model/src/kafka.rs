@@ -130,6 +130,27 @@ pub fn write_txn(
     true
 }
 
+/// A transactional write of two state records through `token`, in one
+/// transaction committed at once: both written, or (fenced, `false`)
+/// neither.
+pub fn write_txn_pair(
+    s: &mut State,
+    role: usize,
+    token: FencingToken,
+    first: (Arc<[u8]>, Option<Arc<[u8]>>),
+    second: (Arc<[u8]>, Option<Arc<[u8]>>),
+) -> bool {
+    if !write_txn(s, role, token, first.0, first.1, false) {
+        return false;
+    }
+    s.log.push(Entry {
+        key: second.0,
+        value: second.1,
+        status: Status::Committed,
+    });
+    true
+}
+
 /// True when an entry of `role`'s open transaction is on the partition.
 fn has_open_entries(s: &State, role: usize) -> bool {
     s.log.iter().any(|e| e.status == Status::Open(role as u8))

@@ -29,7 +29,14 @@ pub enum OnOutOfRange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputOptions {
     /// How long a partition's leader with no new committed record waits
-    /// for one before answering empty (the long poll). Default 500 ms.
+    /// for one before answering empty (the long poll). Default 500 ms. The
+    /// broker's wait is also cut to nine tenths of the client's request
+    /// timeout (`request.timeout.ms`, 5 s by default), so a longer
+    /// `max_wait` needs a longer request timeout. A read cut short (the
+    /// term ended) leaves its connection busy at the broker until the
+    /// broker answers, up to `max_wait`: give the reader a
+    /// [`crate::transport::kafka::KafkaClient`] of its own, not the
+    /// transport's, so no lease request waits behind it.
     pub max_wait: Duration,
     /// About the most bytes one leader answers per call (a whole first
     /// batch at least). Default 1 MiB.

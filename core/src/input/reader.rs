@@ -249,6 +249,12 @@ fn records_of(reads: Vec<PartitionRead>) -> Vec<InputRecord> {
                 offset: rec.offset,
                 key: rec.key.map(|b| b.to_vec()),
                 value: rec.value.map(|b| b.to_vec()),
+                timestamp: rec.timestamp,
+                headers: rec
+                    .headers
+                    .into_iter()
+                    .map(|(k, v)| (k.to_vec(), v.map(|v| v.to_vec())))
+                    .collect(),
             });
         }
     }

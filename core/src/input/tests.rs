@@ -28,6 +28,8 @@ fn read(topic: &str, partition: i32, offsets: &[i64], next: i64) -> PartitionRea
                 offset,
                 key: None,
                 value: Some(Bytes::from_static(b"v")),
+                timestamp: -1,
+                headers: Vec::new(),
             })
             .collect(),
         next_offset: next,

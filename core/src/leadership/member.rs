@@ -142,6 +142,18 @@ impl Member {
         Ok((record, lease))
     }
 
+    /// The member's deregistration record: the registration's key with no
+    /// value, on the role's partition. The same record whether the
+    /// registrar appends it or a resign writes it in its tombstone's
+    /// transaction.
+    pub(super) fn deregistration(&self) -> StateRecord {
+        StateRecord {
+            partition: self.partition,
+            key: self.registration_key.clone(),
+            value: None,
+        }
+    }
+
     /// The tombstone of the role's lease.
     pub(super) fn lease_tombstone(&self) -> StateRecord {
         StateRecord {
@@ -181,13 +193,7 @@ impl Member {
     /// Appends the registration tombstone; no event (a resign emits
     /// `deregistered` after `resigned`, whichever write finished first).
     pub(super) async fn append_deregistration(&self) -> Result<()> {
-        self.transport
-            .append(StateRecord {
-                partition: self.partition,
-                key: self.registration_key.clone(),
-                value: None,
-            })
-            .await?;
+        self.transport.append(self.deregistration()).await?;
         tracing::info!("deregistered");
         Ok(())
     }

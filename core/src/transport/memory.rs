@@ -56,9 +56,9 @@ pub use faults::{Faults, ProcessClock, ProcessState};
 pub use transport::MemoryTransport;
 
 use crate::transport::{
-    check_guarded, check_offsets, Backlog, CommittedOffset, ConsumedOffsets, Coordinator,
-    Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Record, Registrar, StateReader,
-    StateRecord, Superseded,
+    check_guarded, check_offsets, check_tombstone_and_deregistration, Backlog, CommittedOffset,
+    ConsumedOffsets, Coordinator, Describer, LeaseWriter, OutRecord, PastStable, ReadBatch, Record,
+    Registrar, StateReader, StateRecord, Superseded,
 };
 
 /// The epoch at which the coordinator rotates to a new producer id.

@@ -317,6 +317,23 @@ pub trait LeaseWriter: Send + Sync {
     /// [`crate::Error::OutcomeUnknown`], with the cause as its source.
     async fn write_lease(&self, record: StateRecord, within: Duration) -> Result<()>;
 
+    /// Writes the role's lease tombstone and the member's deregistration
+    /// record (`deregistration`: the record the member's [`Registrar`]
+    /// would append, key and value unchanged) in **one** transaction of the
+    /// epoch-bound producer, in that order, within `within`: a reader sees
+    /// both or neither. Errors as [`LeaseWriter::write_lease`]: on
+    /// [`crate::Error::Fenced`] and [`crate::Error::Transient`] neither
+    /// record was written; on [`crate::Error::OutcomeUnknown`] both or
+    /// neither were. Refuses, without sending anything
+    /// ([`crate::Error::InvalidArgument`]), a `tombstone` with a value and
+    /// two records on different partitions.
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()>;
+
     /// Writes `records` in one transaction of the epoch-bound producer,
     /// within `within` (as [`LeaseWriter::write_lease`]). A deposed holder's
     /// write fails with [`crate::Error::Fenced`] and none of its records
@@ -381,6 +398,26 @@ pub enum Superseded {
 /// All four traits: what a member needs.
 pub trait Transport: Coordinator + StateReader + Registrar {}
 impl<T: Coordinator + StateReader + Registrar + ?Sized> Transport for T {}
+
+/// Refuses what [`LeaseWriter::write_lease_and_deregister`] must not
+/// write: a tombstone with a value, two records on different partitions.
+pub(crate) fn check_tombstone_and_deregistration(
+    tombstone: &StateRecord,
+    deregistration: &StateRecord,
+) -> Result<()> {
+    if tombstone.value.is_some() {
+        return Err(crate::Error::InvalidArgument(
+            "the lease record written with a deregistration must be a tombstone (no value)".into(),
+        ));
+    }
+    if tombstone.partition != deregistration.partition {
+        return Err(crate::Error::InvalidArgument(format!(
+            "the lease tombstone (partition {}) and the deregistration (partition {}) must go to one partition",
+            tombstone.partition, deregistration.partition
+        )));
+    }
+    Ok(())
+}
 
 /// Refuses guarded records a [`LeaseWriter`] must not write: an empty topic,
 /// the state topic itself, a negative partition.

@@ -104,6 +104,17 @@ impl LeaseWriter for ScriptedEpoch {
         }
     }
 
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        self.inner
+            .write_lease_and_deregister(tombstone, deregistration, within)
+            .await
+    }
+
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         self.inner.write_guarded(records, within).await
     }

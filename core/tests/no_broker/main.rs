@@ -29,6 +29,7 @@ mod held_back;
 mod lead;
 mod leadership;
 mod observe;
+mod offsets;
 mod owned_epochs;
 mod retry_events;
 mod roster;

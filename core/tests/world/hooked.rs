@@ -149,6 +149,18 @@ impl LeaseWriter for HookedEpoch {
         Ok(())
     }
 
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        self.overrun().await;
+        self.inner
+            .write_lease_and_deregister(tombstone, deregistration, within)
+            .await
+    }
+
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         self.overrun().await;
         self.inner.write_guarded(records, within).await

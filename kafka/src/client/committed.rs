@@ -72,6 +72,8 @@ mod tests {
                     offset,
                     key: None,
                     value: Some(Bytes::from(format!("{producer}@{offset}"))),
+                    timestamp: -1,
+                    headers: Vec::new(),
                 })
                 .collect(),
         }

@@ -57,16 +57,6 @@ impl Client {
         .await
     }
 
-    /// Forgets the coordinator of `transactional_id`; returns what was
-    /// cached.
-    pub(super) fn forget_coordinator(&self, transactional_id: &str) -> Option<Route> {
-        self.inner
-            .coordinators
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(transactional_id, Instant::now())
-    }
-
     /// The node id of `addr` as the FindCoordinator that named it the
     /// cached coordinator of `transactional_id` said, if it still is.
     pub(super) fn coordinator_node(&self, transactional_id: &str, addr: &str) -> Option<i32> {

@@ -66,24 +66,13 @@ impl Client {
     /// `addr` last and, when the cached coordinator was `addr`, begins
     /// after the bootstrap broker that named it.
     pub(super) fn distrust_group_coordinator(&self, group: &str, addr: &str) {
-        let now = Instant::now();
-        let named_by = self
-            .inner
-            .group_coordinators
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(group, now)
-            .filter(|r| r.addr == addr)
-            .map(|r| r.named_by);
-        let suspect = Suspect {
-            addr: addr.to_owned(),
-            named_by,
-        };
-        self.inner
-            .group_suspect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(group, suspect, now);
+        super::routes::distrust(
+            &self.inner.group_coordinators,
+            &self.inner.group_suspect,
+            group,
+            addr,
+            Instant::now(),
+        );
     }
 
     /// FindCoordinator (key type group) for `group` at the bootstrap

@@ -221,19 +221,13 @@ impl Client {
     /// and, when the cached coordinator was `addr`, begins after the
     /// bootstrap broker that named it (see [`Client::lookup_order`]).
     pub(super) fn distrust_coordinator(&self, id: &str, addr: &str) {
-        let named_by = self
-            .forget_coordinator(id)
-            .filter(|r| r.addr == addr)
-            .map(|r| r.named_by);
-        let suspect = Suspect {
-            addr: addr.to_owned(),
-            named_by,
-        };
-        self.inner
-            .suspect
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, suspect, Instant::now());
+        routes::distrust(
+            &self.inner.coordinators,
+            &self.inner.suspect,
+            id,
+            addr,
+            Instant::now(),
+        );
     }
 
     /// The next Metadata of `topic` asks `suspect` last (a leader that did

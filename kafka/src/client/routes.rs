@@ -15,6 +15,7 @@
 //! an insert costs amortised constant work.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -119,6 +120,40 @@ pub(super) struct Suspect {
     pub(super) named_by: Option<String>,
 }
 
+/// Distrusts the coordinator at `addr` of `key` (a transactional id or a
+/// consumer group), the one way both coordinator caches forget.
+///
+/// Contract: called when a request to the cached coordinator ends
+/// moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, unreachable), gets
+/// no answer, or answers CONCURRENT_TRANSACTIONS for too long. The entry of
+/// `key` leaves `routes` whatever address it held, so the next request for
+/// `key` asks FindCoordinator instead of using it; `addr` goes into
+/// `suspects`, so that lookup asks `addr` last and, when the entry that
+/// left was `addr`, begins after the bootstrap broker that named it (whose
+/// view may be what is stale). Takes one lock, then the other, never both.
+pub(super) fn distrust(
+    routes: &Mutex<Aged<Route>>,
+    suspects: &Mutex<Aged<Suspect>>,
+    key: &str,
+    addr: &str,
+    now: Instant,
+) {
+    let named_by = routes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(key, now)
+        .filter(|r| r.addr == addr)
+        .map(|r| r.named_by);
+    let suspect = Suspect {
+        addr: addr.to_owned(),
+        named_by,
+    };
+    suspects
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, suspect, now);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +207,47 @@ mod tests {
             largest >= 1_000,
             "entries younger than the limit stay: {largest}"
         );
+    }
+
+    /// Both coordinator caches of a client, the transactional ids' and the
+    /// consumer groups', forget a distrusted coordinator and note it
+    /// suspect with the broker that named it; one naming another address
+    /// goes too, suspected without a namer.
+    #[tokio::test]
+    async fn both_coordinator_caches_forget_a_distrusted_coordinator() {
+        let client = crate::Client::new(&crate::Settings::new("127.0.0.1:9")).unwrap();
+        let inner = &client.inner;
+        let route = |addr: &str| Route {
+            addr: addr.to_owned(),
+            node: 1,
+            named_by: "b:2".to_owned(),
+        };
+        let now = Instant::now();
+        for (id, cached) in [("x", "a:1"), ("y", "c:3")] {
+            inner
+                .coordinators
+                .lock()
+                .unwrap()
+                .insert(id, route(cached), now);
+            inner
+                .group_coordinators
+                .lock()
+                .unwrap()
+                .insert(id, route(cached), now);
+            client.distrust_coordinator(id, "a:1");
+            client.distrust_group_coordinator(id, "a:1");
+        }
+        assert_eq!(client.coordinators_cached(), 0, "transaction coordinators");
+        assert_eq!(client.group_coordinators_cached(), 0, "group coordinators");
+        for suspects in [&inner.suspect, &inner.group_suspect] {
+            let mut suspects = suspects.lock().unwrap();
+            let x = suspects.remove("x", now).expect("x suspected");
+            assert_eq!(
+                (x.addr.as_str(), x.named_by.as_deref()),
+                ("a:1", Some("b:2"))
+            );
+            let y = suspects.remove("y", now).expect("y suspected");
+            assert_eq!((y.addr.as_str(), y.named_by), ("a:1", None));
+        }
     }
 }

@@ -104,11 +104,15 @@ fn reads_data_batches_and_markers_as_kafka_protocol_does() {
                 offset: 10,
                 key: Some(Bytes::from_static(b"k1")),
                 value: Some(Bytes::from_static(b"v1")),
+                timestamp: 1_700_000_000_010,
+                headers: vec![(Bytes::from_static(b"h"), Some(Bytes::from_static(b"x")))],
             },
             BatchRecord {
                 offset: 11,
                 key: Some(Bytes::from_static(b"k2")),
                 value: None,
+                timestamp: 1_700_000_000_011,
+                headers: vec![(Bytes::from_static(b"h"), Some(Bytes::from_static(b"x")))],
             },
         ]
     );
@@ -317,4 +321,40 @@ fn decompression_past_the_budget_ends_the_walk() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_log_append_time_batch_gives_every_record_the_batch_time() {
+    // One batch (a producer whose sequences follow its offsets), then
+    // marked LogAppendTime (attribute bit 3) as a broker marks it, with
+    // its checksum made again. Its largest timestamp stands for the
+    // broker's append time.
+    let p = (7, 0);
+    let mut raw = encode(&[
+        theirs(20, Some(b"a"), Some(b"1"), p, false, false),
+        theirs(21, Some(b"b"), Some(b"2"), p, false, false),
+    ]);
+    raw[22] |= 0x08;
+    let crc = crc32c::crc32c(&raw[CRC_FROM..]);
+    raw[17..21].copy_from_slice(&crc.to_be_bytes());
+    let read = read_batches(&raw.freeze()).unwrap();
+    assert_eq!(read.batches.len(), 1);
+    let times: Vec<i64> = read.batches[0]
+        .records
+        .iter()
+        .map(|r| r.timestamp)
+        .collect();
+    assert_eq!(times, [1_700_000_000_021, 1_700_000_000_021]);
+    // Without the mark, each record's own create time.
+    let plain = encode(&[
+        theirs(20, Some(b"a"), Some(b"1"), p, false, false),
+        theirs(21, Some(b"b"), Some(b"2"), p, false, false),
+    ]);
+    let read = read_batches(&plain.freeze()).unwrap();
+    let times: Vec<i64> = read.batches[0]
+        .records
+        .iter()
+        .map(|r| r.timestamp)
+        .collect();
+    assert_eq!(times, [1_700_000_000_020, 1_700_000_000_021]);
 }

@@ -3,6 +3,8 @@ use std::time::Duration;
 use kafka_protocol::messages::{DescribeTransactionsRequest, TransactionalId};
 use tokio::net::TcpListener;
 
+use bytes::{BufMut, BytesMut};
+
 use super::*;
 
 /// A broker that answers one ApiVersions request, then never reads again.
@@ -126,6 +128,36 @@ async fn an_unsupported_version_answer_to_api_versions_is_read_as_version_0() {
     assert_eq!(conn.version_for(ApiKey::ApiVersions, (0, 3)), Some(2));
     let asked: Vec<i16> = broker.requests().iter().map(|r| r.api_version).collect();
     assert_eq!(asked, vec![3, 0]);
+}
+
+#[tokio::test]
+async fn a_request_abandoned_before_its_response_closes_its_connection() {
+    use crate::fake_broker::{FakeBroker, Reply};
+    // The broker reads the request and never answers (as a long poll that
+    // has not ended yet): the caller stops waiting, so the broker still
+    // owes the response, and every later request on this connection would
+    // wait behind it.
+    let broker = FakeBroker::start(|r| {
+        if r.api_key == ApiKey::ApiVersions as i16 {
+            Reply::Default
+        } else {
+            Reply::Silence
+        }
+    });
+    let conn = plaintext_open(&broker.addr()).await.unwrap();
+    let far = Instant::now() + Duration::from_secs(60);
+    let req = DescribeTransactionsRequest::default();
+    let request =
+        conn.request::<_, ApiVersionsResponse>(ApiKey::DescribeTransactions, 0, &req, far);
+    tokio::select! {
+        _ = request => panic!("the broker never answers"),
+        _ = tokio::time::sleep(Duration::from_millis(300)) => {}
+    }
+    assert_eq!(broker.requests().len(), 2, "the request was written");
+    assert!(
+        conn.is_closed(),
+        "a connection that still owes an abandoned response must not be reused"
+    );
 }
 
 #[tokio::test]

@@ -13,18 +13,20 @@
 //! 2. Take the producer, waiting at most the lease duration for a renewal
 //!    or guarded write in flight; it is held to the end of the resign. If
 //!    it is not free in time, or the term already ended, go to step 6.
-//! 3. Clear the lease: write the lease tombstone through the term's own
-//!    epoch, bounded by the lease duration. Beside it, read whether another
-//!    member waits (registered, and not passed over at the challenge: the
-//!    follower of the challenge, read on by polls beside the tombstone's
-//!    transaction, see `successor_waits`); if one does, deregister at once,
-//!    beside the tombstone: the successor waits for both, and its mint
-//!    supersedes the resigned token. No bump of this member's own may run
-//!    then: a coordinator aborts and fences a successor's open transaction
-//!    for any InitProducerId carrying the role's producer id, whatever the
-//!    epoch (see the Kafka client's `bump_if_current`). Should that member
-//!    have left meanwhile, the token stays current at the coordinator,
-//!    unused, until the next mint.
+//! 3. Clear the lease. First read whether another member waits
+//!    (registered, and not passed over at the challenge: the follower of
+//!    the challenge, read on by polls, see `successor_waits`). If one does,
+//!    write the lease tombstone and this member's deregistration record in
+//!    one transaction of the term's own epoch
+//!    ([`crate::transport::LeaseWriter::write_lease_and_deregister`]),
+//!    bounded by the lease duration: the successor reads both at once, and
+//!    its mint supersedes the resigned token. No bump of this member's own
+//!    may run then: a coordinator aborts and fences a successor's open
+//!    transaction for any InitProducerId carrying the role's producer id,
+//!    whatever the epoch (see the Kafka client's `bump_if_current`). Should
+//!    that member have left meanwhile, the token stays current at the
+//!    coordinator, unused, until the next mint. If no one waits, write the
+//!    tombstone alone through the epoch, bounded the same way.
 //! 4. The tombstone's answer. Committed: `resigned` (cleared), and when no
 //!    one waits, the bump of step 5 gets the time no other member may
 //!    challenge in (the cleared lease's deadline plus one stagger, on the
@@ -38,15 +40,19 @@
 //!    the read ranks behind this one, and while this one is still
 //!    registered no one may challenge within that time, so the bump fences
 //!    no one. Its failure is logged, not returned.
-//! 6. Deregister (unless step 3 did), retrying transient failures within
+//! 6. Deregister through the registrar (unless step 3's transaction
+//!    committed, which deregistered), retrying transient failures within
 //!    the lease duration: `deregistered`; its failure is returned if
-//!    nothing failed before.
+//!    nothing failed before. A transaction of step 3 that failed (fenced:
+//!    nothing of it written) deregisters here; one whose outcome is unknown
+//!    deregisters here too (a second deregistration record changes
+//!    nothing).
 //! 7. End the term as resigned (no event of its own) and let go of the
 //!    claim.
 //!
 //! Step 3 does not read the whole partition: `read_partition` waits for the
-//! last stable offset, so beside the tombstone it would wait for the
-//! tombstone's own markers, tens of milliseconds on the hand-over's path.
+//! last stable offset, tens of milliseconds on the hand-over's path with the
+//! partition's other roles renewing; the read is bounded by [`RESIGN_READ`].
 //! The events keep their order: `resigned`, then `deregistered`.
 
 use std::future::Future;
@@ -210,7 +216,8 @@ struct Cleared {
     /// Set when the tombstone committed and no other member waits: the
     /// time the bump may take.
     supersede_within: Option<Duration>,
-    /// The deregistration, when it went out beside the tombstone.
+    /// `Some(Ok(()))` when the deregistration committed in the
+    /// tombstone's transaction.
     deregistered: Option<Result<()>>,
 }
 
@@ -225,8 +232,9 @@ impl Cleared {
     }
 }
 
-/// Steps 3 and 4: the tombstone, with the read (and the deregistration,
-/// if another member waits) beside it, within `bound` from now.
+/// Steps 3 and 4: the read of whether another member waits, then the
+/// tombstone (with the deregistration in its transaction, if one waits),
+/// within `bound` from now.
 async fn clear_lease(held: &Held, bound: Duration) -> Cleared {
     let m = &held.member;
     let now = tokio::time::Instant::now();
@@ -235,23 +243,22 @@ async fn clear_lease(held: &Held, bound: Duration) -> Cleared {
         .checked_add(bound)
         .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
     let left = move || deadline.saturating_duration_since(tokio::time::Instant::now());
-    let beside = async {
-        if successor_waits(held).await {
-            Some(deregister_within(m, bound).await)
-        } else {
-            None
-        }
+    let waits = successor_waits(held).await;
+    let written = if waits {
+        held.epoch
+            .write_lease_and_deregister(m.lease_tombstone(), m.deregistration(), left())
+            .await
+    } else {
+        held.epoch.write_lease(m.lease_tombstone(), left()).await
     };
-    let (written, early) =
-        tokio::join!(held.epoch.write_lease(m.lease_tombstone(), left()), beside);
-    let mut cleared = Cleared {
-        deregistered: early,
-        ..Cleared::skipped()
-    };
+    let mut cleared = Cleared::skipped();
     match written {
         Ok(()) => {
             m.emit(EventKind::Resigned { cleared: true });
-            if cleared.deregistered.is_none() {
+            if waits {
+                tracing::info!("deregistered in the tombstone's transaction");
+                cleared.deregistered = Some(Ok(()));
+            } else {
                 let quiet = quiet_time(held);
                 cleared.supersede_within = Some(left().min(quiet));
             }
@@ -307,9 +314,9 @@ async fn supersede(held: &Held, within: Duration) {
 }
 
 /// Step 6: deregisters `m` within `bound` unless `early` (the
-/// deregistration beside the tombstone) did, emits `deregistered` when it
-/// succeeded, and returns `result` (the tombstone's), else the
-/// deregistration's failure.
+/// deregistration in the tombstone's transaction) did, emits
+/// `deregistered` when it succeeded, and returns `result` (the
+/// tombstone's), else the deregistration's failure.
 async fn deregister(
     m: &Member,
     bound: Duration,
@@ -334,11 +341,10 @@ async fn deregister(
 /// Whether a member other than this one (and not passed over at the
 /// challenge) is registered: from the follower's state at the challenge,
 /// read on (polls until one brings nothing, within [`RESIGN_READ`]) when
-/// that state shows no one. The polls run beside the tombstone's
-/// transaction: they return what was committed before the transaction
-/// began (its open transaction holds the last stable offset). A failed or
-/// slow poll answers `false`: the resign then bumps before it deregisters,
-/// which is safe whoever waits.
+/// that state shows no one. The read ends before the tombstone's
+/// transaction begins: a member that registers after it ranks behind this
+/// one. A failed or slow poll answers `false`: the resign then bumps
+/// before it deregisters, which is safe whoever waits.
 ///
 /// The follower stands where the term began, and a term of minutes leaves
 /// thousands of renewals of the partition's other roles behind it: it

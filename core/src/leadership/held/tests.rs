@@ -318,7 +318,7 @@ async fn resign_steps_1_to_7_a_lone_leader_clears_bumps_and_deregisters() {
 }
 
 /// Resign steps 3 and 6 with a member waiting: the deregistration goes out
-/// beside the tombstone and no bump runs (step 5 is skipped), so the
+/// with the tombstone and no bump runs (step 5 is skipped), so the
 /// successor's mint is the first one after the term's token.
 #[tokio::test(flavor = "current_thread")]
 async fn resign_step_3_a_waiting_member_is_not_bumped_over() {
@@ -336,6 +336,83 @@ async fn resign_step_3_a_waiting_member_is_not_bumped_over() {
     assert!(b.is_finished(), "b took over at once");
     let b = b.await.unwrap().unwrap();
     assert_eq!(b.token(), later(a.token(), 1), "nothing minted between");
+}
+
+/// The state topic's records that resign `member`'s term of [`ROLE`]:
+/// the lease tombstone and `member`'s deregistration, as committed.
+fn resign_records(w: &World, member: &str) -> Vec<crate::transport::memory::CommittedWrite> {
+    use crate::codec::{encode_key, Key};
+    let lease = encode_key(&Key::lease(ROLE)).unwrap();
+    let registration = encode_key(&Key::registration(ROLE, member)).unwrap();
+    w.cluster
+        .committed_writes(Some(STATE_TOPIC))
+        .into_iter()
+        .filter(|r| r.value.is_none() && (r.key == lease || r.key == registration))
+        .collect()
+}
+
+/// Resign step 3 with a member waiting: the tombstone and the
+/// deregistration are one transaction of the term's epoch (both written
+/// by it, next to each other, the tombstone first), not a tombstone and
+/// a registrar's record; `resigned` comes before `deregistered`.
+#[tokio::test(flavor = "current_thread")]
+async fn resign_step_3_a_waiting_member_gets_tombstone_and_deregistration_in_one_transaction() {
+    let w = World::new();
+    let (a, mut rx) = w.leader().await;
+    let b = w.spawn("b", w.options());
+    w.run_until(T0 + 1_000).await;
+    assert!(!b.is_finished(), "b waits");
+    kinds(&mut rx);
+    a.resign().await.unwrap();
+    assert_eq!(seen(&mut rx), ["resigned", "deregistered"]);
+    let written = resign_records(&w, "a");
+    assert_eq!(written.len(), 2, "{written:?}");
+    let (tombstone, deregistration) = (&written[0], &written[1]);
+    for r in &written {
+        assert_eq!(r.role.as_deref(), Some(ROLE), "through the epoch: {r:?}");
+        assert_eq!(r.token, Some(a.token()), "the term's own epoch: {r:?}");
+    }
+    assert_eq!(
+        tombstone.key,
+        crate::codec::encode_key(&crate::codec::Key::lease(ROLE)).unwrap()
+    );
+    assert_eq!(deregistration.offset, tombstone.offset + 1, "{written:?}");
+    w.run_until(T0 + 2_000).await;
+    let b = b.await.unwrap().unwrap();
+    assert_eq!(b.token(), later(a.token(), 1), "nothing minted between");
+}
+
+/// Resign steps 3 and 6 with a member waiting and this one deposed without
+/// noticing: the one transaction is fenced (nothing of it written), so the
+/// member deregisters through the registrar, after `resigned`.
+#[tokio::test(flavor = "current_thread")]
+async fn resign_step_6_a_fenced_transaction_deregisters_through_the_registrar() {
+    let w = World::new();
+    let (a, mut rx) = w.leader().await;
+    let b = w.spawn("b", w.options());
+    w.run_until(T0 + 1_000).await;
+    assert!(!b.is_finished(), "b waits");
+    kinds(&mut rx);
+    let newer = w
+        .cluster
+        .transport()
+        .acquire_epoch(ROLE, LEASE)
+        .await
+        .unwrap()
+        .token();
+    a.resign().await.unwrap();
+    let events = kinds(&mut rx);
+    assert_eq!(resigned(&events), [false]);
+    assert!(matches!(events.last(), Some(EventKind::Deregistered)));
+    let written = resign_records(&w, "a");
+    assert_eq!(
+        written.len(),
+        1,
+        "no tombstone, one deregistration: {written:?}"
+    );
+    assert_eq!(written[0].role, None, "through the registrar: {written:?}");
+    assert_eq!(w.current_token().await, newer, "not bumped");
+    b.abort();
 }
 
 /// Resign step 4, fenced: a member deposed without noticing resigns

@@ -188,3 +188,49 @@ impl KafkaClient {
         self.kafka.sasl_session_lifetime()
     }
 }
+
+impl KafkaClient {
+    /// What consumer group `group` has committed for `partitions` (by
+    /// topic), in the order asked: only offsets of decided transactions
+    /// (OffsetFetch with `require_stable`), waiting up to `within` while a
+    /// pending commit of an open transaction holds one; then
+    /// [`crate::Error::Transient`] naming the group and the partitions. Bad
+    /// arguments ([`crate::transport::check_query`]) are
+    /// [`crate::Error::InvalidArgument`], nothing sent.
+    ///
+    /// Read by a new leader, this is where it resumes only after its mint
+    /// aborted the previous leader's open transaction: call
+    /// [`crate::leadership::Leadership::committed_offsets`], which can only
+    /// run then. Read from here, outside any term, an answer may be moved
+    /// later by a transaction of the role's leader (or of one not fenced
+    /// yet) whose offset commit was not sent when it was read.
+    pub async fn committed_offsets(
+        &self,
+        group: &str,
+        partitions: &[(String, Vec<i32>)],
+        within: Duration,
+    ) -> Result<Vec<crate::transport::CommittedOffset>> {
+        crate::transport::check_query(group, partitions)?;
+        let deadline = super::deadline_in(within);
+        let found = self
+            .kafka
+            .committed_offsets(group, partitions, deadline)
+            .await?;
+        Ok(found.into_iter().map(committed_offset).collect())
+    }
+}
+
+/// The core's view of one partition the protocol client read.
+fn committed_offset(p: krabka_kafka::PartitionCommitted) -> crate::transport::CommittedOffset {
+    let (offset, metadata) = match p.committed {
+        krabka_kafka::Committed::At { offset, metadata } => (Some(offset), metadata),
+        // `committed_offsets` waits out pending commits; none is left.
+        krabka_kafka::Committed::Nothing | krabka_kafka::Committed::Pending => (None, None),
+    };
+    crate::transport::CommittedOffset {
+        topic: p.topic,
+        partition: p.partition,
+        offset,
+        metadata,
+    }
+}

@@ -33,13 +33,13 @@ use async_trait::async_trait;
 use tokio::sync::Mutex as AsyncMutex;
 
 use super::client::BumpAnswer;
-use super::protocol_lease::{Content, End, Gone, Outcome, ProtocolLease, Write};
+use super::protocol_lease::{Gone, Outcome, ProtocolLease, Write};
 use super::{KafkaClient, KafkaConfig};
 use crate::error::{Error, Result};
 use crate::token::FencingToken;
 use crate::transport::{
-    check_guarded, check_offsets, check_query, CommittedOffset, ConsumedOffsets, LeaseWriter,
-    OutRecord, StateRecord, Superseded,
+    check_guarded, check_offsets, check_tombstone_and_deregistration, CommittedOffset,
+    ConsumedOffsets, LeaseWriter, OutRecord, StateRecord, Superseded,
 };
 
 /// How long releasing a producer waits to abort a transaction it left open.
@@ -65,36 +65,8 @@ const AHEAD_AFTER_MAX: Duration = Duration::from_millis(50);
 
 type Slot = Arc<AsyncMutex<Option<ProtocolLease>>>;
 
-/// What one transaction of the epoch was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ask {
-    /// A lease: its commit opens the next transaction ahead.
-    Lease,
-    /// A lease tombstone (a resign): nothing follows it.
-    Tombstone,
-    /// A guarded write, to data topics.
-    Guarded,
-    /// Fault injection: the transaction stays open.
-    LeftOpen,
-}
-
-impl Ask {
-    /// The writer's write of `records` (with `offsets`, for a guarded
-    /// write) for this ask.
-    fn write(self, records: Vec<OutRecord>, offsets: Option<ConsumedOffsets>) -> Write {
-        match self {
-            Ask::Lease | Ask::Tombstone => Write::commit(Content::Lease(records)),
-            Ask::Guarded => Write::commit(match offsets {
-                Some(offsets) => Content::GuardedWithOffsets(records, offsets),
-                None => Content::Guarded(records),
-            }),
-            Ask::LeftOpen => Write {
-                content: Content::Lease(records),
-                end: End::LeaveOpen,
-            },
-        }
-    }
-}
+mod ask;
+use ask::Ask;
 
 /// The held epoch of one role: implements [`LeaseWriter`].
 ///
@@ -370,21 +342,6 @@ pub(super) fn release(role: &str, p: ProtocolLease) {
     }
 }
 
-/// The core's view of one partition the protocol client read.
-fn committed_offset(p: krabka_kafka::PartitionCommitted) -> CommittedOffset {
-    let (offset, metadata) = match p.committed {
-        krabka_kafka::Committed::At { offset, metadata } => (Some(offset), metadata),
-        // `committed_offsets` waits out pending commits; none is left.
-        krabka_kafka::Committed::Nothing | krabka_kafka::Committed::Pending => (None, None),
-    };
-    CommittedOffset {
-        topic: p.topic,
-        partition: p.partition,
-        offset,
-        metadata,
-    }
-}
-
 impl Drop for KafkaEpoch {
     fn drop(&mut self) {
         // Nothing is opened ahead after the release.
@@ -434,6 +391,29 @@ impl LeaseWriter for KafkaEpoch {
             .await
     }
 
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        check_tombstone_and_deregistration(&tombstone, &deregistration)?;
+        super::check_partition(tombstone.partition)?;
+        // One partition, so one batch of the transaction: the tombstone
+        // first, then the deregistration.
+        let records = vec![
+            self.state_record(tombstone),
+            self.state_record(deregistration),
+        ];
+        self.transact(
+            "write_lease_and_deregister",
+            (records, None),
+            Ask::Tombstone,
+            within,
+        )
+        .await
+    }
+
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         check_guarded(&records, &self.state_topic)?;
         self.transact("a guarded write", (records, None), Ask::Guarded, within)
@@ -459,14 +439,9 @@ impl LeaseWriter for KafkaEpoch {
         partitions: &[(String, Vec<i32>)],
         within: Duration,
     ) -> Result<Vec<CommittedOffset>> {
-        check_query(group, partitions)?;
-        let deadline = super::deadline_in(within);
-        let found = self
-            .client
-            .kafka()
-            .committed_offsets(group, partitions, deadline)
-            .await?;
-        Ok(found.into_iter().map(committed_offset).collect())
+        self.client
+            .committed_offsets(group, partitions, within)
+            .await
     }
 
     fn take_resolved(&self) -> Option<bool> {

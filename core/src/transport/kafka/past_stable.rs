@@ -189,6 +189,8 @@ mod tests {
                     offset,
                     key: Some(bytes::Bytes::from(format!("k{offset}"))),
                     value: Some(bytes::Bytes::from_static(b"v")),
+                    timestamp: -1,
+                    headers: Vec::new(),
                 }]
             },
         }
@@ -230,6 +232,8 @@ mod tests {
             offset: 11,
             key: None,
             value: None,
+            timestamp: -1,
+            headers: Vec::new(),
         });
         s.add(b);
         let out = s.finish();

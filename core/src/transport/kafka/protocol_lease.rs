@@ -171,6 +171,12 @@
 //! whichever state it is in; a commit that is not answered (C2, C11)
 //! moves it to CommitPending.
 //!
+//! Rows C8 and C9 are not reached by the writer's own steps (a commit
+//! follows acknowledged batches, and no abort was sent for it): their tests
+//! begin from a crafted CommitPending.
+//! AddPartitionsToTxn and EndTxn answers never read as a broken epoch (only
+//! a Produce's sequence does): W8's and C5's failures are fences.
+//!
 //! [`LeaseWriter::take_resolved`]: crate::transport::LeaseWriter::take_resolved
 //! [`Error::Transient`]: crate::error::Error::Transient
 //! [`Error::OutcomeUnknown`]: crate::error::Error::OutcomeUnknown
@@ -463,5 +469,3 @@ async fn produce_until(
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_offsets;

@@ -32,11 +32,7 @@ const MARKER_POLL: Duration = Duration::from_millis(5);
 #[async_trait]
 impl StateReader for KafkaTransport {
     async fn read_partition(&self, partition: i32) -> Result<Vec<Record>> {
-        // An unreachable cluster fails here within the connect timeout;
-        // the consumer would wait out its operation timeout, twice.
-        self.client.kafka().ensure_reached().await?;
-        self.wait_for_markers(partition).await;
-        let mut reader = self.reader(partition).await?;
+        let mut reader = self.whole_partition_reader(partition).await?;
         reader
             .as_mut()
             .expect("reader() creates it")
@@ -45,9 +41,7 @@ impl StateReader for KafkaTransport {
     }
 
     async fn read_state(&self, partition: i32) -> Result<ReadBatch> {
-        self.client.kafka().ensure_reached().await?;
-        self.wait_for_markers(partition).await;
-        let mut reader = self.reader(partition).await?;
+        let mut reader = self.whole_partition_reader(partition).await?;
         reader
             .as_mut()
             .expect("reader() creates it")
@@ -165,6 +159,20 @@ impl KafkaTransport {
 }
 
 impl KafkaTransport {
+    /// The partition's reader for a read of the whole partition: once the
+    /// cluster is reached (an unreachable one fails here within the connect
+    /// timeout; the consumer would wait out its operation timeout, twice)
+    /// and the markers of a commit acknowledged a moment ago are waited
+    /// for. Errors as [`Self::reader`] and the client's `ensure_reached`.
+    async fn whole_partition_reader(
+        &self,
+        partition: i32,
+    ) -> Result<tokio::sync::OwnedMutexGuard<Option<PartitionReader>>> {
+        self.client.kafka().ensure_reached().await?;
+        self.wait_for_markers(partition).await;
+        self.reader(partition).await
+    }
+
     /// The partition's reader, locked for one call, created on first use.
     pub(super) async fn reader(
         &self,

@@ -36,6 +36,14 @@ impl MemoryEpoch {
     /// Appends one state record through this epoch; wakes pollers for a
     /// committed one. Commits what this epoch left open first.
     fn write_state(&self, record: StateRecord, state: EntryState) -> Result<()> {
+        self.write_states(vec![record], state)
+    }
+
+    /// Appends `records` through this epoch in one transaction (one entry
+    /// of the cluster's lock: no other write comes between them, and they
+    /// share `state`); wakes pollers for committed ones. Commits what this
+    /// epoch left open first.
+    fn write_states(&self, records: Vec<StateRecord>, state: EntryState) -> Result<()> {
         let cluster = &self.transport.cluster;
         let mut inner = cluster.enter("write_lease")?;
         self.check_epoch(&inner)?;
@@ -43,13 +51,23 @@ impl MemoryEpoch {
         MemoryCluster::decide_open(&mut inner, &self.role, EntryState::Committed);
         let committed = state == EntryState::Committed;
         let topic = cluster.state_topic.clone();
-        let StateRecord {
-            partition,
-            key,
-            value,
-        } = record;
-        let writer = Some((self.role.clone(), self.token));
-        MemoryCluster::append(&mut inner, &topic, partition, key, value, state, writer);
+        for record in records {
+            let StateRecord {
+                partition,
+                key,
+                value,
+            } = record;
+            let writer = Some((self.role.clone(), self.token));
+            MemoryCluster::append(
+                &mut inner,
+                &topic,
+                partition,
+                key,
+                value,
+                state.clone(),
+                writer,
+            );
+        }
         drop(inner);
         cluster.decided.notify_waiters();
         if committed {
@@ -171,6 +189,25 @@ impl LeaseWriter for MemoryEpoch {
             .wait_unstalled(&[cluster.state_topic.as_str()], within, "write_lease")
             .await?;
         self.write_state(record, EntryState::Committed)
+    }
+
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        check_tombstone_and_deregistration(&tombstone, &deregistration)?;
+        self.transport.gate("write_lease_and_deregister").await?;
+        let cluster = &self.transport.cluster;
+        cluster
+            .wait_unstalled(
+                &[cluster.state_topic.as_str()],
+                within,
+                "write_lease_and_deregister",
+            )
+            .await?;
+        self.write_states(vec![tombstone, deregistration], EntryState::Committed)
     }
 
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {

@@ -242,6 +242,22 @@ impl LeaseWriter for TimedEpoch {
         r
     }
 
+    async fn write_lease_and_deregister(
+        &self,
+        tombstone: StateRecord,
+        deregistration: StateRecord,
+        within: Duration,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let r = self
+            .inner
+            .write_lease_and_deregister(tombstone, deregistration, within)
+            .await;
+        self.rec
+            .record("write_lease_and_deregister", t, 0, r.is_ok());
+        r
+    }
+
     async fn write_guarded(&self, records: Vec<OutRecord>, within: Duration) -> Result<()> {
         let t = Instant::now();
         let r = self.inner.write_guarded(records, within).await;

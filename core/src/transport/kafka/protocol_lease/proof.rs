@@ -135,19 +135,11 @@ impl ProtocolLease {
     /// may show an earlier commit of the same epoch) cannot fake: the
     /// partition's leader holds the marker itself.
     async fn ended_by_this_epoch(&self, deadline: Instant) -> std::result::Result<(), String> {
-        let Some((topic, partition, _)) = self
-            .txn
-            .pin()
-            .written
-            .iter()
-            .find(|(_, _, offset)| *offset >= 0)
-        else {
-            return Err("no batch of the transaction has a known offset".into());
-        };
+        let (topic, partition, _) = self.batch_at_known_offset()?;
         let where_ = || format!("{}/{partition}", crate::error::quote(topic));
         let asked = self
             .kafka
-            .active_producer(topic, *partition, self.token.producer_id, deadline);
+            .active_producer(topic, partition, self.token.producer_id, deadline);
         match tokio::time::timeout_at(deadline, asked).await {
             Ok(Ok(Some(p))) if p.open_transaction_from.is_some() => Err(format!(
                 "the leader of {} shows a transaction of the producer open",
@@ -173,22 +165,14 @@ impl ProtocolLease {
     /// Whether the last stable offset of a partition the transaction wrote
     /// is past the transaction's batch there: its markers are written.
     async fn past_a_batch(&self, deadline: Instant) -> std::result::Result<(), String> {
-        let Some((topic, partition, offset)) = self
-            .txn
-            .pin()
-            .written
-            .iter()
-            .find(|(_, _, offset)| *offset >= 0)
-        else {
-            return Err("no batch of the transaction has a known offset".into());
-        };
+        let (topic, partition, offset) = self.batch_at_known_offset()?;
         let read = tokio::time::timeout_at(
             deadline,
-            self.kafka.end_offset(topic, *partition, true, deadline),
+            self.kafka.end_offset(topic, partition, true, deadline),
         )
         .await;
         match read {
-            Ok(Ok(stable)) if stable > *offset => Ok(()),
+            Ok(Ok(stable)) if stable > offset => Ok(()),
             Ok(Ok(stable)) => Err(format!(
                 "the last stable offset of {}/{partition} is {stable}, not past the \
                  transaction's batch at {offset} (the transaction is open, or its markers are \
@@ -198,5 +182,19 @@ impl ProtocolLease {
             Ok(Err(e)) => Err(format!("reading the last stable offset failed: {e}")),
             Err(_) => Err("the last stable offset had no answer in time".into()),
         }
+    }
+
+    /// The first batch of the transaction the leaders acknowledged at a
+    /// known offset (topic, partition, base offset): the partition whose
+    /// markers [`Self::past_a_batch`] and [`Self::ended_by_this_epoch`]
+    /// read. Why not, when there is none.
+    fn batch_at_known_offset(&self) -> std::result::Result<(&str, i32, i64), String> {
+        self.txn
+            .pin()
+            .written
+            .iter()
+            .find(|(_, _, offset)| *offset >= 0)
+            .map(|(topic, partition, offset)| (topic.as_str(), *partition, *offset))
+            .ok_or_else(|| "no batch of the transaction has a known offset".to_owned())
     }
 }

@@ -5,6 +5,9 @@ use super::*;
 use crate::error::Error;
 use crate::transport::OutRecord;
 
+mod offsets;
+mod rows;
+
 /// A fake broker that leads partition 0 of topic `t`, coordinates every
 /// transactional id, leaves the first Produce unanswered and answers
 /// everything else.
@@ -109,24 +112,24 @@ use kafka_protocol::messages::ApiKey;
 use krabka_kafka::fake_broker::{self, Endpoint, FakeBroker, Reply, Request};
 
 /// The held epoch of the tests below.
-pub(super) const TOKEN: FencingToken = FencingToken::new(11, 3);
+const TOKEN: FencingToken = FencingToken::new(11, 3);
 
 /// Where the two brokers of [`two_brokers`] listen.
 #[derive(Clone)]
-pub(super) struct Endpoints {
-    pub(super) a: Endpoint,
-    pub(super) b: Endpoint,
+struct Endpoints {
+    a: Endpoint,
+    b: Endpoint,
 }
 
 /// A script of one broker of [`two_brokers`]: `Some` answers the request,
 /// `None` leaves it to [`usual`].
-pub(super) type Script = Box<dyn Fn(&Request, &Endpoints) -> Option<Reply> + Send + Sync>;
+type Script = Box<dyn Fn(&Request, &Endpoints) -> Option<Reply> + Send + Sync>;
 
 /// What a broker of [`two_brokers`] answers unless its script says
 /// otherwise: Metadata with A leading `t`/0, FindCoordinator naming A,
 /// AddPartitionsToTxn and EndTxn without error, Produce at offset 7, and
 /// ApiVersions; anything else is a script error.
-pub(super) fn usual(r: &Request, at: &Endpoints) -> Reply {
+fn usual(r: &Request, at: &Endpoints) -> Reply {
     use kafka_protocol::messages::metadata_response::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
     };
@@ -173,7 +176,7 @@ pub(super) fn usual(r: &Request, at: &Endpoints) -> Reply {
 
 /// Two fake brokers, A (node 1, the bootstrap broker, leader of `t`/0) and
 /// B (node 2), each answering with its script, then [`usual`].
-pub(super) fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
+fn two_brokers(a: Script, b: Script) -> (FakeBroker, FakeBroker) {
     use krabka_kafka::fake_broker::Config;
     let at = std::sync::Arc::new(std::sync::OnceLock::<Endpoints>::new());
     let start = |node_id: i32, script: Script| {
@@ -252,7 +255,7 @@ fn producer_at(r: &Request, epoch: i32, last_sequence: i32) -> Reply {
 
 /// The requests `broker` read, by name, ApiVersions left out; an EndTxn is
 /// not told apart by its kind (see [`end_txns`]).
-pub(super) fn sent(broker: &FakeBroker) -> Vec<String> {
+fn sent(broker: &FakeBroker) -> Vec<String> {
     broker
         .requests()
         .iter()
@@ -266,7 +269,7 @@ pub(super) fn sent(broker: &FakeBroker) -> Vec<String> {
 
 /// The transactional requests `broker` read, by name: [`sent`] without
 /// the lookups (Metadata, FindCoordinator).
-pub(super) fn sent_txn(broker: &FakeBroker) -> Vec<String> {
+fn sent_txn(broker: &FakeBroker) -> Vec<String> {
     let mut requests = sent(broker);
     requests.retain(|k| k != "Metadata" && k != "FindCoordinator");
     requests
@@ -274,11 +277,11 @@ pub(super) fn sent_txn(broker: &FakeBroker) -> Vec<String> {
 
 /// A log of the EndTxn requests a script answered: `true` for a commit.
 #[derive(Clone, Default)]
-pub(super) struct EndTxns(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+struct EndTxns(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
 
 impl EndTxns {
     /// Notes the EndTxn `r` and answers it with `code`.
-    pub(super) fn answer(&self, r: &Request, code: i16) -> Reply {
+    fn answer(&self, r: &Request, code: i16) -> Reply {
         let asked: kafka_protocol::messages::EndTxnRequest = match r.decode() {
             Ok(asked) => asked,
             Err(e) => return Reply::ScriptError(e.to_string()),
@@ -287,7 +290,7 @@ impl EndTxns {
         fake_broker::end_txn(r, code)
     }
 
-    pub(super) fn kinds(&self) -> Vec<&'static str> {
+    fn kinds(&self) -> Vec<&'static str> {
         let log = self.0.lock().unwrap();
         log.iter()
             .map(|c| if *c { "commit" } else { "abort" })
@@ -296,7 +299,7 @@ impl EndTxns {
 }
 
 /// A writer of [`TOKEN`] on a client of `bootstrap`.
-pub(super) fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
+fn writer(bootstrap: &FakeBroker) -> ProtocolLease {
     let mut settings = krabka_kafka::Settings::new(bootstrap.addr());
     settings.operation_timeout = Duration::from_secs(2);
     settings.connect_timeout = Duration::from_secs(2);
@@ -318,7 +321,7 @@ async fn write(lease: &mut ProtocolLease, within: Duration) -> std::result::Resu
 }
 
 /// The error of a write that failed, and whether the epoch was dropped.
-pub(super) fn failed(outcome: std::result::Result<(), Outcome>) -> (Error, bool) {
+fn failed(outcome: std::result::Result<(), Outcome>) -> (Error, bool) {
     match outcome {
         Ok(()) => panic!("the write succeeded"),
         Err(Outcome::Keep(e)) => (e, false),

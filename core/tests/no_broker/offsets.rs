@@ -4,7 +4,7 @@
 //! committed; a deposed leader's write moves nothing; a pending commit is
 //! waited for; bad offsets are refused before anything is sent.
 
-mod world;
+use crate::world;
 
 use std::time::Duration;
 
@@ -234,4 +234,22 @@ async fn bad_offsets_are_refused_at_the_call_and_no_offsets_is_a_plain_write() {
     a.resign().await.unwrap();
     assert!(matches!(write.await, Err(Error::Resigned)));
     assert_eq!(w.cluster.committed_offset(GROUP, INPUT, 0), None);
+}
+
+/// The test kit reads back the input position a leader committed.
+#[tokio::test(flavor = "current_thread")]
+async fn the_test_kit_reads_back_the_committed_position() {
+    let cluster = krabka_coordination::testing::TestCluster::new();
+    let a = cluster.process("a");
+    let lead = a
+        .client()
+        .acquire(ROLE, "a", a.client().leadership_options())
+        .await
+        .unwrap();
+    assert_eq!(cluster.committed_offset(GROUP, INPUT, 0), None);
+    lead.write_with_offsets(vec![order("o1")], consumed(7, None))
+        .await
+        .unwrap();
+    assert_eq!(cluster.committed_offset(GROUP, INPUT, 0), Some(7));
+    assert_eq!(cluster.guarded_writes().len(), 1);
 }

@@ -12,8 +12,6 @@ use kafka_protocol::messages::{
 };
 use krabka_kafka::fake_broker::{FakeBroker, Reply, Request};
 
-use super::batch::tests::rec;
-use super::tests::{failed, sent_txn, two_brokers, writer, EndTxns, TOKEN};
 use super::*;
 use crate::transport::{ConsumedOffsets, InputOffset};
 
