@@ -605,9 +605,8 @@ export declare class Leadership extends EventEmitter {
    * Rejects with an {@link InvalidArgumentError} naming the value, sending
    * nothing and leaving the term held, for an empty group, an input offset
    * with an empty topic, a negative partition or offset, or a
-   * topic-partition named twice; a value of the wrong type (or an offset
-   * out of the 64-bit range) rejects with the package's `TypeError` or
-   * `RangeError`. A group that consumers joined with `subscribe` rejects
+   * topic-partition named twice; so does a value of the wrong type or an
+   * integer out of its range (`field` names it). A group that consumers joined with `subscribe` rejects
    * with a {@link FatalError}. The principal needs READ on the group and on
    * the input topics.
    */
