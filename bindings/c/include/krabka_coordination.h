@@ -1514,11 +1514,13 @@ krabka_result krabka_leadership_write_with_offsets(const krabka_leadership *lead
 // `partitions[i]` (its `topic` is that entry's pointer), its `offset`
 // `KRABKA_NO_OFFSET` when the group committed nothing there. The metadata
 // texts go NUL-terminated into the caller's buffer `metadata` of
-// `metadata_capacity` bytes (NULL with capacity 0 when none is expected),
-// and `*metadata_len` gets the bytes they need (each with its NUL) even
-// when the buffer is too small: then `KRABKA_RESULT_BUFFER_TOO_SMALL` and
-// nothing is written to `out` (ask again with a buffer that large; the
-// offsets may have moved meanwhile).
+// `metadata_capacity` bytes (may be NULL with capacity 0), in the order of
+// `out`, and `*metadata_len` gets the bytes they need (each with its NUL)
+// even when the buffer is too small: then `KRABKA_RESULT_BUFFER_TOO_SMALL`
+// and nothing is written to `out` (ask again with a buffer that large;
+// the offsets may have moved meanwhile). Kafka answers an offset committed
+// without metadata with an empty text, which takes one byte: `count`
+// bytes plus the lengths of the metadata the writes commit suffice.
 //
 // `KRABKA_RESULT_INVALID_ARGUMENT` naming the value, nothing sent: an
 // empty group or topic, a negative partition, a topic-partition asked
