@@ -28,7 +28,9 @@
 #      structs (test_options), and the OAUTHBEARER token callback
 #      (test_oauth), and the test kit with no broker (test_testing_kit:
 #      an election, a crash failed over at the deadline, a paused leader's
-#      write fenced, a resign's hand-over, all on the manual clock);
+#      write fenced, a resign's hand-over, all on the manual clock), and
+#      the input offsets committed with guarded writes on Kafka, a deposed
+#      leader's write with offsets fenced and moving nothing (test_offsets);
 #   6. examples/c/worker.c, built with `make` (the pkg-config line), leads
 #      for a few seconds, writes, resigns on its alarm; a standby is stopped
 #      with SIGTERM while it waits.
@@ -109,7 +111,7 @@ cc "${C_STRICT[@]}" -o "$BUILD/only_static" "$BUILD/only.c" -I"$PREFIX/include" 
 "$BUILD/only_static" && echo "static link: ok"
 
 step "build the C tests (plain and AddressSanitizer)"
-TESTS=(test_golden test_args test_kafka test_close test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth test_testing_kit member)
+TESTS=(test_golden test_args test_kafka test_close test_failover test_observe test_lead test_log test_topic test_metrics test_options test_oauth test_testing_kit test_offsets member)
 for t in "${TESTS[@]}"; do
     cc "${C_STRICT[@]}" -g -o "$BUILD/$t" "bindings/c/tests/$t.c" "${PC[@]}" -lpthread -lm
     cc "${C_STRICT[@]}" -g -fsanitize=address -fno-omit-frame-pointer -o "$BUILD/$t.asan" \
@@ -122,8 +124,11 @@ if [[ -z ${KRABKA_BOOTSTRAP:-} ]]; then
     KRABKA_BOOTSTRAP=$(ci/kafka.sh start 1 | tail -n 1)
 fi
 export KRABKA_BOOTSTRAP KRABKA_KAFKA_SH="$ROOT/ci/kafka.sh" KRABKA_C_TOPIC=krabka-c-guarded
+export KRABKA_C_INPUT_TOPIC=krabka-c-input
 ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
     --topic "$KRABKA_C_TOPIC" --partitions 1 --replication-factor 1 >/dev/null
+ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
+    --topic "$KRABKA_C_INPUT_TOPIC" --partitions 2 --replication-factor 1 >/dev/null
 echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP, guarded writes to $KRABKA_C_TOPIC"
 
 # Each suite's outcome is a line of $RESULTS ("pass NAME" or "fail NAME"),
@@ -157,6 +162,7 @@ plain_suites() {
     run options "$BUILD/test_options"
     run oauth "$BUILD/test_oauth"
     run testing_kit "$BUILD/test_testing_kit"
+    run offsets "$BUILD/test_offsets"
 }
 
 asan_suites() {
@@ -179,6 +185,7 @@ asan_suites() {
     run options.asan "$BUILD/test_options.asan"
     run oauth.asan "$BUILD/test_oauth.asan"
     run testing_kit.asan "$BUILD/test_testing_kit.asan"
+    run offsets.asan "$BUILD/test_offsets.asan"
 }
 
 valgrind_suites() {
@@ -206,6 +213,7 @@ valgrind_suites() {
     run options.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_options"
     run oauth.valgrind "${VG[@]}" "$BUILD/test_oauth"
     run testing_kit.valgrind "${VG[@]}" "$BUILD/test_testing_kit"
+    run offsets.valgrind env KRABKA_C_SLOW=1 "${VG[@]}" "$BUILD/test_offsets"
 }
 
 # Two lanes side by side: the valgrind runs (CPU-bound, one core) beside the
@@ -221,8 +229,8 @@ wait "$lane_valgrind" || true
 cat "$WORK/lane-plain.log" "$WORK/lane-valgrind.log"
 passed=$(grep -c '^pass ' "$RESULTS" || true)
 failed=$(grep -c '^fail ' "$RESULTS" || true)
-if [[ $((passed + failed)) -ne 38 ]]; then
-    echo "ci/c.sh: expected 38 suite results from the two lanes, got $((passed + failed))" >&2
+if [[ $((passed + failed)) -ne 41 ]]; then
+    echo "ci/c.sh: expected 41 suite results from the two lanes, got $((passed + failed))" >&2
     failed=$((failed + 1))
 fi
 
@@ -262,11 +270,13 @@ else
     echo "ci/c.sh: the standby should wait, then stop on SIGTERM (exit $standby_rc)" >&2
 fi
 
-step "quick start (the c blocks of README.md and bindings/c/README.md, ci/snippets.py): C99 -Werror, run on Kafka"
+step "quick start (the c blocks of README.md, bindings/c/README.md and docs/c.md, ci/snippets.py): C99 -Werror, run on Kafka"
 ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
     --topic billing-out --partitions 1 --replication-factor 1 >/dev/null
+ci/kafka.sh tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" --create --if-not-exists \
+    --topic billing-in --partitions 1 --replication-factor 1 >/dev/null
 SNIPPETS="$WORK/snippets"
-python3 ci/snippets.py extract c "$SNIPPETS" README.md bindings/c/README.md
+python3 ci/snippets.py extract c "$SNIPPETS" README.md bindings/c/README.md docs/c.md
 if python3 ci/snippets.py run c "$SNIPPETS" -- sh -c \
     'cc "$0" -o "$0.bin" "$@" && { [ -n "${KRABKA_SNIPPET_FRAGMENT:-}" ] || "$0.bin"; }' \
     {} "${C_STRICT[@]}" "${PC[@]}"; then

@@ -43,7 +43,8 @@
  *   it and valid until it is freed. Static strings (names) are never freed.
  *
  * Option structs. Every struct the caller fills for a call
- *   (krabka_client_options, krabka_leadership_options, krabka_topic_options)
+ *   (krabka_client_options, krabka_leadership_options, krabka_topic_options,
+ *   krabka_consumed_offsets)
  *   begins with `size_t struct_size`: the size the caller was compiled with,
  *   so that fields are added at the end without breaking a compiled caller.
  *   Fill one with its init macro, then set fields by name:
@@ -94,6 +95,7 @@
 #define KRABKA_CLIENT_OPTIONS_INIT(p) krabka_client_options_init((p), sizeof *(p))
 #define KRABKA_LEADERSHIP_OPTIONS_INIT(p) krabka_leadership_options_init((p), sizeof *(p))
 #define KRABKA_TOPIC_OPTIONS_INIT(p) krabka_topic_options_init((p), sizeof *(p))
+#define KRABKA_CONSUMED_OFFSETS_INIT(p) krabka_consumed_offsets_init((p), sizeof *(p))
 
 // A timeout that means "no limit".
 #define KRABKA_NO_TIMEOUT -1.0
@@ -105,6 +107,10 @@
 
 // The partition value that lets the producer's partitioner choose.
 #define KRABKA_ANY_PARTITION -1
+
+// The `offset` of a `krabka_committed_offset` for a partition the group
+// has committed nothing for (start where your reset policy says).
+#define KRABKA_NO_OFFSET -1
 
 // The result of every fallible function: `KRABKA_RESULT_OK` (0), one of the
 // core's error kinds (1 to 10, the values of the core's `ErrorKind`), or one
@@ -822,6 +828,69 @@ typedef void (*krabka_view_callback)(const krabka_role_view *view, void *user_da
 // its message (NUL-terminated, valid during the call) and `user_data`.
 typedef void (*krabka_observer_error_callback)(krabka_result error, const char *message, void *user_data);
 
+// One input partition's position in a guarded write, borrowed for the
+// call: the offset of the next record to read there (the last one
+// processed, plus one), as a Kafka consumer commits it.
+typedef struct {
+    // The topic read, NUL-terminated UTF-8 (not empty).
+    const char *topic;
+    // Its partition (0 or more).
+    int32_t partition;
+    // The offset of the next record to read (0 or more).
+    int64_t offset;
+    // NUL-terminated UTF-8 kept with the offset and returned with it, or
+    // NULL for none; at most the brokers' `offset.metadata.max.bytes`
+    // (4096 by default), or the commit is refused.
+    const char *metadata;
+} krabka_input_offset;
+
+// The input a guarded write consumed: the offsets to commit for consumer
+// group `group` with the write's records, in its transaction.
+// `struct_size` follows the size rule of the header's preamble: fill it
+// with `KRABKA_CONSUMED_OFFSETS_INIT`, then set the fields by name.
+typedef struct {
+    // `sizeof(krabka_consumed_offsets)` as the caller was compiled with;
+    // set by the init function (see the size rule).
+    size_t struct_size;
+    // The consumer group whose offsets are committed, NUL-terminated UTF-8
+    // (not empty). The leader commits without joining it: a group with
+    // members of its own (consumers that `subscribe`d) refuses the commit.
+    const char *group;
+    // `offset_count` positions, one per input partition (each
+    // topic-partition at most once), or NULL when `offset_count` is 0.
+    const krabka_input_offset *offsets;
+    // The number of positions.
+    size_t offset_count;
+} krabka_consumed_offsets;
+
+// A topic-partition of a committed-offsets question, borrowed for the
+// call.
+typedef struct {
+    // The topic, NUL-terminated UTF-8 (not empty).
+    const char *topic;
+    // The partition (0 or more).
+    int32_t partition;
+} krabka_topic_partition;
+
+// What a consumer group has committed for one partition, written by
+// `krabka_leadership_committed_offsets` into the caller's array.
+typedef struct {
+    // The topic: the pointer the question's entry gave (borrowed from the
+    // caller, as long as that string lives).
+    const char *topic;
+    // The partition.
+    int32_t partition;
+    // The offset of the next record to read, or `KRABKA_NO_OFFSET` (-1)
+    // when the group has committed nothing for the partition.
+    int64_t offset;
+    // The metadata committed with the offset, NUL-terminated UTF-8 in the
+    // caller's metadata buffer, or NULL when there is none (Kafka answers
+    // an offset committed without metadata with an empty text).
+    const char *metadata;
+    // The metadata's length in bytes (without the NUL; 0 when NULL).
+    size_t metadata_len;
+} krabka_committed_offset;
+
 // One guarded write a test cluster committed. The pointers point into the
 // `krabka_test_writes` it was read from (valid until that is freed), not
 // NUL-terminated.
@@ -1398,6 +1467,68 @@ krabka_result krabka_observer_close(const krabka_observer *observer);
 // Must not race with another call on the observer.
 void krabka_observer_free(krabka_observer *observer);
 
+// Fills `*o` with the position `offset` of `topic`/`partition` and no
+// metadata; then set other fields by name (`o.metadata = "...";`), never
+// with a positional `{...}` list. `topic` is stored as given (borrowed,
+// may be NULL to set later); nothing is checked here (the write checks).
+// Does not block; any thread.
+krabka_result krabka_input_offset_init(krabka_input_offset *o, const char *topic, int32_t partition, int64_t offset);
+
+// Writes the defaults (no group, no offsets) into `*o`, a struct of
+// `caller_size` bytes (use `KRABKA_CONSUMED_OFFSETS_INIT(o)`), and sets
+// `o->struct_size` to it, as `krabka_client_options_init` does. Does not
+// block; any thread.
+krabka_result krabka_consumed_offsets_init(krabka_consumed_offsets *o, size_t caller_size);
+
+// A guarded write that also commits the input it consumed: `count`
+// records (borrowed for the call; NULL with 0 for none, then only the
+// offsets commit) and the positions in `*offsets` for its consumer group,
+// in one transaction of this term's epoch. The records become visible to
+// `read_committed` readers and the group's offsets move together, or
+// neither happens: a deposed leader's write is `KRABKA_RESULT_FENCED`
+// (the term ends), none of its records become visible and the group's
+// offsets stay where the last leader committed them.
+//
+// Everything `krabka_leadership_write` says holds: `KRABKA_RESULT_RESIGNED`
+// after a resign, `KRABKA_RESULT_OUTCOME_UNKNOWN` when the commit was sent
+// but not confirmed (the offsets then moved exactly when the records
+// became visible), the same bounds. `KRABKA_RESULT_INVALID_ARGUMENT`
+// naming the value, nothing sent: an empty group, an input offset with an
+// empty topic, a negative partition or offset, a topic-partition named
+// twice, or a `struct_size` the size rule refuses. A group that consumers
+// joined with `subscribe` refuses the commit (`KRABKA_RESULT_FATAL`):
+// read the input with assign and seek. `offsets` NULL is
+// `KRABKA_RESULT_NULL_ARGUMENT`. Blocks the calling thread for at most
+// one renew interval (never past the lease); any thread (writes are
+// serialised).
+krabka_result krabka_leadership_write_with_offsets(const krabka_leadership *leadership, const krabka_record *records, size_t count, const krabka_consumed_offsets *offsets, krabka_error *err);
+
+// What consumer group `group` has committed for the `count`
+// topic-partitions at `partitions`: where the new leader resumes reading
+// its input. Only offsets of decided transactions are returned
+// (read_committed): an offset an open transaction's pending commit holds
+// is waited for, at most one lease duration (then
+// `KRABKA_RESULT_TRANSIENT` naming the group and the partitions).
+//
+// `out` is the caller's array of `count` entries: entry i answers
+// `partitions[i]` (its `topic` is that entry's pointer), its `offset`
+// `KRABKA_NO_OFFSET` when the group committed nothing there. The metadata
+// texts go NUL-terminated into the caller's buffer `metadata` of
+// `metadata_capacity` bytes (may be NULL with capacity 0), in the order of
+// `out`, and `*metadata_len` gets the bytes they need (each with its NUL)
+// even when the buffer is too small: then `KRABKA_RESULT_BUFFER_TOO_SMALL`
+// and nothing is written to `out` (ask again with a buffer that large;
+// the offsets may have moved meanwhile). Kafka answers an offset committed
+// without metadata with an empty text, which takes one byte: `count`
+// bytes plus the lengths of the metadata the writes commit suffice.
+//
+// `KRABKA_RESULT_INVALID_ARGUMENT` naming the value, nothing sent: an
+// empty group or topic, a negative partition, a topic-partition asked
+// twice. A principal without DESCRIBE on the group or the topic is
+// `KRABKA_RESULT_FATAL`. Blocks the calling thread (at most one lease
+// duration); any thread.
+krabka_result krabka_leadership_committed_offsets(const krabka_leadership *leadership, const char *group, const krabka_topic_partition *partitions, size_t count, krabka_committed_offset *out, char *metadata, size_t metadata_capacity, size_t *metadata_len, krabka_error *err);
+
 // Waits up to `timeout` seconds (`KRABKA_NO_TIMEOUT`: no limit) until the
 // library has no task left running: every handle was freed and the work
 // they left in the background (a renewal loop ending, an aborted request's
@@ -1469,6 +1600,14 @@ krabka_result krabka_test_cluster_describe_leadership(const krabka_test_cluster 
 // free it with `krabka_test_writes_free`); on failure NULL. Does not block;
 // any thread.
 krabka_result krabka_test_cluster_guarded_writes(const krabka_test_cluster *cluster, krabka_test_writes **out, krabka_error *err);
+
+// Sets `*out` to what consumer group `group` has committed for
+// `topic`/`partition` on the cluster (the offset of the next record to
+// read), or `KRABKA_NO_OFFSET` (-1) when nothing: the input position that
+// guarded writes with offsets (`krabka_leadership_write_with_offsets`)
+// committed; a commit still pending does not count. Does not block; any
+// thread.
+krabka_result krabka_test_cluster_committed_offset(const krabka_test_cluster *cluster, const char *group, const char *topic, int32_t partition, int64_t *out, krabka_error *err);
 
 // Sets `*out` to the number of writes in `writes`. Does not block; any
 // thread.

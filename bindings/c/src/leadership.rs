@@ -114,7 +114,8 @@ impl krabka_leadership {
         }
     }
 
-    fn core(&self) -> Result<&Arc<Leadership>, Failure> {
+    /// The core's leadership, in the process that acquired it only.
+    pub(crate) fn core(&self) -> Result<&Arc<Leadership>, Failure> {
         Ok(self.inner.get()?)
     }
 }
@@ -325,7 +326,12 @@ pub unsafe extern "C" fn krabka_leadership_wait(
     r
 }
 
-fn records(records: *const krabka_record, count: usize) -> Result<Vec<OutRecord>, Failure> {
+/// The core's records of the caller's `count` records at `records` (NULL
+/// with 0: none), each field checked and named.
+pub(crate) fn records(
+    records: *const krabka_record,
+    count: usize,
+) -> Result<Vec<OutRecord>, Failure> {
     if count == 0 {
         return Ok(Vec::new());
     }

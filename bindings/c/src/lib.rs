@@ -25,7 +25,8 @@
 //!
 //! * [`ffi`]: the conventions; [`codec`]: records, partitions, tokens;
 //!   [`client`]: the client, acquire, describe, the role state;
-//!   [`leadership`]: the held role; [`events`]: the event callback;
+//!   [`leadership`]: the held role; [`offsets`]: input offsets committed
+//!   with guarded writes, and where a new leader resumes; [`events`]: the event callback;
 //!   [`observe`]: watching roles without joining them (the view callback);
 //!   [`runtime`]: the runtime and the blocking calls; [`testing`]: the
 //!   core's test kit (an in-memory cluster on a manual clock).
@@ -46,6 +47,7 @@ pub mod log;
 pub mod metrics;
 pub mod oauth;
 pub mod observe;
+pub mod offsets;
 pub mod options;
 pub mod runtime;
 pub mod testing;

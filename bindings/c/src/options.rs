@@ -1,6 +1,6 @@
 //! The size rule of the caller-filled option structs
 //! (`krabka_client_options`, `krabka_leadership_options`,
-//! `krabka_topic_options`): each begins with `size_t struct_size`, the size
+//! `krabka_topic_options`, `krabka_consumed_offsets`): each begins with `size_t struct_size`, the size
 //! of the struct the caller was compiled with, so that fields can be added
 //! at the end without breaking a compiled caller.
 //!

@@ -283,6 +283,34 @@ pub unsafe extern "C" fn krabka_test_cluster_guarded_writes(
     })
 }
 
+/// Sets `*out` to what consumer group `group` has committed for
+/// `topic`/`partition` on the cluster (the offset of the next record to
+/// read), or `KRABKA_NO_OFFSET` (-1) when nothing: the input position that
+/// guarded writes with offsets (`krabka_leadership_write_with_offsets`)
+/// committed; a commit still pending does not count. Does not block; any
+/// thread.
+#[no_mangle]
+pub unsafe extern "C" fn krabka_test_cluster_committed_offset(
+    cluster: *const krabka_test_cluster,
+    group: *const c_char,
+    topic: *const c_char,
+    partition: i32,
+    out: *mut i64,
+    err: *mut krabka_error,
+) -> krabka_result {
+    guard(err, || {
+        let out = unsafe { output(out, "out") }?;
+        let cluster = unsafe { input(cluster, "cluster") }?;
+        let group = unsafe { cstr(group, "group") }?;
+        let topic = unsafe { cstr(topic, "topic") }?;
+        *out = cluster
+            .cluster
+            .committed_offset(group, topic, partition)
+            .unwrap_or(crate::offsets::KRABKA_NO_OFFSET);
+        Ok(())
+    })
+}
+
 /// Sets `*out` to the number of writes in `writes`. Does not block; any
 /// thread.
 #[no_mangle]

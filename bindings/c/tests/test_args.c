@@ -304,6 +304,21 @@ static void inits(void) {
               rec.key_len == 0 && rec.value == NULL && rec.value_len == 0 && rec.headers == NULL &&
               rec.header_count == 0, "record defaults");
     CHECK(krabka_record_init(NULL, "results") == KRABKA_RESULT_NULL_ARGUMENT, "NULL record");
+    {
+        krabka_input_offset in;
+        krabka_consumed_offsets co;
+        memset(&in, 0x55, sizeof in);
+        CHECK(krabka_input_offset_init(&in, "input", 2, 40) == KRABKA_RESULT_OK, "input offset init");
+        CHECK(strcmp(in.topic, "input") == 0 && in.partition == 2 && in.offset == 40 && in.metadata == NULL,
+              "input offset defaults");
+        CHECK(krabka_input_offset_init(NULL, "input", 0, 0) == KRABKA_RESULT_NULL_ARGUMENT, "NULL input offset");
+        memset(&co, 0x55, sizeof co);
+        CHECK(KRABKA_CONSUMED_OFFSETS_INIT(&co) == KRABKA_RESULT_OK, "consumed offsets init");
+        CHECK(co.struct_size == sizeof co && co.group == NULL && co.offsets == NULL && co.offset_count == 0,
+              "consumed offsets defaults");
+        CHECK(krabka_consumed_offsets_init(&co, 0) == KRABKA_RESULT_INVALID_ARGUMENT, "size 0 refused");
+        CHECK(krabka_consumed_offsets_init(NULL, sizeof co) == KRABKA_RESULT_NULL_ARGUMENT, "NULL offsets");
+    }
 }
 
 /* Every client and leadership function with NULL handles and arguments; a
@@ -476,6 +491,19 @@ static void clients(void) {
     EXPECT_NULL(krabka_leadership_reason(NULL, &reason, err), "leadership");
     EXPECT_NULL(krabka_leadership_wait(NULL, 0, &reason, err), "leadership");
     EXPECT_NULL(krabka_leadership_write(NULL, &rec, 1, err), "leadership");
+    {
+        krabka_consumed_offsets offsets;
+        krabka_topic_partition asked;
+        krabka_committed_offset found;
+        size_t need = 0;
+        KRABKA_CONSUMED_OFFSETS_INIT(&offsets);
+        offsets.group = "g";
+        asked.topic = "input";
+        asked.partition = 0;
+        EXPECT_NULL(krabka_leadership_write_with_offsets(NULL, &rec, 1, &offsets, err), "leadership");
+        EXPECT_NULL(krabka_leadership_committed_offsets(NULL, "g", &asked, 1, &found, NULL, 0, &need, err),
+                    "leadership");
+    }
     EXPECT_NULL(krabka_leadership_resign(NULL, err), "leadership");
     krabka_leadership_free(NULL);
 

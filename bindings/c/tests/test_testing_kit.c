@@ -15,7 +15,8 @@
  * once, an observer that sees the failover, a leader loop that contends
  * again after losing); then a leader cut off past its lease replaced then
  * healed, renewals failing for a while that keep the role, a crashed
- * process's pending acquire returning, and the argument checks.
+ * process's pending acquire returning, a leader's input offsets committed
+ * with its writes and read back, and the argument checks.
  *
  * Usage: test_testing_kit (no environment).
  */
@@ -731,6 +732,88 @@ static void renewals_failing_for_a_while_keep_the_role(void) {
 
 static bool names(const test_error *e, const char *what) { return strstr(e->buf, what) != NULL; }
 
+/* A write with the input offsets commits them for the group; the cluster
+ * reads them back; after a resign the write is refused and the offset
+ * stays; the next leader resumes from it. */
+static krabka_result write_at(const krabka_leadership *l, const char *group, int64_t at, test_error *e) {
+    krabka_record rec;
+    krabka_input_offset in;
+    krabka_consumed_offsets co;
+    krabka_record_init(&rec, TOPIC);
+    rec.partition = 0;
+    rec.value = (const uint8_t *)"out";
+    rec.value_len = 3;
+    krabka_input_offset_init(&in, "input", 0, at);
+    KRABKA_CONSUMED_OFFSETS_INIT(&co);
+    co.group = group;
+    co.offsets = &in;
+    co.offset_count = 1;
+    return krabka_leadership_write_with_offsets(l, &rec, 1, &co, error_init(e));
+}
+
+static void a_leaders_input_offsets_commit_with_its_writes(void) {
+    krabka_test_cluster *cluster = cluster_new();
+    proc a = process(cluster, "a"), b = process(cluster, "b");
+    krabka_leadership *lead_a = acquire(a.client, "a"), *lead_b = NULL;
+    contender cb;
+    krabka_topic_partition asked;
+    krabka_committed_offset found;
+    krabka_test_writes *ws = NULL;
+    size_t n = 0, need = 0;
+    int64_t at = 0;
+    test_error e;
+
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, "pipeline", "input", 0, &at, error_init(&e)),
+                 KRABKA_RESULT_OK, &e.err);
+    CHECK(at == KRABKA_NO_OFFSET, "nothing committed yet: %lld", (long long)at);
+    CHECK_RESULT(write_at(lead_a, "pipeline", 5, &e), KRABKA_RESULT_OK, &e.err);
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, "pipeline", "input", 0, &at, error_init(&e)),
+                 KRABKA_RESULT_OK, &e.err);
+    CHECK(at == 5, "the write committed the offset: %lld", (long long)at);
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, "other", "input", 0, &at, error_init(&e)),
+                 KRABKA_RESULT_OK, &e.err);
+    CHECK(at == KRABKA_NO_OFFSET, "another group has nothing: %lld", (long long)at);
+    krabka_test_cluster_guarded_writes(cluster, &ws, NULL);
+    krabka_test_writes_len(ws, &n);
+    CHECK(n == 1, "the output was written with the offset (%zu writes)", n);
+    krabka_test_writes_free(ws);
+    CHECK_RESULT(write_at(lead_a, "", 6, &e), KRABKA_RESULT_INVALID_ARGUMENT, &e.err);
+    CHECK(strstr(e.buf, "consumer group") != NULL, "%s", e.buf);
+
+    CHECK_RESULT(krabka_leadership_resign(lead_a, error_init(&e)), KRABKA_RESULT_OK, &e.err);
+    CHECK_RESULT(write_at(lead_a, "pipeline", 9, &e), KRABKA_RESULT_RESIGNED, &e.err);
+    krabka_test_cluster_committed_offset(cluster, "pipeline", "input", 0, &at, NULL);
+    CHECK(at == 5, "a refused write moved nothing: %lld", (long long)at);
+
+    contend_start(&cb, b.client, "b");
+    wait_registered(cluster, b.client, 1);
+    advance(cluster, 2);
+    lead_b = contend_won(&cb);
+    asked.topic = "input";
+    asked.partition = 0;
+    CHECK_RESULT(krabka_leadership_committed_offsets(lead_b, "pipeline", &asked, 1, &found, NULL, 0, &need,
+                                                     error_init(&e)),
+                 KRABKA_RESULT_OK, &e.err);
+    CHECK(found.offset == 5 && found.partition == 0 && found.metadata == NULL && need == 0,
+          "the next leader resumes at 5: %lld", (long long)found.offset);
+
+    CHECK_RESULT(krabka_test_cluster_committed_offset(NULL, "pipeline", "input", 0, &at, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, NULL, "input", 0, &at, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, "pipeline", NULL, 0, &at, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+    CHECK_RESULT(krabka_test_cluster_committed_offset(cluster, "pipeline", "input", 0, NULL, error_init(&e)),
+                 KRABKA_RESULT_NULL_ARGUMENT, &e.err);
+
+    krabka_leadership_resign(lead_b, NULL);
+    contend_free(&cb);
+    krabka_leadership_free(lead_a);
+    proc_free(&b);
+    proc_free(&a);
+    krabka_test_cluster_free(cluster);
+}
+
 static void argument_checks(void) {
     test_error e;
     krabka_test_cluster *cluster = NULL;
@@ -854,6 +937,7 @@ int main(void) {
     cut_off_leader_replaced_then_healed();
     renewals_failing_for_a_while_keep_the_role();
     a_crashed_processs_pending_acquire_returns();
+    a_leaders_input_offsets_commit_with_its_writes();
     argument_checks();
     return check_summary("test_testing_kit");
 }
