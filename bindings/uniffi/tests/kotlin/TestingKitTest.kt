@@ -261,7 +261,7 @@ class TestingKitTest {
     }
 
     @Test
-    fun `a write with offsets commits them; a deposed leader's is fenced and moves nothing`() = kit { cluster ->
+    fun `a write with offsets commits them, and a deposed leader's is fenced and moves nothing`() = kit { cluster ->
         val (a, b) = cluster.process("a") to cluster.process("b")
         val group = "pipeline"
         fun at(offset: Long) = ConsumedOffsets(group, listOf(InputOffset("input", 0, offset)))

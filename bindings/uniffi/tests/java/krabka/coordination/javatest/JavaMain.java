@@ -74,6 +74,11 @@ public final class JavaMain {
         }
     }
 
+    /** True when {@code o} is {@code topic}/{@code partition} at {@code offset}. */
+    static boolean at(CommittedOffset o, String topic, int partition, long offset) {
+        return o.getTopic().equals(topic) && o.getPartition() == partition && Long.valueOf(offset).equals(o.getOffset());
+    }
+
     static void expect(boolean cond, String what) {
         if (!cond) throw new AssertionError(what);
     }
@@ -329,12 +334,13 @@ public final class JavaMain {
                         KrabkaJava.writeWithOffsets(l, List.of(KrabkaJava.record(topic, "java out 1".getBytes())),
                             new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 2L), new InputOffset(input, 1, 4L, "java"))));
                         List<CommittedOffset> found = KrabkaJava.committedOffsets(l, group, asked);
-                        expect(found.equals(List.of(new CommittedOffset(input, 0, 2L, null), new CommittedOffset(input, 1, 4L, "java"))), "after: " + found);
+                        expect(found.size() == 2 && at(found.get(0), input, 0, 2L) && at(found.get(1), input, 1, 4L)
+                            && "java".equals(found.get(1).getMetadata()), "after: " + found);
                         CompletableFuture<Void> written = KrabkaJava.writeWithOffsetsAsync(l, List.of(KrabkaJava.record(topic, "java out 2".getBytes())),
                             new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 3L))));
                         expect(written.get(20, TimeUnit.SECONDS) == null, "writeWithOffsetsAsync completes with null");
                         List<CommittedOffset> moved = KrabkaJava.committedOffsetsAsync(l, group, List.of(new InputPartitions(input, List.of(0)))).get(20, TimeUnit.SECONDS);
-                        expect(moved.equals(List.of(new CommittedOffset(input, 0, 3L, null))), "as a future: " + moved);
+                        expect(moved.size() == 1 && at(moved.get(0), input, 0, 3L), "as a future: " + moved);
                         try {
                             KrabkaJava.writeWithOffsets(l, List.of(), new ConsumedOffsets("", List.of(KrabkaJava.inputOffset(input, 0, 9L))));
                             throw new AssertionError("a write with an empty group was sent");
@@ -348,7 +354,7 @@ public final class JavaMain {
                             expect(e.getCause() instanceof KrabkaException.InvalidArgument && ((KrabkaException.InvalidArgument) e.getCause()).getDetail().contains("offset -1"), "cause " + e.getCause());
                         }
                         List<CommittedOffset> kept = KrabkaJava.committedOffsets(l, group, List.of(new InputPartitions(input, List.of(0))));
-                        expect(kept.equals(List.of(new CommittedOffset(input, 0, 3L, null))), "a refused write moved the offset: " + kept);
+                        expect(kept.size() == 1 && at(kept.get(0), input, 0, 3L), "a refused write moved the offset: " + kept);
                         KrabkaJava.resign(l);
                         try {
                             KrabkaJava.writeWithOffsets(l, List.of(), new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 9L))));
