@@ -139,20 +139,24 @@ echo "KRABKA_BOOTSTRAP=$KRABKA_BOOTSTRAP"
 TOPIC=krabka-uniffi-results
 bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
     --create --if-not-exists --topic "$TOPIC" --partitions 1 --replication-factor 1 >/dev/null
+# The input of the exactly-once tests (offsets in the guarded transaction).
+INPUT_TOPIC=krabka-uniffi-input
+bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
+    --create --if-not-exists --topic "$INPUT_TOPIC" --partitions 2 --replication-factor 1 >/dev/null
 
 # Without the optional Micrometer jars (OPT_CP): the bindings run without
 # them; only krabka.coordination.micrometer needs them.
 JAVA_RUN=(java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP")
 
 step "Kotlin tests on the JVM (bindings/uniffi/tests/kotlin/Main.kt)"
-KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
+KRABKA_ROOT="$ROOT" KRABKA_UNIFFI_TOPIC="$TOPIC" KRABKA_UNIFFI_INPUT="$INPUT_TOPIC" "${JAVA_RUN[@]}" krabka.coordination.test.MainKt "$ROOT/golden"
 
 step "Micrometer binder (bindings/uniffi/tests/kotlin/Micrometer.kt, with the optional jars)"
 java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/classes:$RUN_CP:$OPT_CP" krabka.coordination.test.MicrometerMain
 
 step "Java tests (bindings/uniffi/tests/java/.../JavaMain.java, on the JVM)"
 java -Djna.library.path="$(dirname "$LIB")" -cp "$OUT/java-classes:$OUT/classes:$RUN_CP" \
-    krabka.coordination.javatest.JavaMain "$TOPIC"
+    krabka.coordination.javatest.JavaMain "$TOPIC" "$INPUT_TOPIC"
 
 step "JDBC fence (tests/kotlin/Fence.kt, tests/java/.../JavaFence.java) on PostgreSQL and SQLite, with the drivers"
 # pgjdbc's URL of the same server: jdbc:postgresql://HOST:PORT/DB?user=USER.

@@ -194,7 +194,8 @@ impl Leadership {
         })
     }
 
-    fn core(&self) -> Result<&Arc<core::Leadership>, KrabkaError> {
+    /// The core's leadership, unless this handle belongs to another process.
+    pub(crate) fn core(&self) -> Result<&Arc<core::Leadership>, KrabkaError> {
         Ok(self.inner.get()?)
     }
 }

@@ -12,6 +12,8 @@
 //!   through as they are), acquire, describe, the state topic.
 //! * [`leadership`]: the held leadership of a role: its token, guarded
 //!   writes, the end of the term and why, resign.
+//! * [`offsets`]: a consumer group's input offsets committed in a guarded
+//!   write's transaction, and the offsets a new leader resumes from.
 //! * [`lead`]: the leader loop, driven one term at a time by the
 //!   hand-written Kotlin `Client.lead`.
 //! * [`events`]: the event stream of a held leadership, ending with its
@@ -46,6 +48,7 @@ pub mod log;
 pub mod metrics;
 pub mod oauth;
 pub mod observe;
+pub mod offsets;
 mod runtime;
 pub mod testing;
 
@@ -60,6 +63,7 @@ pub use log::{set_logger, LogField, LogLevel, LogRecord, Logger};
 pub use metrics::{metrics, metrics_text, MetricBucket, MetricKind, MetricSample};
 pub use oauth::{OAuthToken, OAuthTokenProvider};
 pub use observe::{Change, Observer, RoleView};
+pub use offsets::{CommittedOffset, ConsumedOffsets, InputOffset, InputPartitions};
 pub use testing::{GuardedWrite, TestCluster, TestProcess, TestProcessState};
 
 uniffi::setup_scaffolding!("krabka_coordination");

@@ -190,6 +190,14 @@ impl TestCluster {
             .collect()
     }
 
+    /// What consumer group `group` has committed for `topic`/`partition`
+    /// (the offset of the next record to read), nothing when it has
+    /// committed none: the input position that guarded writes with offsets
+    /// committed; a commit still pending does not count.
+    pub fn committed_offset(&self, group: String, topic: String, partition: i32) -> Option<i64> {
+        self.cluster.committed_offset(&group, &topic, partition)
+    }
+
     /// What the role's transaction coordinator says now, asked by a process
     /// of the cluster's own that no fault touches.
     pub async fn describe_leadership(

@@ -1671,6 +1671,35 @@ public protocol LeadershipProtocol: AnyObject, Sendable {
      */
     func write(records: [OutRecord]) async throws 
     
+    /**
+     * What consumer group `group` has committed for `partitions`, one
+     * entry per partition in the order asked: where this leader resumes
+     * reading its input. Only offsets of decided transactions count
+     * (read_committed); a pending commit is waited for, at most one lease,
+     * then `Transient` naming the group and the partitions. An empty
+     * group or topic, a negative partition or a partition named twice is
+     * `InvalidArgument`, nothing sent.
+     */
+    func committedOffsets(group: String, partitions: [InputPartitions]) async throws  -> [CommittedOffset]
+    
+    /**
+     * Writes `records` and commits `offsets` (the input they were made
+     * from, as the positions of the next records to read) in one
+     * transaction of this term's epoch: the records become visible to
+     * read_committed readers and the group's offsets move together, or
+     * neither happens. A deposed leader's write fails with
+     * `KrabkaException.Fenced`, none of its records become visible, the
+     * group's offsets do not move and the term ends. Everything `write`
+     * says holds (`Resigned` after a resign, `OutcomeUnknown` when the
+     * commit was sent but not confirmed). `records` may be empty.
+     *
+     * Refused at the call with `KrabkaException.InvalidArgument` naming the
+     * value, nothing sent: an empty group, an empty topic, a negative
+     * partition or offset, a topic-partition named twice. A group that
+     * consumers joined with `subscribe` refuses the commit (`Fatal`).
+     */
+    func writeWithOffsets(records: [OutRecord], offsets: ConsumedOffsets) async throws 
+    
 }
 /**
  * The held leadership of a role (see the module documentation).
@@ -1901,6 +1930,63 @@ open func write(records: [OutRecord])async throws   {
             rustFutureFunc: {
                 uniffi_krabka_coordination_uniffi_fn_method_leadership_write(
                         self.uniffiCloneHandle(),FfiConverterSequenceTypeOutRecord.lower(records)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_void,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * What consumer group `group` has committed for `partitions`, one
+     * entry per partition in the order asked: where this leader resumes
+     * reading its input. Only offsets of decided transactions count
+     * (read_committed); a pending commit is waited for, at most one lease,
+     * then `Transient` naming the group and the partitions. An empty
+     * group or topic, a negative partition or a partition named twice is
+     * `InvalidArgument`, nothing sent.
+     */
+open func committedOffsets(group: String, partitions: [InputPartitions])async throws  -> [CommittedOffset]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_leadership_committed_offsets(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(group),FfiConverterSequenceTypeInputPartitions.lower(partitions)
+                )
+            },
+            pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_krabka_coordination_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_krabka_coordination_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeCommittedOffset.lift,
+            errorHandler: FfiConverterTypeKrabkaError_lift
+        )
+}
+    
+    /**
+     * Writes `records` and commits `offsets` (the input they were made
+     * from, as the positions of the next records to read) in one
+     * transaction of this term's epoch: the records become visible to
+     * read_committed readers and the group's offsets move together, or
+     * neither happens. A deposed leader's write fails with
+     * `KrabkaException.Fenced`, none of its records become visible, the
+     * group's offsets do not move and the term ends. Everything `write`
+     * says holds (`Resigned` after a resign, `OutcomeUnknown` when the
+     * commit was sent but not confirmed). `records` may be empty.
+     *
+     * Refused at the call with `KrabkaException.InvalidArgument` naming the
+     * value, nothing sent: an empty group, an empty topic, a negative
+     * partition or offset, a topic-partition named twice. A group that
+     * consumers joined with `subscribe` refuses the commit (`Fatal`).
+     */
+open func writeWithOffsets(records: [OutRecord], offsets: ConsumedOffsets)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_krabka_coordination_uniffi_fn_method_leadership_write_with_offsets(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeOutRecord.lower(records),FfiConverterTypeConsumedOffsets_lower(offsets)
                 )
             },
             pollFunc: ffi_krabka_coordination_uniffi_rust_future_poll_void,
@@ -2747,6 +2833,14 @@ public protocol TestClusterProtocol: AnyObject, Sendable {
     func advanceToNextDeadline() async throws  -> Int64?
     
     /**
+     * What consumer group `group` has committed for `topic`/`partition`
+     * (the offset of the next record to read), nothing when it has
+     * committed none: the input position that guarded writes with offsets
+     * committed; a commit still pending does not count.
+     */
+    func committedOffset(group: String, topic: String, partition: Int32)  -> Int64?
+    
+    /**
      * What the role's transaction coordinator says now, asked by a process
      * of the cluster's own that no fault touches.
      */
@@ -2899,6 +2993,24 @@ open func advanceToNextDeadline()async throws  -> Int64?  {
             liftFunc: FfiConverterOptionInt64.lift,
             errorHandler: FfiConverterTypeKrabkaError_lift
         )
+}
+    
+    /**
+     * What consumer group `group` has committed for `topic`/`partition`
+     * (the offset of the next record to read), nothing when it has
+     * committed none: the input position that guarded writes with offsets
+     * committed; a commit still pending does not count.
+     */
+open func committedOffset(group: String, topic: String, partition: Int32) -> Int64?  {
+    return try!  FfiConverterOptionInt64.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_krabka_coordination_uniffi_fn_method_testcluster_committed_offset(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(group),
+        FfiConverterString.lower(topic),
+        FfiConverterInt32.lower(partition),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -3518,6 +3630,174 @@ public func FfiConverterTypeClientOptions_lower(_ value: ClientOptions) -> RustB
 
 
 /**
+ * What a consumer group has committed for one partition: only offsets of
+ * decided transactions (read_committed).
+ */
+public struct CommittedOffset: Equatable, Hashable {
+    /**
+     * The topic.
+     */
+    public var topic: String
+    /**
+     * The partition.
+     */
+    public var partition: Int32
+    /**
+     * The offset of the next record to read; absent when the group has
+     * committed nothing for the partition (start where your reset policy
+     * says).
+     */
+    public var offset: Int64?
+    /**
+     * The metadata committed with the offset.
+     */
+    public var metadata: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The topic.
+         */topic: String, 
+        /**
+         * The partition.
+         */partition: Int32, 
+        /**
+         * The offset of the next record to read; absent when the group has
+         * committed nothing for the partition (start where your reset policy
+         * says).
+         */offset: Int64?, 
+        /**
+         * The metadata committed with the offset.
+         */metadata: String?) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.metadata = metadata
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommittedOffset: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommittedOffset: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommittedOffset {
+        return
+            try CommittedOffset(
+                topic: FfiConverterString.read(from: &buf), 
+                partition: FfiConverterInt32.read(from: &buf), 
+                offset: FfiConverterOptionInt64.read(from: &buf), 
+                metadata: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommittedOffset, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.topic, into: &buf)
+        FfiConverterInt32.write(value.partition, into: &buf)
+        FfiConverterOptionInt64.write(value.offset, into: &buf)
+        FfiConverterOptionString.write(value.metadata, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommittedOffset_lift(_ buf: RustBuffer) throws -> CommittedOffset {
+    return try FfiConverterTypeCommittedOffset.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommittedOffset_lower(_ value: CommittedOffset) -> RustBuffer {
+    return FfiConverterTypeCommittedOffset.lower(value)
+}
+
+
+/**
+ * The input a guarded write consumed: the offsets to commit for consumer
+ * group `group` with the write's records, in its transaction.
+ */
+public struct ConsumedOffsets: Equatable, Hashable {
+    /**
+     * The consumer group whose offsets are committed (not empty). The
+     * leader commits without joining it: a group that consumers joined
+     * with `subscribe` refuses the commit.
+     */
+    public var group: String
+    /**
+     * One entry per input partition (each topic-partition at most once).
+     */
+    public var offsets: [InputOffset]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The consumer group whose offsets are committed (not empty). The
+         * leader commits without joining it: a group that consumers joined
+         * with `subscribe` refuses the commit.
+         */group: String, 
+        /**
+         * One entry per input partition (each topic-partition at most once).
+         */offsets: [InputOffset]) {
+        self.group = group
+        self.offsets = offsets
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ConsumedOffsets: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeConsumedOffsets: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConsumedOffsets {
+        return
+            try ConsumedOffsets(
+                group: FfiConverterString.read(from: &buf), 
+                offsets: FfiConverterSequenceTypeInputOffset.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ConsumedOffsets, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.group, into: &buf)
+        FfiConverterSequenceTypeInputOffset.write(value.offsets, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConsumedOffsets_lift(_ buf: RustBuffer) throws -> ConsumedOffsets {
+    return try FfiConverterTypeConsumedOffsets.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeConsumedOffsets_lower(_ value: ConsumedOffsets) -> RustBuffer {
+    return FfiConverterTypeConsumedOffsets.lower(value)
+}
+
+
+/**
  * One statement of the fence with plain `?` placeholders (JDBC's), and
  * the argument each binds.
  */
@@ -3946,6 +4226,169 @@ public func FfiConverterTypeHeader_lift(_ buf: RustBuffer) throws -> Header {
 #endif
 public func FfiConverterTypeHeader_lower(_ value: Header) -> RustBuffer {
     return FfiConverterTypeHeader.lower(value)
+}
+
+
+/**
+ * One input partition's position: the offset of the next record to read
+ * there (the last one processed, plus one), as a Kafka consumer commits.
+ */
+public struct InputOffset: Equatable, Hashable {
+    /**
+     * The topic read (not empty).
+     */
+    public var topic: String
+    /**
+     * Its partition (0 or more).
+     */
+    public var partition: Int32
+    /**
+     * The offset of the next record to read (0 or more).
+     */
+    public var offset: Int64
+    /**
+     * Kept with the offset and returned with it; at most the brokers'
+     * `offset.metadata.max.bytes` (4096 by default), or the commit is
+     * refused.
+     */
+    public var metadata: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The topic read (not empty).
+         */topic: String, 
+        /**
+         * Its partition (0 or more).
+         */partition: Int32, 
+        /**
+         * The offset of the next record to read (0 or more).
+         */offset: Int64, 
+        /**
+         * Kept with the offset and returned with it; at most the brokers'
+         * `offset.metadata.max.bytes` (4096 by default), or the commit is
+         * refused.
+         */metadata: String? = nil) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.metadata = metadata
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InputOffset: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInputOffset: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InputOffset {
+        return
+            try InputOffset(
+                topic: FfiConverterString.read(from: &buf), 
+                partition: FfiConverterInt32.read(from: &buf), 
+                offset: FfiConverterInt64.read(from: &buf), 
+                metadata: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InputOffset, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.topic, into: &buf)
+        FfiConverterInt32.write(value.partition, into: &buf)
+        FfiConverterInt64.write(value.offset, into: &buf)
+        FfiConverterOptionString.write(value.metadata, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInputOffset_lift(_ buf: RustBuffer) throws -> InputOffset {
+    return try FfiConverterTypeInputOffset.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInputOffset_lower(_ value: InputOffset) -> RustBuffer {
+    return FfiConverterTypeInputOffset.lower(value)
+}
+
+
+/**
+ * Input partitions asked about: `partitions` of `topic`.
+ */
+public struct InputPartitions: Equatable, Hashable {
+    /**
+     * The topic (not empty).
+     */
+    public var topic: String
+    /**
+     * Its partitions (each 0 or more, each named once).
+     */
+    public var partitions: [Int32]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The topic (not empty).
+         */topic: String, 
+        /**
+         * Its partitions (each 0 or more, each named once).
+         */partitions: [Int32]) {
+        self.topic = topic
+        self.partitions = partitions
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InputPartitions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInputPartitions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InputPartitions {
+        return
+            try InputPartitions(
+                topic: FfiConverterString.read(from: &buf), 
+                partitions: FfiConverterSequenceInt32.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InputPartitions, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.topic, into: &buf)
+        FfiConverterSequenceInt32.write(value.partitions, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInputPartitions_lift(_ buf: RustBuffer) throws -> InputPartitions {
+    return try FfiConverterTypeInputPartitions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInputPartitions_lower(_ value: InputPartitions) -> RustBuffer {
+    return FfiConverterTypeInputPartitions.lower(value)
 }
 
 
@@ -7240,6 +7683,31 @@ fileprivate struct FfiConverterOptionTypeFencingToken: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceInt32: FfiConverterRustBuffer {
+    typealias SwiftType = [Int32]
+
+    public static func write(_ value: [Int32], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterInt32.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Int32] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Int32]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterInt32.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -7257,6 +7725,31 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeCommittedOffset: FfiConverterRustBuffer {
+    typealias SwiftType = [CommittedOffset]
+
+    public static func write(_ value: [CommittedOffset], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeCommittedOffset.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [CommittedOffset] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [CommittedOffset]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeCommittedOffset.read(from: &buf))
         }
         return seq
     }
@@ -7307,6 +7800,56 @@ fileprivate struct FfiConverterSequenceTypeHeader: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeHeader.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeInputOffset: FfiConverterRustBuffer {
+    typealias SwiftType = [InputOffset]
+
+    public static func write(_ value: [InputOffset], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeInputOffset.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [InputOffset] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [InputOffset]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeInputOffset.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeInputPartitions: FfiConverterRustBuffer {
+    typealias SwiftType = [InputPartitions]
+
+    public static func write(_ value: [InputPartitions], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeInputPartitions.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [InputPartitions] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [InputPartitions]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeInputPartitions.read(from: &buf))
         }
         return seq
     }
@@ -8011,6 +8554,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_write() != 43539) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_committed_offsets() != 23505) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_leadership_write_with_offsets() != 40971) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_krabka_coordination_uniffi_checksum_method_leadershipstatus_authoritative() != 29592) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -8036,6 +8585,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_advance_to_next_deadline() != 42026) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_committed_offset() != 58983) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_krabka_coordination_uniffi_checksum_method_testcluster_describe_leadership() != 16517) {

@@ -558,6 +558,92 @@ fun fenced(bootstrap: String, topic: String) = runBlocking {
     }
 }
 
+// ---- exactly-once input: offsets in the guarded transaction ----
+
+// A committed offset as (topic, partition, offset, metadata), with no
+// metadata as null: Kafka answers an offset committed without metadata
+// with an empty string, the test kit with none.
+fun CommittedOffset.seen() = listOf(topic, partition, offset, metadata?.ifEmpty { null })
+
+fun offsets(bootstrap: String, output: String, input: String) = runBlocking {
+    val run = "${ProcessHandle.current().pid()}-${System.currentTimeMillis()}"
+    val group = "uniffi-kotlin-group-$run"
+    val both = listOf(InputPartitions(input, listOf(0, 1)))
+    // A 30 s lease renewed every 10 s: no renewal meets the newer epoch
+    // first; the guarded write does.
+    val timings = AcquireOptions(leaseDuration = 30.0, renewInterval = 10.0, challengeStagger = 0.5)
+    Client(mapOf("bootstrap.servers" to bootstrap)).use { client ->
+        // Reads the group's offsets through a leadership of a role of its own.
+        val reader = client.acquire("uniffi-kotlin-offsets-reader-$run", "reader", timings)
+        check("a write with offsets commits the group's offsets with the records; committedOffsets returns them in the order asked") {
+            runBlocking {
+                val before = reader.committedOffsets(group, both)
+                expect(before == listOf(CommittedOffset(input, 0, null, null), CommittedOffset(input, 1, null, null))) { "before: $before" }
+                val a = client.acquire("uniffi-kotlin-offsets-$run", "member-a", timings)
+                a.writeWithOffsets(
+                    listOf(OutRecord(topic = output, value = "out of 4".toByteArray())),
+                    ConsumedOffsets(group, listOf(InputOffset(input, 1, 7), InputOffset(input, 0, 5, "after 4"))),
+                )
+                val after = a.committedOffsets(group, both)
+                expect(after.map { it.seen() } == listOf(listOf(input, 0, 5L, "after 4"), listOf(input, 1, 7L, null))) { "after: $after" }
+                a.writeWithOffsets(listOf(), ConsumedOffsets(group, listOf(InputOffset(input, 0, 6))))
+                val moved = reader.committedOffsets(group, listOf(InputPartitions(input, listOf(0))))
+                expect(moved.map { it.seen() } == listOf(listOf(input, 0, 6L, null))) { "offsets only: $moved" }
+                a.resign()
+                val e = throws<KrabkaException.Resigned> {
+                    runBlocking { a.writeWithOffsets(listOf(), ConsumedOffsets(group, listOf(InputOffset(input, 0, 9)))) }
+                }
+                println("a write with offsets after resign: ${e.detail}")
+            }
+        }
+        check("a deposed leader's write with offsets fails with Fenced and the group's offset does not move") {
+            runBlocking {
+                val role = "uniffi-kotlin-offsets-fenced-$run"
+                val fencedGroup = "$group-fenced"
+                val a = client.acquire(role, "member-a", timings)
+                a.writeWithOffsets(listOf(OutRecord(topic = output, value = "before".toByteArray())),
+                    ConsumedOffsets(fencedGroup, listOf(InputOffset(input, 0, 3))))
+                mintNewerEpoch(bootstrap, role)
+                val e = throws<KrabkaException.Fenced> {
+                    runBlocking {
+                        a.writeWithOffsets(listOf(OutRecord(topic = output, value = "after".toByteArray())),
+                            ConsumedOffsets(fencedGroup, listOf(InputOffset(input, 0, 9))))
+                    }
+                }
+                val end = withTimeout(10_000) { a.awaitEnd() }
+                expect(end.kind == ErrorKind.FENCED) { "ended: $end" }
+                val found = reader.committedOffsets(fencedGroup, listOf(InputPartitions(input, listOf(0))))
+                expect(found.map { it.seen() } == listOf(listOf(input, 0, 3L, null))) { "the deposed leader's offset moved: $found" }
+                println("write with offsets fenced: ${e.detail}")
+                a.close()
+            }
+        }
+        check("bad offsets are InvalidArgument naming the value, nothing sent") {
+            runBlocking {
+                val out = listOf(OutRecord(topic = output, value = "never".toByteArray()))
+                val empty = throws<KrabkaException.InvalidArgument> {
+                    runBlocking { reader.writeWithOffsets(out, ConsumedOffsets("", listOf(InputOffset(input, 0, 1)))) }
+                }
+                expect(empty.detail.contains("consumer group") && empty.detail.contains("empty")) { empty.detail }
+                val negative = throws<KrabkaException.InvalidArgument> {
+                    runBlocking { reader.writeWithOffsets(out, ConsumedOffsets(group, listOf(InputOffset(input, 0, -1)))) }
+                }
+                expect(negative.detail.contains("offset -1") && negative.detail.contains("negative")) { negative.detail }
+                val query = throws<KrabkaException.InvalidArgument> {
+                    runBlocking { reader.committedOffsets(group, listOf(InputPartitions(input, listOf(0, -2)))) }
+                }
+                expect(query.detail.contains("partition -2")) { query.detail }
+                val noGroup = throws<KrabkaException.InvalidArgument> { runBlocking { reader.committedOffsets("", both) } }
+                expect(noGroup.detail.contains("consumer group")) { noGroup.detail }
+                expect(reader.isHeld()) { "a refused call ended the term: ${reader.ended()}" }
+                val kept = reader.committedOffsets(group, listOf(InputPartitions(input, listOf(0))))
+                expect(kept.map { it.seen() } == listOf(listOf(input, 0, 6L, null))) { "a refused write moved the offset: $kept" }
+            }
+        }
+        reader.resign()
+    }
+}
+
 // ---- a cancelled next() loses no event ----
 
 fun cancelledNext(bootstrap: String) = runBlocking {
@@ -1235,6 +1321,7 @@ fun main(args: Array<String>) {
         oauth(bootstrap)
         idioms(bootstrap)
         fenced(bootstrap, topic)
+        offsets(bootstrap, topic, System.getenv("KRABKA_UNIFFI_INPUT") ?: "krabka-uniffi-input")
         cancelledNext(bootstrap)
         if (mode == "--in-process") {
             println("--in-process: the tests with a second member process (lead, observer) were not run")

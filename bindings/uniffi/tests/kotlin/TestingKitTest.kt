@@ -3,7 +3,8 @@
 // binding runs on the kit (election, renewal, crash failover at the deadline
 // and at the deadline plus rank × stagger, pause then a fenced write, resign
 // hand-over, cut and heal, failFor, an observer seeing it all, the leader
-// loop contending again after losing), with the default 30 s leases and no
+// loop contending again after losing, a deposed leader's write with input
+// offsets fenced and the group's offset unmoved), with the default 30 s leases and no
 // sleep: the tests move the cluster's clock.
 package krabka.coordination.test
 
@@ -257,6 +258,33 @@ class TestingKitTest {
         assertEquals(2, tokens.size, "$tokens")
         assertTrue(tokens[0] < leadB.token() && leadB.token() < tokens[1], "$tokens ${leadB.token()}")
         looping.cancelAndJoin()
+    }
+
+    @Test
+    fun `a write with offsets commits them, and a deposed leader's is fenced and moves nothing`() = kit { cluster ->
+        val (a, b) = cluster.process("a") to cluster.process("b")
+        val group = "pipeline"
+        fun at(offset: Long) = ConsumedOffsets(group, listOf(InputOffset("input", 0, offset)))
+        val leadA = a.client.acquire(ROLE, "a")
+        assertNull(cluster.committedOffset(group, "input", 0), "nothing committed yet")
+        leadA.writeWithOffsets(record("a-1"), at(1))
+        assertEquals(1L, cluster.committedOffset(group, "input", 0))
+        val waitB = standby(cluster, b, "b")
+        a.pause()
+        val write = async { runCatching { leadA.writeWithOffsets(record("a-2"), at(2)) } }
+        cluster.advance(Duration.ofSeconds(40))
+        val leadB = waitB.await()
+        val resume = leadB.committedOffsets(group, listOf(InputPartitions("input", listOf(0))))
+        assertEquals(listOf(CommittedOffset("input", 0, 1L, null)), resume)
+        a.resume()
+        cluster.settle()
+        assertInstanceOf(KrabkaException.Fenced::class.java, write.await().exceptionOrNull())
+        assertEquals(1L, cluster.committedOffset(group, "input", 0), "the deposed leader's offset moved")
+        leadB.writeWithOffsets(record("b-2"), at(2))
+        assertEquals(2L, cluster.committedOffset(group, "input", 0))
+        assertEquals(listOf("a-1", "b-2"), cluster.guardedWrites().map { it.value!!.decodeToString() })
+        val bad = assertThrows<KrabkaException.InvalidArgument> { leadB.writeWithOffsets(record("b-3"), at(-4)) }
+        assertTrue(bad.detail.contains("offset -4"), bad.detail)
     }
 
     @Test

@@ -111,6 +111,40 @@ object KrabkaJava {
     fun writeAsync(leadership: Leadership, records: List<OutRecord>): CompletableFuture<Void?> =
         scope.future { leadership.write(records); null }
 
+    /** The position [offset] (the next record to read) of [topic]/[partition] for a write with offsets, without metadata. */
+    @JvmStatic
+    fun inputOffset(topic: String, partition: Int, offset: Long): InputOffset = InputOffset(topic, partition, offset, null)
+
+    /**
+     * Writes [records] and commits [offsets] (the input they were made from)
+     * in one transaction of the term's epoch: both or neither. Once deposed,
+     * [KrabkaException.Fenced] and the group's offsets do not move; bad
+     * offsets (an empty group, a negative offset...) are
+     * [KrabkaException.InvalidArgument] naming the value, nothing sent.
+     */
+    @JvmStatic @Throws(KrabkaException::class)
+    fun writeWithOffsets(leadership: Leadership, records: List<OutRecord>, offsets: ConsumedOffsets) =
+        runBlocking { leadership.writeWithOffsets(records, offsets) }
+
+    /** [writeWithOffsets] as a future (of no value: `CompletableFuture<Void>`, completing with null). */
+    @JvmStatic
+    fun writeWithOffsetsAsync(leadership: Leadership, records: List<OutRecord>, offsets: ConsumedOffsets): CompletableFuture<Void?> =
+        scope.future { leadership.writeWithOffsets(records, offsets); null }
+
+    /**
+     * What consumer group [group] has committed for [partitions], one entry
+     * per partition in the order asked (read_committed; an offset of null:
+     * nothing committed): where this leader resumes its input.
+     */
+    @JvmStatic @Throws(KrabkaException::class)
+    fun committedOffsets(leadership: Leadership, group: String, partitions: List<InputPartitions>): List<CommittedOffset> =
+        runBlocking { leadership.committedOffsets(group, partitions) }
+
+    /** [committedOffsets] as a future. */
+    @JvmStatic
+    fun committedOffsetsAsync(leadership: Leadership, group: String, partitions: List<InputPartitions>): CompletableFuture<List<CommittedOffset>> =
+        scope.future { leadership.committedOffsets(group, partitions) }
+
     /** Gives the role up. Idempotent. */
     @JvmStatic @Throws(KrabkaException::class)
     fun resign(leadership: Leadership) = runBlocking { leadership.resign() }

@@ -97,6 +97,13 @@ class TestCluster private constructor(private val base: TestClusterBase) {
     /** Every guarded write the cluster committed (every topic but the state topic), in commit order, each with its term's token. */
     fun guardedWrites(): List<GuardedWrite> = base.guardedWrites()
 
+    /**
+     * What consumer group [group] has committed for [topic]/[partition] (the
+     * offset of the next record to read), null when nothing: the position
+     * that guarded writes with offsets committed; a pending commit does not count.
+     */
+    fun committedOffset(group: String, topic: String, partition: Int): Long? = base.committedOffset(group, topic, partition)
+
     /** [advance] for Java: completes (null) once done, or exceptionally with [KrabkaException]. */
     fun advanceAsync(by: Duration): CompletableFuture<Void?> = scope.future { advance(by); null }
 

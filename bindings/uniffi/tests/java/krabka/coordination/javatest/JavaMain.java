@@ -7,9 +7,11 @@
 // API's Java shape: no method colliding with Object's, no mangled name,
 // CompletableFuture<Void>, read-only returned records, one LeadershipEvent,
 // the token's wire form and FencingToken.parse, the blocking acquire with a
-// timeout, and the leader loop (KrabkaJava.lead / leadAsync).
+// timeout, and the leader loop (KrabkaJava.lead / leadAsync); a write with
+// the input offsets (blocking and as a future), committedOffsets, and bad
+// offsets refused.
 //
-// Usage: java ... krabka.coordination.javatest.JavaMain TOPIC
+// Usage: java ... krabka.coordination.javatest.JavaMain TOPIC [INPUT_TOPIC]
 // Ends with "N passed, N failed"; exits 1 on any failure.
 package krabka.coordination.javatest;
 
@@ -30,9 +32,13 @@ import krabka.coordination.AcquireOptions;
 import krabka.coordination.BlockingObserver;
 import krabka.coordination.Change;
 import krabka.coordination.Client;
+import krabka.coordination.CommittedOffset;
+import krabka.coordination.ConsumedOffsets;
 import krabka.coordination.EventRecord;
 import krabka.coordination.EventStream;
 import krabka.coordination.FencingToken;
+import krabka.coordination.InputOffset;
+import krabka.coordination.InputPartitions;
 import krabka.coordination.KrabkaException;
 import krabka.coordination.KrabkaJava;
 import krabka.coordination.LeaderLoop;
@@ -66,6 +72,11 @@ public final class JavaMain {
             failed++;
             System.out.println("FAIL " + name + ": " + e);
         }
+    }
+
+    /** True when {@code o} is {@code topic}/{@code partition} at {@code offset}. */
+    static boolean at(CommittedOffset o, String topic, int partition, long offset) {
+        return o.getTopic().equals(topic) && o.getPartition() == partition && Long.valueOf(offset).equals(o.getOffset());
     }
 
     static void expect(boolean cond, String what) {
@@ -176,6 +187,7 @@ public final class JavaMain {
     public static void main(String[] args) throws Exception {
         String bootstrap = System.getenv("KRABKA_BOOTSTRAP");
         String topic = args.length > 0 ? args[0] : "krabka-uniffi-results";
+        String input = args.length > 1 ? args[1] : "krabka-uniffi-input";
         String role = "uniffi-java-" + ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
         AcquireOptions timings = new AcquireOptions(3.0, 1.0, 0.5);
         Map<String, String> settings = Map.of("bootstrap.servers", bootstrap == null ? "127.0.0.1:1" : bootstrap);
@@ -312,6 +324,45 @@ public final class JavaMain {
                         expect(e.getCause() instanceof IllegalStateException && e.getCause().getMessage().equals("work failed in term 1"), "cause " + e.getCause());
                     }
                     expect(KrabkaJava.describeRoleState(client, loopRole).getLease() == null, "resigned after the work threw");
+                });
+                check("a write with offsets (blocking, then as a future) commits the group's offsets; committedOffsets returns them; bad offsets are InvalidArgument", () -> {
+                    String group = role + "-java-group";
+                    List<InputPartitions> asked = List.of(new InputPartitions(input, List.of(0, 1)));
+                    try (Leadership l = KrabkaJava.acquire(client, role + "-java-offsets", "java-o", timings)) {
+                        List<CommittedOffset> none = KrabkaJava.committedOffsets(l, group, asked);
+                        expect(none.equals(List.of(new CommittedOffset(input, 0, null, null), new CommittedOffset(input, 1, null, null))), "before: " + none);
+                        KrabkaJava.writeWithOffsets(l, List.of(KrabkaJava.record(topic, "java out 1".getBytes())),
+                            new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 2L), new InputOffset(input, 1, 4L, "java"))));
+                        List<CommittedOffset> found = KrabkaJava.committedOffsets(l, group, asked);
+                        expect(found.size() == 2 && at(found.get(0), input, 0, 2L) && at(found.get(1), input, 1, 4L)
+                            && "java".equals(found.get(1).getMetadata()), "after: " + found);
+                        CompletableFuture<Void> written = KrabkaJava.writeWithOffsetsAsync(l, List.of(KrabkaJava.record(topic, "java out 2".getBytes())),
+                            new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 3L))));
+                        expect(written.get(20, TimeUnit.SECONDS) == null, "writeWithOffsetsAsync completes with null");
+                        List<CommittedOffset> moved = KrabkaJava.committedOffsetsAsync(l, group, List.of(new InputPartitions(input, List.of(0)))).get(20, TimeUnit.SECONDS);
+                        expect(moved.size() == 1 && at(moved.get(0), input, 0, 3L), "as a future: " + moved);
+                        try {
+                            KrabkaJava.writeWithOffsets(l, List.of(), new ConsumedOffsets("", List.of(KrabkaJava.inputOffset(input, 0, 9L))));
+                            throw new AssertionError("a write with an empty group was sent");
+                        } catch (KrabkaException.InvalidArgument e) {
+                            expect(e.getDetail().contains("consumer group") && e.getDetail().contains("empty"), e.getDetail());
+                        }
+                        try {
+                            KrabkaJava.writeWithOffsetsAsync(l, List.of(), new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, -1L)))).get(10, TimeUnit.SECONDS);
+                            throw new AssertionError("the future of a write with a negative offset completed");
+                        } catch (ExecutionException e) {
+                            expect(e.getCause() instanceof KrabkaException.InvalidArgument && ((KrabkaException.InvalidArgument) e.getCause()).getDetail().contains("offset -1"), "cause " + e.getCause());
+                        }
+                        List<CommittedOffset> kept = KrabkaJava.committedOffsets(l, group, List.of(new InputPartitions(input, List.of(0))));
+                        expect(kept.size() == 1 && at(kept.get(0), input, 0, 3L), "a refused write moved the offset: " + kept);
+                        KrabkaJava.resign(l);
+                        try {
+                            KrabkaJava.writeWithOffsets(l, List.of(), new ConsumedOffsets(group, List.of(KrabkaJava.inputOffset(input, 0, 9L))));
+                            throw new AssertionError("a write with offsets after resign was sent");
+                        } catch (KrabkaException.Resigned e) {
+                            expect(!e.getDetail().isEmpty(), "resigned detail");
+                        }
+                    }
                 });
                 check("try-with-resources closes the client: its role is handed over at once, its pending acquire cancelled, later calls refused", () -> {
                     String closeRole = role + "-java-close";

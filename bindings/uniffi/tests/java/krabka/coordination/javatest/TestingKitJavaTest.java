@@ -3,13 +3,15 @@
 // binding runs on the kit (election, renewal, crash failover at the deadline
 // and at the deadline plus rank x stagger, pause then a fenced write, resign
 // hand-over, an observer seeing it all, the leader loop contending again
-// after losing), through the Java API only (KrabkaJava, the …Async forms of
+// after losing, input offsets committed with a write and resumed from by
+// the next leader), through the Java API only (KrabkaJava, the …Async forms of
 // the cluster's time calls), with the default 30 s leases and no sleep.
 package krabka.coordination.javatest;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -21,9 +23,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import krabka.coordination.BlockingObserver;
+import krabka.coordination.CommittedOffset;
+import krabka.coordination.ConsumedOffsets;
 import krabka.coordination.ErrorKind;
 import krabka.coordination.FencingToken;
 import krabka.coordination.GuardedWrite;
+import krabka.coordination.InputPartitions;
 import krabka.coordination.KrabkaException;
 import krabka.coordination.KrabkaJava;
 import krabka.coordination.Lease;
@@ -55,6 +60,30 @@ class TestingKitJavaTest {
 
     static void advance(TestCluster cluster, long millis) {
         cluster.advanceAsync(Duration.ofMillis(millis)).join();
+    }
+
+    @Test
+    @DisplayName("a write with offsets commits them; the next leader resumes from them")
+    void aWriteWithOffsetsCommitsThemAndTheNextLeaderResumesFromThem() throws Exception {
+        TestCluster cluster = new TestCluster();
+        TestProcess a = cluster.process("a");
+        TestProcess b = cluster.process("b");
+        Leadership leadA = KrabkaJava.acquire(a.getClient(), ROLE, "a");
+        assertNull(cluster.committedOffset("pipeline", "input", 0), "nothing committed yet");
+        KrabkaJava.writeWithOffsets(leadA, List.of(KrabkaJava.record("orders", "a-1".getBytes())),
+            new ConsumedOffsets("pipeline", List.of(KrabkaJava.inputOffset("input", 0, 1L))));
+        assertEquals(1L, cluster.committedOffset("pipeline", "input", 0));
+        long deadline = leadA.lease().getDeadline();
+        CompletableFuture<Leadership> waitB = standby(cluster, b, "b");
+        a.crash();
+        advance(cluster, deadline - cluster.getNowMillis());
+        Leadership leadB = waitB.get(1, TimeUnit.SECONDS);
+        List<CommittedOffset> resume = KrabkaJava.committedOffsetsAsync(leadB, "pipeline",
+            List.of(new InputPartitions("input", List.of(0)))).get(5, TimeUnit.SECONDS);
+        assertEquals(List.of(new CommittedOffset("input", 0, 1L, null)), resume);
+        KrabkaJava.writeWithOffsetsAsync(leadB, List.of(),
+            new ConsumedOffsets("pipeline", List.of(KrabkaJava.inputOffset("input", 0, 2L)))).get(5, TimeUnit.SECONDS);
+        assertEquals(2L, cluster.committedOffset("pipeline", "input", 0));
     }
 
     @Test
