@@ -18,8 +18,8 @@ from kafka_support import FAST, ensure_data_topic, mint_newer_epoch
 
 @pytest.fixture(scope="module")
 def input_topic(kafka: Dict[str, str]) -> str:
-    """The input topic whose offsets the groups commit (two partitions'
-    positions are committed; the group coordinator knows the topic)."""
+    """The input topic whose partition 0's offsets the groups commit (made
+    as the other tests' topics are, so the group coordinator knows it)."""
     return ensure_data_topic(kafka["bootstrap.servers"], "krabka-python-offsets-in")
 
 
