@@ -17,7 +17,8 @@
 #      else the local one of `ci/postgres.sh start` (started, or reused);
 #      the node:test suites (krabka-coordination/stores on it with pg and on
 #      SQLite with better-sqlite3, both devDependencies of examples/node; golden vectors, arguments and errors, leadership
-#      on the real Kafka: failover between processes, fencing, abort; the
+#      on the real Kafka: failover between processes, fencing, abort, input
+#      offsets committed with guarded writes; the
 #      test kit, krabka-coordination/testing, with no broker);
 #   5. examples/node/service.mjs for a few seconds (it must lead, write
 #      results through guarded writes, and resign cleanly on SIGTERM);

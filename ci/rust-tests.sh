@@ -22,10 +22,11 @@ timed() {
 timed cargo test --workspace --all-targets --no-run
 # Three halves side by side, each on clusters of its own, since the suites
 # wait on Kafka far more than they compute: the suites that stop and start
-# brokers of the three-node cluster (and the one that reads its settings),
+# brokers of the three-node cluster (and the one that reads its settings, and
+# the pipeline's end-to-end test, whose members must not meet those faults),
 # the secured cluster's, and every other suite (the one-node cluster). Each
 # group's output is printed whole when all have ended.
-three_node=(kafka_broker_loss kafka_paused_leader kafka_coordinator_loss kafka_describe_cut kafka_coordinator_move kafka_replication kafka_rolling_restart kafka_unwritable kafka_preflight)
+three_node=(kafka_broker_loss kafka_paused_leader kafka_coordinator_loss kafka_describe_cut kafka_coordinator_move kafka_replication kafka_rolling_restart kafka_unwritable kafka_preflight e2e_pipeline)
 secured=(kafka_secured kafka_oauth kafka_reauth kafka_acls)
 mapfile -t others < <(cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
@@ -45,7 +46,7 @@ group() {
     "$@" >"$log" 2>&1 &
     pids+=("$!") logs+=("$log") names+=("$name")
 }
-group "three-node suites" cargo test -p krabka-coordination $(printf -- '--test %s ' "${three_node[@]}")
+group "three-node suites" cargo test --workspace $(printf -- '--test %s ' "${three_node[@]}")
 group "secured suites" cargo test -p krabka-coordination $(printf -- '--test %s ' "${secured[@]}")
 group "every other suite" cargo test --workspace --lib --bins --examples --benches "${others[@]}"
 failed=()

@@ -147,6 +147,58 @@ export interface OutRecord extends WriteOptions {
   value: Bytes | null
 }
 
+/** One input partition's position in {@link ConsumedOffsets}: the offset of
+ * the next record to read there (the last one processed, plus one), as a
+ * Kafka consumer commits it. */
+export interface InputOffset {
+  /** The topic read (not empty). */
+  topic: string
+  /** Its partition (0 or more). */
+  partition: number
+  /** The offset of the next record to read (0 or more): a `bigint`, or a
+   * safe integer `number`. */
+  offset: bigint | number
+  /** Kept with the offset and returned with it; at most the brokers'
+   * `offset.metadata.max.bytes` (4096 by default), or the commit is refused. */
+  metadata?: string | null
+}
+
+/** The input a {@link Leadership.writeWithOffsets} consumed: the offsets to
+ * commit for consumer group `group` with its records, in its transaction. */
+export interface ConsumedOffsets {
+  /** The consumer group whose offsets are committed (not empty). The leader
+   * commits without joining it: a group with members of its own (consumers
+   * that `subscribe`d) refuses the commit; read the input with `assign` and
+   * `seek`. */
+  group: string
+  /** One entry per input partition (each topic-partition at most once). */
+  offsets: InputOffset[]
+}
+
+/** Partitions of one topic, as {@link Leadership.committedOffsets} asks. */
+export interface TopicPartitions {
+  /** The topic. */
+  topic: string
+  /** Its partitions (each 0 or more, each at most once). */
+  partitions: number[]
+}
+
+/** What a consumer group has committed for one partition
+ * ({@link Leadership.committedOffsets}): only offsets of decided
+ * transactions (read_committed). */
+export interface CommittedOffset {
+  /** The topic. */
+  topic: string
+  /** The partition. */
+  partition: number
+  /** The offset of the next record to read, or `null` when the group has
+   * committed nothing for the partition (start where your reset policy
+   * says). */
+  offset: bigint | null
+  /** The metadata committed with the offset, or `null`. */
+  metadata: string | null
+}
+
 /** What every {@link LeadershipEvent} has, whatever its kind. */
 export interface EventBase {
   /** The role. */
@@ -534,6 +586,49 @@ export declare class Leadership extends EventEmitter {
    * become visible, or (fenced) none. `options.signal` as for
    * {@link Leadership.write}. */
   writeRecords(records: OutRecord[], options?: SignalOptions): Promise<void>
+  /**
+   * A guarded write of `records` that commits `offsets` (the input they were
+   * made from, as the positions of the next records to read) for the
+   * consumer group `offsets.group` in the same transaction of the term's
+   * epoch: the records become visible to `read_committed` readers and the
+   * group's offsets move together, or neither happens (Kafka's exactly-once
+   * read-process-write loop; see docs/exactly-once.md). `records` may be
+   * empty: only the offsets commit.
+   *
+   * Everything {@link Leadership.write} says holds: a deposed leader's write
+   * rejects with a {@link FencedError} and neither its records nor its
+   * offsets land; {@link OutcomeUnknownError} when the commit was sent but
+   * not confirmed (the offsets then moved exactly when the records became
+   * visible); after {@link Leadership.resign}, a {@link ResignedError};
+   * `options.signal` as for `write`.
+   *
+   * Rejects with an {@link InvalidArgumentError} naming the value, sending
+   * nothing and leaving the term held, for an empty group, an input offset
+   * with an empty topic, a negative partition or offset, or a
+   * topic-partition named twice; so does a value of the wrong type or an
+   * integer out of its range (`field` names it). A group that consumers joined with `subscribe` rejects
+   * with a {@link FatalError}. The principal needs READ on the group and on
+   * the input topics.
+   */
+  writeWithOffsets(records: OutRecord[], offsets: ConsumedOffsets, options?: SignalOptions): Promise<void>
+  /**
+   * What consumer group `group` has committed for `partitions`, one
+   * {@link CommittedOffset} per partition in the order asked: where this
+   * leader resumes reading its input. Only offsets of decided transactions
+   * are returned (read_committed): a commit still pending is waited for, at
+   * most one lease duration, then the promise rejects with a
+   * {@link TransientError} naming the group and the partitions. Asked of a
+   * leadership because this term's mint has aborted any predecessor's open
+   * transaction: no pending commit can move the offsets later.
+   *
+   * An empty group or topic, a negative partition or a topic-partition named
+   * twice rejects with an {@link InvalidArgumentError}, nothing sent; a
+   * principal without DESCRIBE on the group or the topic, a
+   * {@link FatalError}. A signal aborted at the call or while waiting rejects
+   * with a {@link CancelledError}; the read goes on and its answer is
+   * dropped.
+   */
+  committedOffsets(group: string, partitions: TopicPartitions[], options?: SignalOptions): Promise<CommittedOffset[]>
   /** Gives the role up: stops renewing, clears the lease, supersedes the
    * token and deregisters, so the next standby takes over at once. Never
    * fences a successor. Idempotent. A signal aborted at the call rejects and

@@ -106,6 +106,13 @@ export declare class TestCluster {
   /** Every guarded write the cluster committed (every topic but the state
    * topic), in commit order, each with its term's token. */
   guardedWrites(): GuardedWrite[]
+  /** What consumer group `group` has committed for `topic`/`partition` (the
+   * offset of the next record to read), as guarded writes with offsets
+   * (`Leadership.writeWithOffsets`) committed it; `null` when nothing
+   * was (a commit still pending does not count). An argument of the wrong type
+   * or a `partition` out of the 32-bit range throws an
+   * `InvalidArgumentError` naming it. */
+  committedOffset(group: string, topic: string, partition: number): bigint | null
   /** What the role's transaction coordinator says now, asked by a process of
    * the cluster's own that no fault touches. */
   describeLeadership(role: string): Promise<LeadershipStatus>

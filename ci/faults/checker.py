@@ -335,6 +335,34 @@ def check_data(role, records, terms, writes):
     return order, provenance, outcomes, (unknown_committed, unknown_total)
 
 
+def check_pipe(records, pipe):
+    """The pipeline role's output against its input: each input's output
+    exactly once, in input order, and the group's committed offset at the
+    input's end. `pipe`: {"inputs": input offsets, "committed": offset}."""
+    problems = []
+    outputs = []
+    for offset, _, value in records:
+        try:
+            outputs.append(int(json.loads(value)["in_offset"]))
+        except (TypeError, ValueError, KeyError) as e:
+            problems.append(f"output offset {offset}: not a pipeline output ({e}): {value!r:.120}")
+    inputs = pipe["inputs"]
+    if outputs != inputs:
+        at = next((i for i, (a, b) in enumerate(zip(outputs, inputs)) if a != b), min(len(outputs), len(inputs)))
+        seen, dup = set(), 0
+        for o in outputs:
+            dup += o in seen
+            seen.add(o)
+        missing = len(set(inputs) - seen)
+        problems.append(f"{len(outputs)} outputs for {len(inputs)} inputs ({dup} repeated, {missing} missing); "
+                        f"the first difference at output {at}: {outputs[max(at - 2, 0):at + 3]} where the "
+                        f"inputs are {inputs[max(at - 2, 0):at + 3]}")
+    want = inputs[-1] + 1 if inputs else None
+    if pipe["committed"] != want:
+        problems.append(f"the group's committed offset is {pipe['committed']}, not the input's end {want}")
+    return problems
+
+
 def writes_of(events, role):
     """Every `guarded_write` line of `role`, with the token of its term."""
     token_of = {}
@@ -430,6 +458,12 @@ def analyse(run, events, faults, data, leases, healed_leaders, batch_headers, ha
                            f"{t['member']} at {t['start']:.1f}s")
             seen[t["token"]] = f"{t['member']} at {t['start']:.1f}s"
         checks.append(Check(f"{short}: one term per token", dup, f"{len(terms)} elections"))
+        if role in run.get("pipes", {}):
+            pipe = run["pipes"][role]
+            checks.append(Check(f"{short}: pipeline: each input once, in order", check_pipe(records, pipe),
+                                f"{len(pipe['inputs'])} inputs fed"
+                                + (f"; the feeder lost {len(pipe['feeder_failed'])}" if pipe["feeder_failed"]
+                                   else "")))
         checks.append(Check(f"{short}: lease order", check_leases(role, leases.get(role, []), terms),
                             f"{len(leases.get(role, []))} committed leases"))
         checks.append(Check(f"{short}: leader after healing",

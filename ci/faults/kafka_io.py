@@ -8,7 +8,9 @@ the thing it checks.
 import struct
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition, OFFSET_BEGINNING
+import threading
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition, OFFSET_BEGINNING
 from confluent_kafka.admin import AdminClient, NewTopic
 
 STATE_TOPIC = "__coordination_state"
@@ -184,6 +186,56 @@ def read_committed(bootstrap, topic, partition, within=120.0):
             records.append((msg.offset(), msg.key(), msg.value()))
     finally:
         c.close()
+
+
+def committed_offset(bootstrap, group, topic, partition, timeout=20.0):
+    """The offset consumer group `group` has committed for one partition
+    (only decided commits: require_stable), or None when it has none."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "log_level": 4})
+    try:
+        got = c.committed([TopicPartition(topic, partition)], timeout=timeout)[0]
+        return got.offset if got.offset >= 0 else None
+    finally:
+        c.close()
+
+
+class Feeder:
+    """Writes the inputs "0", "1", ... to partition 0 of `topic` on a thread,
+    one every `every_s` (idempotent, acks=all), until stop(), which returns
+    how many were written (every one acknowledged)."""
+
+    def __init__(self, bootstrap, topic, every_s):
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 4})
+        self.topic = topic
+        self.every_s = every_s
+        self.count = 0
+        self.failed = []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="feeder", daemon=True)
+
+    def _delivered(self, err, msg):
+        if err is not None:
+            self.failed.append(f"input {msg.value()!r}: {err}")
+
+    def _run(self):
+        while not self.stop_flag.is_set():
+            self.producer.produce(self.topic, value=str(self.count).encode(), partition=0,
+                                  on_delivery=self._delivered)
+            self.count += 1
+            self.producer.poll(0)
+            self.stop_flag.wait(self.every_s)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self, within=120.0):
+        self.stop_flag.set()
+        self.thread.join()
+        left = self.producer.flush(within)
+        if left:
+            self.failed.append(f"{left} inputs not acknowledged within {within:.0f}s")
+        return self.count
 
 
 # ---------------------------------------------------------------- state records

@@ -71,6 +71,13 @@ def parse_args(argv):
                    help="the share of packets dropped each way between a slow member and the brokers (default 0.01)")
     p.add_argument("--handover-every", type=float, default=10.0,
                    help="seconds between two hand-overs asked of the slow role's leader (default 10)")
+    p.add_argument("--pipe-members", type=int, default=2,
+                   help="members of the pipeline role (default 2; 0: no pipeline role): a role whose leader pipes "
+                        "an input topic (fed all through the run) to its data topic, one output per input, the "
+                        "input offsets committed in each guarded transaction; it takes the member faults like "
+                        "the first roles, and its output must hold each input exactly once, in input order")
+    p.add_argument("--pipe-feed-every-ms", type=float, default=20.0,
+                   help="milliseconds between two inputs of the pipeline role (default 20)")
     p.add_argument("--gap-min", type=float, default=2.0, help="least seconds between two faults")
     p.add_argument("--gap-max", type=float, default=5.0, help="most seconds between two faults")
     p.add_argument("--kinds", default=None,
@@ -92,10 +99,13 @@ def parse_args(argv):
             p.error(f"--kinds: unknown kind(s) {unknown or a.kinds}; the kinds are {', '.join(known)}")
     if a.steady_members < 0:
         p.error(f"--steady-members must be 0 or more, got {a.steady_members}")
+    if a.pipe_members < 0:
+        p.error(f"--pipe-members must be 0 or more, got {a.pipe_members}")
     if a.slow_members < 0 or a.slow_members == 1:
         p.error(f"--slow-members must be 0 or at least 2 (a hand-over needs a successor), got {a.slow_members}")
     if not 0 <= a.slow_loss < 0.5:
         p.error(f"--slow-loss must be in [0, 0.5), got {a.slow_loss}")
+    a.pipe_feed_every_s = a.pipe_feed_every_ms / 1000.0
     if a.seed is None:
         a.seed = secrets.randbelow(1_000_000)
     return a
@@ -322,22 +332,32 @@ def main(argv):
             cfg.slow_members = 0
     faulty = len(cfg.members_per_role)
     roles = pick_roles(f"faults-{secrets.token_hex(3)}",
-                       faulty + (cfg.steady_members > 0) + (cfg.slow_members > 0), cfg.partitions)
-    # The steady role (on a state partition of its own) follows the
-    # lease-sizing rule and its members take no fault of their own; the slow
-    # role (last) too, behind the slow network, with hand-overs.
-    steady = roles[faulty:faulty + 1] if cfg.steady_members else []
-    slow = roles[-1:] if cfg.slow_members else []
+                       faulty + (cfg.steady_members > 0) + (cfg.slow_members > 0) + (cfg.pipe_members > 0),
+                       cfg.partitions)
+    # After the faulty roles, in this order: the steady role (on a state
+    # partition of its own) follows the lease-sizing rule and its members
+    # take no fault of their own; the slow role too, behind the slow
+    # network, with hand-overs; the pipeline role takes the member faults as
+    # the faulty roles do.
+    rest = roles[faulty:]
+    steady = rest[:1] if cfg.steady_members else []
+    rest = rest[len(steady):]
+    slow = rest[:1] if cfg.slow_members else []
+    rest = rest[len(slow):]
+    pipe = rest[:1] if cfg.pipe_members else []
     cfg.rejoin_roles = slow
     cfg.fleet_members = (cfg.members_per_role + ([cfg.steady_members] if steady else [])
-                         + ([cfg.slow_members] if slow else []))
+                         + ([cfg.slow_members] if slow else []) + ([cfg.pipe_members] if pipe else []))
     cfg.timing = {r: (cfg.lease_ms, cfg.renew_ms) for r in roles}
     for r in steady:
         cfg.timing[r] = (cfg.steady_lease_ms, cfg.steady_renew_ms)
     for r in slow:
         cfg.timing[r] = (cfg.slow_lease_ms, cfg.slow_renew_ms)
     topics = {r: f"{r}-data" for r in roles}
-    for t in topics.values():
+    # The pipeline's input topic and consumer group (its output is its data
+    # topic).
+    cfg.pipes = {r: (f"{r}-in", f"{r}-group") for r in pipe}
+    for t in list(topics.values()) + [i for i, _ in cfg.pipes.values()]:
         kafka_io.create_topic(cfg.bootstrap, t, 1, {"min.insync.replicas": "2"})
     log("roles " + ", ".join(f"{r} (state partition {role_partition(r, cfg.partitions)})" for r in roles))
     # A neighbour's frozen transaction goes beside the first role (whose
@@ -354,7 +374,8 @@ def main(argv):
     routes = {p: p + slownet.PROXY_OFFSET for p in ports}
     warn_ephemeral(ports + (list(routes.values()) if slow else []))
     fleet = Fleet(cfg, roles, topics, isolation, run_dir, cfg.seed, log)
-    nemesis = Nemesis(cfg, roles[:faulty], fleet, brokers, isolation, cfg.seed, run_dir, log)
+    nemesis = Nemesis(cfg, roles[:faulty] + pipe, fleet, brokers, isolation, cfg.seed, run_dir, log)
+    feeders = {r: kafka_io.Feeder(cfg.bootstrap, cfg.pipes[r][0], cfg.pipe_feed_every_s) for r in pipe}
     handovers = Handovers(fleet, slow[0], cfg.handover_every, lambda: nemesis.broker_busy, run_dir, log) \
         if slow else None
     lease_s = cfg.lease_ms / 1000.0
@@ -364,6 +385,8 @@ def main(argv):
         if slow:
             proxy, cfg.slow_network = start_slow_network(cfg, isolation, fleet, slow[0], routes, run_dir)
         fleet.start()
+        for f in feeders.values():
+            f.start()
         if not wait_for(lambda: all(fleet.leader(r) for r in roles), within=120):
             log("FAILED: not every role had a leader 120 s after the members started; no faults injected")
         else:
@@ -385,6 +408,11 @@ def main(argv):
         settle = max(60.0, 10 * lease_s)
         wait_for(lambda: all(fleet.has_leader_since(r, heal_t) for r in roles), within=settle)
         healed = {r: fleet.has_leader_since(r, heal_t) for r in roles}
+        fed = {r: f.stop() for r, f in feeders.items()}
+        for r, n in fed.items():
+            log(f"{fleet.now():.1f}s {n} inputs fed to {cfg.pipes[r][0]}; waiting for the pipeline to catch up")
+            wait_for(lambda: kafka_io.committed_offset(cfg.bootstrap, cfg.pipes[r][1], cfg.pipes[r][0], 0) == n,
+                     within=settle, step=1.0)
         time.sleep(5.0)
         log(f"{fleet.now():.1f}s healed at {heal_t:.1f}s; leaders since: {healed}; stopping the members")
         stop_t = fleet.now()
@@ -392,11 +420,17 @@ def main(argv):
         stopped = True
         net = stop_slow_network(proxy, isolation, cfg, run_dir) if slow else {}
         data, leases = read_logs(cfg, roles, topics, cfg.partitions, lease_s)
+        pipes = {}
+        for r, (source, group) in cfg.pipes.items():
+            inputs, _ = kafka_io.read_committed(cfg.bootstrap, source, 0)
+            pipes[r] = {"inputs": [o for o, _, _ in inputs], "fed": fed.get(r, 0),
+                        "feeder_failed": feeders[r].failed,
+                        "committed": kafka_io.committed_offset(cfg.bootstrap, group, source, 0)}
         batch_headers = read_headers(cfg, brokers, topics)
         run = {"roles": roles, "lease_ms": cfg.lease_ms, "stop_t": stop_t, "steady": steady, "slow": slow,
                "timing": cfg.timing, "members": dict(zip(roles, cfg.fleet_members)),
                "stagger_ms": cfg.stagger_ms, "partitions": cfg.partitions,
-               "handovers_expected": bool(handovers and handovers.expected)}
+               "handovers_expected": bool(handovers and handovers.expected), "pipes": pipes}
         checks, figures = checker.analyse(run, fleet.events, nemesis.faults, data, leases, healed, batch_headers,
                                           handovers.asked if handovers else ())
         if slow:
@@ -408,9 +442,11 @@ def main(argv):
         figures["exits"] = dict(sorted(fleet.exits.items()))
         ok = report(cfg, roles, checks, figures, started, time.monotonic() - t_start, run_dir)
         if ok and not cfg.keep_topics:
-            kafka_io.delete_topics(cfg.bootstrap, topics.values())
+            kafka_io.delete_topics(cfg.bootstrap, list(topics.values()) + [i for i, _ in cfg.pipes.values()])
         return 0 if ok else 1
     finally:
+        for f in feeders.values():
+            f.stop_flag.set()
         nemesis.stop_flag.set()
         if handovers:
             handovers.stop_flag.set()

@@ -99,7 +99,16 @@ class Fleet:
             "--data-topic", slot.topic,
             "--write-every-ms", str(slot.write_every_ms),
             "--exit-on-stdin-eof",
-        ] + (["--rejoin"] if slot.role in getattr(c, "rejoin_roles", ()) else [])
+        ] + (["--rejoin"] if slot.role in getattr(c, "rejoin_roles", ()) else []) + self._pipe_args(slot)
+
+    def _pipe_args(self, slot):
+        """The pipeline role's members pipe its input topic to its data
+        topic instead of writing numbered records there."""
+        pipes = getattr(self.cfg, "pipes", {})
+        if slot.role not in pipes:
+            return []
+        source, group = pipes[slot.role]
+        return ["--pipe-from", source, "--pipe-to", slot.topic, "--pipe-group", group, "--pipe-batch", "20"]
 
     def spawn(self, slot):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KRABKA_")}

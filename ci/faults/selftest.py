@@ -199,6 +199,18 @@ def main():
     e, r, b, le = clean()
     assert "committed records" in failed(run([], [], [], [], healed=False)[0])
     assert "leader after healing" in failed(run(e, r, b, le, healed=False)[0])
+    # the pipeline: each input's output once, in order, and the group's offset at the input's end
+    def out(offset, in_offset):
+        return (offset, None, json.dumps({"in_offset": in_offset}).encode())
+
+    good = [out(0, 0), out(1, 1), out(3, 2)]
+    assert checker.check_pipe(good, {"inputs": [0, 1, 2], "committed": 3}) == []
+    assert checker.check_pipe([out(0, 0), out(1, 1), out(3, 1), out(4, 2)],
+                              {"inputs": [0, 1, 2], "committed": 3})  # an input replayed
+    assert checker.check_pipe([out(0, 0), out(1, 2)], {"inputs": [0, 1, 2], "committed": 3})  # skipped
+    assert checker.check_pipe([out(0, 1), out(1, 0), out(2, 2)],
+                              {"inputs": [0, 1, 2], "committed": 3})  # out of order
+    assert checker.check_pipe(good, {"inputs": [0, 1, 2], "committed": 2})  # offsets not at the end
     # the header reader's batch line
     line = ("baseOffset: 4 lastOffset: 6 count: 3 baseSequence: 0 lastSequence: 2 producerId: 7 "
             "producerEpoch: 2 partitionLeaderEpoch: 0 isTransactional: true isControl: false position: 0")

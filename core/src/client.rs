@@ -475,6 +475,15 @@ impl Client {
             .await
     }
 
+    /// The Kafka protocol client of this client's transport (its
+    /// connections, shared with every role): for an
+    /// [`crate::input::InputReader`] or a query of the cluster.
+    /// [`Error::InvalidArgument`] for a client on another transport.
+    #[cfg(feature = "kafka")]
+    pub fn kafka_client(&self) -> Result<&crate::transport::kafka::KafkaClient> {
+        Ok(self.kafka("kafka_client")?.kafka_client())
+    }
+
     #[cfg(feature = "kafka")]
     fn kafka(&self, what: &str) -> Result<&KafkaTransport> {
         self.inner.kafka.as_deref().ok_or_else(|| {

@@ -82,6 +82,7 @@
 mod options;
 mod positions;
 mod reader;
+mod resume;
 
 #[cfg(test)]
 mod tests;

@@ -144,6 +144,18 @@ async fn a_successor_resumes_at_the_offset_committed_with_the_output() {
     // Only offsets (an input that makes no output): the position moves.
     a.write_with_offsets(vec![], p.after(3)).await.unwrap();
     assert_eq!(p.resume_at(&a).await, 4);
+    // Without metadata: Kafka keeps an empty string, read back as none, as
+    // the in-memory transport answers.
+    let bare = ConsumedOffsets::new(
+        p.group.clone(),
+        vec![InputOffset::new(p.input.clone(), 0, 4)],
+    );
+    a.write_with_offsets(vec![], bare).await.unwrap();
+    let found = a
+        .committed_offsets(&p.group, &[(p.input.clone(), vec![0])])
+        .await
+        .unwrap();
+    assert_eq!(found[0].metadata, None, "{found:?}");
 
     let second = client().await;
     let (tx, mut rx) = events::channel();

@@ -1,5 +1,5 @@
 // The exactly-once read-process-write loop written with Apache Kafka's own Java
-// client, as the peer that ci/bench-eos-java.sh measures. Four commands:
+// client, as the peer that ci/bench-eos.sh measures. Four commands:
 //
 //   create  --bootstrap B --partitions P --replication R --min-isr M TOPIC...
 //           creates the topics (an existing topic is an error, so that every

@@ -30,6 +30,8 @@ import {
   type KrabkaPromMetric,
   type MetricSample,
   type OAuthToken,
+  type CommittedOffset,
+  type ConsumedOffsets,
 } from 'krabka-coordination'
 import * as promClient from 'prom-client'
 
@@ -49,6 +51,10 @@ export async function serve(bootstrap: string, signal: AbortSignal): Promise<Fen
   try {
     await leadership.write('billing-out', Buffer.from('result'), { key: new Uint8Array([1]) })
     await leadership.writeRecords([{ topic: 'billing-out', value: null, headers: [['h', Buffer.from('v')]] }])
+    const [from]: CommittedOffset[] = await leadership.committedOffsets('billing-in', [{ topic: 'orders', partitions: [0] }], { signal })
+    const next: bigint = (from?.offset ?? 0n) + 1n
+    const input: ConsumedOffsets = { group: 'billing-in', offsets: [{ topic: 'orders', partition: 0, offset: next, metadata: null }] }
+    await leadership.writeWithOffsets([{ topic: 'billing-out', value: Buffer.from('result') }], input, { signal })
   } catch (e) {
     if (e instanceof FencedError) {
       const code: 'FENCED' = e.code

@@ -121,6 +121,25 @@ class Leadership extends EventEmitter {
     })
   }
 
+  // The records and the input offsets they were made from, in one
+  // transaction: a guarded write (the same signal rule, the same refusal
+  // after a resign); the offsets are checked by the core at the call.
+  writeWithOffsets(records, offsets, options) {
+    return atCaller(this.writeWithOffsets, () => {
+      checkOptions(options, 'writeWithOffsets', SIGNAL_OPTIONS)
+      return guarded(signalOf(options), () => this.#native.writeWithOffsets(records, offsets))
+    })
+  }
+
+  // A read: an abort stops the waiting, the read goes on in the background
+  // and its outcome is dropped.
+  committedOffsets(group, partitions, options) {
+    return atCaller(this.committedOffsets, () => {
+      checkOptions(options, 'committedOffsets', SIGNAL_OPTIONS)
+      return abortable(signalOf(options), 'committedOffsets', () => this.#native.committedOffsets(group, partitions))
+    })
+  }
+
   // The resign runs to its end in the core once started (the lease cleared,
   // the token superseded, the member deregistered); an abort only stops the
   // waiting for it, and `done` settles once it ended. From this call on, a

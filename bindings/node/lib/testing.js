@@ -113,6 +113,10 @@ function makeTesting(kc) {
       return this.#native.guardedWrites()
     }
 
+    committedOffset(group, topic, partition) {
+      return this.#native.committedOffset(group, topic, partition)
+    }
+
     describeLeadership(role) {
       return this.#native.describeLeadership(role)
     }

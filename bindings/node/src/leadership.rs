@@ -1,8 +1,9 @@
 //! `_Leadership`: the held leadership of a role, the core's handle, behind
 //! the package's `Leadership` (`lib/leadership.js`).
 //!
-//! Properties read the handle directly; `wait`, `write` and `resign` return
-//! promises of work done on the runtime. A guarded write or a resign runs to
+//! Properties read the handle directly; `wait`, `write`,
+//! `writeWithOffsets`, `committedOffsets` and `resign` return promises of
+//! work done on the runtime. A guarded write or a resign runs to
 //! its end once started (the core runs a resign in its own task): a
 //! transaction is never abandoned open.
 //!
@@ -23,6 +24,7 @@ use napi_derive::napi;
 use crate::convert::{int_arg, is_nullish, opt_bytes, prop, str_arg, type_name, with_bytes, I32};
 use crate::error::{arg_napi, error_value, OrThrow};
 use crate::events::NativeEventStream;
+use crate::offsets::{committed_to_js, consumed_offsets, topic_partitions};
 use crate::runtime::{js, promise, runtime};
 use crate::values::{lease_to_js, token_to_js, Made};
 
@@ -89,6 +91,30 @@ pub fn out_record(env: &Env, v: &Unknown<'_>, field: &str) -> napi::Result<OutRe
         value: opt_bytes(env, value.as_ref(), "value")?,
         headers: headers(env, prop(o, "headers")?.as_ref())?,
     })
+}
+
+/// The records of a guarded write: an array of `{ topic, value, key?,
+/// partition?, headers? }` (see [`out_record`]).
+fn out_records(env: &Env, records: &Unknown<'_>) -> napi::Result<Vec<OutRecord>> {
+    if !records.is_array()? {
+        return Err(arg_napi(
+            env,
+            ArgError::wrong_type("records", "an array of records", &type_name(records)),
+        ));
+    }
+    // SAFETY: an array value of this env.
+    let array = unsafe { records.cast::<Array<'_>>() }?;
+    let mut out = Vec::with_capacity(array.len() as usize);
+    for i in 0..array.len() {
+        let item: Unknown<'_> = array.get(i)?.ok_or_else(|| {
+            arg_napi(
+                env,
+                ArgError::wrong_type("a record", "an object", "undefined"),
+            )
+        })?;
+        out.push(out_record(env, &item, "a record")?);
+    }
+    Ok(out)
 }
 
 /// Record headers: `undefined`, an object of name to bytes, or an array of
@@ -234,33 +260,63 @@ impl NativeLeadership {
         ts_return_type = "Promise<void>"
     )]
     pub fn write<'env>(&self, env: &'env Env, records: Unknown<'_>) -> napi::Result<Object<'env>> {
-        if !records.is_array()? {
-            return Err(arg_napi(
-                env,
-                ArgError::wrong_type("records", "an array of records", &type_name(&records)),
-            ));
-        }
-        // SAFETY: an array value of this env.
-        let array = unsafe { records.cast::<Array<'_>>() }?;
-        let mut out = Vec::with_capacity(array.len() as usize);
-        for i in 0..array.len() {
-            let item: Unknown<'_> = array.get(i)?.ok_or_else(|| {
-                arg_napi(
-                    env,
-                    ArgError::wrong_type("a record", "an object", "undefined"),
-                )
-            })?;
-            out.push(out_record(env, &item, "a record")?);
-        }
+        let out = out_records(env, &records)?;
         // Called here, on the JavaScript thread: a write called after
         // `resign()` is refused whatever order the runtime runs them in.
         let write = Arc::clone(self.core(env)?).write_owned(out);
         promise(env, write, |env, ()| js(env, ()))
     }
 
+    /// A guarded write of `records` that commits `offsets` (`{ group,
+    /// offsets: [{ topic, partition, offset, metadata? }] }`, the input
+    /// they were made from) in the same transaction of the term's epoch:
+    /// the core's `write_with_offsets`. Its refusals (after a resign, bad
+    /// offsets) are the core's, decided at this call.
+    #[napi(
+        ts_args_type = "records: OutRecord[], offsets: ConsumedOffsets",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn write_with_offsets<'env>(
+        &self,
+        env: &'env Env,
+        records: Unknown<'_>,
+        offsets: Unknown<'_>,
+    ) -> napi::Result<Object<'env>> {
+        let out = out_records(env, &records)?;
+        let offsets = consumed_offsets(env, &offsets)?;
+        // On the JavaScript thread, as `write`: ordered with `resign()`.
+        let write = Arc::clone(self.core(env)?).write_with_offsets_owned(out, offsets);
+        promise(env, write, |env, ()| js(env, ()))
+    }
+
+    /// What consumer group `group` committed for `partitions` (`[{ topic,
+    /// partitions: number[] }]`), in the order asked: the core's
+    /// `committed_offsets` (read_committed; waits through a pending commit
+    /// for at most one lease). Resolves with `{ topic, partition, offset,
+    /// metadata }` objects, `offset` a `bigint` or `null`.
+    #[napi(
+        ts_args_type = "group: string, partitions: TopicPartitions[]",
+        ts_return_type = "Promise<CommittedOffset[]>"
+    )]
+    pub fn committed_offsets<'env>(
+        &self,
+        env: &'env Env,
+        group: Unknown<'_>,
+        partitions: Unknown<'_>,
+    ) -> napi::Result<Object<'env>> {
+        let group = str_arg(env, &group, "group")?;
+        let partitions = topic_partitions(env, &partitions)?;
+        let leadership = Arc::clone(self.core(env)?);
+        promise(
+            env,
+            async move { leadership.committed_offsets(&group, &partitions).await },
+            committed_to_js,
+        )
+    }
+
     /// Gives the role up: the core stops renewing, supersedes the token,
     /// clears the lease and deregisters. Idempotent. From this call on,
-    /// every `write` of this leadership rejects with a `ResignedError`.
+    /// every `write` or `writeWithOffsets` of this leadership rejects with a `ResignedError`.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn resign<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         // Marked resigning here, before the promise's work runs (see `write`).

@@ -20,6 +20,8 @@
 //! * [`runtime`]: the runtime holder and the promise of a future.
 //! * [`testing`]: the core's test kit (an in-memory cluster, a manual
 //!   clock, processes to crash or pause), behind `krabka-coordination/testing`.
+//! * [`offsets`]: the input offsets of a guarded write and a group's
+//!   committed offsets, as plain objects.
 //! * [`error`], [`convert`]: errors and argument conversion.
 //!
 //! Nothing here blocks the JavaScript thread on Kafka: every operation that
@@ -37,6 +39,7 @@ pub mod log;
 pub mod metrics;
 pub mod oauth;
 pub mod observe;
+pub mod offsets;
 pub mod options;
 pub mod reports;
 pub mod runtime;

@@ -20,7 +20,7 @@ use napi::Env;
 use napi_derive::napi;
 
 use crate::client::NativeClient;
-use crate::convert::{opt_int_value, seconds_arg, str_arg};
+use crate::convert::{int_arg, opt_int_value, seconds_arg, str_arg, I32};
 use crate::error::{arg_napi, OrThrow};
 use crate::reports::LeadershipStatus;
 use crate::runtime::{js, promise, runtime};
@@ -133,6 +133,28 @@ impl NativeTestCluster {
             out.set(i as u32, write_object(env, w)?)?;
         }
         Ok(out)
+    }
+
+    /// What consumer group `group` committed for `topic`/`partition` (the
+    /// core's `TestCluster::committed_offset`): a `bigint`, or `null`.
+    #[napi(
+        ts_args_type = "group: string, topic: string, partition: number",
+        ts_return_type = "bigint | null"
+    )]
+    pub fn committed_offset(
+        &self,
+        env: Env,
+        group: Unknown<'_>,
+        topic: Unknown<'_>,
+        partition: Unknown<'_>,
+    ) -> napi::Result<Option<BigInt>> {
+        let group = str_arg(&env, &group, "group")?;
+        let topic = str_arg(&env, &topic, "topic")?;
+        let partition = int_arg(&env, &partition, "partition", I32)? as i32;
+        Ok(self
+            .cluster
+            .committed_offset(&group, &topic, partition)
+            .map(BigInt::from))
     }
 
     /// Sets the coordinator's current token of `role` (the core's

@@ -151,6 +151,38 @@ test('a paused leader wakes deposed and its write is fenced', BOUND, async () =>
   assert.ok(w.token.equals(leadB.token))
 })
 
+test("offsets committed with guarded writes are read back; a deposed leader's move none", BOUND, async () => {
+  const cluster = new Cluster()
+  const a = cluster.process('a')
+  const b = cluster.process('b')
+  const group = 'billing-input'
+  const at = (offset) => ({ group, offsets: [{ topic: 'orders-in', partition: 0, offset, metadata: `m${offset}` }] })
+  const leadA = await a.client.acquireLeadership(ROLE, 'a')
+  assert.equal(cluster.committedOffset(group, 'orders-in', 0), null)
+  await leadA.writeWithOffsets([{ topic: 'orders', value: Buffer.from('a-1') }], at(1))
+  assert.equal(cluster.committedOffset(group, 'orders-in', 0), 1n)
+  assert.deepEqual(await leadA.committedOffsets(group, [{ topic: 'orders-in', partitions: [0, 1] }]), [
+    { topic: 'orders-in', partition: 0, offset: 1n, metadata: 'm1' },
+    { topic: 'orders-in', partition: 1, offset: null, metadata: null },
+  ])
+  const waitB = await standby(cluster, b, 'b')
+  a.pause()
+  const write = tracked(leadA.writeWithOffsets([{ topic: 'orders', value: Buffer.from('a-2') }], at(2n)))
+  await cluster.advance(40)
+  const leadB = await waitB.promise
+  a.resume()
+  await cluster.settle()
+  await assert.rejects(write.promise, kc.FencedError)
+  assert.equal(cluster.committedOffset(group, 'orders-in', 0), 1n, 'the deposed write moved nothing')
+  assert.deepEqual(await leadB.committedOffsets(group, [{ topic: 'orders-in', partitions: [0] }]), [
+    { topic: 'orders-in', partition: 0, offset: 1n, metadata: 'm1' },
+  ])
+  await leadB.writeWithOffsets([], at(3))
+  assert.equal(cluster.committedOffset(group, 'orders-in', 0), 3n)
+  assert.deepEqual(written(cluster), [['a-1', String(leadA.token)]])
+  assert.throws(() => cluster.committedOffset(group, 'orders-in', 2 ** 31), (e) => e instanceof kc.InvalidArgumentError && e.field === 'partition')
+})
+
 test('a resign hands over without waiting for the lease', BOUND, async () => {
   const cluster = new Cluster()
   const a = cluster.process('a')

@@ -48,8 +48,8 @@ def test_a_leaders_offsets_commit_with_its_output_and_the_next_leader_reads_them
             kc.ConsumedOffsets(group, [kc.InputOffset(input_topic, 0, 5)]),
         )
         found = leadership.committed_offsets(group, [(input_topic, [0])])
-        # Kafka keeps no metadata as the empty string.
-        assert positions(found) == [(input_topic, 0, 5, "")]
+        # No metadata committed reads back as None (Kafka keeps "").
+        assert positions(found) == [(input_topic, 0, 5, None)]
         # Records may be none: only the offsets commit.
         leadership.write_with_offsets([], kc.ConsumedOffsets(group, [kc.InputOffset(input_topic, 0, 6, "m")]))
     with pytest.raises(kc.Resigned):
@@ -86,7 +86,7 @@ def test_a_deposed_leaders_write_with_offsets_is_fenced_and_the_offset_stays(
         leadership.resign()
 
     with client.acquire_leadership(role, "b", **FAST) as successor:
-        assert positions(successor.committed_offsets(group, {input_topic: [0]})) == [(input_topic, 0, 3, "")]
+        assert positions(successor.committed_offsets(group, {input_topic: [0]})) == [(input_topic, 0, 3, None)]
 
 
 def test_bad_offsets_are_refused_at_the_call_naming_the_value(
@@ -113,7 +113,7 @@ def test_bad_offsets_are_refused_at_the_call_naming_the_value(
         with pytest.raises(kc.InvalidArgumentError, match="input partition -1"):
             leadership.committed_offsets(group, {input_topic: [-1]})
         # Nothing was sent: the offset is the last good write's.
-        assert positions(leadership.committed_offsets(group, {input_topic: [0]})) == [(input_topic, 0, 4, "")]
+        assert positions(leadership.committed_offsets(group, {input_topic: [0]})) == [(input_topic, 0, 4, None)]
         assert leadership.is_held
 
 

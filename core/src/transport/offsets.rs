@@ -55,7 +55,9 @@ pub struct CommittedOffset {
     /// committed nothing for the partition (start where your reset policy
     /// says).
     pub offset: Option<i64>,
-    /// The metadata committed with the offset.
+    /// The metadata committed with the offset; `None` when it had none or
+    /// an empty one (Kafka keeps no metadata as an empty string, so the two
+    /// cannot be told apart).
     pub metadata: Option<String>,
 }
 

@@ -60,6 +60,12 @@ async fn records_and_offsets_commit_together_and_a_successor_resumes_from_them()
         .unwrap();
     assert_eq!(orders(&w), ["o1"]);
     assert_eq!(w.cluster.committed_offset(GROUP, INPUT, 0), Some(2));
+    // An empty metadata is none, as Kafka keeps no metadata.
+    a.write_with_offsets(vec![], consumed(2, Some("")))
+        .await
+        .unwrap();
+    let found = a.committed_offsets(GROUP, &input()).await.unwrap();
+    assert_eq!(found[0].metadata, None);
 
     // A hand-over: the successor reads where the last leader left off.
     let b = w.spawn("b");

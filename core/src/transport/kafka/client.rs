@@ -223,7 +223,10 @@ impl KafkaClient {
 /// The core's view of one partition the protocol client read.
 fn committed_offset(p: krabka_kafka::PartitionCommitted) -> crate::transport::CommittedOffset {
     let (offset, metadata) = match p.committed {
-        krabka_kafka::Committed::At { offset, metadata } => (Some(offset), metadata),
+        // Kafka keeps a commit without metadata as an empty string.
+        krabka_kafka::Committed::At { offset, metadata } => {
+            (Some(offset), metadata.filter(|m| !m.is_empty()))
+        }
         // `committed_offsets` waits out pending commits; none is left.
         krabka_kafka::Committed::Nothing | krabka_kafka::Committed::Pending => (None, None),
     };

@@ -84,7 +84,7 @@ impl MemoryCluster {
                     topic: topic.clone(),
                     partition,
                     offset: committed.as_ref().map(|c| c.0),
-                    metadata: committed.and_then(|c| c.1),
+                    metadata: committed.and_then(|c| c.1).filter(|m| !m.is_empty()),
                 });
             }
         }

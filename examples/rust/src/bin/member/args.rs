@@ -5,6 +5,8 @@ use std::time::Duration;
 use krabka_coordination::transport::kafka::KafkaConfig;
 use krabka_examples::cli::Flags;
 
+use crate::pipe::Pipe;
+
 /// `member --help`.
 pub const USAGE: &str = "\
 usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
@@ -21,6 +23,11 @@ usage: member --bootstrap HOST:PORT --role ROLE --member ID [options]
   --state-topic NAME        the state topic (default __coordination_state)
   --data-topic NAME         write guarded records to partition 0 of NAME while leading
   --write-every-ms MS       pause between guarded writes (default 150)
+  --pipe-from TOPIC         while leading, pipe partition 0 of TOPIC to --pipe-to, one output
+                            per input, the input offsets committed in each guarded write
+  --pipe-to TOPIC           the pipeline's output topic (partition 0)
+  --pipe-group GROUP        the consumer group of the pipeline's offsets (default: ROLE-pipe)
+  --pipe-batch N            the most inputs whose outputs go in one transaction (default 100)
   --kafka-setting KEY=VAL   a librdkafka setting for every client (repeatable)
   --skip-topic-check        do not check the state topic's partitions and cleanup policy
   --rejoin                  after a `resign` command, register again and wait for a turn
@@ -57,6 +64,8 @@ pub struct Args {
     pub write_every: Duration,
     /// librdkafka settings for every client.
     pub settings: Vec<(String, String)>,
+    /// The pipeline run while leading, instead of `data_topic`'s writes.
+    pub pipe: Option<Pipe>,
     /// Skip the state topic's check.
     pub skip_topic_check: bool,
     /// Register again after a `resign` command.
@@ -83,10 +92,12 @@ impl Args {
             data_topic: None,
             write_every: Duration::from_millis(150),
             settings: Vec::new(),
+            pipe: None,
             skip_topic_check: false,
             rejoin: false,
             exit_on_stdin_eof: false,
         };
+        let (mut from, mut to, mut group, mut batch) = (None, None, None, 100usize);
         while let Some(flag) = flags.next_flag() {
             let f = flag.as_str();
             match f {
@@ -103,6 +114,10 @@ impl Args {
                 "--state-topic" => a.state_topic = Some(flags.value(f)?),
                 "--data-topic" => a.data_topic = Some(flags.value(f)?),
                 "--kafka-setting" => a.settings.push(flags.setting(f)?),
+                "--pipe-from" => from = Some(flags.value(f)?),
+                "--pipe-to" => to = Some(flags.value(f)?),
+                "--pipe-group" => group = Some(flags.value(f)?),
+                "--pipe-batch" => batch = flags.number(f)?,
                 "--skip-topic-check" => a.skip_topic_check = true,
                 "--rejoin" => a.rejoin = true,
                 "--exit-on-stdin-eof" => a.exit_on_stdin_eof = true,
@@ -119,6 +134,21 @@ impl Args {
                 return Err(format!("{name} is required"));
             }
         }
+        a.pipe = match (from, to) {
+            (Some(from), Some(to)) if batch > 0 => Some(Pipe {
+                from,
+                to,
+                group: group.unwrap_or_else(|| format!("{}-pipe", a.role)),
+                batch,
+            }),
+            (Some(_), Some(_)) => return Err("--pipe-batch must be above zero".into()),
+            (None, None) if group.is_none() => None,
+            _ => {
+                return Err(
+                    "--pipe-from and --pipe-to go together (and --pipe-group with them)".into(),
+                )
+            }
+        };
         if a.write_every.is_zero() {
             return Err("--write-every-ms must be above zero".into());
         }

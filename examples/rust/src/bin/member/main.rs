@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run -p krabka-examples --bin member -- --bootstrap 127.0.0.1:19092 --role billing --member host-a \
 //!     [--partitions 16] [--lease-ms 3000] [--renew-ms 1000] [--stagger-ms 1000] \
-//!     [--data-topic billing-out] [--write-every-ms 150] [--kafka-setting key=value]...
+//!     [--data-topic billing-out] [--write-every-ms 150] [--kafka-setting key=value]... \
+//!     [--pipe-from orders --pipe-to billed [--pipe-group billing-pipe] [--pipe-batch 100]]
 //! ```
 //!
 //! The member registers, waits for its turn, takes the role and renews its
@@ -14,7 +15,9 @@
 //! producer; the record's value is a JSON object with its member id, its
 //! token (`producer_id`, `epoch`) and a sequence number, so a reader of the
 //! topic can check that every committed record carries the token of its
-//! writer.
+//! writer. With `--pipe-from` and `--pipe-to` it runs a pipeline instead:
+//! one output per input record, the input offsets committed in the same
+//! guarded transaction (the `pipe` module).
 //!
 //! # Output
 //!
@@ -54,6 +57,7 @@
 //! the member deregisters before it exits.
 
 mod args;
+mod pipe;
 mod run;
 mod writes;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use krabka_coordination::client::Client;
 use krabka_coordination::events::{self, EventKind, EventReceiver, EventSender};
 use krabka_coordination::leadership::{Leadership, LeadershipOptions};
-use krabka_coordination::transport::kafka::TopicSpec;
+use krabka_coordination::transport::kafka::{KafkaClient, TopicSpec};
 use krabka_coordination::{Error, ErrorKind};
 use krabka_examples::exit;
 use krabka_examples::lines::{error_fields, token_fields, Lines};
@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::Args;
+use crate::pipe::pipe_loop;
 use crate::writes::write_loop;
 
 /// Prints the core's events of this member, in the order it took the steps.
@@ -128,6 +129,8 @@ struct Member {
     commands: mpsc::UnboundedReceiver<Command>,
     stops: Stops,
     events: EventSender,
+    /// The client's Kafka protocol client, for the pipeline's reader.
+    kafka: KafkaClient,
 }
 
 /// Runs the member until it stops; returns the exit code.
@@ -173,8 +176,16 @@ pub async fn run(args: Args, lines: Arc<Lines>) -> i32 {
             return exit::ERROR;
         }
     }
+    let kafka = match client.kafka_client() {
+        Ok(k) => k.clone(),
+        Err(e) => {
+            eprintln!("member: {e}");
+            return exit::ERROR;
+        }
+    };
     let (tx, rx) = events::channel();
     let mut m = Member {
+        kafka,
         commands: spawn_stdin_reader(args.exit_on_stdin_eof),
         printer: Printer {
             lines: Arc::clone(&lines),
@@ -253,14 +264,22 @@ impl Member {
         // The `elected` line comes before anything the term prints.
         self.printer.drain();
         let leadership = Arc::new(leadership);
-        let writer = self.args.data_topic.clone().map(|topic| {
-            tokio::spawn(write_loop(
-                Arc::clone(&self.lines),
+        let lines = Arc::clone(&self.lines);
+        let writer = match (&self.args.pipe, &self.args.data_topic) {
+            (Some(pipe), _) => Some(tokio::spawn(pipe_loop(
+                lines,
                 Arc::clone(&leadership),
-                topic,
+                self.kafka.clone(),
+                pipe.clone(),
+            ))),
+            (None, Some(topic)) => Some(tokio::spawn(write_loop(
+                lines,
+                Arc::clone(&leadership),
+                topic.clone(),
                 self.args.write_every,
-            ))
-        });
+            ))),
+            (None, None) => None,
+        };
         let end = loop {
             tokio::select! {
                 _ = leadership.done() => {
