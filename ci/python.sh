@@ -180,7 +180,7 @@ fi
 rm -f "$WORKER_LOG"
 
 step "quick starts (the python blocks of README.md, bindings/python/README.md and docs/python.md, ci/snippets.py)"
-for topic in billing-out report-results; do
+for topic in billing-out report-results pipeline-in pipeline-out; do
     bash "$ROOT/ci/kafka.sh" tool topics --bootstrap-server "$KRABKA_BOOTSTRAP" \
         --create --if-not-exists --topic "$topic" --partitions 1 --replication-factor 1 >/dev/null
 done

@@ -24,9 +24,10 @@ use krabka_coordination_bindings::{OnInterrupt, ProcessBound};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use crate::convert::seconds_arg;
+use crate::convert::{seconds_arg, str_field};
 use crate::error::{error_to_py, IntoPyResult};
 use crate::events::PyEventStream;
+use crate::offsets::{consumed_offsets, query_partitions, PyCommittedOffset};
 use crate::pending::{Outcome, PyPending};
 use crate::records::{many_records, py_repr, PyOutRecord};
 use crate::runtime::runtime;
@@ -216,6 +217,53 @@ impl PyLeadership {
     fn write_records(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<PyPending> {
         let records = many_records(records)?;
         self.write_pending(py, records)
+    }
+
+    /// A guarded write of `records` (an iterable of `OutRecord`, possibly
+    /// empty) that commits `offsets` (a `ConsumedOffsets`: the input they
+    /// were made from) for its consumer group in the same transaction of
+    /// this term's epoch: both become visible, or neither. A deposed
+    /// leader's write raises `Fenced` and the group's offsets do not move.
+    /// Bad offsets (an empty group or topic, a negative partition or
+    /// offset, a partition named twice) raise `InvalidArgumentError` naming
+    /// the value, nothing sent; after `resign()`, `Resigned`.
+    fn write_with_offsets(
+        &self,
+        py: Python<'_>,
+        records: &Bound<'_, PyAny>,
+        offsets: &Bound<'_, PyAny>,
+    ) -> PyResult<PyPending> {
+        let records = many_records(records)?;
+        let offsets = consumed_offsets(offsets)?;
+        // Checked at this call (a resign, the offsets), as `write` is.
+        let write = Arc::clone(self.core(py)?).write_with_offsets_owned(records, offsets);
+        Ok(PyPending::plain(write, OnInterrupt::Finish(FINISH_GRACE)))
+    }
+
+    /// What consumer group `group` has committed for `partitions` (a dict
+    /// of topic to partitions, or (topic, partitions) pairs), as a list of
+    /// `CommittedOffset` in the order asked: where a new leader resumes.
+    /// Only offsets of decided transactions are returned (read_committed);
+    /// a pending commit is waited for at most one lease duration, then
+    /// `TransientError`. `offset` is `None` for a partition the group
+    /// committed nothing for. An empty group or topic, a negative partition
+    /// or a partition named twice raises `InvalidArgumentError`.
+    fn committed_offsets(
+        &self,
+        py: Python<'_>,
+        group: &Bound<'_, PyAny>,
+        partitions: &Bound<'_, PyAny>,
+    ) -> PyResult<PyPending> {
+        let group = str_field(group, "group")?;
+        let partitions = query_partitions(partitions)?;
+        let leadership = Arc::clone(self.core(py)?);
+        Ok(PyPending::plain(
+            async move {
+                let found = leadership.committed_offsets(&group, &partitions).await?;
+                Ok(found.into_iter().map(PyCommittedOffset).collect::<Vec<_>>())
+            },
+            OnInterrupt::Abort,
+        ))
     }
 
     /// Gives the role up: the core stops renewing, supersedes the token,

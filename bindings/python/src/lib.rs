@@ -15,7 +15,8 @@
 //! * [`values`], [`functions`]: the conformance surface (records, tokens,
 //!   partitions).
 //! * [`client`], [`leadership`], [`events`], [`records`], [`reports`]: the
-//!   leadership API, each operation once, as a [`pending::PyPending`].
+//!   leadership API, each operation once, as a [`pending::PyPending`];
+//!   [`offsets`]: the input offsets a guarded write commits with its records.
 //! * [`lead`]: the leader loop (`Client.lead`), a term at a time.
 //! * [`callbacks`]: `on_event=` callbacks, called from one thread.
 //! * [`observe`]: the observer of roles (`Client.observe`) and its views.
@@ -44,6 +45,7 @@ pub mod logging;
 pub mod metrics;
 pub mod oauth;
 pub mod observe;
+pub mod offsets;
 pub mod pending;
 pub mod records;
 pub mod reports;
@@ -88,6 +90,9 @@ mod native {
 
     #[pymodule_export]
     use crate::records::PyOutRecord;
+
+    #[pymodule_export]
+    use crate::offsets::{PyCommittedOffset, PyConsumedOffsets, PyInputOffset};
 
     #[pymodule_export]
     use crate::reports::{PyLeadershipStatus, PyRoleStateReport, PyRosterEntry, PyTopicReport};

@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::client::PyClient;
-use crate::convert::{int_value, seconds_arg, str_field, type_name};
+use crate::convert::{int_field, int_value, seconds_arg, str_field, type_name};
 use crate::error::{arg_error, IntoPyResult};
 use crate::pending::PyPending;
 use crate::records::py_repr;
@@ -122,6 +122,22 @@ impl PyTestCluster {
             .into_iter()
             .map(PyGuardedWrite)
             .collect()
+    }
+
+    /// What consumer group `group` has committed for `topic` / `partition`
+    /// (the offset of the next record to read), `None` when nothing: the
+    /// input position that guarded writes with offsets committed; a commit
+    /// still pending does not count.
+    fn committed_offset(
+        &self,
+        group: &Bound<'_, PyAny>,
+        topic: &Bound<'_, PyAny>,
+        partition: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<i64>> {
+        let group = str_field(group, "group")?;
+        let topic = str_field(topic, "topic")?;
+        let partition = int_field::<i32>(partition, "partition")?;
+        Ok(self.cluster.committed_offset(&group, &topic, partition))
     }
 
     /// Sets the coordinator's current token of `role` (the core's

@@ -190,6 +190,36 @@ def test_a_paused_leader_wakes_deposed_and_its_write_is_fenced(cluster: TestClus
     assert (w.topic, w.role, w.key, w.offset) == ("orders", ROLE, b"", 1)
 
 
+def test_offsets_commit_with_the_output_and_a_deposed_leaders_do_not_move(cluster: TestCluster, pool: Threads) -> None:
+    a, b = cluster.process("a"), cluster.process("b")
+    lead_a = a.client.acquire_leadership(ROLE, "a")
+    assert cluster.committed_offset("pipeline", "in", 0) is None
+    lead_a.write_with_offsets(
+        [kc.OutRecord("orders", b"a-1")], kc.ConsumedOffsets("pipeline", [kc.InputOffset("in", 0, 1)])
+    )
+    assert cluster.committed_offset("pipeline", "in", 0) == 1
+    assert cluster.committed_offset("pipeline", "in", 1) is None
+    with pytest.raises(kc.InvalidArgumentError, match="offset -1"):
+        lead_a.write_with_offsets([], kc.ConsumedOffsets("pipeline", [kc.InputOffset("in", 0, -1)]))
+    fut_b = standby(pool, cluster, b, "b")
+    a.pause()
+    write = pool.submit(
+        lead_a.write_with_offsets,
+        [kc.OutRecord("orders", b"a-2")],
+        kc.ConsumedOffsets("pipeline", [kc.InputOffset("in", 0, 2)]),
+    )
+    cluster.advance(40)
+    lead_b = fut_b.result(timeout=BOUND)
+    found = lead_b.committed_offsets("pipeline", {"in": [0, 1]})
+    assert [(c.topic, c.partition, c.offset) for c in found] == [("in", 0, 1), ("in", 1, None)]
+    a.resume()
+    cluster.settle()
+    with pytest.raises(DEPOSED_WRITE):
+        write.result(timeout=BOUND)
+    assert cluster.committed_offset("pipeline", "in", 0) == 1
+    assert values(cluster.guarded_writes()) == [(b"a-1", lead_a.token)]
+
+
 def test_a_resign_hands_over_without_waiting_for_the_lease(cluster: TestCluster, pool: Threads) -> None:
     a, b = cluster.process("a"), cluster.process("b")
     lead_a = a.client.acquire_leadership(ROLE, "a")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from types import TracebackType
 from datetime import timedelta
-from typing import Iterable, Literal, Mapping, Optional, Tuple, Type, Union
+from typing import Iterable, List, Literal, Mapping, Optional, Tuple, Type, Union
 
 from . import _native
-from ._native import Event, FencingToken, KrabkaError, Lease, OutRecord
+from ._native import CommittedOffset, ConsumedOffsets, Event, FencingToken, KrabkaError, Lease, OutRecord
 
 _BytesLike = Union[bytes, bytearray, memoryview]
 _Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
+_Partitions = Union[Mapping[str, Iterable[int]], Iterable[Tuple[str, Iterable[int]]]]
 
 EventKind = Literal[
     "registered",
@@ -139,6 +140,38 @@ class Leadership(_LeadershipBase):
         become visible, or (fenced) none."""
         self._native.write_records(records).wait()
 
+    def write_with_offsets(self, records: Iterable[OutRecord], offsets: ConsumedOffsets) -> None:
+        """A guarded write of ``records`` (possibly none) that commits
+        ``offsets``, the input they were made from, for its consumer group
+        in the same transaction of this term's epoch: the records become
+        visible to ``read_committed`` readers and the group's offsets move
+        together, or neither happens (Kafka's exactly-once
+        read-process-write loop; see docs/exactly-once.md).
+
+        A deposed leader's write raises :class:`Fenced`, none of its records
+        become visible and the group's offsets do not move; the leadership
+        then ends. Bad offsets (an empty group or topic, a negative
+        partition or offset, a partition named twice) raise
+        :class:`InvalidArgumentError` naming the value, nothing sent; after
+        :meth:`resign`, :class:`Resigned`. The group is committed to without
+        membership: read the input with ``assign`` + ``seek``, not
+        ``subscribe``."""
+        self._native.write_with_offsets(records, offsets).wait()
+
+    def committed_offsets(self, group: str, partitions: _Partitions) -> List[CommittedOffset]:
+        """What consumer group ``group`` has committed for ``partitions`` (a
+        dict of topic to partitions, or ``(topic, partitions)`` pairs), in
+        the order asked: where this leader resumes reading its input.
+
+        Only offsets of decided transactions are returned (read_committed);
+        a pending commit is waited for at most one lease duration, then
+        :class:`TransientError`. :attr:`CommittedOffset.offset` is ``None``
+        for a partition the group committed nothing for. An empty group or
+        topic, a negative partition or a partition named twice raises
+        :class:`InvalidArgumentError`."""
+        found: List[CommittedOffset] = self._native.committed_offsets(group, partitions).wait()
+        return found
+
     def resign(self) -> None:
         """Gives the role up: stops renewing, supersedes the token, clears the
         lease and deregisters, so the next standby takes over at once.
@@ -193,6 +226,17 @@ class AsyncLeadership(_LeadershipBase):
     async def write_records(self, records: Iterable[OutRecord]) -> None:
         """A guarded write of several records in one transaction."""
         await self._native.write_records(records)
+
+    async def write_with_offsets(self, records: Iterable[OutRecord], offsets: ConsumedOffsets) -> None:
+        """A guarded write of ``records`` that commits ``offsets`` in the same
+        transaction (see :meth:`Leadership.write_with_offsets`)."""
+        await self._native.write_with_offsets(records, offsets)
+
+    async def committed_offsets(self, group: str, partitions: _Partitions) -> List[CommittedOffset]:
+        """What consumer group ``group`` has committed for ``partitions`` (see
+        :meth:`Leadership.committed_offsets`)."""
+        found: List[CommittedOffset] = await self._native.committed_offsets(group, partitions)
+        return found
 
     async def resign(self) -> None:
         """Gives the role up (see :meth:`Leadership.resign`)."""

@@ -46,6 +46,9 @@ __all__ = [
     "Event",
     "LeadershipStatus",
     "OutRecord",
+    "InputOffset",
+    "ConsumedOffsets",
+    "CommittedOffset",
     "RoleStateReport",
     "RoleView",
     "RosterEntry",
@@ -97,6 +100,8 @@ _KafkaSettings = Mapping[str, Union[str, int, float, bool]]
 ``"bootstrap.servers"`` at least."""
 
 _Headers = Union[Mapping[str, _BytesLike], Iterable[Tuple[str, _BytesLike]]]
+# A committed-offsets query: topic to partitions, as a dict or as pairs.
+_Partitions = Union[Mapping[str, Iterable[int]], Iterable[Tuple[str, Iterable[int]]]]
 
 # ---------------------------------------------------------------- values
 
@@ -340,6 +345,12 @@ class _TestCluster:
     def guarded_writes(self) -> List[GuardedWrite]:
         """Every guarded write the cluster committed, in commit order."""
 
+    def committed_offset(self, group: str, topic: str, partition: int) -> Optional[int]:
+        """What consumer group `group` has committed for `topic` / `partition`
+        (the offset of the next record to read), `None` when nothing: the
+        input position that guarded writes with offsets committed; a commit
+        still pending does not count."""
+
     def set_epoch(self, role: str, token: FencingToken) -> None:
         """Sets the coordinator's current token of `role` (the core's
         `MemoryCluster::set_epoch`): the next mint bumps its epoch, or
@@ -545,6 +556,26 @@ class _Leadership:
     def write_records(self, records: Iterable[OutRecord]) -> _Pending[None]:
         """A guarded write of several records in one transaction: all of them
         become visible, or (fenced) none."""
+
+    def write_with_offsets(self, records: Iterable[OutRecord], offsets: ConsumedOffsets) -> _Pending[None]:
+        """A guarded write of `records` (an iterable of `OutRecord`, possibly
+        empty) that commits `offsets` (a `ConsumedOffsets`: the input they
+        were made from) for its consumer group in the same transaction of
+        this term's epoch: both become visible, or neither. A deposed
+        leader's write raises `Fenced` and the group's offsets do not move.
+        Bad offsets (an empty group or topic, a negative partition or
+        offset, a partition named twice) raise `InvalidArgumentError` naming
+        the value, nothing sent; after `resign()`, `Resigned`."""
+
+    def committed_offsets(self, group: str, partitions: _Partitions) -> _Pending[List[CommittedOffset]]:
+        """What consumer group `group` has committed for `partitions` (a dict
+        of topic to partitions, or (topic, partitions) pairs), as a list of
+        `CommittedOffset` in the order asked: where a new leader resumes.
+        Only offsets of decided transactions are returned (read_committed);
+        a pending commit is waited for at most one lease duration, then
+        `TransientError`. `offset` is `None` for a partition the group
+        committed nothing for. An empty group or topic, a negative partition
+        or a partition named twice raises `InvalidArgumentError`."""
 
     def resign(self) -> _Pending[None]:
         """Gives the role up: the core stops renewing, supersedes the token,
@@ -795,6 +826,80 @@ class OutRecord:
     @property
     def headers(self) -> List[Tuple[str, bytes]]:
         """The headers as (name, value) pairs."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class InputOffset:
+    """One input partition's position: the offset of the next record to read
+    there (the last one processed, plus one), as a Kafka consumer commits."""
+
+    def __new__(cls, topic: str, partition: int, offset: int, metadata: Optional[str] = None) -> InputOffset: ...
+    @property
+    def topic(self) -> str:
+        """The topic read."""
+
+    @property
+    def partition(self) -> int:
+        """Its partition."""
+
+    @property
+    def offset(self) -> int:
+        """The offset of the next record to read."""
+
+    @property
+    def metadata(self) -> Optional[str]:
+        """Kept with the offset and returned with it (at most the brokers'
+        `offset.metadata.max.bytes`, or the commit is refused)."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class ConsumedOffsets:
+    """The input a guarded write consumed: the offsets to commit for consumer
+    group `group` with the write's records, in its transaction. Records and
+    offsets commit together or not at all."""
+
+    def __new__(cls, group: str, offsets: Iterable[InputOffset]) -> ConsumedOffsets: ...
+    @property
+    def group(self) -> str:
+        """The consumer group whose offsets are committed."""
+
+    @property
+    def offsets(self) -> List[InputOffset]:
+        """One entry per input partition."""
+
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class CommittedOffset:
+    """What a consumer group has committed for one partition, as
+    `committed_offsets` returns it: only offsets of decided transactions
+    (read_committed)."""
+
+    @property
+    def topic(self) -> str:
+        """The topic."""
+
+    @property
+    def partition(self) -> int:
+        """The partition."""
+
+    @property
+    def offset(self) -> Optional[int]:
+        """The offset of the next record to read; `None` when the group has
+        committed nothing for the partition (start where your reset policy
+        says)."""
+
+    @property
+    def metadata(self) -> Optional[str]:
+        """The metadata committed with the offset."""
 
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...

@@ -16,7 +16,8 @@ a process through faults: :meth:`~TestProcess.crash` (SIGKILL),
 :meth:`~TestProcess.pause`/:meth:`~TestProcess.resume` (SIGSTOP/SIGCONT),
 :meth:`~TestProcess.cut_off`/:meth:`~TestProcess.heal`,
 :meth:`~TestProcess.fail_for`; and reads back every guarded write the
-cluster committed (:meth:`TestCluster.guarded_writes`) and the coordinator's
+cluster committed (:meth:`TestCluster.guarded_writes`), a consumer group's
+committed input offset (:meth:`TestCluster.committed_offset`) and the coordinator's
 answer (:meth:`TestCluster.describe_leadership`)::
 
     cluster = TestCluster()
@@ -230,6 +231,14 @@ class TestCluster:
         state topic), in commit order, each with its role and the token of
         the term that wrote it. A fenced write is not among them."""
         return self._native.guarded_writes()
+
+    def committed_offset(self, group: str, topic: str, partition: int) -> Optional[int]:
+        """What consumer group ``group`` has committed for ``topic`` /
+        ``partition`` (the offset of the next record to read), ``None`` when
+        nothing: the input position that guarded writes with offsets
+        (:meth:`~krabka_coordination.Leadership.write_with_offsets`)
+        committed; a commit still pending does not count."""
+        return self._native.committed_offset(group, topic, partition)
 
     def set_epoch(self, role: str, token: FencingToken) -> None:
         """Sets the coordinator's current token of ``role``, to test a
