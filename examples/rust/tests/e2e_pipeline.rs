@@ -5,14 +5,18 @@
 //! and writes one output per input, the input offsets committed in the
 //! same guarded transaction. While a feeder writes the input, the leader
 //! is killed (SIGKILL), stopped past its lease (SIGSTOP, then SIGCONT), and
-//! told to resign, each while it is writing.
+//! told to resign, each while it is writing, and deposed behind its back (a
+//! newer epoch minted with Kafka's admin tool, as a successor that took over
+//! from a cut-off leader would).
 //!
 //! At the end a read_committed read of the output must hold each input
 //! exactly once, in input order, each written under a token not older than
 //! the one before it, and the group's committed offset must be the input's
 //! end: no hand-over replayed or skipped input, and no deposed leader's
 //! commit moved the group's offsets (a deposed write's offsets landing
-//! would show as a replay or a gap).
+//! would show as a replay or a gap). The deposed leader ends fenced (exit
+//! 3), and the next term resumes exactly at the position its last
+//! successful write committed.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -164,6 +168,30 @@ impl Pipeline {
         out
     }
 
+    /// Mints a newer epoch of the role with Kafka's admin tool
+    /// (`kafka-transactions forceTerminateTransaction`): the leader's next
+    /// write or renewal is fenced.
+    fn mint_newer_epoch(&self) {
+        let script = kafka::repo_root().join("ci/kafka.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .args([
+                "tool",
+                "transactions",
+                "--bootstrap-server",
+                &self.bootstrap,
+            ])
+            .args(["forceTerminateTransaction", "--transactionalId", &self.role])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running ci/kafka.sh tool transactions");
+        assert!(
+            out.status.success(),
+            "forceTerminateTransaction failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The pipeline group's committed offset of the input's partition 0.
     fn committed(&self) -> Option<i64> {
         let consumer: BaseConsumer = ClientConfig::new()
@@ -207,6 +235,32 @@ fn next_writer(
     panic!("no member wrote outputs under a new token within {within:?}");
 }
 
+/// The input position the last `ok` write under `token` committed.
+fn last_committed(member: &MemberProcess, token: &str) -> i64 {
+    member
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "pipe_write" && e["result"] == "ok" && e["token"] == token)
+        .filter_map(|e| e["next"].as_i64())
+        .last()
+        .unwrap_or_else(|| panic!("no write of {} committed under {token}", member.member()))
+}
+
+/// Where the term of `token` resumed reading.
+fn resumed_at(member: &MemberProcess, token: &str) -> i64 {
+    member
+        .events()
+        .iter()
+        .find(|e| e["event"] == "pipe_resumed" && e["token"] == token)
+        .and_then(|e| e["offset"].as_i64())
+        .unwrap_or_else(|| {
+            panic!(
+                "{} did not say where the term of {token} resumed",
+                member.member()
+            )
+        })
+}
+
 #[test]
 fn each_input_once_in_order_through_kills_pauses_and_resigns() {
     let p = Pipeline::new();
@@ -218,7 +272,7 @@ fn each_input_once_in_order_through_kills_pauses_and_resigns() {
     let handover = Duration::from_millis(LEASE_MS * 3 + 10_000);
 
     // Each fault hits the member writing outputs under the newest token.
-    for fault in ["kill", "stop", "resign", "kill", "resign"] {
+    for fault in ["kill", "stop", "resign", "fence", "kill", "resign"] {
         let (i, token) = next_writer(&members, &seen, handover);
         seen.insert(token.clone());
         println!("{fault} {} (token {token})", ids[i]);
@@ -240,9 +294,32 @@ fn each_input_once_in_order_through_kills_pauses_and_resigns() {
                 );
                 members[i] = p.spawn(ids[i]);
             }
+            "fence" => {
+                p.mint_newer_epoch();
+                let status = members[i].wait_exit(handover);
+                assert_eq!(
+                    status.and_then(|s| s.code()),
+                    Some(krabka_examples::exit::FENCED),
+                    "the deposed leader must end fenced"
+                );
+                let committed = last_committed(&members[i], &token);
+                members[i] = p.spawn(ids[i]);
+                let (j, next) = next_writer(&members, &seen, handover);
+                let resumed = resumed_at(&members[j], &next);
+                println!(
+                    "  {next} resumed at {resumed}; the deposed term committed up to {committed}"
+                );
+                assert_eq!(
+                    resumed, committed,
+                    "the next term must resume where the deposed leader's last successful write left the group's offset"
+                );
+            }
             _ => members[i].send("resign").expect("resign command"),
         }
     }
+    // The term after the last fault pipes too, before the feeding stops.
+    let (_, last) = next_writer(&members, &seen, handover);
+    println!("{last} leads at the end");
     stop_feeding.store(true, Ordering::SeqCst);
     let inputs = feeder.join().expect("the feeder");
     println!("{inputs} inputs fed");
@@ -292,8 +369,8 @@ fn each_input_once_in_order_through_kills_pauses_and_resigns() {
     }
     let terms: HashSet<_> = tokens.iter().collect();
     assert!(
-        terms.len() >= 6,
-        "expected outputs of six terms or more, got {}",
+        terms.len() >= 7,
+        "expected outputs of seven terms or more, got {}",
         terms.len()
     );
     assert_eq!(

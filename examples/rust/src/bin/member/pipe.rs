@@ -12,10 +12,11 @@
 //! input appears exactly once, in input order, under tokens that never go
 //! back.
 //!
-//! Lines: `pipe_resumed` (`offset`: where reading starts), `pipe_write`
-//! (`first`, `last`: the input offsets written, `count`, `result` = `ok`,
-//! `fenced` or `error`, and the token), `pipe_error` (a read or resume
-//! failure, error fields).
+//! Lines: `pipe_resumed` (`offset`: where reading starts, and the term's
+//! `token`), `pipe_write` (`first`, `last`: the input offsets written,
+//! `count`, `next`: the input position committed with them, `result` =
+//! `ok`, `fenced` or `error`, and the token), `pipe_error` (a read or
+//! resume failure, error fields).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,7 +65,10 @@ pub async fn pipe_loop(
         Err(e) => return pipe_error(&lines, "resume", &e),
     };
     let mut committed = reader.positions()[0].offset;
-    lines.emit("pipe_resumed", json!({"offset": committed}));
+    lines.emit(
+        "pipe_resumed",
+        json!({"offset": committed, "token": leadership.token().to_string()}),
+    );
     loop {
         let records = match reader.next_batch().await {
             Ok(r) => r,
@@ -149,8 +153,13 @@ async fn write_chunk(
         vec![InputOffset::new(pipe.from.clone(), 0, next)],
     );
     let (first, last) = (chunk[0].offset, chunk[chunk.len() - 1].offset);
-    let mut fields =
-        json!({"first": first, "last": last, "count": chunk.len(), "token": token.to_string()});
+    let mut fields = json!({
+        "first": first,
+        "last": last,
+        "count": chunk.len(),
+        "next": next,
+        "token": token.to_string(),
+    });
     let outcome = leadership.write_with_offsets(outputs, offsets).await;
     let (result, written) = match &outcome {
         Ok(()) => ("ok", Written::Ok),
