@@ -242,7 +242,7 @@ fn last_committed(member: &MemberProcess, token: &str) -> i64 {
         .iter()
         .filter(|e| e["event"] == "pipe_write" && e["result"] == "ok" && e["token"] == token)
         .filter_map(|e| e["next"].as_i64())
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no write of {} committed under {token}", member.member()))
 }
 
