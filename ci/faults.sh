@@ -4,9 +4,12 @@
 # a nemesis kills, pauses, cuts off and skews members and kills, pauses and
 # restarts brokers (one at a time, or all three in a rolling restart), at random
 # and reproducibly from a seed; a fourth, steady role whose lease follows the
-# lease-sizing rule takes the broker faults only and must keep its leader; then a
-# checker reads every data topic and the state topic with an independent
-# read_committed client.
+# lease-sizing rule takes the broker faults only and must keep its leader; a slow
+# role behind a slow, lossy network hands over on a schedule; a pipeline role pipes
+# an input topic to its data topic with the input offsets in each guarded
+# transaction, under the member and broker faults; then a checker reads every data
+# topic and the state topic with an independent read_committed client (for the
+# pipeline: each input exactly once, in input order).
 # docs/faults.md describes the campaign and records its figures.
 #
 #   ci/faults.sh [--duration SECONDS] [--seed N] [--bootstrap HOST:PORT,...] [more, see --help]
