@@ -10,8 +10,8 @@ use tokio::time::Instant;
 use super::options::{InputOptions, InputOutOfRange, OnOutOfRange};
 use super::positions::{name, Positions};
 use super::{InputPosition, InputRecord};
-use crate::error::{Error, Result, SharedError};
-use crate::leadership::{EndReason, Leadership};
+use crate::error::{Error, Result};
+use crate::leadership::{ended_error, EndReason, Leadership};
 use crate::transport::kafka::KafkaClient;
 
 /// Where an [`InputReader`] is (see the table of the module docs).
@@ -67,7 +67,7 @@ impl InputReader {
         options.check()?;
         let positions = Positions::new(assigned)?;
         if let Some(reason) = leadership.err() {
-            return Err(term_error(&reason));
+            return Err(ended_error(&reason));
         }
         Ok(InputReader {
             client: client.clone(),
@@ -155,7 +155,7 @@ impl InputReader {
         }
         match &self.state {
             ReaderState::Reading => Ok(()),
-            ReaderState::Ended(reason) => Err(term_error(reason)),
+            ReaderState::Ended(reason) => Err(ended_error(reason)),
         }
     }
 
@@ -259,18 +259,6 @@ fn records_of(reads: Vec<PartitionRead>) -> Vec<InputRecord> {
         }
     }
     out
-}
-
-/// The error an operation of an ended term gets, as a guarded write gets
-/// it: the kinds that say why a term ends as they are, anything else fatal
-/// with the reason as its cause.
-pub(super) fn term_error(reason: &EndReason) -> Error {
-    match &**reason {
-        Error::Fenced(why) => Error::Fenced(why.clone()),
-        Error::Resigned => Error::Resigned,
-        Error::LeaseExpired(why) => Error::LeaseExpired(why.clone()),
-        _ => Error::fatal("the leadership ended", SharedError(Arc::clone(reason))),
-    }
 }
 
 /// The start of each of `assigned` (topic, partition, and the offset the

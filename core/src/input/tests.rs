@@ -10,9 +10,9 @@ use krabka_kafka::PartitionRead;
 
 use super::options::InputOutOfRange;
 use super::positions::Positions;
-use super::reader::term_error;
 use super::{InputOptions, InputPosition};
 use crate::error::{Error, ErrorKind};
+use crate::leadership::ended_error;
 
 fn pos(topic: &str, partition: i32, offset: i64) -> InputPosition {
     InputPosition::new(topic, partition, offset)
@@ -150,7 +150,7 @@ fn an_ended_term_gives_the_error_a_guarded_write_gets() {
     ];
     for (reason, kind) in cases {
         let text = reason.to_string();
-        let e = term_error(&Arc::new(reason));
+        let e = ended_error(&Arc::new(reason));
         assert_eq!(e.kind(), kind, "{e}");
         if kind == ErrorKind::Fatal {
             assert!(e.to_string().contains("the leadership ended"), "{e}");

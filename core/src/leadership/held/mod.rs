@@ -461,9 +461,10 @@ impl HeldRef {
     }
 }
 
-/// The error to return for an operation on an ended leadership; the reason
-/// stays the cause.
-fn ended_error(reason: &EndReason) -> Error {
+/// The error to return for an operation on an ended leadership (a guarded
+/// write, the term's input reader): the kinds that say why a term ends as
+/// they are, anything else fatal with the reason as its cause.
+pub(crate) fn ended_error(reason: &EndReason) -> Error {
     match &**reason {
         Error::Fenced(why) => Error::Fenced(why.clone()),
         Error::Resigned => Error::Resigned,
