@@ -92,7 +92,9 @@ pub use describe::{
     describe_leadership, describe_role_state, describe_roles, LeadershipStatus, RoleListing,
     RoleStateReport,
 };
-pub(crate) use held::{ended_error, HeldRef};
+#[cfg(feature = "kafka")]
+pub(crate) use held::ended_error;
+pub(crate) use held::HeldRef;
 pub use held::{EndReason, Leadership};
 pub use lead::{LeaderLoop, Term};
 pub use options::LeadershipOptions;
